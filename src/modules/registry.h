@@ -1,0 +1,61 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <asio/awaitable.hpp>
+#include <nlohmann/json.hpp>
+
+namespace brine::modules {
+
+// One invocation of an execution function, as a minion received it.
+struct call {
+  std::string fun;                                   // "cmd.run"
+  nlohmann::json args = nlohmann::json::array();     // positional
+  nlohmann::json kwargs = nlohmann::json::object();  // keyword
+  std::string jid;
+  std::chrono::seconds timeout{3600};                // the job's limit
+};
+
+// What a function produced. `success` false marks a failed job (the CLI exits
+// non-zero); `retcode` is Salt's retcode.
+struct outcome {
+  nlohmann::json ret;
+  bool success = true;
+  int retcode = 0;
+};
+
+// A function runs on the caller's executor and must not block it: child
+// processes and sleeps are awaited. Cancellation (asio's per-operation
+// cancellation, as `||` or a cancellation slot delivers) must stop the work:
+// a child process group is killed and reaped.
+using function = std::function<asio::awaitable<outcome>(call)>;
+
+// Functions by name. Filled once at start by explicit registration, then only
+// read (safe to share between threads after that).
+class registry {
+ public:
+  void add(const std::string& name, function fn, std::string doc);
+  const function* find(const std::string& name) const;
+  std::vector<std::string> names() const;
+  const std::string& doc(const std::string& name) const;
+
+ private:
+  struct entry {
+    function fn;
+    std::string doc;
+  };
+  std::map<std::string, entry> entries_;
+};
+
+void register_builtin_modules(registry& reg);
+
+// Runs `c` with `c.timeout` as its limit. An unknown function, an exception,
+// a bad argument or the limit each give an outcome with success == false and a
+// message in `ret` that says what went wrong; execute never throws for them.
+asio::awaitable<outcome> execute(const registry& reg, call c);
+
+}  // namespace brine::modules

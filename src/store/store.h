@@ -1,0 +1,86 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace brine::store {
+
+enum class key_state { pending, accepted, rejected, denied };
+
+const char* to_string(key_state s);
+std::optional<key_state> parse_key_state(const std::string& s);
+
+// One minion key. An id has at most one key that is pending, accepted or
+// rejected, and any number of denied keys (each a different key that was
+// presented for an id already known).
+struct key_record {
+  std::string id;
+  key_state state = key_state::pending;
+  std::string pubkey;       // PEM SubjectPublicKeyInfo
+  std::string fingerprint;  // sha256 "aa:bb:..."
+  int64_t updated = 0;      // unix seconds
+};
+
+struct job_record {
+  std::string jid;
+  std::string fun;
+  nlohmann::json args = nlohmann::json::array();
+  nlohmann::json kwargs = nlohmann::json::object();
+  std::string target;
+  std::string tgt_type = "glob";
+  std::string user;
+  std::vector<std::string> minions;  // the expected set
+  std::string master;                // origin master
+  int64_t created = 0;               // unix seconds
+};
+
+struct return_record {
+  std::string jid;
+  std::string minion;
+  std::string fun;
+  nlohmann::json ret;
+  bool success = false;
+  int retcode = 0;
+  int64_t stamp = 0;  // unix seconds when stored
+};
+
+// Everything a master persists, behind one interface so that the embedded
+// SQLite file and a shared PostgreSQL serve alike.
+//
+// Threading: an implementation is used from one thread at a time; the master
+// runs all calls on its store thread, never on an I/O thread. Every method
+// throws base::error on failure, with a message naming the database.
+class store {
+ public:
+  virtual ~store() = default;
+
+  virtual std::vector<key_record> load_keys() = 0;
+  // Insert or replace the row (id, fingerprint).
+  virtual void put_key(const key_record& key) = 0;
+  // Remove one key (id, fingerprint).
+  virtual void delete_key(const std::string& id, const std::string& fingerprint) = 0;
+
+  virtual void add_job(const job_record& job) = 0;
+  // Newest first, at most `limit`.
+  virtual std::vector<job_record> list_jobs(size_t limit) = 0;
+  virtual std::optional<job_record> get_job(const std::string& jid) = 0;
+
+  // Stores the batch in one transaction. A (jid, minion) already stored is
+  // kept as it is (the first return wins); returns how many were new.
+  virtual size_t add_returns(const std::vector<return_record>& batch) = 0;
+  virtual std::vector<return_record> get_returns(const std::string& jid) = 0;
+
+  // Removes jobs created before `cutoff` (unix seconds) with their returns;
+  // returns how many jobs went.
+  virtual size_t purge_jobs_before(int64_t cutoff) = 0;
+};
+
+// Opens (creating if needed) the SQLite database at `path` in WAL mode.
+std::unique_ptr<store> open_sqlite(const std::string& path);
+
+}  // namespace brine::store
