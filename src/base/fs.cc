@@ -1,10 +1,9 @@
 #include "base/fs.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
-#include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +22,8 @@ void ensure_dir(const std::string& path, mode_t mode, const std::string& option)
   }
   if (::mkdir(path.c_str(), mode) != 0) {
     int err = errno;
+    // Another process created it between our stat and mkdir.
+    if (err == EEXIST && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return;
     if (err == ENOENT) {
       throw error(option + " " + path + ": parent directory does not exist; create it or set " +
                   option + " to a path whose parent exists");
@@ -48,21 +49,41 @@ void write_file_atomic(const std::string& path, const std::string& data, mode_t 
     }
     done += static_cast<size_t>(n);
   }
-  ::fsync(fd);
-  ::close(fd);
+  // A failed fsync or close means the data may not be on disk: report it
+  // rather than rename a damaged file over a good one.
+  int err = ::fsync(fd) != 0 ? errno : 0;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    throw error(path + ": cannot write: " + std::strerror(err));
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
+    err = errno;
     ::unlink(tmp.c_str());
     throw error(path + ": cannot rename into place: " + std::strerror(err));
   }
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw error(path + ": cannot read: " + std::strerror(errno));
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  // Not std::ifstream: it opens a directory without complaint and then reads
+  // nothing, and it does not promise errno.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw error(path + ": cannot read: " + std::strerror(errno));
+  std::string data;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      throw error(path + ": cannot read: " + std::strerror(err));
+    }
+    data.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return data;
 }
 
 bool file_exists(const std::string& path) {

@@ -51,11 +51,23 @@ class registry {
   std::map<std::string, entry> entries_;
 };
 
+// Salt's failed return: ret is "ERROR: " + message, success false.
+outcome error_outcome(const std::string& message, int retcode = 1);
+
+// Every built-in function (test.*, cmd.*), each with a one-line doc.
 void register_builtin_modules(registry& reg);
+// One module each; register_builtin_modules calls them all.
+void register_test_module(registry& reg);
+void register_cmd_module(registry& reg);
 
 // Runs `c` with `c.timeout` as its limit. An unknown function, an exception,
 // a bad argument or the limit each give an outcome with success == false and a
 // message in `ret` that says what went wrong; execute never throws for them.
+// Retcodes: 254 for an unknown function, 1 for the rest (Salt's). A function
+// signals a bad argument by throwing base::error with a message for the user.
+// A limit of zero or less means none. When the caller cancels execute, the
+// function is cancelled (its children killed and reaped) before it returns an
+// outcome saying so.
 asio::awaitable<outcome> execute(const registry& reg, call c);
 
 }  // namespace brine::modules

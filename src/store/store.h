@@ -65,6 +65,8 @@ class store {
   // Remove one key (id, fingerprint).
   virtual void delete_key(const std::string& id, const std::string& fingerprint) = 0;
 
+  // A jid already stored is kept as it is (a publish forwarded twice is
+  // stored once).
   virtual void add_job(const job_record& job) = 0;
   // Newest first, at most `limit`.
   virtual std::vector<job_record> list_jobs(size_t limit) = 0;
@@ -81,6 +83,8 @@ class store {
 };
 
 // Opens (creating if needed) the SQLite database at `path` in WAL mode.
+// A new file is created with mode 0600; ":memory:" gives a private in-memory
+// database (for tests).
 std::unique_ptr<store> open_sqlite(const std::string& path);
 
 }  // namespace brine::store

@@ -1,0 +1,486 @@
+#include "base/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/error.h"
+#include "base/fs.h"
+
+namespace brine::base {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+constexpr const char* k_master = "/etc/brine/master";
+constexpr const char* k_minion = "/etc/brine/minion";
+const std::string k_finger_half = "0f:1e:2d:3c:4b:5a:69:78:87:96:a5:b4:c3:d2:e1:f0";
+const std::string k_finger = k_finger_half + ":" + k_finger_half;
+
+template <class Parse>
+std::string error_of(Parse parse) {
+  try {
+    parse();
+  } catch (const error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string master_error(const std::string& yaml) {
+  return error_of([&] { parse_master_config(yaml, k_master); });
+}
+
+std::string minion_error(const std::string& yaml) {
+  return error_of([&] { parse_minion_config(yaml, k_minion); });
+}
+
+// Routes spdlog's default logger into a string for the life of the object.
+class captured_log {
+ public:
+  captured_log() : previous_(spdlog::default_logger()) {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_st>(out_);
+    auto logger = std::make_shared<spdlog::logger>("test", sink);
+    logger->set_pattern("%v");
+    spdlog::set_default_logger(logger);
+  }
+  ~captured_log() { spdlog::set_default_logger(previous_); }
+  std::string text() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string tmpl = (fs::temp_directory_path() / "brine-config-test-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~temp_dir() { fs::remove_all(path_); }
+  std::string write(const std::string& name, const std::string& content) const {
+    std::string p = (path_ / name).string();
+    std::ofstream(p) << content;
+    return p;
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+TEST(MasterConfig, Defaults) {
+  master_config c = parse_master_config("", k_master);
+  EXPECT_EQ(c.source, k_master);
+  EXPECT_EQ(c.interface, "0.0.0.0");
+  EXPECT_EQ(c.port, 4506);
+  EXPECT_EQ(c.pki_dir, "/etc/brine/pki/master");
+  EXPECT_EQ(c.cachedir, "/var/cache/brine/master");
+  EXPECT_EQ(c.sock_dir, "/var/run/brine/master");
+  EXPECT_FALSE(c.auto_accept);
+  EXPECT_EQ(c.autosign_file, "");
+  EXPECT_EQ(c.autoreject_file, "");
+  EXPECT_EQ(c.max_frame_bytes, 16u * 1024 * 1024);
+  EXPECT_EQ(c.log_file, "");
+  EXPECT_EQ(c.log_level, spdlog::level::info);
+  EXPECT_EQ(c.keep_jobs, 24u);
+  EXPECT_EQ(c.worker_threads, 0u);
+  EXPECT_EQ(c.max_concurrent_handshakes, 256u);
+  EXPECT_EQ(c.handshake_timeout, 10u);
+}
+
+TEST(MinionConfig, Defaults) {
+  minion_config c = parse_minion_config("", k_minion);
+  EXPECT_EQ(c.source, k_minion);
+  EXPECT_EQ(c.id, host_name());
+  EXPECT_FALSE(c.id.empty());
+  EXPECT_EQ(c.master, "salt");
+  EXPECT_EQ(c.master_port, 4506);
+  EXPECT_EQ(c.master_finger, "");
+  EXPECT_EQ(c.pki_dir, "/etc/brine/pki/minion");
+  EXPECT_EQ(c.cachedir, "/var/cache/brine/minion");
+  EXPECT_EQ(c.acceptance_wait_time, 10u);
+  EXPECT_EQ(c.acceptance_wait_time_max, 0u);
+  EXPECT_EQ(c.master_alive_interval, 30u);
+  EXPECT_EQ(c.job_timeout, 3600u);
+  EXPECT_EQ(c.max_frame_bytes, 16u * 1024 * 1024);
+  EXPECT_EQ(c.log_file, "");
+  EXPECT_EQ(c.log_level, spdlog::level::info);
+}
+
+TEST(Config, CommentsOnlyOrEmptyDocumentMeansDefaults) {
+  for (const char* yaml : {"# nothing here\n\n   # or here\n", "---\n", "~\n", "\n\n"}) {
+    SCOPED_TRACE(yaml);
+    EXPECT_EQ(parse_master_config(yaml, k_master).port, 4506);
+    EXPECT_EQ(parse_minion_config(yaml, k_minion).master, "salt");
+  }
+}
+
+TEST(MasterConfig, EveryOption) {
+  master_config c = parse_master_config(R"(
+interface: "::1"
+port: 14506
+pki_dir: /srv/pki
+cachedir: /srv/cache
+sock_dir: /srv/sock
+auto_accept: true
+autosign_file: /srv/autosign.conf
+autoreject_file: /srv/autoreject.conf
+max_frame_bytes: 1048576
+log_file: /var/log/brine/master
+log_level: debug
+keep_jobs: 48
+worker_threads: 3
+max_concurrent_handshakes: 64
+handshake_timeout: 5
+)",
+                                        k_master);
+  EXPECT_EQ(c.interface, "::1");
+  EXPECT_EQ(c.port, 14506);
+  EXPECT_EQ(c.pki_dir, "/srv/pki");
+  EXPECT_EQ(c.cachedir, "/srv/cache");
+  EXPECT_EQ(c.sock_dir, "/srv/sock");
+  EXPECT_TRUE(c.auto_accept);
+  EXPECT_EQ(c.autosign_file, "/srv/autosign.conf");
+  EXPECT_EQ(c.autoreject_file, "/srv/autoreject.conf");
+  EXPECT_EQ(c.max_frame_bytes, 1048576u);
+  EXPECT_EQ(c.log_file, "/var/log/brine/master");
+  EXPECT_EQ(c.log_level, spdlog::level::debug);
+  EXPECT_EQ(c.keep_jobs, 48u);
+  EXPECT_EQ(c.worker_threads, 3u);
+  EXPECT_EQ(c.max_concurrent_handshakes, 64u);
+  EXPECT_EQ(c.handshake_timeout, 5u);
+}
+
+TEST(MinionConfig, EveryOption) {
+  minion_config c = parse_minion_config(R"(
+id: web-01.example.com
+master: 10.1.2.3
+master_port: 14506
+master_finger: )" + k_finger + R"(
+pki_dir: /srv/pki
+cachedir: /srv/cache
+acceptance_wait_time: 5
+acceptance_wait_time_max: 60
+master_alive_interval: 7
+job_timeout: 120
+max_frame_bytes: 1024
+log_file: /var/log/brine/minion
+log_level: warning
+)",
+                                        k_minion);
+  EXPECT_EQ(c.id, "web-01.example.com");
+  EXPECT_EQ(c.master, "10.1.2.3");
+  EXPECT_EQ(c.master_port, 14506);
+  EXPECT_EQ(c.master_finger, k_finger);
+  EXPECT_EQ(c.pki_dir, "/srv/pki");
+  EXPECT_EQ(c.cachedir, "/srv/cache");
+  EXPECT_EQ(c.acceptance_wait_time, 5u);
+  EXPECT_EQ(c.acceptance_wait_time_max, 60u);
+  EXPECT_EQ(c.master_alive_interval, 7u);
+  EXPECT_EQ(c.job_timeout, 120u);
+  EXPECT_EQ(c.max_frame_bytes, 1024u);
+  EXPECT_EQ(c.log_file, "/var/log/brine/minion");
+  EXPECT_EQ(c.log_level, spdlog::level::warn);
+}
+
+TEST(MinionConfig, MasterAcceptsHostNamesAndAddresses) {
+  for (const char* m : {"salt", "salt-master.example.com", "my_master", "192.168.0.1", "fe80::1"}) {
+    EXPECT_EQ(parse_minion_config(std::string("master: \"") + m + "\"", k_minion).master, m);
+  }
+}
+
+TEST(MasterConfig, BooleansTakeYamlSpellings) {
+  for (const char* yes : {"true", "True", "yes", "YES", "on", "On"}) {
+    EXPECT_TRUE(parse_master_config(std::string("auto_accept: ") + yes, k_master).auto_accept)
+        << yes;
+  }
+  for (const char* no : {"false", "no", "off", "Off"}) {
+    EXPECT_FALSE(parse_master_config(std::string("auto_accept: ") + no, k_master).auto_accept)
+        << no;
+  }
+}
+
+TEST(MasterConfig, SaltLogLevelNames) {
+  auto level = [](const std::string& name) {
+    return parse_master_config("log_level: " + name, k_master).log_level;
+  };
+  EXPECT_EQ(level("garbage"), spdlog::level::trace);
+  EXPECT_EQ(level("warning"), spdlog::level::warn);
+  EXPECT_EQ(level("error"), spdlog::level::err);
+  EXPECT_EQ(level("quiet"), spdlog::level::off);
+  EXPECT_EQ(level("DEBUG"), spdlog::level::debug);
+}
+
+TEST(MasterConfig, IntegerBounds) {
+  EXPECT_EQ(parse_master_config("port: 1", k_master).port, 1);
+  EXPECT_EQ(parse_master_config("port: 65535", k_master).port, 65535);
+  EXPECT_EQ(parse_master_config("port: \"4507\"", k_master).port, 4507);
+  EXPECT_EQ(parse_master_config("max_frame_bytes: 1073741824", k_master).max_frame_bytes,
+            1073741824u);
+  EXPECT_EQ(parse_master_config("worker_threads: 64", k_master).worker_threads, 64u);
+  EXPECT_EQ(parse_master_config("keep_jobs: 4294967295", k_master).keep_jobs, 4294967295u);
+}
+
+struct bad_value {
+  std::string yaml;
+  std::string message;  // after "config <source>: "
+};
+
+TEST(MasterConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
+  const std::vector<bad_value> cases = {
+      {"port: 70000", "line 1: port must be an integer 1..65535, got 70000"},
+      {"\n# comment\nport: 0", "line 3: port must be an integer 1..65535, got 0"},
+      {"port: 12abc", "line 1: port must be an integer 1..65535, got 12abc"},
+      {"port: -1", "line 1: port must be an integer 1..65535, got -1"},
+      {"port: 4506.0", "line 1: port must be an integer 1..65535, got 4506.0"},
+      {"port: 0x10", "line 1: port must be an integer 1..65535, got 0x10"},
+      {"port: 99999999999999999999999",
+       "line 1: port must be an integer 1..65535, got 99999999999999999999999"},
+      {"port:", "line 1: port must be an integer 1..65535, got an empty value"},
+      {"port: [1, 2]", "line 1: port must be an integer 1..65535, got a list of 2"},
+      {"port: {a: 1}", "line 1: port must be an integer 1..65535, got a mapping"},
+      {"interface: eth0",
+       "line 1: interface must be an IPv4 or IPv6 address (not a host name), got eth0"},
+      {"interface: 10.0.0.256",
+       "line 1: interface must be an IPv4 or IPv6 address (not a host name), got 10.0.0.256"},
+      {"auto_accept: maybe",
+       "line 1: auto_accept must be true or false (or yes/no, on/off), got maybe"},
+      {"auto_accept: 1", "line 1: auto_accept must be true or false (or yes/no, on/off), got 1"},
+      {"max_frame_bytes: 1023",
+       "line 1: max_frame_bytes must be an integer 1024..1073741824 (bytes), got 1023"},
+      {"max_frame_bytes: 1073741825",
+       "line 1: max_frame_bytes must be an integer 1024..1073741824 (bytes), got 1073741825"},
+      {"keep_jobs: 0", "line 1: keep_jobs must be an integer >= 1 (hours), got 0"},
+      {"keep_jobs: 4294967296",
+       "line 1: keep_jobs must be an integer >= 1 (hours), got 4294967296"},
+      {"worker_threads: 65", "line 1: worker_threads must be an integer 0..64, got 65"},
+      {"max_concurrent_handshakes: 0",
+       "line 1: max_concurrent_handshakes must be an integer >= 1, got 0"},
+      {"handshake_timeout: 0",
+       "line 1: handshake_timeout must be an integer >= 1 (seconds), got 0"},
+      {"log_level: loud",
+       "line 1: log_level must be one of garbage, trace, debug, info, warning, error, critical, "
+       "quiet, got loud"},
+      {"pki_dir: ''", "line 1: pki_dir must be a file system path, got \"\""},
+      {"cachedir:", "line 1: cachedir must be a file system path, got an empty value"},
+      {"sock_dir: [a]", "line 1: sock_dir must be a file system path, got a list of 1"},
+      {"autosign_file: \"a\\0b\"",
+       "line 1: autosign_file must be a file system path without control characters, got "
+       "\"a\\x00b\""},
+      {"log_file: udp://localhost:514",
+       "line 1: log_file must be a file path (syslog URLs are not supported), got "
+       "udp://localhost:514"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(master_error(c.yaml), std::string("config ") + k_master + ": " + c.message) << c.yaml;
+  }
+}
+
+TEST(MinionConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
+  const std::vector<bad_value> cases = {
+      {"id: web1\nmaster_port: 70000",
+       "line 2: master_port must be an integer 1..65535, got 70000"},
+      {"id: ''", "line 1: id must be a non-empty name, got \"\""},
+      {"id:", "line 1: id must be a name, got an empty value"},
+      {"id: web/1", "line 1: id must be a name without '/', got web/1"},
+      {"id: web 1",
+       "line 1: id must be a name without whitespace or control characters, got \"web 1\""},
+      {"id: \"a\\tb\"",
+       "line 1: id must be a name without whitespace or control characters, got \"a\\tb\""},
+      {"id: '..'", "line 1: id must be a name other than . or .., got .."},
+      {"id: " + std::string(256, 'x'),
+       "line 1: id must be at most 255 characters, got 256 characters"},
+      {"master: [salt1, salt2]",
+       "line 1: master must be one address; a list of masters (multi-master) is not supported "
+       "yet, got a list of 2"},
+      {"master:\n  - salt1",
+       "line 1: master must be one address; a list of masters (multi-master) is not supported "
+       "yet, got a list of 1"},
+      {"master: salt:4506",
+       "line 1: master must be a host name or an IP address (the port goes in master_port), got "
+       "salt:4506"},
+      {"master: 999.1.1.1",
+       "line 1: master must be a host name or an IP address (the port goes in master_port), got "
+       "999.1.1.1"},
+      {"master: -salt",
+       "line 1: master must be a host name or an IP address (the port goes in master_port), got "
+       "-salt"},
+      {"master_finger: aa:bb",
+       "line 1: master_finger must be a SHA-256 fingerprint: 32 hex bytes separated by colons "
+       "(aa:bb:...:ff), got aa:bb"},
+      {"master_finger: " + k_finger.substr(0, 94) + "g",
+       "line 1: master_finger must be a SHA-256 fingerprint: 32 hex bytes separated by colons "
+       "(aa:bb:...:ff), got " +
+           k_finger.substr(0, 94) + "g"},
+      {"acceptance_wait_time: 0",
+       "line 1: acceptance_wait_time must be an integer >= 1 (seconds), got 0"},
+      {"acceptance_wait_time: 10\nacceptance_wait_time_max: 5",
+       "line 2: acceptance_wait_time_max must be 0 or at least acceptance_wait_time (10), got 5"},
+      {"acceptance_wait_time_max: -1",
+       "line 1: acceptance_wait_time_max must be an integer >= 0 (seconds), got -1"},
+      {"master_alive_interval: 0",
+       "line 1: master_alive_interval must be an integer >= 1 (seconds), got 0"},
+      {"job_timeout: 0", "line 1: job_timeout must be an integer >= 1 (seconds), got 0"},
+      {"max_frame_bytes: 100",
+       "line 1: max_frame_bytes must be an integer 1024..1073741824 (bytes), got 100"},
+      {"log_level: [debug]",
+       "line 1: log_level must be one of garbage, trace, debug, info, warning, error, critical, "
+       "quiet, got a list of 1"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(minion_error(c.yaml), std::string("config ") + k_minion + ": " + c.message) << c.yaml;
+  }
+}
+
+TEST(MinionConfig, MasterFingerIsNormalisedToLowercase) {
+  std::string upper = k_finger;
+  for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  ASSERT_NE(upper, k_finger);
+  EXPECT_EQ(parse_minion_config("master_finger: " + upper, k_minion).master_finger, k_finger);
+  EXPECT_EQ(parse_minion_config("master_finger: ''", k_minion).master_finger, "");
+  EXPECT_EQ(parse_minion_config("master_finger:", k_minion).master_finger, "");
+}
+
+TEST(MinionConfig, WrongSeparatorInFingerIsRejected) {
+  std::string dashed = k_finger;
+  for (char& ch : dashed) ch = ch == ':' ? '-' : ch;
+  EXPECT_THAT(minion_error("master_finger: " + dashed), HasSubstr("master_finger must be"));
+}
+
+TEST(Config, ErrorsStayOnOneLine) {
+  std::string message = minion_error("id: |\n  a\n  b\n");
+  EXPECT_EQ(message,
+            "config /etc/brine/minion: line 1: id must be a name without whitespace or control "
+            "characters, got \"a\\nb\\n\"");
+  std::string long_id = minion_error("id: \"" + std::string(120, 'x') + " y\"");
+  EXPECT_THAT(long_id, HasSubstr("got \"" + std::string(100, 'x') + "...\""));
+}
+
+TEST(Config, TopLevelMustBeAMapping) {
+  EXPECT_EQ(master_error("- port: 1\n- port: 2\n"),
+            "config /etc/brine/master: line 1: the top level must be a mapping of option: value, "
+            "got a list of 2");
+  EXPECT_EQ(minion_error("\nhello\n"),
+            "config /etc/brine/minion: line 2: the top level must be a mapping of option: value, "
+            "got hello");
+}
+
+TEST(Config, DuplicateOptionIsAnError) {
+  EXPECT_EQ(master_error("port: 1\nkeep_jobs: 2\nport: 2\n"),
+            "config /etc/brine/master: line 3: port is set twice (first on line 1); keep one");
+}
+
+TEST(Config, SecondDocumentIsAnError) {
+  EXPECT_EQ(master_error("port: 1\n---\nport: 2\n"),
+            "config /etc/brine/master: line 3: a second YAML document; put all options in one "
+            "mapping");
+}
+
+TEST(Config, OptionNameMustBeAScalar) {
+  EXPECT_EQ(master_error("port: 1\n? [a, b]\n: 1\n"),
+            "config /etc/brine/master: line 2: an option name must be a word, got a list of 2");
+}
+
+TEST(Config, BrokenYamlNamesFileAndLine) {
+  std::string tab = master_error("port: 4506\n\tinterface: 127.0.0.1\n");
+  EXPECT_THAT(tab, StartsWith("config /etc/brine/master: line 2: invalid YAML"));
+  EXPECT_THAT(tab, Not(HasSubstr("\n")));
+  EXPECT_THAT(minion_error("id: a\nmaster: [b\n"),
+              StartsWith("config /etc/brine/minion: line 3: invalid YAML"));
+  EXPECT_THAT(minion_error("id: \"unterminated\n"), StartsWith("config /etc/brine/minion: line "));
+}
+
+TEST(Config, UnknownOptionIsWarnedAndIgnored) {
+  captured_log log;
+  minion_config c;
+  ASSERT_NO_THROW(
+      c = parse_minion_config("id: a\nmaster: m1\nmastr: m2\nfruit: apple\n", "/x/minion"));
+  EXPECT_EQ(c.master, "m1");
+  EXPECT_THAT(log.text(), HasSubstr("config /x/minion: line 3: unknown option 'mastr' ignored "
+                                    "(did you mean 'master'?)"));
+  EXPECT_THAT(log.text(), HasSubstr("config /x/minion: line 4: unknown option 'fruit' ignored\n"));
+}
+
+TEST(Config, OptionOfTheOtherDaemonIsUnknown) {
+  captured_log log;
+  EXPECT_EQ(parse_master_config("master_port: 1\n", k_master).port, 4506);
+  EXPECT_THAT(log.text(), HasSubstr("line 1: unknown option 'master_port' ignored"));
+}
+
+TEST(Config, RelativePathsResolveAgainstTheConfigDirectory) {
+  master_config m = parse_master_config(R"(
+pki_dir: pki
+cachedir: ../cache/./master/
+sock_dir: /run/brine/../brine-sock
+autosign_file: autosign.conf
+autoreject_file: ''
+log_file: logs//master.log
+)",
+                                        "/opt/brine/etc/master");
+  EXPECT_EQ(m.pki_dir, "/opt/brine/etc/pki");
+  EXPECT_EQ(m.cachedir, "/opt/brine/cache/master");
+  EXPECT_EQ(m.sock_dir, "/run/brine-sock");
+  EXPECT_EQ(m.autosign_file, "/opt/brine/etc/autosign.conf");
+  EXPECT_EQ(m.autoreject_file, "");
+  EXPECT_EQ(m.log_file, "/opt/brine/etc/logs/master.log");
+
+  minion_config n = parse_minion_config("pki_dir: pki\ncachedir: .\n", "conf/minion");
+  EXPECT_EQ(n.pki_dir, (fs::current_path() / "conf" / "pki").string());
+  EXPECT_EQ(n.cachedir, (fs::current_path() / "conf").string());
+}
+
+TEST(LoadConfig, ReadsTheFileSetsSourceAndAnchorsPaths) {
+  temp_dir dir;
+  std::string path = dir.write("minion", "id: m1\nmaster: 127.0.0.1\npki_dir: pki\n");
+  minion_config c = load_minion_config(path);
+  EXPECT_EQ(c.source, path);
+  EXPECT_EQ(c.id, "m1");
+  EXPECT_EQ(c.master, "127.0.0.1");
+  EXPECT_EQ(c.pki_dir, (dir.path() / "pki").string());
+
+  std::string master = dir.write("master", "port: 14506\n");
+  master_config m = load_master_config(master);
+  EXPECT_EQ(m.source, master);
+  EXPECT_EQ(m.port, 14506);
+}
+
+TEST(LoadConfig, EmptyFileMeansDefaults) {
+  temp_dir dir;
+  EXPECT_EQ(load_master_config(dir.write("master", "")).port, 4506);
+  EXPECT_EQ(load_minion_config(dir.write("minion", "# all defaults\n")).master, "salt");
+}
+
+TEST(LoadConfig, ErrorsNameTheFile) {
+  temp_dir dir;
+  std::string path = dir.write("minion", "master_port: 0\n");
+  EXPECT_EQ(error_of([&] { load_minion_config(path); }),
+            "config " + path + ": line 1: master_port must be an integer 1..65535, got 0");
+}
+
+TEST(LoadConfig, MissingFile) {
+  temp_dir dir;
+  std::string path = (dir.path() / "nope").string();
+  EXPECT_EQ(error_of([&] { load_master_config(path); }),
+            "config " + path + ": cannot read: No such file or directory");
+}
+
+TEST(LoadConfig, DirectoryIsNotAConfigFile) {
+  temp_dir dir;
+  std::string path = dir.path().string();
+  EXPECT_EQ(error_of([&] { load_minion_config(path); }),
+            "config " + path + ": cannot read: Is a directory");
+}
+
+}  // namespace
+}  // namespace brine::base

@@ -1,0 +1,176 @@
+#include "cli/cli.h"
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "cli/commands.h"
+#include "master/master.h"
+#include "minion/minion.h"
+
+namespace brine::cli {
+namespace {
+
+constexpr const char* k_master_config = "/etc/brine/master";
+constexpr const char* k_minion_config = "/etc/brine/minion";
+
+int run_master(const std::string& path) {
+  auto cfg = base::load_master_config(path);
+  base::init_logging(cfg.log_file, cfg.log_level, "master");
+  master::master m(std::move(cfg));
+  return m.run();
+}
+
+int run_minion(const std::string& path) {
+  auto cfg = base::load_minion_config(path);
+  base::init_logging(cfg.log_file, cfg.log_level, "minion");
+  minion::minion m(std::move(cfg));
+  return m.run();
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  // Until a daemon reads its log settings, warnings (config) go to stderr.
+  base::init_logging("", spdlog::level::warn, "brine");
+
+  CLI::App app{
+      "brine: configuration management and remote execution for fleets of machines.\n"
+      "Masters command minions over mutual TLS; see 'brine SUBCOMMAND --help'."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("brine ") + BRINE_VERSION);
+
+  std::string config;
+
+  auto* master_cmd = app.add_subcommand("master", "Run the master daemon in the foreground");
+  master_cmd->add_option("-c,--config", config, "Master config file (YAML)")
+      ->default_val(k_master_config);
+
+  auto* minion_cmd = app.add_subcommand("minion", "Run the minion daemon in the foreground");
+  minion_cmd->add_option("-c,--config", config, "Minion config file (YAML)")
+      ->default_val(k_minion_config);
+
+  key_options key;
+  bool key_all = false;
+  auto* key_cmd = app.add_subcommand(
+      "key", "Manage minion keys (works whether the master runs or not)");
+  key_cmd->add_option("-c,--config", config, "Master config file (YAML)")
+      ->default_val(k_master_config);
+  key_cmd->require_subcommand(1);
+  key_cmd->fallthrough();
+  auto* key_list = key_cmd->add_subcommand("list", "List keys by state");
+  key_list->add_flag("--json", key.json,
+                     "Print {\"accepted\": [...], \"pending\": [...], \"rejected\": [...], "
+                     "\"denied\": [...]}");
+  auto add_match = [&](CLI::App* sub, const std::string& what) {
+    auto* id = sub->add_option("ID", key.match, what + " (a glob)");
+    auto* all = sub->add_flag("-A,--all", key_all, "All keys the action applies to");
+    id->excludes(all);
+  };
+  auto* key_accept = key_cmd->add_subcommand("accept", "Accept pending keys");
+  add_match(key_accept, "Minion id");
+  key_accept->add_flag("--include-rejected", key.include_rejected, "Also accept rejected keys");
+  key_accept->add_flag("--include-denied", key.include_denied,
+                       "Also accept denied keys (replacing the id's key)");
+  auto* key_reject = key_cmd->add_subcommand("reject", "Reject pending keys");
+  add_match(key_reject, "Minion id");
+  key_reject->add_flag("--include-accepted", key.include_accepted, "Also reject accepted keys");
+  key_reject->add_flag("--include-denied", key.include_denied, "Also reject denied keys");
+  auto* key_delete = key_cmd->add_subcommand("delete", "Delete every key of the ids");
+  add_match(key_delete, "Minion id");
+  auto* key_finger = key_cmd->add_subcommand("finger", "Print key fingerprints (SHA-256)");
+  key_finger->add_option("ID", key.match, "Minion id (a glob); default all, with the master's");
+  key_finger->add_flag("--json", key.json, "Print JSON");
+  for (auto* sub : {key_list, key_accept, key_reject, key_delete, key_finger}) sub->fallthrough();
+
+  cmd_options cmd;
+  std::vector<std::string> cmd_words;
+  auto* cmd_cmd = app.add_subcommand("cmd", "Publish a job to minions and print their returns");
+  cmd_cmd->add_option("-c,--config", config, "Master config file (YAML)")
+      ->default_val(k_master_config);
+  cmd_cmd->add_option("-t,--timeout", cmd.timeout, "Seconds to wait for returns")
+      ->default_val(5)
+      ->check(CLI::PositiveNumber);
+  cmd_cmd->add_option("--out", cmd.out, "Output format")
+      ->default_val("nested")
+      ->check(CLI::IsMember({"nested", "json"}));
+  cmd_cmd->add_flag("-L,--list", cmd.list, "TARGET is a comma-separated list of minion ids");
+  cmd_cmd->add_flag("--async", cmd.async, "Print the job id and return without waiting");
+  cmd_cmd->add_flag("!--no-progress", cmd.progress, "No live progress line on a terminal");
+  cmd_cmd->add_option("TARGET FUN ARG", cmd_words,
+                      "TARGET (glob over accepted minion ids, or a list with -L), the function "
+                      "(e.g. test.ping, cmd.run), then its arguments: ARG or KEY=VALUE (YAML)")
+      ->required()
+      ->expected(2, -1);
+
+  job_options job;
+  auto* job_cmd = app.add_subcommand("job", "Read the job cache");
+  job_cmd->add_option("-c,--config", config, "Master config file (YAML)")
+      ->default_val(k_master_config);
+  job_cmd->require_subcommand(1);
+  job_cmd->fallthrough();
+  auto* job_list = job_cmd->add_subcommand("list", "One line per job, newest first");
+  job_list->add_option("--limit", job.limit, "At most this many jobs")->default_val(1000);
+  auto* job_show = job_cmd->add_subcommand("show", "A job and its returns");
+  job_show->add_option("JID", job.jid, "Job id")->required();
+  job_show->add_option("--out", job.out, "Output format")
+      ->default_val("nested")
+      ->check(CLI::IsMember({"nested", "json"}));
+  for (auto* sub : {job_list, job_show}) sub->fallthrough();
+
+  std::string event_prefix = "brine/";
+  double event_seconds = 0;
+  auto* events_cmd = app.add_subcommand("events", "Print the master's events as they happen");
+  events_cmd->add_option("-c,--config", config, "Master config file (YAML)")
+      ->default_val(k_master_config);
+  events_cmd->add_option("PREFIX", event_prefix, "Only events whose tag starts with this");
+  events_cmd->add_option("--seconds", event_seconds, "Stop after this long (default: never)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (master_cmd->parsed()) return run_master(config);
+    if (minion_cmd->parsed()) return run_minion(config);
+    auto cfg = base::load_master_config(config);
+    if (key_cmd->parsed()) {
+      for (auto* sub : key_cmd->get_subcommands()) key.action = sub->get_name();
+      if (key_all) key.match = "*";
+      if (key.match.empty()) {
+        if (key.action == "list" || key.action == "finger") {
+          key.match = "*";
+        } else {
+          throw base::error("brine key " + key.action + " needs a minion id (a glob) or --all");
+        }
+      }
+      return key_command(cfg, key);
+    }
+    if (cmd_cmd->parsed()) {
+      cmd.target = cmd_words[0];
+      cmd.fun = cmd_words[1];
+      cmd.words.assign(cmd_words.begin() + 2, cmd_words.end());
+      return cmd_command(cfg, cmd);
+    }
+    if (job_cmd->parsed()) {
+      for (auto* sub : job_cmd->get_subcommands()) job.action = sub->get_name();
+      return job_command(cfg, job);
+    }
+    if (events_cmd->parsed()) return events_command(cfg, event_prefix, event_seconds);
+  } catch (const base::error& e) {
+    std::cerr << "brine: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "brine: unexpected error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace brine::cli

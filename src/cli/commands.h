@@ -1,0 +1,42 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/config.h"
+
+namespace brine::cli {
+
+struct key_options {
+  std::string action;  // list, accept, reject, delete, finger
+  std::string match;   // glob; "*" for --all
+  bool json = false;
+  bool include_rejected = false;
+  bool include_accepted = false;
+  bool include_denied = false;
+};
+int key_command(const base::master_config& cfg, const key_options& o);
+
+struct cmd_options {
+  std::string target;
+  bool list = false;
+  std::string fun;
+  std::vector<std::string> words;  // ARG and KEY=VALUE
+  double timeout = 5;
+  std::string out = "nested";
+  bool async = false;
+  bool progress = true;
+};
+int cmd_command(const base::master_config& cfg, const cmd_options& o);
+
+struct job_options {
+  std::string action;  // list, show
+  std::string jid;
+  std::string out = "nested";
+  size_t limit = 1000;
+};
+int job_command(const base::master_config& cfg, const job_options& o);
+
+int events_command(const base::master_config& cfg, const std::string& prefix, double seconds);
+
+}  // namespace brine::cli

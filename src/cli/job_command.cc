@@ -1,0 +1,77 @@
+#include <ctime>
+#include <iostream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/fs.h"
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "store/store.h"
+
+namespace brine::cli {
+
+using nlohmann::json;
+
+namespace {
+
+std::string utc(int64_t t) {
+  time_t secs = static_cast<time_t>(t);
+  struct tm tm {};
+  ::gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+}  // namespace
+
+int job_command(const base::master_config& cfg, const job_options& o) {
+  std::string path = cfg.cachedir + "/jobs.db";
+  if (!base::file_exists(path)) {
+    throw base::error("no job cache at " + path + "; has a master run with " + cfg.source + "?");
+  }
+  auto db = store::open_sqlite(path);
+  if (o.action == "list") {
+    for (const auto& j : db->list_jobs(o.limit)) {
+      auto returns = db->get_returns(j.jid);
+      std::cout << j.jid << "  " << utc(j.created) << "  " << j.fun << "  " << j.tgt_type << ":"
+                << j.target << "  " << returns.size() << "/" << j.minions.size()
+                << " returned\n";
+    }
+    return 0;
+  }
+  auto job = db->get_job(o.jid);
+  if (!job) throw base::error("no job " + o.jid + " in the job cache " + path);
+  auto returns = db->get_returns(o.jid);
+  std::set<std::string> returned;
+  json rets = json::object();
+  for (const auto& r : returns) {
+    returned.insert(r.minion);
+    rets[r.minion] = r.ret;
+  }
+  std::vector<std::string> missing;
+  for (const auto& id : job->minions) {
+    if (!returned.count(id)) missing.push_back(id);
+  }
+  if (o.out == "json") {
+    json out = {{"jid", job->jid},         {"fun", job->fun},
+                {"args", job->args},       {"kwargs", job->kwargs},
+                {"target", job->target},   {"tgt_type", job->tgt_type},
+                {"user", job->user},       {"created", utc(job->created)},
+                {"minions", job->minions}, {"returns", rets},
+                {"missing", missing}};
+    std::cout << out.dump(4) << "\n";
+    return 0;
+  }
+  std::cout << "jid: " << job->jid << "\nfunction: " << job->fun << "\narguments: "
+            << job->args.dump() << " " << job->kwargs.dump() << "\ntarget: " << job->tgt_type
+            << ":" << job->target << "\nstarted: " << utc(job->created) << " UTC\nminions: "
+            << job->minions.size() << ", returned: " << returns.size() << "\n\n";
+  for (const auto& r : returns) std::cout << nested(r.minion, r.ret);
+  for (const auto& id : missing) std::cout << nested(id, "Minion did not return. [No response]");
+  return 0;
+}
+
+}  // namespace brine::cli

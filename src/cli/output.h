@@ -1,0 +1,23 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace brine::cli {
+
+// Salt's "nested" outputter: `id:` then the value indented by four spaces;
+// maps as `----------` and `key:` lines, lists as `- item`, booleans as
+// True/False, None for null.
+std::string nested(const std::string& id, const nlohmann::json& value);
+
+// A command-line argument as Salt reads it: YAML, so "1" is an integer,
+// "true" a boolean, "{a: 1}" a map, and anything else the string itself.
+nlohmann::json parse_arg(const std::string& text);
+
+// Splits ARG and KEY=VALUE words into positional args and kwargs.
+void split_args(const std::vector<std::string>& words, nlohmann::json& args,
+                nlohmann::json& kwargs);
+
+}  // namespace brine::cli

@@ -1,0 +1,40 @@
+#include "cli/output.h"
+
+#include <gtest/gtest.h>
+
+namespace brine::cli {
+namespace {
+
+TEST(output, nested_scalars_like_salt) {
+  EXPECT_EQ(nested("m1", true), "m1:\n    True\n");
+  EXPECT_EQ(nested("m1", nullptr), "m1:\n    None\n");
+  EXPECT_EQ(nested("m1", "a\nb"), "m1:\n    a\n    b\n");
+  EXPECT_EQ(nested("m1", 3), "m1:\n    3\n");
+}
+
+TEST(output, nested_maps_and_lists) {
+  nlohmann::json v = {{"pid", 12}, {"stdout", "hi"}};
+  EXPECT_EQ(nested("m1", v), "m1:\n    ----------\n    pid:\n        12\n    stdout:\n        hi\n");
+  EXPECT_EQ(nested("m1", nlohmann::json::array({"a", 1})), "m1:\n    - a\n    - 1\n");
+}
+
+TEST(output, args_are_yaml_like_salt) {
+  EXPECT_EQ(parse_arg("1"), 1);
+  EXPECT_EQ(parse_arg("1.5"), 1.5);
+  EXPECT_EQ(parse_arg("true"), true);
+  EXPECT_EQ(parse_arg("echo hi"), "echo hi");
+  EXPECT_EQ(parse_arg("'quoted 1'"), "quoted 1");
+  EXPECT_EQ(parse_arg("{A: '1'}"), (nlohmann::json{{"A", "1"}}));
+  EXPECT_EQ(parse_arg("sleep 100"), "sleep 100");
+  EXPECT_EQ(parse_arg(""), "");
+}
+
+TEST(output, split_args_and_kwargs) {
+  nlohmann::json args, kwargs;
+  split_args({"echo a=b", "timeout=2", "cwd=/tmp", "x"}, args, kwargs);
+  EXPECT_EQ(args, (nlohmann::json{"echo a=b", "x"}));
+  EXPECT_EQ(kwargs, (nlohmann::json{{"timeout", 2}, {"cwd", "/tmp"}}));
+}
+
+}  // namespace
+}  // namespace brine::cli

@@ -1,0 +1,98 @@
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/local/stream_protocol.hpp>
+#include <asio/steady_timer.hpp>
+
+#include "base/config.h"
+#include "master/event_bus.h"
+#include "master/jid.h"
+#include "master/store_worker.h"
+#include "net/connection.h"
+#include "net/tls.h"
+#include "pki/key_registry.h"
+#include "pki/keys.h"
+
+namespace brine::master {
+
+// The master daemon: accepts minions over mutual TLS, decides their keys,
+// publishes jobs to targeted minions, stores returns, and serves the CLI on a
+// Unix socket.
+//
+// Lifecycle: the constructor sets everything up (directories, keys, store,
+// listening sockets) and throws base::error with a fix-it message when it
+// cannot; run() serves until SIGTERM/SIGINT, then stops cleanly.
+// Threading: a small pool runs one io_context; each connection is on its own
+// strand; the store has its own thread (store_worker).
+class master {
+ public:
+  explicit master(base::master_config cfg);
+  ~master();
+  int run();
+
+ private:
+  struct session {
+    std::string id;
+    std::string fingerprint;
+    std::string pubkey;
+    std::shared_ptr<net::connection> conn;
+    bool accepted = false;
+  };
+
+  asio::awaitable<void> accept_minions();
+  asio::awaitable<void> handle_minion(asio::ip::tcp::socket socket);
+  asio::awaitable<void> accept_api();
+  asio::awaitable<void> purge_loop();
+
+  void admit(asio::any_io_executor executor, std::unique_ptr<net::tls_stream> stream,
+             proto::frame_decoder decoder, const std::string& id, uint64_t request_id,
+             const std::string& fingerprint, const std::string& pubkey);
+  void on_minion_message(const std::shared_ptr<session>& s, proto::message&& m);
+  void on_minion_closed(const std::shared_ptr<session>& s, std::error_code ec,
+                        const std::string& detail);
+  void authenticate(const std::shared_ptr<session>& s, store::key_state state,
+                    uint64_t request_id);
+  void on_return(const std::shared_ptr<session>& s, proto::message&& m);
+
+  void on_api_message(const std::shared_ptr<net::connection>& c, proto::message&& m,
+                      const std::shared_ptr<std::vector<uint64_t>>& subscriptions);
+  nlohmann::json api_publish(const std::shared_ptr<net::connection>& c, uint64_t request_id,
+                             const nlohmann::json& body,
+                             const std::shared_ptr<std::vector<uint64_t>>& subscriptions);
+  nlohmann::json api_keys(const std::string& op, const nlohmann::json& body);
+  void apply_key_changes(const pki::key_op_result& r, const std::string& act);
+  void persist(const std::vector<pki::key_change>& changes);
+
+  void stop();
+
+  base::master_config cfg_;
+  asio::io_context io_;
+  pki::keypair identity_;
+  std::unique_ptr<net::tls_context> tls_;
+  std::unique_ptr<store_worker> store_;
+  pki::key_registry keys_;
+  event_bus events_;
+  jid_generator jids_;
+  asio::ip::tcp::acceptor acceptor_;
+  asio::local::stream_protocol::acceptor api_acceptor_;
+  std::string api_path_;
+  asio::steady_timer handshake_slot_;
+  std::atomic<uint32_t> handshakes_in_flight_{0};
+
+  std::mutex sessions_mu_;
+  std::unordered_map<std::string, std::shared_ptr<session>> sessions_;
+  std::mutex api_mu_;
+  std::vector<std::weak_ptr<net::connection>> api_conns_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace brine::master

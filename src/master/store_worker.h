@@ -1,0 +1,45 @@
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "store/store.h"
+
+namespace brine::master {
+
+// Runs every store call on one dedicated thread, never on an I/O thread, and
+// batches returns: all returns queued while a batch commits go into the next
+// transaction together.
+//
+// Lifecycle: starts its thread on construction; stop() (or the destructor)
+// drains what is queued and joins.
+class store_worker {
+ public:
+  explicit store_worker(std::unique_ptr<store::store> db);
+  ~store_worker();
+
+  // Runs `fn` on the store thread, in order with other posted work.
+  void post(std::function<void(store::store&)> fn);
+  // Queues `r`; `stored` runs on the store thread once it is committed.
+  void add_return(store::return_record r, std::function<void()> stored);
+  void stop();
+
+ private:
+  void loop();
+
+  std::unique_ptr<store::store> db_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void(store::store&)>> tasks_;
+  std::vector<store::return_record> returns_;
+  std::vector<std::function<void()>> stored_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace brine::master

@@ -1,0 +1,138 @@
+#include "pki/keys.h"
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+
+#include "base/error.h"
+#include "base/fs.h"
+
+namespace brine::pki {
+namespace {
+
+struct bio_free {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+using bio_ptr = std::unique_ptr<BIO, bio_free>;
+
+std::string bio_string(BIO* bio) {
+  char* data = nullptr;
+  long n = BIO_get_mem_data(bio, &data);
+  return std::string(data, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+std::string openssl_error() {
+  std::string out;
+  while (unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    if (!out.empty()) out += "; ";
+    out += buf;
+  }
+  return out.empty() ? "unknown OpenSSL error" : out;
+}
+
+keypair keypair::generate() {
+  pkey_ptr key(EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519"));
+  if (!key) throw base::error("cannot generate an Ed25519 key: " + openssl_error());
+  return keypair(std::move(key));
+}
+
+keypair keypair::load_or_create(const std::string& dir, const std::string& name) {
+  std::string priv = dir + "/" + name + ".pem";
+  std::string pub = dir + "/" + name + ".pub";
+  if (!base::file_exists(priv)) {
+    keypair kp = generate();
+    base::write_file_atomic(priv, kp.private_pem(), 0600);
+    base::write_file_atomic(pub, kp.public_pem(), 0644);
+    return kp;
+  }
+  base::require_private(priv);
+  std::string pem = base::read_file(priv);
+  bio_ptr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  pkey_ptr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+  if (!key) {
+    throw base::error(priv + ": not a PEM private key (" + openssl_error() +
+                      "); remove it to have a new key generated");
+  }
+  if (!is_ed25519(key.get())) {
+    throw base::error(priv + ": not an Ed25519 key; brine identities are Ed25519, remove it to "
+                             "have a new key generated");
+  }
+  keypair kp(std::move(key));
+  if (!base::file_exists(pub)) base::write_file_atomic(pub, kp.public_pem(), 0644);
+  return kp;
+}
+
+std::string keypair::public_pem() const { return pki::public_pem(key_.get()); }
+
+std::string keypair::private_pem() const {
+  bio_ptr bio(BIO_new(BIO_s_mem()));
+  if (!PEM_write_bio_PrivateKey(bio.get(), key_.get(), nullptr, nullptr, 0, nullptr, nullptr)) {
+    throw base::error("cannot encode private key: " + openssl_error());
+  }
+  return bio_string(bio.get());
+}
+
+std::string keypair::fingerprint() const { return pki::fingerprint(key_.get()); }
+
+x509_ptr keypair::self_signed_cert(const std::string& common_name) const {
+  x509_ptr cert(X509_new());
+  if (!cert) throw base::error("cannot create certificate: " + openssl_error());
+  X509_set_version(cert.get(), 2);
+  uint64_t serial = 0;
+  RAND_bytes(reinterpret_cast<unsigned char*>(&serial), sizeof serial);
+  ASN1_INTEGER_set_uint64(X509_get_serialNumber(cert.get()), serial >> 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 60L * 60 * 24 * 365 * 50);
+  X509_set_pubkey(cert.get(), key_.get());
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
+                             reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1,
+                             0);
+  X509_set_issuer_name(cert.get(), name);
+  if (X509_sign(cert.get(), key_.get(), nullptr) == 0) {
+    throw base::error("cannot sign certificate: " + openssl_error());
+  }
+  return cert;
+}
+
+std::string fingerprint(EVP_PKEY* key) {
+  unsigned char* der = nullptr;
+  int len = i2d_PUBKEY(key, &der);
+  if (len <= 0) return {};
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(der, static_cast<size_t>(len), digest);
+  OPENSSL_free(der);
+  static const char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(SHA256_DIGEST_LENGTH * 3);
+  for (unsigned char b : digest) {
+    if (!out.empty()) out += ':';
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
+std::string public_pem(EVP_PKEY* key) {
+  bio_ptr bio(BIO_new(BIO_s_mem()));
+  if (!PEM_write_bio_PUBKEY(bio.get(), key)) {
+    throw base::error("cannot encode public key: " + openssl_error());
+  }
+  return bio_string(bio.get());
+}
+
+pkey_ptr parse_public_pem(const std::string& pem) {
+  bio_ptr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  pkey_ptr key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
+  if (!key) ERR_clear_error();
+  return key;
+}
+
+bool is_ed25519(EVP_PKEY* key) { return key && EVP_PKEY_get_id(key) == EVP_PKEY_ED25519; }
+
+}  // namespace brine::pki

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+
+namespace brine::pki {
+
+struct evp_pkey_free {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+struct x509_free {
+  void operator()(X509* c) const { X509_free(c); }
+};
+using pkey_ptr = std::unique_ptr<EVP_PKEY, evp_pkey_free>;
+using x509_ptr = std::unique_ptr<X509, x509_free>;
+
+// An Ed25519 identity. The identity is the key: its fingerprint is the SHA-256
+// of the DER SubjectPublicKeyInfo, written "aa:bb:…" (32 bytes, lowercase).
+class keypair {
+ public:
+  static keypair generate();
+  // Loads `<dir>/<name>.pem` (private) or, when it does not exist, generates a
+  // key and writes it (mode 0600) with `<dir>/<name>.pub` (public PEM, 0644).
+  // Refuses a private key readable by group or others. Throws base::error.
+  static keypair load_or_create(const std::string& dir, const std::string& name);
+
+  EVP_PKEY* get() const { return key_.get(); }
+  std::string public_pem() const;
+  std::string private_pem() const;
+  std::string fingerprint() const;
+
+  // A self-signed X.509 wrapper around the key, for the TLS handshake only:
+  // nothing about it but the key is ever trusted.
+  x509_ptr self_signed_cert(const std::string& common_name) const;
+
+ private:
+  explicit keypair(pkey_ptr key) : key_(std::move(key)) {}
+  pkey_ptr key_;
+};
+
+std::string fingerprint(EVP_PKEY* key);
+std::string public_pem(EVP_PKEY* key);
+// Parses a public key PEM; nullptr when it is not one.
+pkey_ptr parse_public_pem(const std::string& pem);
+bool is_ed25519(EVP_PKEY* key);
+
+// The last OpenSSL error as text (and clears the queue).
+std::string openssl_error();
+
+}  // namespace brine::pki

@@ -1,0 +1,121 @@
+#include "pki/key_registry.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace brine::pki {
+namespace {
+
+using store::key_state;
+
+TEST(key_registry, unknown_minion_is_pending) {
+  key_registry r({});
+  auto d = r.present("m1", "PEM1", "fp1", 1);
+  EXPECT_EQ(d.state, key_state::pending);
+  ASSERT_EQ(d.changes.size(), 1u);
+  EXPECT_EQ(d.changes[0].record.state, key_state::pending);
+  EXPECT_EQ(r.present("m1", "PEM1", "fp1", 2).state, key_state::pending);
+  EXPECT_TRUE(r.present("m1", "PEM1", "fp1", 2).changes.empty());
+}
+
+TEST(key_registry, auto_accept) {
+  key_registry r({.auto_accept = true});
+  EXPECT_EQ(r.present("m1", "PEM1", "fp1", 1).state, key_state::accepted);
+  EXPECT_TRUE(r.is_accepted("m1", "fp1"));
+}
+
+TEST(key_registry, accept_then_same_key_is_accepted) {
+  key_registry r({});
+  r.present("m1", "PEM1", "fp1", 1);
+  auto op = r.accept("m*", false, false, 2);
+  EXPECT_EQ(op.ids, std::vector<std::string>{"m1"});
+  EXPECT_EQ(r.present("m1", "PEM1", "fp1", 3).state, key_state::accepted);
+}
+
+TEST(key_registry, different_key_for_known_id_is_denied) {
+  for (key_state known : {key_state::pending, key_state::accepted, key_state::rejected}) {
+    key_registry r({});
+    r.present("m1", "PEM1", "fp1", 1);
+    if (known == key_state::accepted) r.accept("m1", false, false, 2);
+    if (known == key_state::rejected) r.reject("m1", false, false, 2);
+    auto d = r.present("m1", "PEM2", "fp2", 3);
+    EXPECT_EQ(d.state, key_state::denied);
+    ASSERT_EQ(d.changes.size(), 1u);
+    EXPECT_EQ(d.changes[0].record.fingerprint, "fp2");
+    // The known key keeps its state.
+    EXPECT_EQ(r.present("m1", "PEM1", "fp1", 4).state, known);
+    // Presented again, the denied key changes nothing more.
+    EXPECT_TRUE(r.present("m1", "PEM2", "fp2", 5).changes.empty());
+    EXPECT_EQ(r.list().size(), 2u);
+  }
+}
+
+TEST(key_registry, rejected_never_returns_to_pending) {
+  key_registry r({});
+  r.present("m1", "PEM1", "fp1", 1);
+  r.reject("m1", false, false, 2);
+  EXPECT_EQ(r.present("m1", "PEM1", "fp1", 3).state, key_state::rejected);
+  // accept without --include-rejected leaves it alone.
+  EXPECT_TRUE(r.accept("m1", false, false, 4).ids.empty());
+  EXPECT_EQ(r.accept("m1", true, false, 4).ids, std::vector<std::string>{"m1"});
+  EXPECT_EQ(r.present("m1", "PEM1", "fp1", 5).state, key_state::accepted);
+}
+
+TEST(key_registry, reject_accepted_needs_include_accepted) {
+  key_registry r({.auto_accept = true});
+  r.present("m1", "PEM1", "fp1", 1);
+  EXPECT_TRUE(r.reject("m1", false, false, 2).ids.empty());
+  EXPECT_EQ(r.reject("m1", true, false, 2).ids, std::vector<std::string>{"m1"});
+  EXPECT_FALSE(r.accepted("m1"));
+}
+
+TEST(key_registry, delete_forgets_everything_then_pending_again) {
+  key_registry r({});
+  r.present("m1", "PEM1", "fp1", 1);
+  r.accept("m1", false, false, 2);
+  r.present("m1", "PEM2", "fp2", 3);
+  auto op = r.remove("m1");
+  EXPECT_EQ(op.changes.size(), 2u);
+  EXPECT_TRUE(r.list().empty());
+  EXPECT_EQ(r.present("m1", "PEM2", "fp2", 4).state, key_state::pending);
+}
+
+TEST(key_registry, accept_denied_replaces_key) {
+  key_registry r({});
+  r.present("m1", "PEM1", "fp1", 1);
+  r.accept("m1", false, false, 2);
+  r.present("m1", "PEM2", "fp2", 3);
+  auto op = r.accept("m1", false, true, 4);
+  EXPECT_EQ(op.ids, std::vector<std::string>{"m1"});
+  EXPECT_TRUE(r.is_accepted("m1", "fp2"));
+  EXPECT_FALSE(r.is_accepted("m1", "fp1"));
+  EXPECT_EQ(r.list().size(), 1u);
+}
+
+TEST(key_registry, autosign_and_autoreject_files) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "brine-autosign-test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "autosign") << "# trusted\nweb*\n";
+  std::ofstream(dir / "autoreject") << "web-bad\n";
+  key_registry r({.autosign_file = (dir / "autosign").string(),
+                  .autoreject_file = (dir / "autoreject").string()});
+  EXPECT_EQ(r.present("web1", "P", "f1", 1).state, key_state::accepted);
+  EXPECT_EQ(r.present("web-bad", "P", "f2", 1).state, key_state::rejected);
+  EXPECT_EQ(r.present("db1", "P", "f3", 1).state, key_state::pending);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(key_registry, load_restores_states) {
+  key_registry r({});
+  r.load({{"a", key_state::accepted, "P", "fa", 1},
+          {"a", key_state::denied, "Q", "fq", 1},
+          {"b", key_state::pending, "P", "fb", 1}});
+  EXPECT_TRUE(r.is_accepted("a", "fa"));
+  EXPECT_EQ(r.present("a", "Q", "fq", 2).state, key_state::denied);
+  EXPECT_EQ(r.accepted_matching("*"), std::vector<std::string>{"a"});
+}
+
+}  // namespace
+}  // namespace brine::pki

@@ -1,0 +1,76 @@
+#include "pki/keys.h"
+
+#include <filesystem>
+#include <regex>
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "base/fs.h"
+
+namespace brine::pki {
+namespace {
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/brine-pki-XXXXXX";
+  return ::mkdtemp(tmpl);
+}
+
+TEST(keys, fingerprint_form) {
+  auto kp = keypair::generate();
+  std::string fp = kp.fingerprint();
+  EXPECT_TRUE(std::regex_match(fp, std::regex("([0-9a-f]{2}:){31}[0-9a-f]{2}"))) << fp;
+  EXPECT_NE(fp, keypair::generate().fingerprint());
+}
+
+TEST(keys, fingerprint_survives_pem_round_trip) {
+  auto kp = keypair::generate();
+  auto pub = parse_public_pem(kp.public_pem());
+  ASSERT_TRUE(pub);
+  EXPECT_TRUE(is_ed25519(pub.get()));
+  EXPECT_EQ(fingerprint(pub.get()), kp.fingerprint());
+}
+
+TEST(keys, created_once_with_private_mode_then_reloaded) {
+  std::string dir = temp_dir();
+  auto a = keypair::load_or_create(dir, "minion");
+  struct stat st {};
+  ASSERT_EQ(::stat((dir + "/minion.pem").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_TRUE(base::file_exists(dir + "/minion.pub"));
+  auto b = keypair::load_or_create(dir, "minion");
+  EXPECT_EQ(a.fingerprint(), b.fingerprint());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(keys, refuses_group_readable_private_key) {
+  std::string dir = temp_dir();
+  keypair::load_or_create(dir, "master");
+  ::chmod((dir + "/master.pem").c_str(), 0640);
+  try {
+    keypair::load_or_create(dir, "master");
+    FAIL() << "a group-readable key was accepted";
+  } catch (const base::error& e) {
+    EXPECT_NE(std::string(e.what()).find("chmod 600"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(keys, refuses_garbage_private_key) {
+  std::string dir = temp_dir();
+  base::write_file_atomic(dir + "/master.pem", "not a key", 0600);
+  EXPECT_THROW(keypair::load_or_create(dir, "master"), base::error);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(keys, self_signed_cert_carries_the_key) {
+  auto kp = keypair::generate();
+  auto cert = kp.self_signed_cert("m1");
+  ASSERT_TRUE(cert);
+  EXPECT_EQ(fingerprint(X509_get0_pubkey(cert.get())), kp.fingerprint());
+  EXPECT_EQ(X509_verify(cert.get(), kp.get()), 1);
+}
+
+}  // namespace
+}  // namespace brine::pki

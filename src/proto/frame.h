@@ -1,0 +1,57 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "proto/message.h"
+
+namespace brine::proto {
+
+// A frame is a 4-byte big-endian length followed by that many bytes of
+// MessagePack: a map {"t": type, "id": request id, "b": body map}.
+inline constexpr size_t k_frame_header = 4;
+
+// Encodes `m` as one frame, header included. The result can be shared between
+// many connections (publish encodes once for all targets).
+std::vector<uint8_t> encode_frame(const message& m);
+
+// Incremental decoder for one connection's byte stream. The length is checked
+// against the limit before any buffer for the body is allocated.
+//
+// Not thread-safe; owned by one connection's reader.
+class frame_decoder {
+ public:
+  explicit frame_decoder(size_t max_frame_bytes) : max_(max_frame_bytes) {}
+
+  // Appends bytes received from the peer.
+  void feed(std::span<const uint8_t> bytes);
+
+  enum class status { need_more, ready, error };
+
+  // Extracts the next complete message into `out`. On error, `error()` says
+  // what and `error_detail()` says why; the stream is unusable afterwards.
+  status next(message& out);
+
+  base::errc error() const { return error_; }
+  const std::string& error_detail() const { return detail_; }
+  // Bytes held waiting for the rest of a frame.
+  size_t buffered() const { return buf_.size() - pos_; }
+
+ private:
+  status fail(base::errc e, std::string detail);
+
+  size_t max_;
+  std::vector<uint8_t> buf_;
+  size_t pos_ = 0;
+  base::errc error_ = base::errc::ok;
+  std::string detail_;
+};
+
+// Decodes one frame body (without its header). Used by the decoder and by tests.
+base::errc decode_body(std::span<const uint8_t> body, message& out, std::string& detail);
+
+}  // namespace brine::proto

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace brine::proto {
+
+// Wire message types. Append-only: a value, once shipped, keeps its meaning.
+enum class msg_type : uint16_t {
+  error = 1,         // either way: {message}; the sender closes afterwards
+  auth = 2,          // minion → master: {id, version}
+  auth_reply = 3,    // master → minion: {status: accepted|pending|rejected|denied, message}
+  publish = 4,       // master → minion: {jid, fun, args, kwargs, timeout}
+  job_ack = 5,       // minion → master: {jid}
+  job_return = 6,    // minion → master: {jid, fun, ret, success, retcode}
+  return_ack = 7,    // master → minion: {jid}: stored, the minion may forget it
+  ping = 8,          // either way: {}
+  pong = 9,          // either way: {}
+  // Local API (Unix socket, CLI ↔ master).
+  api_request = 100,  // {op, ...}
+  api_reply = 101,    // {ok, error?, ...}
+  api_event = 102,    // {tag, data}
+  api_end = 103,      // {}: the stream for this request id is over
+};
+
+std::optional<msg_type> to_msg_type(uint64_t raw);
+std::string_view to_string(msg_type t);
+
+// A decoded frame: its type, the request id it answers or belongs to (0 when
+// none) and the body map.
+struct message {
+  msg_type type = msg_type::error;
+  uint64_t id = 0;
+  nlohmann::json body = nlohmann::json::object();
+};
+
+}  // namespace brine::proto

@@ -1,0 +1,113 @@
+#include "proto/frame.h"
+
+#include <gtest/gtest.h>
+
+namespace brine::proto {
+namespace {
+
+message sample() {
+  message m;
+  m.type = msg_type::publish;
+  m.id = 42;
+  m.body = {{"jid", "20261121180000123456"}, {"fun", "test.ping"}, {"args", {1, "two"}}};
+  return m;
+}
+
+TEST(frame, round_trip) {
+  auto bytes = encode_frame(sample());
+  frame_decoder d(1 << 20);
+  d.feed(bytes);
+  message out;
+  ASSERT_EQ(d.next(out), frame_decoder::status::ready);
+  EXPECT_EQ(out.type, msg_type::publish);
+  EXPECT_EQ(out.id, 42u);
+  EXPECT_EQ(out.body, sample().body);
+  EXPECT_EQ(d.next(out), frame_decoder::status::need_more);
+}
+
+TEST(frame, header_is_big_endian_length) {
+  auto bytes = encode_frame(sample());
+  uint32_t len = (uint32_t{bytes[0]} << 24) | (uint32_t{bytes[1]} << 16) |
+                 (uint32_t{bytes[2]} << 8) | bytes[3];
+  EXPECT_EQ(len, bytes.size() - 4);
+}
+
+TEST(frame, byte_at_a_time_and_many_per_feed) {
+  auto one = encode_frame(sample());
+  std::vector<uint8_t> three;
+  for (int i = 0; i < 3; ++i) three.insert(three.end(), one.begin(), one.end());
+  frame_decoder d(1 << 20);
+  message out;
+  int got = 0;
+  for (uint8_t b : three) {
+    d.feed({&b, 1});
+    while (d.next(out) == frame_decoder::status::ready) ++got;
+  }
+  EXPECT_EQ(got, 3);
+  EXPECT_EQ(d.buffered(), 0u);
+}
+
+TEST(frame, too_large_is_refused_from_header_alone) {
+  frame_decoder d(1024);
+  uint8_t header[4] = {0x7f, 0xff, 0xff, 0xff};
+  d.feed(header);
+  message out;
+  EXPECT_EQ(d.next(out), frame_decoder::status::error);
+  EXPECT_EQ(d.error(), base::errc::frame_too_large);
+  EXPECT_NE(d.error_detail().find("max_frame_bytes 1024"), std::string::npos);
+  EXPECT_EQ(d.buffered(), 0u);
+}
+
+TEST(frame, garbage_body_is_malformed) {
+  frame_decoder d(1024);
+  std::vector<uint8_t> bytes = {0, 0, 0, 3, 0xc1, 0xc1, 0xc1};
+  d.feed(bytes);
+  message out;
+  EXPECT_EQ(d.next(out), frame_decoder::status::error);
+  EXPECT_EQ(d.error(), base::errc::frame_malformed);
+}
+
+TEST(frame, non_map_body_is_malformed) {
+  std::vector<uint8_t> body;
+  nlohmann::json::to_msgpack(nlohmann::json::array({1, 2}), body);
+  message out;
+  std::string detail;
+  EXPECT_EQ(decode_body(body, out, detail), base::errc::frame_malformed);
+}
+
+TEST(frame, missing_type_is_malformed) {
+  std::vector<uint8_t> body;
+  nlohmann::json::to_msgpack(nlohmann::json{{"id", 1}}, body);
+  message out;
+  std::string detail;
+  EXPECT_EQ(decode_body(body, out, detail), base::errc::frame_malformed);
+}
+
+TEST(frame, unknown_type_is_reported) {
+  std::vector<uint8_t> body;
+  nlohmann::json::to_msgpack(nlohmann::json{{"t", 9999}, {"id", 1}}, body);
+  message out;
+  std::string detail;
+  EXPECT_EQ(decode_body(body, out, detail), base::errc::unknown_message);
+  EXPECT_NE(detail.find("9999"), std::string::npos);
+}
+
+TEST(frame, empty_frame_is_malformed) {
+  frame_decoder d(1024);
+  uint8_t header[4] = {0, 0, 0, 0};
+  d.feed(header);
+  message out;
+  EXPECT_EQ(d.next(out), frame_decoder::status::error);
+  EXPECT_EQ(d.error(), base::errc::frame_malformed);
+}
+
+TEST(frame, body_must_be_a_map_when_present) {
+  std::vector<uint8_t> body;
+  nlohmann::json::to_msgpack(nlohmann::json{{"t", 8}, {"id", 0}, {"b", "x"}}, body);
+  message out;
+  std::string detail;
+  EXPECT_EQ(decode_body(body, out, detail), base::errc::frame_malformed);
+}
+
+}  // namespace
+}  // namespace brine::proto

@@ -1,0 +1,624 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "base/error.h"
+#include "store/store.h"
+
+namespace brine::store {
+namespace {
+
+constexpr int k_busy_timeout_ms = 5000;
+
+// k_migrations[v] takes a file from user_version v to v + 1, so a later
+// version adds a step (minion data, state reports) and every existing file
+// walks the same path. Append only: a step that has shipped never changes.
+//
+// No foreign key from returns to jobs: a return can arrive before its job
+// (forwarded by a cluster peer) or after the job was purged (a minion
+// re-sending after a long outage), and the first return must still win.
+// purge_jobs_before() removes such orphans once they are old.
+constexpr std::array<const char*, k_sqlite_schema_version> k_migrations = {
+    // 0 -> 1: keys, jobs, returns.
+    R"sql(
+CREATE TABLE keys (
+  id          TEXT    NOT NULL,
+  fingerprint TEXT    NOT NULL,
+  state       TEXT    NOT NULL,
+  pubkey      TEXT    NOT NULL,
+  updated     INTEGER NOT NULL,
+  PRIMARY KEY (id, fingerprint)
+);
+CREATE TABLE jobs (
+  jid      TEXT    NOT NULL PRIMARY KEY,
+  fun      TEXT    NOT NULL,
+  args     TEXT    NOT NULL,
+  kwargs   TEXT    NOT NULL,
+  target   TEXT    NOT NULL,
+  tgt_type TEXT    NOT NULL,
+  user     TEXT    NOT NULL,
+  minions  TEXT    NOT NULL,
+  master   TEXT    NOT NULL,
+  created  INTEGER NOT NULL
+);
+-- (created, jid) rather than (created) alone: list_jobs() orders by both and
+-- then reads the index backwards instead of sorting the whole table.
+CREATE INDEX jobs_by_created ON jobs (created, jid);
+CREATE TABLE returns (
+  jid     TEXT    NOT NULL,
+  minion  TEXT    NOT NULL,
+  fun     TEXT    NOT NULL,
+  ret     TEXT    NOT NULL,
+  success INTEGER NOT NULL,
+  retcode INTEGER NOT NULL,
+  stamp   INTEGER NOT NULL,
+  PRIMARY KEY (jid, minion)
+);
+-- For purging orphan returns by age without a full scan.
+CREATE INDEX returns_by_stamp ON returns (stamp);
+)sql",
+};
+
+// What to do about a failure, for the codes where the cause is usually outside
+// brine. Keyed on the primary code; the extended code only refines the message.
+const char* hint_for(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+      return "another process (a running master or a brine command) has held it locked for "
+             "more than 5 s; stop that process or retry when it is done";
+    case SQLITE_READONLY:
+      return "this user cannot write the file, its -wal/-shm files or its directory; run as "
+             "the master's user or fix their ownership";
+    case SQLITE_CANTOPEN:
+      return "check that the directory exists and that this user may create files in it "
+             "(SQLite adds -wal and -shm files beside the database)";
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+      return "the file is damaged or not a brine database; move it aside and a new one is "
+             "created on the next start";
+    case SQLITE_FULL:
+      return "the filesystem is full; free space or keep jobs for a shorter time";
+    case SQLITE_IOERR:
+      return "the filesystem reported an I/O error; check the disk and the kernel log";
+    case SQLITE_PROTOCOL:
+      return "WAL mode needs a local filesystem with working locks (not NFS); move the "
+             "database to a local disk";
+    default:
+      return nullptr;
+  }
+}
+
+// JSON text for a column. Minion output arrives as MessagePack strings that
+// nothing forces to be UTF-8 (a command may print any bytes); replacing a bad
+// byte with U+FFFD beats refusing a whole batch of returns over it.
+std::string to_json_text(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+struct stmt_deleter {
+  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
+};
+using stmt_ptr = std::unique_ptr<sqlite3_stmt, stmt_deleter>;
+
+// One sqlite3 handle and its prepared statements.
+//
+// Lifecycle: opened (and the schema migrated) by the constructor, closed by
+// the destructor. Threading: one thread at a time, as store promises, so the
+// handle is opened without SQLite's own mutexes. Other processes may open the
+// same file at the same time; WAL lets readers and the one writer proceed
+// together, and the busy timeout makes writers queue rather than fail.
+class connection {
+ public:
+  explicit connection(std::string path);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  // Throws base::error naming the file, the operation, SQLite's message and,
+  // when one is known, the fix. Call it right after the failing call, before
+  // anything else on this handle replaces the message.
+  [[noreturn]] void fail(int rc, std::string_view what) const;
+  [[noreturn]] void fail_message(std::string_view message) const;
+
+  // A cached statement. `sql` must have static storage (a literal): the
+  // cache keys on it without copying.
+  sqlite3_stmt* prepare(std::string_view sql, std::string_view what);
+
+  // For statements run once (pragmas, migrations), not worth caching.
+  void exec(const std::string& sql, std::string_view what);
+  int64_t query_int(const std::string& sql, std::string_view what);
+
+  sqlite3* handle() const { return db_; }
+
+ private:
+  void configure();
+  void migrate();
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  std::unordered_map<std::string_view, stmt_ptr> stmts_;
+};
+
+// One run of a cached statement. Resetting on every exit (an exception, a
+// read that stops early) matters: a statement left mid-step keeps a read
+// transaction open, which in WAL mode stops checkpoints from ever resetting
+// the log, so it grows without bound.
+class query {
+ public:
+  query(connection& conn, std::string_view sql, std::string what)
+      : conn_(conn), stmt_(conn.prepare(sql, what)), what_(std::move(what)) {}
+  ~query() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  query(const query&) = delete;
+  query& operator=(const query&) = delete;
+
+  // Text is bound without a copy: the caller keeps it alive until step()
+  // has run, which every use here does by binding locals.
+  query& bind(int index, std::string_view text) {
+    check(sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8));
+    return *this;
+  }
+  query& bind(int index, int64_t value) {
+    check(sqlite3_bind_int64(stmt_, index, value));
+    return *this;
+  }
+
+  // True while a row is available.
+  bool step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    conn_.fail(rc, what_);
+  }
+
+  // Runs a statement that returns no rows; ready to be bound and run again.
+  void run() {
+    while (step()) {
+    }
+    sqlite3_reset(stmt_);
+  }
+
+  int changes() const { return sqlite3_changes(conn_.handle()); }
+
+  std::string text(int col) const {
+    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
+             : std::string();
+  }
+  int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+ private:
+  void check(int rc) const {
+    if (rc != SQLITE_OK) conn_.fail(rc, what_);
+  }
+
+  connection& conn_;
+  sqlite3_stmt* stmt_;
+  std::string what_;
+};
+
+// BEGIN IMMEDIATE takes the write lock up front. A deferred transaction that
+// reads and then writes can hit SQLITE_BUSY on the upgrade without the busy
+// handler ever waiting (SQLite cannot wait there without risking deadlock),
+// so a master and a CLI writing together would fail instead of queueing.
+class write_transaction {
+ public:
+  write_transaction(connection& conn, std::string what) : conn_(conn), what_(std::move(what)) {
+    query(conn_, "BEGIN IMMEDIATE", what_).run();
+  }
+  ~write_transaction() {
+    // After some errors (SQLITE_FULL, SQLITE_IOERR) SQLite has already rolled
+    // back; a second ROLLBACK would only fail.
+    if (!committed_ && sqlite3_get_autocommit(conn_.handle()) == 0) {
+      sqlite3_exec(conn_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+  }
+  write_transaction(const write_transaction&) = delete;
+  write_transaction& operator=(const write_transaction&) = delete;
+
+  void commit() {
+    query(conn_, "COMMIT", what_).run();
+    committed_ = true;
+  }
+
+ private:
+  connection& conn_;
+  std::string what_;
+  bool committed_ = false;
+};
+
+connection::connection(std::string path) : path_(std::move(path)) {
+  // The job cache holds command output (and the key table the fleet's
+  // identities), so the file is created owner-only. SQLite would create it
+  // 0644 less the umask; creating it first, empty (which SQLite reads as an
+  // empty database), fixes the mode, and SQLite gives its -wal and -shm files
+  // the database's mode. An existing file keeps the mode its admin chose.
+  if (path_ != ":memory:") {
+    int fd = ::open(path_.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      int err = errno;
+      std::string fix = err == ENOENT   ? "; create its directory first"
+                        : err == EACCES ? "; run as the master's user or fix the directory's "
+                                          "ownership"
+                                        : "";
+      fail_message(std::string("cannot create: ") + std::strerror(err) + fix);
+    }
+    ::close(fd);
+  }
+
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  int rc = sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    // On most failures SQLite still hands back a handle that carries the
+    // message and must be closed.
+    std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close(db_);
+    db_ = nullptr;
+    const char* hint = hint_for(rc);
+    fail_message("cannot open: " + message + (hint ? std::string("; ") + hint : ""));
+  }
+  try {
+    configure();
+    migrate();
+  } catch (...) {
+    stmts_.clear();
+    sqlite3_close(db_);
+    throw;
+  }
+}
+
+connection::~connection() {
+  // Statements first: sqlite3_close() refuses while any is alive.
+  stmts_.clear();
+  sqlite3_close(db_);
+}
+
+void connection::fail(int rc, std::string_view what) const {
+  std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  const char* hint = hint_for(rc);
+  fail_message(std::string(what) + ": " + message + (hint ? std::string("; ") + hint : ""));
+}
+
+void connection::fail_message(std::string_view message) const {
+  throw base::error("sqlite database " + path_ + ": " + std::string(message));
+}
+
+sqlite3_stmt* connection::prepare(std::string_view sql, std::string_view what) {
+  auto it = stmts_.find(sql);
+  if (it != stmts_.end()) return it->second.get();
+  sqlite3_stmt* raw = nullptr;
+  int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                              SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+  if (rc != SQLITE_OK) fail(rc, what);
+  stmts_.emplace(sql, stmt_ptr(raw));
+  return raw;
+}
+
+void connection::exec(const std::string& sql, std::string_view what) {
+  int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) fail(rc, what);
+}
+
+int64_t connection::query_int(const std::string& sql, std::string_view what) {
+  sqlite3_stmt* raw = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &raw, nullptr);
+  if (rc != SQLITE_OK) fail(rc, what);
+  stmt_ptr stmt(raw);
+  rc = sqlite3_step(stmt.get());
+  if (rc == SQLITE_ROW) return sqlite3_column_int64(stmt.get(), 0);
+  if (rc == SQLITE_DONE) return 0;
+  fail(rc, what);
+}
+
+void connection::configure() {
+  sqlite3_extended_result_codes(db_, 1);
+  // Before anything that locks: switching to WAL itself waits for other
+  // processes that have the file open.
+  sqlite3_busy_timeout(db_, k_busy_timeout_ms);
+
+  sqlite3_stmt* raw = nullptr;
+  int rc = sqlite3_prepare_v2(db_, "PRAGMA journal_mode=WAL", -1, &raw, nullptr);
+  if (rc != SQLITE_OK) fail(rc, "cannot switch to WAL mode");
+  stmt_ptr stmt(raw);
+  rc = sqlite3_step(stmt.get());
+  if (rc != SQLITE_ROW) fail(rc, "cannot switch to WAL mode");
+  std::string mode = reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), 0));
+  // An in-memory database (tests, fakes) has no WAL; anything else that
+  // refuses WAL would lose the reader-while-writing guarantee the CLI needs.
+  if (mode != "wal" && !(path_ == ":memory:" && mode == "memory")) {
+    fail_message("cannot switch to WAL mode (journal_mode is " + mode +
+                 "); the filesystem must support shared memory and locks (a local disk, not "
+                 "NFS)");
+  }
+
+  // NORMAL in WAL mode never corrupts the file; a power cut (not a crash of
+  // the process) may lose the last transactions. Minions re-send returns
+  // that a master did not acknowledge, so the cache can afford that for the
+  // fsync it saves on every batch.
+  exec("PRAGMA synchronous=NORMAL", "cannot set synchronous=NORMAL");
+  // Nothing in version 1 declares a foreign key; enabled so that later
+  // tables (minion data, reports) can rely on ON DELETE CASCADE.
+  exec("PRAGMA foreign_keys=ON", "cannot enable foreign keys");
+}
+
+void connection::migrate() {
+  const std::string what = "cannot read the schema version";
+  auto check_owner = [&] {
+    int64_t app_id = query_int("PRAGMA application_id", what);
+    if (app_id == k_sqlite_application_id) return;
+    // A file nobody has written to yet is ours to claim.
+    int64_t objects = query_int("SELECT count(*) FROM sqlite_master", what);
+    if (app_id == 0 && objects == 0) return;
+    fail_message("is not a brine database (application_id " + std::to_string(app_id) + ", " +
+                 std::to_string(objects) +
+                 " schema objects); point the store at a new file or another path");
+  };
+
+  // Read without a transaction first: the usual open finds the schema
+  // current and so never takes the write lock, which would make a CLI wait
+  // behind a busy master just to start.
+  check_owner();
+  int64_t version = query_int("PRAGMA user_version", what);
+  if (version == k_sqlite_schema_version) return;
+
+  // One process migrates; any other opening the file at the same moment
+  // waits on the lock, then finds the new version and has nothing to do.
+  write_transaction txn(*this, "cannot migrate the schema");
+  check_owner();
+  version = query_int("PRAGMA user_version", what);
+  if (version > k_sqlite_schema_version) {
+    fail_message("schema version " + std::to_string(version) +
+                 " is newer than this brine supports (" + std::to_string(k_sqlite_schema_version) +
+                 "); upgrade brine or point the store at another file");
+  }
+  if (version < 0) fail_message("has a negative schema version; it was not written by brine");
+  for (auto v = static_cast<size_t>(version); v < k_migrations.size(); ++v) {
+    exec(k_migrations[v], "cannot migrate the schema from version " + std::to_string(v) + " to " +
+                              std::to_string(v + 1));
+  }
+  exec("PRAGMA application_id=" + std::to_string(k_sqlite_application_id),
+       "cannot migrate the schema");
+  exec("PRAGMA user_version=" + std::to_string(k_sqlite_schema_version),
+       "cannot migrate the schema");
+  txn.commit();
+}
+
+class sqlite_store final : public store {
+ public:
+  explicit sqlite_store(std::string path) : conn_(std::move(path)) {}
+
+  std::vector<key_record> load_keys() override;
+  void put_key(const key_record& key) override;
+  void delete_key(const std::string& id, const std::string& fingerprint) override;
+
+  void add_job(const job_record& job) override;
+  std::vector<job_record> list_jobs(size_t limit) override;
+  std::optional<job_record> get_job(const std::string& jid) override;
+
+  size_t add_returns(const std::vector<return_record>& batch) override;
+  std::vector<return_record> get_returns(const std::string& jid) override;
+
+  size_t purge_jobs_before(int64_t cutoff) override;
+
+ private:
+  nlohmann::json parse_json(const std::string& text, std::string_view row,
+                            std::string_view column) const;
+  job_record read_job(const query& q) const;
+
+  connection conn_;
+};
+
+nlohmann::json sqlite_store::parse_json(const std::string& text, std::string_view row,
+                                        std::string_view column) const {
+  auto value = nlohmann::json::parse(text, nullptr, false);
+  if (value.is_discarded()) {
+    conn_.fail_message(std::string(row) + ": column " + std::string(column) +
+                       " is not valid JSON; the row was written by something other than brine");
+  }
+  return value;
+}
+
+std::vector<key_record> sqlite_store::load_keys() {
+  query q(conn_,
+          "SELECT id, fingerprint, state, pubkey, updated FROM keys ORDER BY id, fingerprint",
+          "cannot read keys");
+  std::vector<key_record> keys;
+  while (q.step()) {
+    key_record k;
+    k.id = q.text(0);
+    k.fingerprint = q.text(1);
+    std::string state = q.text(2);
+    auto parsed = parse_key_state(state);
+    if (!parsed) {
+      conn_.fail_message("key " + k.id + " (" + k.fingerprint + ") has unknown state '" + state +
+                         "'; it was written by a newer brine or edited by hand");
+    }
+    k.state = *parsed;
+    k.pubkey = q.text(3);
+    k.updated = q.integer(4);
+    keys.push_back(std::move(k));
+  }
+  return keys;
+}
+
+void sqlite_store::put_key(const key_record& key) {
+  query(conn_,
+        "INSERT OR REPLACE INTO keys (id, fingerprint, state, pubkey, updated) "
+        "VALUES (?1, ?2, ?3, ?4, ?5)",
+        "cannot store key " + key.id)
+      .bind(1, key.id)
+      .bind(2, key.fingerprint)
+      .bind(3, to_string(key.state))
+      .bind(4, key.pubkey)
+      .bind(5, key.updated)
+      .run();
+}
+
+void sqlite_store::delete_key(const std::string& id, const std::string& fingerprint) {
+  query(conn_, "DELETE FROM keys WHERE id = ?1 AND fingerprint = ?2", "cannot delete key " + id)
+      .bind(1, id)
+      .bind(2, fingerprint)
+      .run();
+}
+
+void sqlite_store::add_job(const job_record& job) {
+  std::string args = to_json_text(job.args);
+  std::string kwargs = to_json_text(job.kwargs);
+  std::string minions = to_json_text(job.minions);
+  // OR IGNORE: a publish forwarded twice (a peer reconnecting) stores the job
+  // once; the jid is unique across the cluster, so the rows are the same.
+  query(conn_,
+        "INSERT OR IGNORE INTO jobs "
+        "(jid, fun, args, kwargs, target, tgt_type, user, minions, master, created) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "cannot store job " + job.jid)
+      .bind(1, job.jid)
+      .bind(2, job.fun)
+      .bind(3, args)
+      .bind(4, kwargs)
+      .bind(5, job.target)
+      .bind(6, job.tgt_type)
+      .bind(7, job.user)
+      .bind(8, minions)
+      .bind(9, job.master)
+      .bind(10, job.created)
+      .run();
+}
+
+job_record sqlite_store::read_job(const query& q) const {
+  job_record j;
+  j.jid = q.text(0);
+  std::string row = "job " + j.jid;
+  j.fun = q.text(1);
+  j.args = parse_json(q.text(2), row, "args");
+  j.kwargs = parse_json(q.text(3), row, "kwargs");
+  j.target = q.text(4);
+  j.tgt_type = q.text(5);
+  j.user = q.text(6);
+  auto minions = parse_json(q.text(7), row, "minions");
+  if (!minions.is_array()) conn_.fail_message(row + ": column minions is not a JSON array");
+  for (const auto& m : minions) {
+    if (!m.is_string()) conn_.fail_message(row + ": column minions holds a non-string");
+    j.minions.push_back(m.get<std::string>());
+  }
+  j.master = q.text(8);
+  j.created = q.integer(9);
+  return j;
+}
+
+std::vector<job_record> sqlite_store::list_jobs(size_t limit) {
+  // LIMIT takes a signed 64-bit integer; anything above is "all of them".
+  auto bounded = static_cast<int64_t>(
+      std::min<uint64_t>(limit, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+  query q(conn_,
+          "SELECT jid, fun, args, kwargs, target, tgt_type, user, minions, master, created "
+          "FROM jobs ORDER BY created DESC, jid DESC LIMIT ?1",
+          "cannot list jobs");
+  q.bind(1, bounded);
+  std::vector<job_record> jobs;
+  while (q.step()) jobs.push_back(read_job(q));
+  return jobs;
+}
+
+std::optional<job_record> sqlite_store::get_job(const std::string& jid) {
+  query q(conn_,
+          "SELECT jid, fun, args, kwargs, target, tgt_type, user, minions, master, created "
+          "FROM jobs WHERE jid = ?1",
+          "cannot read job " + jid);
+  q.bind(1, jid);
+  if (!q.step()) return std::nullopt;
+  return read_job(q);
+}
+
+size_t sqlite_store::add_returns(const std::vector<return_record>& batch) {
+  if (batch.empty()) return 0;
+  const std::string what = "cannot store " + std::to_string(batch.size()) + " returns";
+  // One transaction for the batch: a commit (and its WAL append) per return
+  // would cap the master at a few thousand returns a second.
+  write_transaction txn(conn_, what);
+  query q(conn_,
+          "INSERT OR IGNORE INTO returns (jid, minion, fun, ret, success, retcode, stamp) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+          what);
+  size_t added = 0;
+  for (const auto& r : batch) {
+    std::string ret = to_json_text(r.ret);
+    q.bind(1, r.jid)
+        .bind(2, r.minion)
+        .bind(3, r.fun)
+        .bind(4, ret)
+        .bind(5, int64_t{r.success ? 1 : 0})
+        .bind(6, int64_t{r.retcode})
+        .bind(7, r.stamp);
+    q.run();
+    // 0 when the (jid, minion) was already there: a re-sent return.
+    added += static_cast<size_t>(q.changes());
+  }
+  txn.commit();
+  return added;
+}
+
+std::vector<return_record> sqlite_store::get_returns(const std::string& jid) {
+  query q(conn_,
+          "SELECT jid, minion, fun, ret, success, retcode, stamp FROM returns "
+          "WHERE jid = ?1 ORDER BY stamp, minion",
+          "cannot read returns of job " + jid);
+  q.bind(1, jid);
+  std::vector<return_record> returns;
+  while (q.step()) {
+    return_record r;
+    r.jid = q.text(0);
+    r.minion = q.text(1);
+    r.fun = q.text(2);
+    r.ret = parse_json(q.text(3), "return of " + r.minion + " for job " + r.jid, "ret");
+    r.success = q.integer(4) != 0;
+    r.retcode = static_cast<int>(q.integer(5));
+    r.stamp = q.integer(6);
+    returns.push_back(std::move(r));
+  }
+  return returns;
+}
+
+size_t sqlite_store::purge_jobs_before(int64_t cutoff) {
+  const std::string what = "cannot purge jobs";
+  write_transaction txn(conn_, what);
+  // Returns first, while their jobs still say which jids are old: a return
+  // can be newer than the cutoff although its job is not.
+  query(conn_, "DELETE FROM returns WHERE jid IN (SELECT jid FROM jobs WHERE created < ?1)", what)
+      .bind(1, cutoff)
+      .run();
+  query jobs(conn_, "DELETE FROM jobs WHERE created < ?1", what);
+  jobs.bind(1, cutoff).run();
+  auto purged = static_cast<size_t>(jobs.changes());
+  // Returns whose job this store never saw or already purged go by their own age.
+  query(conn_,
+        "DELETE FROM returns WHERE stamp < ?1 "
+        "AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.jid = returns.jid)",
+        what)
+      .bind(1, cutoff)
+      .run();
+  txn.commit();
+  return purged;
+}
+
+}  // namespace
+
+std::unique_ptr<store> open_sqlite(const std::string& path) {
+  return std::make_unique<sqlite_store>(path);
+}
+
+}  // namespace brine::store
