@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/strand.hpp>
@@ -55,6 +54,10 @@ std::string auth_message(key_state s) {
   }
   return "";
 }
+
+// The request id under which admit() answers a connection's first auth; later
+// auths of a pending minion carry the minion's own ids and are not logged.
+constexpr uint64_t k_first_auth = 0;
 
 proto::message api_reply(uint64_t id, json body) {
   return {msg_type::api_reply, id, std::move(body)};
@@ -135,9 +138,9 @@ int master::run() {
     spdlog::info("signal {}: stopping", sig);
     stop();
   });
-  asio::co_spawn(io_, accept_minions(), asio::detached);
-  asio::co_spawn(io_, accept_api(), asio::detached);
-  asio::co_spawn(io_, purge_loop(), asio::detached);
+  asio::co_spawn(io_, accept_minions(), net::logged("minion accept loop"));
+  asio::co_spawn(io_, accept_api(), net::logged("local API accept loop"));
+  asio::co_spawn(io_, purge_loop(), net::logged("job cache purge"));
 
   unsigned n = cfg_.worker_threads;
   if (n == 0) n = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
@@ -188,7 +191,7 @@ asio::awaitable<void> master::accept_minions() {
       continue;
     }
     auto executor = socket.get_executor();
-    asio::co_spawn(executor, handle_minion(std::move(socket)), asio::detached);
+    asio::co_spawn(executor, handle_minion(std::move(socket)), net::logged("minion connection"));
   }
 }
 
@@ -246,7 +249,10 @@ asio::awaitable<void> master::handle_minion(asio::ip::tcp::socket socket) {
       co_return;
     }
   }
-  std::string id = first.body.value("id", std::string());
+  const auto id_field = first.body.find("id");
+  std::string id = id_field != first.body.end() && id_field->is_string()
+                       ? id_field->get<std::string>()
+                       : std::string();
   if (first.type != msg_type::auth || !valid_minion_id(id)) {
     std::string why = first.type != msg_type::auth
                           ? "first message must be auth, got " +
@@ -258,7 +264,7 @@ asio::awaitable<void> master::handle_minion(asio::ip::tcp::socket socket) {
     co_return;
   }
 
-  admit(executor, std::move(stream), std::move(decoder), id, first.id, fingerprint, pubkey);
+  admit(executor, std::move(stream), std::move(decoder), id, k_first_auth, fingerprint, pubkey);
 }
 
 void master::admit(asio::any_io_executor executor, std::unique_ptr<net::tls_stream> stream,
@@ -309,7 +315,7 @@ void master::authenticate(const std::shared_ptr<session>& s, key_state state,
     if (state == key_state::accepted) {
       spdlog::info("minion {} connected from {}", s->id, s->conn->peer());
       events_.publish("brine/minion/" + s->id + "/start", {{"id", s->id}});
-    } else {
+    } else if (request_id == k_first_auth) {
       spdlog::info("minion {} at {} is pending: accept its key with 'brine key accept {}'",
                    s->id, s->conn->peer(), s->id);
     }

@@ -5,7 +5,6 @@
 
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
-#include <asio/detached.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/signal_set.hpp>
@@ -75,7 +74,7 @@ int minion::run() {
     spdlog::info("signal {}: stopping", sig);
     stop();
   });
-  asio::co_spawn(asio::make_strand(io_), main_loop(), asio::detached);
+  asio::co_spawn(asio::make_strand(io_), main_loop(), net::logged("minion main loop"));
   std::thread second([this] { io_.run(); });
   io_.run();
   second.join();
@@ -362,7 +361,7 @@ void minion::on_message(proto::message&& m) {
         if (running_.count(jid) || spool_.contains(jid)) return;  // a repeat publish
         running_.insert(jid);
       }
-      asio::co_spawn(asio::make_strand(io_), run_job(std::move(m)), asio::detached);
+      asio::co_spawn(asio::make_strand(io_), run_job(std::move(m)), net::logged("job"));
       return;
     }
     case msg_type::return_ack:

@@ -3,8 +3,18 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/post.hpp>
+#include <spdlog/spdlog.h>
 
 namespace brine::net {
+
+void log_exception(const char* what, std::exception_ptr e) {
+  if (!e) return;
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    spdlog::error("{}: unexpected error: {}", what, x.what());
+  }
+}
 
 connection::connection(asio::any_io_executor executor, std::unique_ptr<byte_stream> stream,
                        proto::frame_decoder decoder)
@@ -31,7 +41,19 @@ asio::awaitable<void> connection::reader(std::shared_ptr<connection> self) {
         co_return;
       }
       if (self->closed()) co_return;
-      self->on_message_(std::move(m));
+      // A handler throws on a body whose fields have the wrong types (json's
+      // type_error): untrusted input, so the peer is told and cut off.
+      auto type = m.type;
+      try {
+        self->on_message_(std::move(m));
+      } catch (const std::exception& e) {
+        std::string detail =
+            "bad " + std::string(proto::to_string(type)) + " message: " + e.what();
+        self->send(proto::message{proto::msg_type::error, 0, {{"message", detail}}});
+        self->finish(base::errc::protocol_violation, detail);
+        self->close_after_flush();
+        co_return;
+      }
       m = proto::message{};
     }
     if (self->closed()) co_return;

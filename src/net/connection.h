@@ -17,6 +17,13 @@ namespace brine::net {
 
 using frame_ptr = std::shared_ptr<const std::vector<uint8_t>>;
 
+// The completion of a detached coroutine: an exception that escapes it is
+// logged instead of unwinding through io_context::run() and ending the daemon.
+void log_exception(const char* what, std::exception_ptr e);
+inline auto logged(const char* what) {
+  return [what](std::exception_ptr e) { log_exception(what, e); };
+}
+
 inline frame_ptr make_frame(const proto::message& m) {
   return std::make_shared<const std::vector<uint8_t>>(proto::encode_frame(m));
 }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what brine needs to build and test, from Debian 12 packages only.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config
+  libasio-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev
+  libcli11-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 openssl procps
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "installing: ${missing[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds with AddressSanitizer and UBSan, runs every
+# test (unit and integration) through CTest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+cmake --preset debug >/dev/null
+cmake --build --preset debug -j"$(nproc)"
+ctest --preset debug -j1
