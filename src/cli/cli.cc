@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "master/master.h"
 #include "minion/minion.h"
+#include "swarm/swarm.h"
 
 namespace brine::cli {
 namespace {
@@ -130,6 +131,33 @@ int run(int argc, char** argv) {
   events_cmd->add_option("PREFIX", event_prefix, "Only events whose tag starts with this");
   events_cmd->add_option("--seconds", event_seconds, "Stop after this long (default: never)");
 
+  swarm::swarm_options swarm_opts;
+  std::string swarm_sources;
+  auto* swarm_cmd = app.add_subcommand(
+      "swarm", "Run many simulated minions in this process against a real master (scale tests)");
+  swarm_cmd->add_option("--master", swarm_opts.master, "Master address HOST:PORT")
+      ->default_val("127.0.0.1:4506");
+  swarm_cmd->add_option("--count", swarm_opts.count, "How many minions")->default_val(100);
+  swarm_cmd->add_option("--id-prefix", swarm_opts.id_prefix, "Minion ids are PREFIX00001, ...")
+      ->default_val("swarm-");
+  swarm_cmd->add_option("--keys-dir", swarm_opts.keys_dir,
+                        "Directory caching the minions' keys (reused by later runs)")
+      ->required();
+  swarm_cmd->add_option("--master-finger", swarm_opts.master_finger,
+                        "Pin the master's fingerprint (default: trust the first key seen)");
+  swarm_cmd->add_option("--connect-rate", swarm_opts.connect_rate,
+                        "New connections per second (default: all at once)");
+  swarm_cmd->add_option("--source", swarm_sources,
+                        "Comma-separated local addresses to spread connections over "
+                        "(e.g. 127.0.0.2,127.0.0.3)");
+  swarm_cmd->add_option("--threads", swarm_opts.threads, "I/O threads (default: one per core)");
+  swarm_cmd->add_option("--acceptance-wait-time", swarm_opts.acceptance_wait_time,
+                        "Seconds between key checks while pending")
+      ->default_val(10);
+  swarm_cmd->add_option("--seconds", swarm_opts.seconds, "Stop after this long (default: never)");
+  swarm_cmd->add_option("--log-level", swarm_opts.log_level, "Log level of the minions")
+      ->default_val("error");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -139,6 +167,17 @@ int run(int argc, char** argv) {
   try {
     if (master_cmd->parsed()) return run_master(config);
     if (minion_cmd->parsed()) return run_minion(config);
+    if (swarm_cmd->parsed()) {
+      std::string item;
+      for (char ch : swarm_sources + ",") {
+        if (ch != ',') {
+          item += ch;
+        } else if (!item.empty()) {
+          swarm_opts.source_addresses.push_back(std::exchange(item, ""));
+        }
+      }
+      return swarm::run_swarm(swarm_opts);
+    }
     auto cfg = base::load_master_config(config);
     if (key_cmd->parsed()) {
       for (auto* sub : key_cmd->get_subcommands()) key.action = sub->get_name();

@@ -59,3 +59,30 @@ std::vector<nlohmann::json> spool::load_all() const {
 }
 
 }  // namespace brine::minion
+
+namespace brine::minion {
+
+void memory_spool::save(const std::string& jid, const nlohmann::json& ret) {
+  std::lock_guard lock(mu_);
+  returns_[jid] = ret;
+}
+
+void memory_spool::forget(const std::string& jid) {
+  std::lock_guard lock(mu_);
+  returns_.erase(jid);
+}
+
+bool memory_spool::contains(const std::string& jid) const {
+  std::lock_guard lock(mu_);
+  return returns_.count(jid) > 0;
+}
+
+std::vector<nlohmann::json> memory_spool::load_all() const {
+  std::lock_guard lock(mu_);
+  std::vector<nlohmann::json> out;
+  out.reserve(returns_.size());
+  for (const auto& [jid, ret] : returns_) out.push_back(ret);
+  return out;
+}
+
+}  // namespace brine::minion

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -9,22 +10,33 @@
 
 namespace brine::minion {
 
-// Returns not yet acknowledged by a master, one file per job in
-// `<cachedir>/returns/<jid>.ret` (MessagePack). A return stays until a master
-// says it is stored, and is sent again after every reconnect, so a master's
-// death or a dropped connection loses nothing.
-//
-// Threading: methods are safe from any thread; save() does blocking I/O
-// (write + fsync + rename) and belongs off the I/O threads.
-class spool {
+// Where a minion keeps each return until a master acknowledges it; every
+// return in it is sent again after a reconnect, so a master's death or a
+// dropped connection loses nothing. Methods are safe from any thread.
+class return_spool {
+ public:
+  virtual ~return_spool() = default;
+  virtual void save(const std::string& jid, const nlohmann::json& ret) = 0;
+  virtual void forget(const std::string& jid) = 0;
+  virtual bool contains(const std::string& jid) const = 0;
+  // Every held return, oldest jid first.
+  virtual std::vector<nlohmann::json> load_all() const = 0;
+  // True when save() does blocking I/O and belongs off the I/O threads.
+  virtual bool blocking() const = 0;
+};
+
+// The daemon's spool: one file per job in `<cachedir>/returns/<jid>.ret`
+// (MessagePack), written through rename after fsync, so it survives the
+// minion's own restart.
+class spool final : public return_spool {
  public:
   explicit spool(std::string dir);
 
-  void save(const std::string& jid, const nlohmann::json& ret);
-  void forget(const std::string& jid);
-  bool contains(const std::string& jid) const;
-  // Every spooled return, oldest jid first.
-  std::vector<nlohmann::json> load_all() const;
+  void save(const std::string& jid, const nlohmann::json& ret) override;
+  void forget(const std::string& jid) override;
+  bool contains(const std::string& jid) const override;
+  std::vector<nlohmann::json> load_all() const override;
+  bool blocking() const override { return true; }
 
  private:
   std::string path(const std::string& jid) const;
@@ -32,6 +44,20 @@ class spool {
   std::string dir_;
   mutable std::mutex mu_;
   std::set<std::string> jids_;
+};
+
+// In memory, for simulated minions (brine swarm): same protocol, no disk.
+class memory_spool final : public return_spool {
+ public:
+  void save(const std::string& jid, const nlohmann::json& ret) override;
+  void forget(const std::string& jid) override;
+  bool contains(const std::string& jid) const override;
+  std::vector<nlohmann::json> load_all() const override;
+  bool blocking() const override { return false; }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, nlohmann::json> returns_;
 };
 
 }  // namespace brine::minion

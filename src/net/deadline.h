@@ -23,4 +23,13 @@ asio::awaitable<std::optional<T>> with_deadline(asio::awaitable<T> op,
   co_return std::nullopt;
 }
 
+// The same for an operation without a result: true when it finished in time.
+inline asio::awaitable<bool> with_deadline(asio::awaitable<void> op,
+                                           std::chrono::steady_clock::duration limit) {
+  using namespace asio::experimental::awaitable_operators;
+  asio::steady_timer timer(co_await asio::this_coro::executor, limit);
+  auto result = co_await (std::move(op) || timer.async_wait(asio::use_awaitable));
+  co_return result.index() == 0;
+}
+
 }  // namespace brine::net

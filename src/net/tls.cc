@@ -27,7 +27,7 @@ uint8_t* scratch() {
 
 }  // namespace
 
-tls_context::tls_context(role r, const pki::keypair& identity, const std::string& name)
+tls_context::tls_context(role r)
     : ctx_(SSL_CTX_new(r == role::server ? TLS_server_method() : TLS_client_method())) {
   if (!ctx_) throw base::error("cannot create TLS context: " + pki::openssl_error());
   SSL_CTX* c = ctx_.get();
@@ -35,22 +35,33 @@ tls_context::tls_context(role r, const pki::keypair& identity, const std::string
   SSL_CTX_set_max_proto_version(c, TLS1_3_VERSION);
   SSL_CTX_set_mode(c, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
                           SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  SSL_CTX_set_options(c, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION);
+  // A peer that vanishes without close_notify is a disconnect, not an attack:
+  // frames carry their own lengths, so truncation is still detected.
+  SSL_CTX_set_options(c, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
   SSL_CTX_set_num_tickets(c, 0);
   SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_OFF);
-  auto cert = identity.self_signed_cert(name);
-  if (SSL_CTX_use_certificate(c, cert.get()) != 1 ||
-      SSL_CTX_use_PrivateKey(c, identity.get()) != 1) {
-    throw base::error("cannot load identity into TLS context: " + pki::openssl_error());
-  }
   SSL_CTX_set_verify(c, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
                      accept_any_certificate);
 }
 
+tls_context::tls_context(role r, const pki::keypair& identity, const std::string& name)
+    : tls_context(r) {
+  auto cert = identity.self_signed_cert(name);
+  if (SSL_CTX_use_certificate(ctx_.get(), cert.get()) != 1 ||
+      SSL_CTX_use_PrivateKey(ctx_.get(), identity.get()) != 1) {
+    throw base::error("cannot load identity into TLS context: " + pki::openssl_error());
+  }
+}
+
 tls_stream::tls_stream(asio::ip::tcp::socket socket, const tls_context& ctx,
-                       tls_context::role role)
+                       tls_context::role role, const tls_identity* identity)
     : socket_(std::move(socket)), ssl_(SSL_new(ctx.get())), peer_(endpoint_string(socket_)) {
   if (!ssl_) throw base::error("cannot create TLS session: " + pki::openssl_error());
+  if (identity && (SSL_use_certificate(ssl_, identity->cert.get()) != 1 ||
+                   SSL_use_PrivateKey(ssl_, identity->key->get()) != 1)) {
+    SSL_free(ssl_);
+    throw base::error("cannot use identity for a TLS session: " + pki::openssl_error());
+  }
   std::error_code ec;
   socket_.non_blocking(true, ec);
   SSL_set_fd(ssl_, static_cast<int>(socket_.native_handle()));

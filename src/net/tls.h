@@ -23,10 +23,21 @@ class tls_context {
  public:
   enum class role { server, client };
   tls_context(role r, const pki::keypair& identity, const std::string& name);
+  // A client context without an identity of its own: each connection brings
+  // one (tls_identity), so that thousands of simulated minions share a context.
+  explicit tls_context(role r);
   SSL_CTX* get() const { return ctx_.get(); }
 
  private:
   std::unique_ptr<SSL_CTX, ssl_ctx_free> ctx_;
+};
+
+// A certificate and key for one connection, overriding the context's.
+struct tls_identity {
+  tls_identity(const pki::keypair& key, const std::string& name)
+      : key(&key), cert(key.self_signed_cert(name)) {}
+  const pki::keypair* key;
+  pki::x509_ptr cert;
 };
 
 // TLS driven by OpenSSL directly on the non-blocking socket (SSL_set_fd), with
@@ -37,7 +48,8 @@ class tls_context {
 // close() at any time. Threading: one strand (the socket's executor).
 class tls_stream final : public byte_stream {
  public:
-  tls_stream(asio::ip::tcp::socket socket, const tls_context& ctx, tls_context::role role);
+  tls_stream(asio::ip::tcp::socket socket, const tls_context& ctx, tls_context::role role,
+             const tls_identity* identity = nullptr);
   ~tls_stream() override;
 
   asio::awaitable<std::error_code> handshake();

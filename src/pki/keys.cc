@@ -67,6 +67,23 @@ keypair keypair::load_or_create(const std::string& dir, const std::string& name)
   return kp;
 }
 
+keypair keypair::from_seed(const uint8_t* seed32) {
+  pkey_ptr key(EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr, seed32, 32));
+  if (!key) throw base::error("cannot load an Ed25519 seed: " + openssl_error());
+  return keypair(std::move(key));
+}
+
+std::string keypair::seed() const {
+  std::string out(32, '\0');
+  size_t len = out.size();
+  if (EVP_PKEY_get_raw_private_key(key_.get(), reinterpret_cast<unsigned char*>(out.data()),
+                                   &len) != 1 ||
+      len != 32) {
+    throw base::error("cannot export an Ed25519 seed: " + openssl_error());
+  }
+  return out;
+}
+
 std::string keypair::public_pem() const { return pki::public_pem(key_.get()); }
 
 std::string keypair::private_pem() const {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,9 @@ class keypair {
   // key and writes it (mode 0600) with `<dir>/<name>.pub` (public PEM, 0644).
   // Refuses a private key readable by group or others. Throws base::error.
   static keypair load_or_create(const std::string& dir, const std::string& name);
+  // From / to the 32-byte Ed25519 seed (compact caches of many keys, e.g. the swarm's).
+  static keypair from_seed(const uint8_t* seed32);
+  std::string seed() const;
 
   EVP_PKEY* get() const { return key_.get(); }
   std::string public_pem() const;

@@ -74,3 +74,17 @@ TEST(keys, self_signed_cert_carries_the_key) {
 
 }  // namespace
 }  // namespace brine::pki
+
+namespace brine::pki {
+namespace {
+
+TEST(keys, seed_round_trip) {
+  auto kp = keypair::generate();
+  std::string seed = kp.seed();
+  ASSERT_EQ(seed.size(), 32u);
+  auto again = keypair::from_seed(reinterpret_cast<const uint8_t*>(seed.data()));
+  EXPECT_EQ(again.fingerprint(), kp.fingerprint());
+}
+
+}  // namespace
+}  // namespace brine::pki

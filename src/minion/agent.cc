@@ -1,0 +1,401 @@
+#include "minion/agent.h"
+
+#include <optional>
+#include <random>
+
+#include <asio/co_spawn.hpp>
+#include <asio/connect.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/strand.hpp>
+#include <asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include "net/deadline.h"
+
+namespace brine::minion {
+
+using nlohmann::json;
+using proto::msg_type;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Salt's recon_default and recon_max.
+constexpr auto k_recon_default = 1000ms;
+constexpr auto k_recon_max = 10000ms;
+constexpr auto k_connect_timeout = 10s;
+
+std::chrono::milliseconds jittered(std::chrono::milliseconds base) {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  std::uniform_int_distribution<long> d(base.count() / 2, base.count());
+  return std::chrono::milliseconds(d(rng));
+}
+
+// Built outside coroutines: g++ 12 miscompiles brace-initialised json with
+// string literals inside a coroutine body ("array used as initializer").
+proto::message auth_request(const std::string& id) {
+  return {msg_type::auth, 1, {{"id", id}, {"version", BRINE_VERSION}}};
+}
+
+json return_body(const modules::call& c, const std::string& id, modules::outcome out) {
+  return {{"jid", c.jid},          {"id", id},
+          {"fun", c.fun},          {"ret", std::move(out.ret)},
+          {"success", out.success}, {"retcode", out.retcode}};
+}
+
+asio::awaitable<void> save_return(return_spool* s, std::string jid, json body) {
+  s->save(jid, body);
+  co_return;
+}
+
+}  // namespace
+
+agent::agent(asio::any_io_executor executor, agent_settings settings, deps d)
+    : executor_(std::move(executor)), cfg_(std::move(settings)), deps_(std::move(d)) {}
+
+agent_state agent::state() const {
+  std::lock_guard lock(mu_);
+  return state_;
+}
+
+void agent::set_state(agent_state s) {
+  agent_state old;
+  {
+    std::lock_guard lock(mu_);
+    old = std::exchange(state_, s);
+  }
+  if (old != s && deps_.on_state) deps_.on_state(old, s);
+}
+
+void agent::stop() {
+  if (stopping_.exchange(true)) return;
+  std::shared_ptr<net::connection> c;
+  {
+    std::lock_guard lock(mu_);
+    c = conn_;
+  }
+  if (c) c->close();
+}
+
+asio::awaitable<void> agent::run() {
+  auto backoff = k_recon_default;
+  const auto first_refused_wait =
+      std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.acceptance_wait_time);
+  auto refused_wait = first_refused_wait;
+  const auto refused_cap = std::chrono::duration_cast<std::chrono::milliseconds>(
+      cfg_.acceptance_wait_time_max.count() > 0 ? cfg_.acceptance_wait_time_max
+                                                : 10 * cfg_.acceptance_wait_time);
+  asio::steady_timer timer(executor_);
+  while (!stopping_) {
+    outcome o = co_await serve_once();
+    if (stopping_) break;
+    std::chrono::milliseconds wait;
+    switch (o) {
+      case outcome::lost:
+        backoff = k_recon_default;
+        refused_wait = first_refused_wait;
+        wait = jittered(k_recon_default);
+        set_state(agent_state::connecting);
+        break;
+      case outcome::connect_failed:
+        wait = jittered(backoff);
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(k_recon_max));
+        set_state(agent_state::connecting);
+        break;
+      case outcome::refused:
+      case outcome::untrusted_master:
+        // Refused minions retry slowly, growing to the cap, so they never
+        // hammer a master that said no.
+        wait = jittered(refused_wait) + refused_wait / 2;
+        refused_wait = std::min(refused_wait * 2, refused_cap);
+        set_state(agent_state::refused);
+        spdlog::info("minion {}: retrying in {:.1f} s", cfg_.id,
+                     static_cast<double>(wait.count()) / 1000);
+        break;
+    }
+    timer.expires_after(wait);
+    std::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+asio::awaitable<agent::outcome> agent::serve_once() {
+  const std::string where = cfg_.master + ":" + std::to_string(cfg_.master_port);
+  asio::ip::tcp::resolver resolver(executor_);
+  std::error_code ec;
+  auto endpoints = co_await net::with_deadline(
+      resolver.async_resolve(cfg_.master, std::to_string(cfg_.master_port),
+                             asio::redirect_error(asio::use_awaitable, ec)),
+      k_connect_timeout);
+  if (!endpoints || ec) {
+    spdlog::warn("cannot resolve master {}: {}", cfg_.master, ec ? ec.message() : "timed out");
+    co_return outcome::connect_failed;
+  }
+  asio::ip::tcp::socket socket(executor_);
+  std::optional<asio::ip::tcp::endpoint> connected;
+  if (cfg_.source_address.empty()) {
+    connected = co_await net::with_deadline(
+        asio::async_connect(socket, *endpoints, asio::redirect_error(asio::use_awaitable, ec)),
+        k_connect_timeout);
+  } else {
+    // Many simulated minions spread over several source addresses, so that
+    // their count is not capped by one address pair's ephemeral ports.
+    asio::ip::tcp::endpoint target = *endpoints->begin();
+    socket.open(target.protocol(), ec);
+    if (!ec) socket.bind({asio::ip::make_address(cfg_.source_address, ec), 0}, ec);
+    if (!ec) {
+      auto done = co_await net::with_deadline(
+          socket.async_connect(target, asio::redirect_error(asio::use_awaitable, ec)),
+          k_connect_timeout);
+      if (done) connected = target;
+    }
+  }
+  if (!connected || ec) {
+    spdlog::warn("minion {}: cannot connect to master {}: {}", cfg_.id, where,
+                 ec ? ec.message() : "timed out");
+    co_return outcome::connect_failed;
+  }
+  net::tune_socket(socket, static_cast<int>(cfg_.master_alive_interval.count()));
+  auto stream = std::make_unique<net::tls_stream>(std::move(socket), deps_.tls,
+                                                  net::tls_context::role::client, deps_.identity);
+  auto hs = co_await net::with_deadline(stream->handshake(), k_connect_timeout);
+  if (!hs || *hs) {
+    spdlog::warn("minion {}: TLS handshake with master {} failed: {}", cfg_.id, where,
+                 hs ? stream->last_error() : "timed out");
+    stream->close();
+    co_return outcome::connect_failed;
+  }
+  if (!deps_.trust(stream->peer_key(), where)) {
+    stream->close();
+    co_return outcome::untrusted_master;
+  }
+
+  auto conn = std::make_shared<net::connection>(executor_, std::move(stream),
+                                                proto::frame_decoder(cfg_.max_frame_bytes));
+  auto wake = std::make_shared<asio::steady_timer>(executor_);
+  // Shared with the close handler, which may run after this coroutine ends.
+  struct close_state {
+    bool closed = false;
+    std::string reason;
+  };
+  auto cs = std::make_shared<close_state>();
+  {
+    std::lock_guard lock(mu_);
+    conn_ = conn;
+    auth_ = auth_state::waiting;
+    last_rx_ = std::chrono::steady_clock::now();
+    wake_ = wake;
+  }
+  // Both handlers run on this coroutine's strand (the connection's executor).
+  conn->start([this](proto::message&& m) { on_message(std::move(m)); },
+              [cs, wake](std::error_code e, const std::string& detail) {
+                cs->closed = true;
+                cs->reason = detail.empty() ? e.message() : detail;
+                wake->cancel();
+              });
+  conn->send(auth_request(cfg_.id));
+
+  bool was_accepted = false;
+  bool refused = false;
+  bool was_pending = false;
+  auto auth_sent = std::chrono::steady_clock::now();
+  const auto alive = cfg_.master_alive_interval;
+  const auto tick = std::max<std::chrono::milliseconds>(1000ms, alive / 3);
+  while (!cs->closed && !stopping_) {
+    auth_state st;
+    std::chrono::steady_clock::time_point last_rx;
+    {
+      std::lock_guard lock(mu_);
+      st = auth_;
+      last_rx = last_rx_;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (st == auth_state::accepted) {
+      was_accepted = true;
+      if (now - last_rx > alive) {
+        spdlog::warn("minion {}: master {} sent nothing for {} s (master_alive_interval); "
+                     "reconnecting",
+                     cfg_.id, where, alive.count());
+        break;
+      }
+      if (now - last_rx >= tick) conn->send({msg_type::ping, 0, json::object()});
+      wake->expires_after(tick);
+    } else if (st == auth_state::pending) {
+      was_pending = true;
+      if (now - auth_sent >= cfg_.acceptance_wait_time) {
+        conn->send(auth_request(cfg_.id));
+        auth_sent = now;
+      }
+      wake->expires_after(cfg_.acceptance_wait_time);
+    } else if (st == auth_state::refused) {
+      refused = true;
+      break;
+    } else {
+      if (now - auth_sent > k_connect_timeout) {
+        spdlog::warn("minion {}: master {} did not answer authentication in time; reconnecting",
+                     cfg_.id, where);
+        break;
+      }
+      wake->expires_after(k_connect_timeout);
+    }
+    co_await wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  {
+    std::lock_guard lock(mu_);
+    conn_.reset();
+    wake_.reset();
+  }
+  conn->close();
+  if (refused) co_return outcome::refused;
+  if (was_accepted) {
+    if (!stopping_) {
+      spdlog::warn("minion {}: connection to master {} lost ({})", cfg_.id, where, cs->reason);
+    }
+    co_return outcome::lost;
+  }
+  if (was_pending) co_return outcome::lost;
+  spdlog::warn("minion {}: connection to master {} closed before authentication ({})", cfg_.id,
+               where, cs->reason);
+  co_return outcome::connect_failed;
+}
+
+void agent::on_message(proto::message&& m) {
+  std::shared_ptr<net::connection> conn;
+  std::shared_ptr<asio::steady_timer> wake;
+  auth_state st;
+  {
+    std::lock_guard lock(mu_);
+    last_rx_ = std::chrono::steady_clock::now();
+    conn = conn_;
+    wake = wake_;
+    st = auth_;
+  }
+  if (!conn) return;
+  switch (m.type) {
+    case msg_type::auth_reply: {
+      std::string status = m.body.value("status", "");
+      std::string message = m.body.value("message", "");
+      if (status == "accepted") {
+        if (st != auth_state::accepted) {
+          {
+            std::lock_guard lock(mu_);
+            auth_ = auth_state::accepted;
+            said_pending_ = false;
+          }
+          set_state(agent_state::accepted);
+          spdlog::info("minion {}: authenticated with master {}:{}", cfg_.id, cfg_.master,
+                       cfg_.master_port);
+          on_accepted();
+        }
+      } else if (status == "pending") {
+        bool say;
+        {
+          std::lock_guard lock(mu_);
+          auth_ = auth_state::pending;
+          say = !std::exchange(said_pending_, true);
+        }
+        set_state(agent_state::pending);
+        if (say) {
+          spdlog::warn("minion {}: master {}:{}: {}; asking again every {} s", cfg_.id,
+                       cfg_.master, cfg_.master_port, message,
+                       cfg_.acceptance_wait_time.count());
+        }
+      } else {
+        {
+          std::lock_guard lock(mu_);
+          auth_ = auth_state::refused;
+          said_pending_ = false;
+        }
+        spdlog::error("minion {}: master {}:{} refused this minion ({}): {}", cfg_.id,
+                      cfg_.master, cfg_.master_port, status, message);
+      }
+      if (wake) wake->cancel();
+      return;
+    }
+    case msg_type::ping:
+      conn->send({msg_type::pong, m.id, json::object()});
+      return;
+    case msg_type::pong:
+      return;
+    case msg_type::error:
+      spdlog::error("minion {}: master {}:{} reported an error: {}", cfg_.id, cfg_.master,
+                    cfg_.master_port, m.body.value("message", "?"));
+      return;
+    default:
+      break;
+  }
+  if (st != auth_state::accepted) {
+    spdlog::warn("minion {}: master sent {} before accepting this minion; ignored", cfg_.id,
+                 proto::to_string(m.type));
+    return;
+  }
+  switch (m.type) {
+    case msg_type::publish: {
+      std::string jid = m.body.value("jid", "");
+      conn->send({msg_type::job_ack, 0, {{"jid", jid}}});
+      {
+        std::lock_guard lock(mu_);
+        if (running_.count(jid) || deps_.spool.contains(jid)) return;  // a repeat publish
+        running_.insert(jid);
+      }
+      asio::co_spawn(asio::make_strand(executor_), run_job(std::move(m)), net::logged("job"));
+      return;
+    }
+    case msg_type::return_ack:
+      deps_.spool.forget(m.body.value("jid", ""));
+      return;
+    default:
+      spdlog::warn("minion {}: master sent unexpected {}; ignored", cfg_.id,
+                   proto::to_string(m.type));
+  }
+}
+
+void agent::on_accepted() {
+  // Everything spooled and not acknowledged goes again; the master's job
+  // cache keeps the first copy of each (jid, minion).
+  auto pending = deps_.spool.load_all();
+  if (!pending.empty()) {
+    spdlog::info("minion {}: re-sending {} unacknowledged returns", cfg_.id, pending.size());
+  }
+  for (auto& body : pending) send_return(body);
+}
+
+void agent::send_return(const json& body) {
+  std::shared_ptr<net::connection> conn;
+  {
+    std::lock_guard lock(mu_);
+    if (auth_ == auth_state::accepted) conn = conn_;
+  }
+  if (conn) conn->send({msg_type::job_return, 0, body});
+}
+
+asio::awaitable<void> agent::run_job(proto::message m) {
+  modules::call c;
+  c.jid = m.body.value("jid", "");
+  c.fun = m.body.value("fun", "");
+  c.args = m.body.value("args", json::array());
+  c.kwargs = m.body.value("kwargs", json::object());
+  c.timeout = cfg_.job_timeout;
+  spdlog::debug("minion {}: job {}: {}", cfg_.id, c.jid, c.fun);
+  modules::outcome out = co_await modules::execute(deps_.functions, c);
+  json body = return_body(c, cfg_.id, std::move(out));
+  try {
+    if (deps_.spool.blocking() && deps_.blocking) {
+      co_await asio::co_spawn(*deps_.blocking, save_return(&deps_.spool, c.jid, body),
+                              asio::use_awaitable);
+    } else {
+      deps_.spool.save(c.jid, body);
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("minion {}: job {}: cannot keep its return ({}); sending it anyway", cfg_.id,
+                  c.jid, e.what());
+  }
+  {
+    std::lock_guard lock(mu_);
+    running_.erase(c.jid);
+  }
+  send_return(body);
+}
+
+}  // namespace brine::minion
