@@ -334,6 +334,7 @@ void agent::on_message(proto::message&& m) {
     case msg_type::publish: {
       std::string jid = m.body.value("jid", "");
       conn->send({msg_type::job_ack, 0, {{"jid", jid}}});
+      if (deps_.on_publish) deps_.on_publish(jid);
       {
         std::lock_guard lock(mu_);
         if (running_.count(jid) || deps_.spool.contains(jid)) return;  // a repeat publish

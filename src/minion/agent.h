@@ -60,6 +60,7 @@ class agent {
     asio::thread_pool* blocking;  // for a blocking spool; may be null
     master_trust trust;
     std::function<void(agent_state from, agent_state to)> on_state;  // may be empty
+    std::function<void(const std::string& jid)> on_publish;  // may be empty (swarm metrics)
   };
 
   agent(asio::any_io_executor executor, agent_settings settings, deps d);

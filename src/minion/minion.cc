@@ -41,7 +41,7 @@ minion::minion(base::minion_config cfg)
                   [this](EVP_PKEY* key, const std::string& where) {
                     return trust_master(key, where);
                   },
-                  nullptr});
+                  nullptr, nullptr});
 }
 
 int minion::run() {

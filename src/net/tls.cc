@@ -104,7 +104,10 @@ asio::awaitable<size_t> tls_stream::drive(op o, const uint8_t* out, size_t out_l
       auto wait = err == SSL_ERROR_WANT_READ ? asio::ip::tcp::socket::wait_read
                                              : asio::ip::tcp::socket::wait_write;
       co_await socket_.async_wait(wait, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) co_return 0;
+      if (ec) {
+        error_ = ec.message();
+        co_return 0;
+      }
       continue;
     }
     if (err == SSL_ERROR_ZERO_RETURN) {

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fcntl.h>
+#include <ctime>
+#include <map>
 #include <mutex>
 #include <sys/resource.h>
 #include <thread>
@@ -88,6 +90,52 @@ struct counters {
   }
 };
 
+// When each publish reached the simulated minions. A jid is the master's UTC
+// clock in microseconds at publish time, and the master runs on this machine,
+// so receive time minus jid time is the publish latency.
+class publish_tracker {
+ public:
+  explicit publish_tracker(uint32_t expected) : expected_(expected) {}
+  void received(const std::string& jid) {
+    int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    std::lock_guard lock(mu_);
+    auto& e = jobs_[jid];
+    if (e.count == 0) e.first = now;
+    e.last = now;
+    if (++e.count == expected_) {
+      int64_t published = jid_micros(jid);
+      std::printf("publish %s reached all %u minions: first after %.1f ms, last after %.1f ms\n",
+                  jid.c_str(), expected_, static_cast<double>(e.first - published) / 1000,
+                  static_cast<double>(e.last - published) / 1000);
+      std::fflush(stdout);
+      jobs_.erase(jid);
+    }
+  }
+
+ private:
+  static int64_t jid_micros(const std::string& jid) {
+    if (jid.size() != 20) return 0;
+    struct tm tm {};
+    tm.tm_year = std::stoi(jid.substr(0, 4)) - 1900;
+    tm.tm_mon = std::stoi(jid.substr(4, 2)) - 1;
+    tm.tm_mday = std::stoi(jid.substr(6, 2));
+    tm.tm_hour = std::stoi(jid.substr(8, 2));
+    tm.tm_min = std::stoi(jid.substr(10, 2));
+    tm.tm_sec = std::stoi(jid.substr(12, 2));
+    return int64_t{::timegm(&tm)} * 1000000 + std::stoll(jid.substr(14, 6));
+  }
+  struct entry {
+    uint32_t count = 0;
+    int64_t first = 0;
+    int64_t last = 0;
+  };
+  uint32_t expected_;
+  std::mutex mu_;
+  std::map<std::string, entry> jobs_;
+};
+
 // The master key, pinned by fingerprint or by the first key any simulated
 // minion saw.
 class shared_trust {
@@ -168,6 +216,9 @@ int run_swarm(const swarm_options& o) {
   shared_trust trust(o.master_finger);
   counters count;
   count.connecting = o.count;
+  publish_tracker publishes(o.count);
+  std::atomic<double> all_connected_at{0};
+  const auto t_start = std::chrono::steady_clock::now();
 
   std::vector<std::unique_ptr<net::tls_identity>> identities;
   std::vector<std::unique_ptr<minion::memory_spool>> spools;
@@ -195,10 +246,15 @@ int run_swarm(const swarm_options& o) {
         asio::make_strand(io), std::move(s),
         minion::agent::deps{tls, identities.back().get(), functions, *spools.back(), nullptr,
                             [&trust](EVP_PKEY* k, const std::string& w) { return trust(k, w); },
-                            [&count](agent_state from, agent_state to) {
+                            [&](agent_state from, agent_state to) {
                               --count.of(from);
-                              ++count.of(to);
-                            }}));
+                              if (++count.of(to) == o.count && to == agent_state::accepted) {
+                                all_connected_at = std::chrono::duration<double>(
+                                                       std::chrono::steady_clock::now() - t_start)
+                                                       .count();
+                              }
+                            },
+                            [&publishes](const std::string& jid) { publishes.received(jid); }}));
   }
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -212,9 +268,14 @@ int run_swarm(const swarm_options& o) {
 
   auto started = std::chrono::steady_clock::now();
   asio::steady_timer report(io);
+  bool said_all = false;
   std::function<void(std::error_code)> tick = [&](std::error_code ec) {
     if (ec) return;
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (!said_all && count.accepted.load() == o.count) {
+      said_all = true;
+      std::printf("all %u connected after %.3f s\n", o.count, all_connected_at.load());
+    }
     std::printf("t=%.1fs connected=%lld pending=%lld refused=%lld connecting=%lld\n", t,
                 static_cast<long long>(count.accepted.load()),
                 static_cast<long long>(count.pending.load()),
