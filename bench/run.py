@@ -67,6 +67,17 @@ def cpu_percent(pid, seconds):
     return 100.0 * (c1 - c0) / (t1 - t0)
 
 
+def stop_process(proc):
+    """SIGTERM, then SIGKILL after 30 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class Master:
     def __init__(self, brine, workdir, **opts):
         self.brine = brine
@@ -103,13 +114,7 @@ class Master:
         return wall
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
 
 class Swarm:
@@ -158,13 +163,7 @@ class Swarm:
                              f"(last report: {last}; swarm errors: {self.errors[-3:]})")
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
 
 class RealMinions:

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "modules/args.h"
 #include "modules/process.h"
 #include "modules/registry.h"
 
@@ -28,18 +29,6 @@ std::string scalar_text(const nlohmann::json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-std::optional<double> as_number(const nlohmann::json& v) {
-  if (v.is_number()) return v.get<double>();
-  if (!v.is_string()) return std::nullopt;
-  const auto& s = v.get_ref<const std::string&>();
-  try {
-    std::size_t used = 0;
-    double d = std::stod(s, &used);
-    if (used == s.size()) return d;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
 
 std::string format_seconds(double s) {
   char buf[32];

@@ -11,6 +11,7 @@
 #include <asio/use_awaitable.hpp>
 
 #include "base/error.h"
+#include "modules/args.h"
 #include "modules/registry.h"
 
 #ifndef BRINE_VERSION
@@ -19,20 +20,6 @@
 
 namespace brine::modules {
 namespace {
-
-// Salt's CLI parses arguments as YAML, so a number may also arrive as text.
-std::optional<double> as_number(const nlohmann::json& v) {
-  if (v.is_number()) return v.get<double>();
-  if (!v.is_string()) return std::nullopt;
-  const auto& s = v.get_ref<const std::string&>();
-  try {
-    std::size_t used = 0;
-    double d = std::stod(s, &used);
-    if (used == s.size()) return d;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
 
 // The one argument of a function, given positionally or as `kwarg=`; nullptr
 // when missing or when more than one was given.
