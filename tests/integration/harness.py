@@ -1,0 +1,592 @@
+#!/usr/bin/env python3
+"""Helpers for brine's integration tests.
+
+The tests drive the real `brine` binary as a user would: they start `brine
+master` and `brine minion` processes on 127.0.0.1 with temporary directories
+and free ports, and talk to them only through the CLI, the processes' log
+output and the master's TCP port.
+
+Everything here is bounded in time: every wait has a deadline and fails with a
+message naming what it waited for.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+
+BRINE_BIN = os.environ.get("BRINE_BIN", "/work/main/build/debug/src/app/brine")
+
+# Poll interval of wait_for(); short, so waits end soon after their condition.
+POLL = 0.05
+# Default bound on one CLI call.
+CLI_TIMEOUT = 30
+# Default bound on a daemon's exit after SIGTERM.
+STOP_TIMEOUT = 10
+
+FINGERPRINT_RE = r"[0-9a-f]{2}(?::[0-9a-f]{2}){31}"
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout, what):
+    """Polls predicate() every POLL seconds until it returns a true value, which
+    is returned. Fails with a message naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
+        time.sleep(POLL)
+
+
+def yaml_value(v):
+    """A config value as YAML text (enough for the options brine has)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "''"
+    if isinstance(v, int):
+        return str(v)
+    return json.dumps(str(v))  # a JSON string is a YAML double-quoted scalar
+
+
+def write_config(path, options):
+    with open(path, "w") as f:
+        for k, v in options.items():
+            f.write("%s: %s\n" % (k, yaml_value(v)))
+
+
+# ---------------------------------------------------------------------------
+# Processes
+
+
+class Daemon:
+    """A `brine master` or `brine minion` process whose stdout and stderr go to
+    a log file."""
+
+    def __init__(self, name, args, log_path, cwd):
+        self.name = name
+        self.args = args
+        self.log_path = log_path
+        self.cwd = cwd
+        self.proc = None
+        # When a test kills a daemon on purpose its exit status is not checked.
+        self.expect_clean_exit = True
+        self.returncode = None
+
+    def start(self):
+        log = open(self.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen(
+                [BRINE_BIN] + self.args, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, cwd=self.cwd)
+        finally:
+            log.close()
+        self.returncode = None
+        self.expect_clean_exit = True
+        return self
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def log(self):
+        try:
+            with open(self.log_path, "r", errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def mark(self):
+        """The current end of the log; pass it as `since` to look only at what
+        is logged afterwards."""
+        try:
+            return os.path.getsize(self.log_path)
+        except FileNotFoundError:
+            return 0
+
+    def log_since(self, since=0):
+        with open(self.log_path, "rb") as f:
+            f.seek(since)
+            return f.read().decode("utf-8", "replace")
+
+    def count(self, regex, since=0):
+        return len(re.findall(regex, self.log_since(since)))
+
+    def wait_exit(self, timeout):
+        """Waits for the process to end; returns its exit status or None."""
+        try:
+            self.returncode = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        return self.returncode
+
+    def terminate(self, timeout=STOP_TIMEOUT):
+        """SIGTERM, then wait. Returns the exit status; kills it (and returns
+        None) if it does not exit within `timeout`."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        rc = self.wait_exit(timeout)
+        if rc is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        return rc
+
+    def kill(self):
+        """SIGKILL on purpose: the exit status is not checked afterwards."""
+        self.expect_clean_exit = False
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.returncode = self.proc.wait(timeout=10)
+        return self.returncode
+
+    def __repr__(self):
+        return "<%s pid %s>" % (self.name, self.proc.pid if self.proc else None)
+
+
+def wait_log(daemon, regex, timeout=10, since=0):
+    """Waits until `daemon`'s log (from offset `since`) matches `regex`; returns
+    the match. Fails at once if the daemon exits without logging it."""
+    pattern = re.compile(regex)
+    deadline = time.monotonic() + timeout
+    while True:
+        # Checked before reading, so a line written just before exit counts.
+        running = daemon.alive()
+        m = pattern.search(daemon.log_since(since))
+        if m:
+            return m
+        if not running:
+            raise AssertionError("%s exited (status %s) while waiting for /%s/ in its log:\n%s"
+                                 % (daemon.name, daemon.proc.poll(), regex,
+                                    tail(daemon.log_since(since))))
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.1f s waiting for /%s/ in the log of %s; "
+                                 "log:\n%s" % (timeout, regex, daemon.name,
+                                               tail(daemon.log_since(since))))
+        time.sleep(POLL)
+
+
+def tail(text, lines=30):
+    return "\n".join(text.splitlines()[-lines:])
+
+
+# ---------------------------------------------------------------------------
+# Cluster
+
+
+class Cluster:
+    """A master (and its minions) in a temporary directory.
+
+    Layout: DIR/master.conf with pki_dir, cachedir and sock_dir relative to
+    DIR (master-pki, master-cache, sock); DIR/minions/ID/minion.conf with pki
+    and cache beside it."""
+
+    def __init__(self, master_opts=None, start=True, wait_ready=True):
+        if not os.access(BRINE_BIN, os.X_OK):
+            raise AssertionError("no brine binary at %s (build it, or set BRINE_BIN)" % BRINE_BIN)
+        self.dir = tempfile.mkdtemp(prefix="brine-it-")
+        self.port = free_port()
+        self.config = os.path.join(self.dir, "master.conf")
+        self.master_options = {
+            "interface": "127.0.0.1",
+            "port": self.port,
+            "pki_dir": "master-pki",
+            "cachedir": "master-cache",
+            "sock_dir": "sock",
+        }
+        self.master_options.update(master_opts or {})
+        write_config(self.config, self.master_options)
+        self.master = Daemon("master", ["master", "-c", self.config],
+                             os.path.join(self.dir, "master.log"), self.dir)
+        self.minions = {}
+        self.stopped = False
+        if start:
+            try:
+                self.start_master(wait_ready)
+            except BaseException:
+                self.abort()
+                raise
+
+    # -- paths
+
+    @property
+    def pki_dir(self):
+        return os.path.join(self.dir, "master-pki")
+
+    @property
+    def sock_path(self):
+        return os.path.join(self.dir, "sock", "master.sock")
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    # -- master
+
+    def start_master(self, wait_ready=True):
+        since = self.master.mark()
+        self.master.start()
+        if wait_ready:
+            wait_log(self.master, r"master listening on 127\.0\.0\.1:%d" % self.port, 15,
+                     since=since)
+            wait_for(lambda: os.path.exists(self.sock_path), 5, "the master's local API socket")
+        return self.master
+
+    def restart_master(self):
+        rc = self.master.terminate()
+        assert rc == 0, "master exited with %r on SIGTERM; log:\n%s" % (rc, tail(self.master.log()))
+        return self.start_master()
+
+    def master_fingerprint(self):
+        m = re.search(r"master listening on \S+ \(fingerprint (%s)\)" % FINGERPRINT_RE,
+                      self.master.log())
+        assert m, "no fingerprint in the master log:\n" + tail(self.master.log())
+        return m.group(1)
+
+    # -- minions
+
+    def minion_dir(self, mid):
+        return os.path.join(self.dir, "minions", mid)
+
+    def add_minion(self, mid, start=True, **opts):
+        d = self.minion_dir(mid)
+        os.makedirs(d, exist_ok=True)
+        options = {
+            "id": mid,
+            "master": "127.0.0.1",
+            "master_port": self.port,
+            "pki_dir": "pki",
+            "cachedir": "cache",
+            "acceptance_wait_time": 1,
+            "acceptance_wait_time_max": 2,
+        }
+        options.update(opts)
+        conf = os.path.join(d, "minion.conf")
+        write_config(conf, options)
+        m = Daemon("minion " + mid, ["minion", "-c", conf], os.path.join(d, "minion.log"), d)
+        self.minions[mid] = m
+        if start:
+            m.start()
+        return m
+
+    def minion_fingerprint(self, mid):
+        m = re.search(r"minion %s starting \(fingerprint (%s)\)" % (re.escape(mid), FINGERPRINT_RE),
+                      self.minions[mid].log())
+        assert m, "no fingerprint in the log of minion %s" % mid
+        return m.group(1)
+
+    def wait_connected(self, mid, timeout=15, since=0):
+        """Waits until the master logs minion `mid` as connected (accepted)."""
+        return wait_log(self.master, r"minion %s connected from" % re.escape(mid), timeout, since)
+
+    def wait_pending(self, mid, timeout=15):
+        return wait_for(lambda: mid in self.keys()["pending"], timeout,
+                        "minion %s to be pending in 'brine key list'" % mid)
+
+    def add_accepted_minion(self, mid, **opts):
+        """Starts a minion, accepts its key and waits until it answers."""
+        since = self.master.mark()
+        m = self.add_minion(mid, **opts)
+        self.wait_pending(mid)
+        rc, out, err = self.brine("key", "accept", mid)
+        assert rc == 0, "key accept %s: %d %s %s" % (mid, rc, out, err)
+        self.wait_connected(mid, since=since)
+        return m
+
+    # -- CLI
+
+    def brine(self, *args, timeout=CLI_TIMEOUT, config=True):
+        """Runs `brine SUB -c MASTER_CONFIG REST...`; returns (rc, stdout, stderr)."""
+        argv = [BRINE_BIN, args[0]]
+        if config:
+            argv += ["-c", self.config]
+        argv += list(args[1:])
+        try:
+            p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=timeout, cwd=self.dir)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("'brine %s' did not finish within %s s" % (" ".join(args), timeout))
+        return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+    def keys(self):
+        rc, out, err = self.brine("key", "list", "--json")
+        assert rc == 0, "brine key list --json: rc %d, stderr %s" % (rc, err)
+        return json.loads(out)
+
+    def ping(self, target, *extra, timeout=CLI_TIMEOUT):
+        return self.brine("cmd", "-t", "10", *extra, target, "test.ping", timeout=timeout)
+
+    def job(self, jid):
+        rc, out, err = self.brine("job", "show", jid, "--out", "json")
+        assert rc == 0, "brine job show %s: rc %d, stderr %s" % (jid, rc, err)
+        return json.loads(out)
+
+    # -- teardown
+
+    def abort(self):
+        """Kills every process and removes the directory, checking nothing."""
+        self.stopped = True
+        for d in [self.master] + list(self.minions.values()):
+            if d.proc is not None and d.proc.poll() is None:
+                d.proc.kill()
+                d.proc.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def stop(self):
+        """SIGTERM to every process, bounded waits, then checks that every
+        daemon not killed on purpose exited with status 0. Removes the
+        directory. Raises AssertionError listing any unclean exit."""
+        if self.stopped:
+            return
+        self.stopped = True
+        problems = []
+        # Minions first, so that they do not log a lost master on the way out.
+        order = list(self.minions.values()) + [self.master]
+        running = [d for d in order if d.proc is not None and d.proc.poll() is None]
+        for d in running:
+            d.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for d in order:
+            if d.proc is None:
+                continue
+            rc = d.wait_exit(max(0.1, deadline - time.monotonic()))
+            if rc is None:
+                d.proc.kill()
+                d.proc.wait(timeout=10)
+                problems.append("%s did not exit within %d s of SIGTERM" % (d.name, STOP_TIMEOUT))
+            elif d.expect_clean_exit and rc != 0:
+                problems.append("%s exited with status %d; log:\n%s" % (d.name, rc, tail(d.log())))
+        if problems:
+            keep = os.environ.get("BRINE_KEEP_FAILED")
+            if keep:
+                problems.append("kept " + self.dir)
+            else:
+                shutil.rmtree(self.dir, ignore_errors=True)
+            raise AssertionError("\n".join(problems))
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class ClusterTestCase(unittest.TestCase):
+    """Gives each test `self.cluster()`, stopped (and checked) at cleanup."""
+
+    def cluster(self, **kw):
+        c = Cluster(**kw)
+        self.addCleanup(c.stop)
+        return c
+
+
+# ---------------------------------------------------------------------------
+# MessagePack (the subset brine's frames use)
+
+
+def mp_encode(v):
+    if v is None:
+        return b"\xc0"
+    if v is True:
+        return b"\xc3"
+    if v is False:
+        return b"\xc2"
+    if isinstance(v, int):
+        if 0 <= v < 0x80:
+            return bytes([v])
+        if -32 <= v < 0:
+            return struct.pack("b", v)
+        if 0 <= v <= 0xFF:
+            return b"\xcc" + struct.pack(">B", v)
+        if 0 <= v <= 0xFFFF:
+            return b"\xcd" + struct.pack(">H", v)
+        if 0 <= v <= 0xFFFFFFFF:
+            return b"\xce" + struct.pack(">I", v)
+        if v >= 0:
+            return b"\xcf" + struct.pack(">Q", v)
+        return b"\xd3" + struct.pack(">q", v)
+    if isinstance(v, str):
+        b = v.encode("utf-8")
+        n = len(b)
+        if n < 32:
+            return bytes([0xA0 | n]) + b
+        if n <= 0xFF:
+            return b"\xd9" + struct.pack(">B", n) + b
+        if n <= 0xFFFF:
+            return b"\xda" + struct.pack(">H", n) + b
+        return b"\xdb" + struct.pack(">I", n) + b
+    if isinstance(v, (list, tuple)):
+        n = len(v)
+        head = bytes([0x90 | n]) if n < 16 else (
+            b"\xdc" + struct.pack(">H", n) if n <= 0xFFFF else b"\xdd" + struct.pack(">I", n))
+        return head + b"".join(mp_encode(x) for x in v)
+    if isinstance(v, dict):
+        n = len(v)
+        head = bytes([0x80 | n]) if n < 16 else (
+            b"\xde" + struct.pack(">H", n) if n <= 0xFFFF else b"\xdf" + struct.pack(">I", n))
+        return head + b"".join(mp_encode(k) + mp_encode(x) for k, x in v.items())
+    raise TypeError("cannot encode %r" % (v,))
+
+
+def mp_decode(data):
+    """Decodes one MessagePack value; returns (value, bytes used)."""
+
+    def take(pos, n):
+        if pos + n > len(data):
+            raise ValueError("truncated MessagePack")
+        return data[pos:pos + n], pos + n
+
+    def value(pos):
+        b, pos = take(pos, 1)
+        t = b[0]
+        if t < 0x80:
+            return t, pos
+        if t >= 0xE0:
+            return t - 0x100, pos
+        if 0x80 <= t <= 0x8F:
+            return mapping(pos, t & 0x0F)
+        if 0x90 <= t <= 0x9F:
+            return array(pos, t & 0x0F)
+        if 0xA0 <= t <= 0xBF:
+            s, pos = take(pos, t & 0x1F)
+            return s.decode("utf-8"), pos
+        if t == 0xC0:
+            return None, pos
+        if t == 0xC2:
+            return False, pos
+        if t == 0xC3:
+            return True, pos
+        fixed = {0xCC: ">B", 0xCD: ">H", 0xCE: ">I", 0xCF: ">Q", 0xD0: ">b", 0xD1: ">h",
+                 0xD2: ">i", 0xD3: ">q", 0xCA: ">f", 0xCB: ">d"}
+        if t in fixed:
+            fmt = fixed[t]
+            raw, pos = take(pos, struct.calcsize(fmt))
+            return struct.unpack(fmt, raw)[0], pos
+        lengths = {0xD9: ">B", 0xDA: ">H", 0xDB: ">I", 0xC4: ">B", 0xC5: ">H", 0xC6: ">I"}
+        if t in lengths:
+            fmt = lengths[t]
+            raw, pos = take(pos, struct.calcsize(fmt))
+            s, pos = take(pos, struct.unpack(fmt, raw)[0])
+            return (s.decode("utf-8") if t >= 0xD9 else bytes(s)), pos
+        if t in (0xDC, 0xDD, 0xDE, 0xDF):
+            fmt = ">H" if t in (0xDC, 0xDE) else ">I"
+            raw, pos = take(pos, struct.calcsize(fmt))
+            n = struct.unpack(fmt, raw)[0]
+            return (array if t in (0xDC, 0xDD) else mapping)(pos, n)
+        raise ValueError("unsupported MessagePack type byte 0x%02x" % t)
+
+    def array(pos, n):
+        out = []
+        for _ in range(n):
+            v, pos = value(pos)
+            out.append(v)
+        return out, pos
+
+    def mapping(pos, n):
+        out = {}
+        for _ in range(n):
+            k, pos = value(pos)
+            v, pos = value(pos)
+            out[k] = v
+        return out, pos
+
+    return value(0)
+
+
+def frame(msg_type, request_id=0, body=None):
+    """One wire frame: 4-byte big-endian length + MessagePack {"t","id","b"}."""
+    payload = mp_encode({"t": msg_type, "id": request_id, "b": body or {}})
+    return struct.pack(">I", len(payload)) + payload
+
+
+def read_frames(data):
+    """Splits bytes into decoded frames; ignores an incomplete tail."""
+    out = []
+    pos = 0
+    while pos + 4 <= len(data):
+        (n,) = struct.unpack(">I", data[pos:pos + 4])
+        if pos + 4 + n > len(data):
+            break
+        v, _ = mp_decode(data[pos + 4:pos + 4 + n])
+        out.append(v)
+        pos += 4 + n
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Raw clients of the master's port
+
+
+def make_client_cert(directory):
+    """A self-signed Ed25519 certificate made with the openssl CLI; returns
+    (cert path, key path)."""
+    key = os.path.join(directory, "intruder-key.pem")
+    cert = os.path.join(directory, "intruder-cert.pem")
+    subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", key],
+                   check=True, capture_output=True, timeout=30)
+    subprocess.run(["openssl", "req", "-x509", "-new", "-key", key, "-subj", "/CN=x", "-days",
+                    "2", "-out", cert], check=True, capture_output=True, timeout=30)
+    return cert, key
+
+
+def tls_context(cert=None, key=None, max_version=None):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    if max_version is not None:
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.maximum_version = max_version
+    else:
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    if cert:
+        ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def connect(port, timeout=10):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    return s
+
+
+def peer_name(sock):
+    """How the master names this client in its log: 127.0.0.1:PORT."""
+    host, port = sock.getsockname()[:2]
+    return "%s:%d" % (host, port)
+
+
+def read_until_closed(sock, timeout):
+    """Reads until the peer closes; returns (bytes, closed). `closed` is False
+    if the deadline passed with the connection still open."""
+    deadline = time.monotonic() + timeout
+    data = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return data, False
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            return data, False
+        except ssl.SSLZeroReturnError:
+            return data, True
+        except (ssl.SSLError, ConnectionError, OSError):
+            return data, True
+        if not chunk:
+            return data, True
+        data += chunk
