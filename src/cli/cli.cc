@@ -77,9 +77,11 @@ int run(int argc, char** argv) {
   key_accept->add_flag("--include-rejected", key.include_rejected, "Also accept rejected keys");
   key_accept->add_flag("--include-denied", key.include_denied,
                        "Also accept denied keys (replacing the id's key)");
-  auto* key_reject = key_cmd->add_subcommand("reject", "Reject pending keys");
+  auto* key_reject = key_cmd->add_subcommand(
+      "reject", "Reject keys: the named ids' pending or accepted keys; with --all, pending keys");
   add_match(key_reject, "Minion id");
-  key_reject->add_flag("--include-accepted", key.include_accepted, "Also reject accepted keys");
+  key_reject->add_flag("--include-accepted", key.include_accepted,
+                       "With --all, also reject accepted keys");
   key_reject->add_flag("--include-denied", key.include_denied, "Also reject denied keys");
   auto* key_delete = key_cmd->add_subcommand("delete", "Delete every key of the ids");
   add_match(key_delete, "Minion id");
@@ -182,6 +184,10 @@ int run(int argc, char** argv) {
     if (key_cmd->parsed()) {
       for (auto* sub : key_cmd->get_subcommands()) key.action = sub->get_name();
       if (key_all) key.match = "*";
+      // Naming minions says what is meant: `reject m1` rejects m1 whether
+      // pending or accepted. `--all` stays as in Salt (pending only unless
+      // --include-accepted), so one command cannot cut off a whole fleet.
+      if (key.action == "reject" && !key_all) key.include_accepted = true;
       if (key.match.empty()) {
         if (key.action == "list" || key.action == "finger") {
           key.match = "*";

@@ -43,6 +43,7 @@ int cmd_command(const base::master_config& cfg, const cmd_options& o) {
   json reply = client->request("publish", body);
   if (!reply.value("ok", false)) {
     std::cerr << reply.value("error", "publish failed") << "\n";
+    if (o.out == "json" && !o.async) std::cout << "{}\n";
     return k_exit_missing;
   }
   std::string jid = reply["jid"];

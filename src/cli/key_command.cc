@@ -131,12 +131,15 @@ int key_command(const base::master_config& cfg, const key_options& o) {
   std::vector<std::string> ids = reply.value("ids", std::vector<std::string>{});
   if (ids.empty()) {
     std::string which = o.action == "accept"   ? "unaccepted"
-                        : o.action == "reject" ? "pending"
+                        : o.action == "reject" ? (o.include_accepted ? "pending or accepted"
+                                                                     : "pending")
                                                : "";
     std::cerr << "The key glob '" << o.match << "' does not match any " << which
               << (which.empty() ? "" : " ") << "keys";
     if (o.action == "accept") std::cerr << " (rejected or denied keys need --include-rejected or --include-denied)";
-    if (o.action == "reject") std::cerr << " (accepted keys need --include-accepted)";
+    if (o.action == "reject" && !o.include_accepted) {
+      std::cerr << " (with --all, accepted keys need --include-accepted)";
+    }
     std::cerr << ".\n";
     return o.match == "*" ? 0 : 1;
   }

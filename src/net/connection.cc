@@ -69,19 +69,37 @@ asio::awaitable<void> connection::reader(std::shared_ptr<connection> self) {
 void connection::send(frame_ptr frame) {
   asio::post(executor_, [self = shared_from_this(), frame = std::move(frame)]() mutable {
     if (self->closed()) return;
-    self->queue_.push_back(std::move(frame));
     if (!self->writing_) {
+      // Most frames fit the socket buffer at once: write them here and spare
+      // a writer coroutine (a frame allocation) per frame.
+      std::error_code ec;
+      size_t n = self->stream_->try_write(*frame, ec);
+      if (ec) {
+        self->finish(ec, self->stream_->last_error());
+        self->do_close();
+        return;
+      }
+      if (n == frame->size()) {
+        if (self->close_when_flushed_) self->do_close();
+        return;
+      }
+      self->first_offset_ = n;
+      self->queue_.push_back(std::move(frame));
       self->writing_ = true;
       asio::co_spawn(self->executor_, writer(self), asio::detached);
+      return;
     }
+    self->queue_.push_back(std::move(frame));
   });
 }
 
 asio::awaitable<void> connection::writer(std::shared_ptr<connection> self) {
   size_t next = 0;
   while (next < self->queue_.size() && !self->closed()) {
+    size_t offset = next == 0 ? std::exchange(self->first_offset_, 0) : 0;
     frame_ptr f = self->queue_[next++];
-    std::error_code ec = co_await self->stream_->write_all(*f);
+    std::error_code ec =
+        co_await self->stream_->write_all(std::span<const uint8_t>(*f).subspan(offset));
     if (ec) {
       self->finish(ec, self->stream_->last_error());
       self->do_close();

@@ -70,6 +70,7 @@ class connection : public std::enable_shared_from_this<connection> {
   message_handler on_message_;
   close_handler on_close_;
   std::vector<frame_ptr> queue_;
+  size_t first_offset_ = 0;  // bytes of queue_[0] already written by try_write
   bool writing_ = false;
   bool close_when_flushed_ = false;
   std::atomic<bool> closed_{false};

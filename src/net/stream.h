@@ -22,6 +22,10 @@ class byte_stream {
   // Waits until bytes arrive and feeds them to `decoder`.
   virtual asio::awaitable<std::error_code> read_into(proto::frame_decoder& decoder) = 0;
   virtual asio::awaitable<std::error_code> write_all(std::span<const uint8_t> bytes) = 0;
+  // Writes what the socket takes now without waiting; returns the byte count
+  // (0 when it would block; the rest then goes through write_all with the
+  // same bytes). Sets `ec` on failure.
+  virtual size_t try_write(std::span<const uint8_t> bytes, std::error_code& ec) = 0;
   // Closes at once; operations in flight complete with an error.
   virtual void close() = 0;
   // "127.0.0.1:53412", for log lines.

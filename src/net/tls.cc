@@ -99,32 +99,54 @@ asio::awaitable<size_t> tls_stream::drive(op o, const uint8_t* out, size_t out_l
         break;
     }
     if (r > 0) co_return n;
-    int err = SSL_get_error(ssl_, r);
-    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-      auto wait = err == SSL_ERROR_WANT_READ ? asio::ip::tcp::socket::wait_read
-                                             : asio::ip::tcp::socket::wait_write;
-      co_await socket_.async_wait(wait, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) {
-        error_ = ec.message();
-        co_return 0;
-      }
-      continue;
+    int want = 0;
+    if (failed(o, r, ec, &want)) co_return 0;
+    co_await socket_.async_wait(want == SSL_ERROR_WANT_READ ? asio::ip::tcp::socket::wait_read
+                                                            : asio::ip::tcp::socket::wait_write,
+                                asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      error_ = ec.message();
+      co_return 0;
     }
-    if (err == SSL_ERROR_ZERO_RETURN) {
-      ec = base::errc::peer_closed;
-    } else if (err == SSL_ERROR_SYSCALL) {
-      int sys = errno;
-      std::string ossl = ERR_peek_error() ? pki::openssl_error() : "";
-      error_ = !ossl.empty() ? ossl : sys != 0 ? std::strerror(sys) : "connection closed by peer";
-      ec = o == op::handshake ? std::error_code(base::errc::tls_handshake_failed)
-                              : std::error_code(base::errc::peer_closed);
-    } else {
-      error_ = pki::openssl_error();
-      ec = o == op::handshake ? base::errc::tls_handshake_failed
-                              : base::errc::protocol_violation;
-    }
-    co_return 0;
   }
+}
+
+bool tls_stream::failed(op o, int ret, std::error_code& ec, int* want) {
+  int err = SSL_get_error(ssl_, ret);
+  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+    *want = err;
+    return false;
+  }
+  if (err == SSL_ERROR_ZERO_RETURN) {
+    ec = base::errc::peer_closed;
+  } else if (err == SSL_ERROR_SYSCALL) {
+    int sys = errno;
+    std::string ossl = ERR_peek_error() ? pki::openssl_error() : "";
+    error_ = !ossl.empty() ? ossl : sys != 0 ? std::strerror(sys) : "connection closed by peer";
+    ec = o == op::handshake ? std::error_code(base::errc::tls_handshake_failed)
+                            : std::error_code(base::errc::peer_closed);
+  } else {
+    error_ = pki::openssl_error();
+    ec = o == op::handshake ? base::errc::tls_handshake_failed : base::errc::protocol_violation;
+  }
+  return true;
+}
+
+size_t tls_stream::try_write(std::span<const uint8_t> bytes, std::error_code& ec) {
+  size_t done = 0;
+  while (done < bytes.size() && socket_.is_open()) {
+    ERR_clear_error();
+    errno = 0;
+    size_t n = 0;
+    int r = SSL_write_ex(ssl_, bytes.data() + done, bytes.size() - done, &n);
+    if (r <= 0) {
+      int want = 0;
+      failed(op::write, r, ec, &want);
+      return done;
+    }
+    done += n;
+  }
+  return done;
 }
 
 asio::awaitable<std::error_code> tls_stream::handshake() {

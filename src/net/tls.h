@@ -58,6 +58,7 @@ class tls_stream final : public byte_stream {
 
   asio::awaitable<std::error_code> read_into(proto::frame_decoder& decoder) override;
   asio::awaitable<std::error_code> write_all(std::span<const uint8_t> bytes) override;
+  size_t try_write(std::span<const uint8_t> bytes, std::error_code& ec) override;
   void close() override;
   const std::string& peer() const override { return peer_; }
   const std::string& last_error() const override { return error_; }
@@ -70,6 +71,9 @@ class tls_stream final : public byte_stream {
   // asks. Returns the byte count (or 1 for the handshake), 0 with `ec` set.
   asio::awaitable<size_t> drive(op o, const uint8_t* out, size_t out_len,
                                 proto::frame_decoder* decoder, std::error_code& ec);
+  // Turns a failed OpenSSL call into `ec` (and error_); false when it only
+  // has to wait for the socket (want_read/want_write).
+  bool failed(op o, int ret, std::error_code& ec, int* want);
 
   asio::ip::tcp::socket socket_;
   SSL* ssl_ = nullptr;

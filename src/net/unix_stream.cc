@@ -28,6 +28,13 @@ asio::awaitable<std::error_code> unix_stream::write_all(std::span<const uint8_t>
   co_return ec;
 }
 
+size_t unix_stream::try_write(std::span<const uint8_t> bytes, std::error_code& ec) {
+  // Local API replies are few; the writer coroutine serves them.
+  (void)bytes;
+  (void)ec;
+  return 0;
+}
+
 void unix_stream::close() {
   std::error_code ec;
   socket_.shutdown(asio::local::stream_protocol::socket::shutdown_both, ec);

@@ -14,6 +14,7 @@ class unix_stream final : public byte_stream {
 
   asio::awaitable<std::error_code> read_into(proto::frame_decoder& decoder) override;
   asio::awaitable<std::error_code> write_all(std::span<const uint8_t> bytes) override;
+  size_t try_write(std::span<const uint8_t> bytes, std::error_code& ec) override;
   void close() override;
   const std::string& peer() const override { return peer_; }
   const std::string& last_error() const override { return error_; }

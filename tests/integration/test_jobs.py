@@ -140,6 +140,10 @@ class SharedClusterJobs(unittest.TestCase):
         rc, out, err = self.cmd("-L", "x,y", "test.ping")
         self.assertNotEqual(rc, 0)
         self.assertIn("No minions matched the target", err)
+        # --out json still prints its one object.
+        rc, out, err = self.cmd("--out", "json", "nosuch*", "test.ping")
+        self.assertNotEqual(rc, 0)
+        self.assertEqual(json.loads(out), {})
 
     def test_job_timeout_kills_the_command(self):
         secs = unique_seconds(100)

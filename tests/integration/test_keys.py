@@ -82,14 +82,15 @@ class KeyTest(ClusterTestCase):
     def test_reject_connected_accepted_minion(self):
         c = self.cluster()
         m = c.add_accepted_minion("m1")
-        # Without --include-accepted an accepted key is left alone.
-        rc, out, err = c.brine("key", "reject", "m1")
-        self.assertNotEqual(rc, 0)
+        # With --all (and no --include-accepted) an accepted key is left alone.
+        rc, out, err = c.brine("key", "reject", "--all")
+        self.assertEqual(rc, 0, err)
         self.assertIn("--include-accepted", err)
         self.assertEqual(c.keys(), keys_with(accepted=["m1"]))
 
+        # Named, it is rejected whether pending or accepted.
         since = m.mark()
-        rc, out, err = c.brine("key", "reject", "m1", "--include-accepted")
+        rc, out, err = c.brine("key", "reject", "m1")
         self.assertEqual(rc, 0, err)
         self.assertIn("Key for minion m1 rejected.", out)
         wait_log(m, r"refused this minion \(rejected\)", 1.0, since)
