@@ -35,9 +35,8 @@ int job_command(const base::master_config& cfg, const job_options& o) {
   auto db = store::open_sqlite(path);
   if (o.action == "list") {
     for (const auto& j : db->list_jobs(o.limit)) {
-      auto returns = db->get_returns(j.jid);
       std::cout << j.jid << "  " << utc(j.created) << "  " << j.fun << "  " << j.tgt_type << ":"
-                << j.target << "  " << returns.size() << "/" << j.minions.size()
+                << j.target << "  " << db->count_returns(j.jid) << "/" << j.minions.size()
                 << " returned\n";
     }
     return 0;

@@ -76,6 +76,8 @@ class store {
   // kept as it is (the first return wins); returns how many were new.
   virtual size_t add_returns(const std::vector<return_record>& batch) = 0;
   virtual std::vector<return_record> get_returns(const std::string& jid) = 0;
+  // How many minions returned for `jid`, without reading the returns.
+  virtual size_t count_returns(const std::string& jid) = 0;
 
   // Removes jobs created before `cutoff` (unix seconds) with their returns;
   // returns how many jobs went.

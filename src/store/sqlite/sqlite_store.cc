@@ -411,6 +411,7 @@ class sqlite_store final : public store {
 
   size_t add_returns(const std::vector<return_record>& batch) override;
   std::vector<return_record> get_returns(const std::string& jid) override;
+  size_t count_returns(const std::string& jid) override;
 
   size_t purge_jobs_before(int64_t cutoff) override;
 
@@ -591,6 +592,13 @@ std::vector<return_record> sqlite_store::get_returns(const std::string& jid) {
     returns.push_back(std::move(r));
   }
   return returns;
+}
+
+size_t sqlite_store::count_returns(const std::string& jid) {
+  query q(conn_, "SELECT count(*) FROM returns WHERE jid = ?1",
+          "cannot count returns of job " + jid);
+  q.bind(1, jid);
+  return q.step() ? static_cast<size_t>(q.integer(0)) : 0;
 }
 
 size_t sqlite_store::purge_jobs_before(int64_t cutoff) {

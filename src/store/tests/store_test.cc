@@ -252,6 +252,9 @@ TEST_F(sqlite_store_test, first_return_wins) {
   EXPECT_EQ(rets[3].ret, json("first"));
   EXPECT_EQ(s->get_returns("j2").size(), 1u);
   EXPECT_TRUE(s->get_returns("j3").empty());
+  EXPECT_EQ(s->count_returns("j1"), 4u);
+  EXPECT_EQ(s->count_returns("j2"), 1u);
+  EXPECT_EQ(s->count_returns("j3"), 0u);
 }
 
 TEST_F(sqlite_store_test, return_fields_round_trip) {

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Soak: 18,000 simulated minions (two swarm processes on two source
+# addresses, under the 20,000-descriptor cap per process) held against one
+# master for HOLD seconds (default 300), with a full test.ping at the start
+# and at the end. Fails if any minion drops or any ping misses one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+hold=${HOLD:-300}
+per=${PER_SWARM:-9000}
+brine=${BRINE:-$PWD/build/release/src/app/brine}
+[ -x "$brine" ] || { cmake --preset release >/dev/null; cmake --build --preset release -j"$(nproc)" --target brine >/dev/null; }
+ulimit -n "$(ulimit -Hn)"
+total=$((2 * per))
+dir=$(mktemp -d /tmp/brine-soak.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf 'interface: 127.0.0.1\nport: %s\npki_dir: pki\ncachedir: cache\nsock_dir: run\nauto_accept: true\nlog_file: master.log\nlog_level: warning\nmax_concurrent_handshakes: 512\n' \
+  "$port" > "$dir/master"
+"$brine" master -c "$dir/master" & master=$!; pids+=($master)
+for i in 1 2; do
+  "$brine" swarm --master "127.0.0.1:$port" --count "$per" --id-prefix "soak$i-" \
+    --keys-dir /tmp/brine-bench-keys --source "127.0.0.$((i + 1))" --seconds $((hold + 300)) \
+    > "$dir/swarm$i.out" 2> "$dir/swarm$i.err" &
+  pids+=($!)
+done
+deadline=$(( $(date +%s) + 180 ))
+until grep -q "^all $per connected" "$dir/swarm1.out" && grep -q "^all $per connected" "$dir/swarm2.out"; do
+  [ "$(date +%s)" -lt "$deadline" ] || { echo "soak: not all $total connected in 180 s" >&2; tail -2 "$dir"/swarm*.out >&2; exit 1; }
+  sleep 1
+done
+echo "soak: $total connected ($(grep -h '^all' "$dir"/swarm*.out | tr '\n' ' '))"
+ping() {
+  local n
+  n=$("$brine" cmd -c "$dir/master" -t 60 --out json '*' test.ping 2>/dev/null |
+      python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+  [ "$n" = "$total" ] || { echo "soak: test.ping got $n of $total" >&2; exit 1; }
+  echo "soak: test.ping $n/$total at $(date +%T)"
+}
+ping
+echo "soak: master RSS $(awk '/VmRSS/{print $2}' /proc/$master/status) KiB"
+end=$(( $(date +%s) + hold ))
+while [ "$(date +%s)" -lt "$end" ]; do
+  sleep 10
+  for i in 1 2; do
+    last=$(tail -1 "$dir/swarm$i.out")
+    case "$last" in *"connected=$per pending=0 refused=0 connecting=0"*) ;;
+      *) echo "soak: swarm $i dropped: $last" >&2; exit 1 ;; esac
+  done
+done
+ping
+warnings=$(grep -c "warning\|error" "$dir/master.log" || true)
+echo "soak: held $total minions for $hold s; master warnings/errors: $warnings; RSS $(awk '/VmRSS/{print $2}' /proc/$master/status) KiB"
+[ "$warnings" = 0 ] || { grep "warning\|error" "$dir/master.log" | head -5 >&2; exit 1; }
