@@ -59,6 +59,10 @@ std::string auth_message(key_state s) {
 // auths of a pending minion carry the minion's own ids and are not logged.
 constexpr uint64_t k_first_auth = 0;
 
+// Descriptors kept back from minions: the store's files, the local API and its
+// clients, logs, and the listening sockets must still open at the limit.
+constexpr rlim_t k_reserved_descriptors = 64;
+
 proto::message api_reply(uint64_t id, json body) {
   return {msg_type::api_reply, id, std::move(body)};
 }
@@ -129,8 +133,11 @@ int master::run() {
   ::getrlimit(RLIMIT_NOFILE, &rl);
   spdlog::info("master listening on {}:{} (fingerprint {}); local API {}", cfg_.interface,
                acceptor_.local_endpoint().port(), identity_.fingerprint(), api_path_);
-  spdlog::info("descriptor limit {} allows about {} connected minions", rl.rlim_cur,
-               rl.rlim_cur > 64 ? rl.rlim_cur - 64 : 0);
+  max_minion_connections_ =
+      rl.rlim_cur > k_reserved_descriptors ? static_cast<int64_t>(rl.rlim_cur - k_reserved_descriptors)
+                                           : 1;
+  spdlog::info("descriptor limit {} allows {} connected minions", rl.rlim_cur,
+               max_minion_connections_);
 
   asio::signal_set signals(io_, SIGINT, SIGTERM);
   signals.async_wait([this](std::error_code ec, int sig) {
@@ -180,22 +187,44 @@ asio::awaitable<void> master::accept_minions() {
     if (stopping_) co_return;
     if (ec) {
       if (ec == asio::error::no_descriptors) {
-        static std::atomic<bool> said{false};
-        if (!said.exchange(true)) {
-          spdlog::error("descriptor limit reached: refusing new minion connections until some "
-                        "close (raise 'ulimit -n' to serve more)");
+        // Something else holds descriptors (the reserve ran out): the same
+        // episode as above, said once.
+        if (!std::exchange(at_limit_, true)) {
+          spdlog::error("descriptor limit reached: cannot accept a connection ({} minions "
+                        "connected); refusing new minion connections until descriptors free up "
+                        "(raise 'ulimit -n' to serve more)",
+                        minion_connections_.load());
         }
         asio::steady_timer pause(io_, std::chrono::milliseconds(100));
         co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       }
       continue;
     }
+    if (minion_connections_.load() >= max_minion_connections_) {
+      // Refused at once rather than left in the backlog, with one line per
+      // episode, not one per attempt.
+      if (!std::exchange(at_limit_, true)) {
+        spdlog::error("descriptor limit reached: {} minions connected, the most that 'ulimit -n' "
+                      "allows; refusing new minion connections until some close (raise the "
+                      "limit to serve more)",
+                      minion_connections_.load());
+      }
+      socket.close(ec);
+      continue;
+    }
+    if (std::exchange(at_limit_, false)) {
+      spdlog::info("below the descriptor limit again: accepting minion connections");
+    }
+    ++minion_connections_;
+    std::shared_ptr<void> slot(nullptr, [this](void*) { --minion_connections_; });
     auto executor = socket.get_executor();
-    asio::co_spawn(executor, handle_minion(std::move(socket)), net::logged("minion connection"));
+    asio::co_spawn(executor, handle_minion(std::move(socket), std::move(slot)),
+                   net::logged("minion connection"));
   }
 }
 
-asio::awaitable<void> master::handle_minion(asio::ip::tcp::socket socket) {
+asio::awaitable<void> master::handle_minion(asio::ip::tcp::socket socket,
+                                            std::shared_ptr<void> slot) {
   net::tune_socket(socket, 10);
   auto executor = socket.get_executor();
   auto stream = std::make_unique<net::tls_stream>(std::move(socket), *tls_,
@@ -264,18 +293,21 @@ asio::awaitable<void> master::handle_minion(asio::ip::tcp::socket socket) {
     co_return;
   }
 
-  admit(executor, std::move(stream), std::move(decoder), id, k_first_auth, fingerprint, pubkey);
+  admit(executor, std::move(stream), std::move(decoder), id, k_first_auth, fingerprint, pubkey,
+        std::move(slot));
 }
 
 void master::admit(asio::any_io_executor executor, std::unique_ptr<net::tls_stream> stream,
                    proto::frame_decoder decoder, const std::string& id, uint64_t request_id,
-                   const std::string& fingerprint, const std::string& pubkey) {
+                   const std::string& fingerprint, const std::string& pubkey,
+                   std::shared_ptr<void> slot) {
   const std::string peer = stream->peer();
   auto s = std::make_shared<session>();
   s->id = id;
   s->fingerprint = fingerprint;
   s->pubkey = pubkey;
   s->conn = std::make_shared<net::connection>(executor, std::move(stream), std::move(decoder));
+  s->conn->attach(std::move(slot));
   auto weak = std::weak_ptr<session>(s);
   s->conn->start(
       [this, weak](proto::message&& m) {

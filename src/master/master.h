@@ -49,13 +49,15 @@ class master {
   };
 
   asio::awaitable<void> accept_minions();
-  asio::awaitable<void> handle_minion(asio::ip::tcp::socket socket);
+  asio::awaitable<void> handle_minion(asio::ip::tcp::socket socket,
+                                      std::shared_ptr<void> slot);
   asio::awaitable<void> accept_api();
   asio::awaitable<void> purge_loop();
 
   void admit(asio::any_io_executor executor, std::unique_ptr<net::tls_stream> stream,
              proto::frame_decoder decoder, const std::string& id, uint64_t request_id,
-             const std::string& fingerprint, const std::string& pubkey);
+             const std::string& fingerprint, const std::string& pubkey,
+             std::shared_ptr<void> slot);
   void on_minion_message(const std::shared_ptr<session>& s, proto::message&& m);
   void on_minion_closed(const std::shared_ptr<session>& s, std::error_code ec,
                         const std::string& detail);
@@ -87,6 +89,11 @@ class master {
   std::string api_path_;
   asio::steady_timer handshake_slot_;
   std::atomic<uint32_t> handshakes_in_flight_{0};
+  // Minion connections open now, and how many the descriptor limit allows
+  // while keeping room for the store, the local API and the CLI.
+  std::atomic<int64_t> minion_connections_{0};
+  int64_t max_minion_connections_ = 0;
+  bool at_limit_ = false;  // accept loop only
 
   std::mutex sessions_mu_;
   std::unordered_map<std::string, std::shared_ptr<session>> sessions_;

@@ -54,6 +54,10 @@ class connection : public std::enable_shared_from_this<connection> {
   void close_after_flush();
   void close();
 
+  // Something that lives exactly as long as this connection (the master's
+  // descriptor slot, say).
+  void attach(std::shared_ptr<void> thing) { attachment_ = std::move(thing); }
+
   const std::string& peer() const { return stream_->peer(); }
   const asio::any_io_executor& executor() const { return executor_; }
   bool closed() const { return closed_.load(std::memory_order_relaxed); }
@@ -76,6 +80,7 @@ class connection : public std::enable_shared_from_this<connection> {
   std::atomic<bool> closed_{false};
   std::error_code close_ec_;
   std::string close_detail_;
+  std::shared_ptr<void> attachment_;
 };
 
 }  // namespace brine::net

@@ -5,13 +5,14 @@ real protocol and the real test.* functions, against a real master."""
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import threading
 import time
 import unittest
 
-from harness import BRINE_BIN, ClusterTestCase, wait_for
+from harness import BRINE_BIN, ClusterTestCase, wait_for, wait_log
 
 COUNT = 40
 
@@ -102,6 +103,29 @@ class SwarmTest(ClusterTestCase):
         self.addCleanup(s.stop, signal.SIGKILL)
         wait_for(lambda: any("refusing" in l for l in s.err), 15, "the swarm refusing the master")
         self.assertEqual(c.keys()["accepted"], [])
+        self.assertEqual(s.stop(), 0)
+
+    def test_master_at_its_descriptor_limit_refuses_once_and_serves_the_rest(self):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))
+        try:
+            c = self.cluster(master_opts={"auto_accept": True})
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        # 128 descriptors, 64 kept back for the store, the local API and logs.
+        wait_log(c.master, r"descriptor limit 128 allows 64 connected minions", 5)
+        s = Swarm(c, count=100, prefix="lim-")
+        self.addCleanup(s.stop, signal.SIGKILL)
+        wait_for(lambda: s.saw(r" connected=64 "), 30, "64 swarm minions connected")
+        wait_log(c.master, r"descriptor limit reached: 64 minions connected", 10)
+        # The local API still works and every connected minion answers.
+        rc, out, err = c.brine("cmd", "-t", "20", "--out", "json", "lim-*", "test.ping")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(json.loads(out)), 64)
+        # Refused minions keep retrying; the master said so once, not per attempt.
+        wait_for(lambda: s.saw(r"^t=[4-9]"), 15, "a few seconds of retries")
+        self.assertEqual(c.master.count(r"descriptor limit reached"), 1)
+        self.assertTrue(c.master.alive())
         self.assertEqual(s.stop(), 0)
 
 
