@@ -122,11 +122,12 @@ class Swarm:
 
     def __init__(self, brine, master, count, prefix="bench-", rate=0):
         args = [brine, "swarm", "--master", f"127.0.0.1:{master.port}", "--count", str(count),
-                "--id-prefix", prefix, "--keys-dir", KEYS]
+                "--id-prefix", prefix, "--keys-dir", KEYS, "--acceptance-wait-time", "10"]
         if rate:
             args += ["--connect-rate", str(rate)]
         self.count = count
         self.all_connected = None
+        self.all_connected_unix = None
         self.publishes = {}
         self.lines = []
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -145,8 +146,9 @@ class Swarm:
     def _read(self):
         for line in self.proc.stdout:
             self.lines.append(line)
-            m = re.match(r"all (\d+) connected after ([\d.]+) s", line)
+            m = re.match(r"all (\d+) connected after ([\d.]+) s \(unix ([\d.]+)\)", line)
             if m:
+                self.all_connected_unix = float(m.group(3))
                 self.all_connected = float(m.group(2))
             m = re.match(r"publish (\d+) reached all \d+ minions: first after ([\d.]+) ms, "
                          r"last after ([\d.]+) ms", line)
@@ -221,6 +223,56 @@ class Suite:
         self.record(f"auth storm {n}: all accepted and connected", "s", times,
                     "<= 10 s" if n == 10000 else None)
         self.record(f"auth storm {n}: handshakes per second", "1/s", [n / t for t in times])
+
+    def accept_all(self, n):
+        """`brine key accept --all` with n pending minions: the CLI's time, the
+        time until all serve, and the worst test.ping of an already accepted
+        minion meanwhile (the master must not stall other work)."""
+        m = Master(self.brine, self.work, auto_accept="false")
+        probe = Swarm(self.brine, m, 1, prefix="probe-")
+        s = None
+        try:
+            wait_for(lambda: m.cli("key", "accept", "probe-1")[0] == 0, 30, "the probe minion")
+            probe.wait_connected(30)
+            s = Swarm(self.brine, m, n, prefix=f"accept{n}-")
+
+            def pending():
+                rc, out, _ = m.cli("key", "list", "--json")
+                return rc == 0 and len(json.loads(out)["pending"]) == n
+            wait_for(pending, 120, f"{n} pending keys", interval=0.5)
+            worst = []
+            stop = threading.Event()
+
+            def probe_pings():
+                while not stop.is_set():
+                    t0 = time.monotonic()
+                    rc, out, err = m.cli("cmd", "-t", "10", "--out", "json", "probe-1",
+                                         "test.ping")
+                    if rc != 0:
+                        worst.append(float("inf"))
+                        return
+                    worst.append(time.monotonic() - t0)
+            pinger = threading.Thread(target=probe_pings, daemon=True)
+            pinger.start()
+            t0_unix, t0 = time.time(), time.monotonic()
+            rc, out, err = m.cli("key", "accept", "--all")
+            cli = time.monotonic() - t0
+            if rc != 0 or out.count("accepted.") != n:
+                raise BenchError(f"key accept --all: exit {rc}, {out.count('accepted.')} of {n}")
+            s.wait_connected(120)
+            stop.set()
+            pinger.join(30)
+            if not worst or max(worst) == float("inf"):
+                raise BenchError("test.ping of an accepted minion failed during accept --all")
+            self.record(f"key accept --all of {n} pending: CLI", "s", [cli])
+            self.record(f"key accept --all of {n} pending: all serving", "s",
+                        [s.all_connected_unix - t0_unix])
+            self.record(f"test.ping of another minion during accept --all of {n}", "s", worst)
+        finally:
+            if s:
+                s.stop()
+            probe.stop()
+            m.stop()
 
     def swarm_figures(self, sizes, ping_runs, idle_seconds, returns_seconds):
         m = Master(self.brine, self.work)
@@ -304,11 +356,13 @@ class Suite:
         started = time.monotonic()
         if self.quick:
             self.auth_storm(1000, 1)
+            self.accept_all(1000)
             self.swarm_figures([1, 100, 1000], 5, 5, 3)
             self.real_minions([10, 50], 5, 3)
         else:
             self.auth_storm(1000, 3)
             self.auth_storm(10000, 3)
+            self.accept_all(10000)
             self.swarm_figures([1, 100, 1000, 10000], 7, 30, 10)
             self.real_minions([10, 50], 7, 30)
         self.elapsed = time.monotonic() - started

@@ -236,9 +236,10 @@ asio::awaitable<void> master::handle_minion(asio::ip::tcp::socket socket,
   auto hs = co_await net::with_deadline(stream->handshake(), limit);
   --handshakes_in_flight_;
   if (!hs || *hs) {
-    spdlog::warn("minion connection from {}: TLS handshake failed: {}", peer,
-                 !hs ? "no handshake within " + std::to_string(cfg_.handshake_timeout) + " s"
-                     : stream->last_error());
+    std::string why = !hs ? "no handshake within " + std::to_string(cfg_.handshake_timeout) + " s"
+                          : stream->last_error().empty() ? hs->message()
+                                                         : stream->last_error();
+    spdlog::warn("minion connection from {}: TLS handshake failed: {}", peer, why);
     stream->close();
     co_return;
   }

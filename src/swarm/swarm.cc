@@ -218,6 +218,7 @@ int run_swarm(const swarm_options& o) {
   count.connecting = o.count;
   publish_tracker publishes(o.count);
   std::atomic<double> all_connected_at{0};
+  std::atomic<double> all_connected_unix{0};
   // Set when the first agent starts: certificate making is not connecting.
   std::chrono::steady_clock::time_point t_start;
 
@@ -253,6 +254,10 @@ int run_swarm(const swarm_options& o) {
                                 all_connected_at = std::chrono::duration<double>(
                                                        std::chrono::steady_clock::now() - t_start)
                                                        .count();
+                                all_connected_unix =
+                                    std::chrono::duration<double>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count();
                               }
                             },
                             [&publishes](const std::string& jid) { publishes.received(jid); }}));
@@ -276,7 +281,8 @@ int run_swarm(const swarm_options& o) {
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (!said_all && count.accepted.load() == o.count) {
       said_all = true;
-      std::printf("all %u connected after %.3f s\n", o.count, all_connected_at.load());
+      std::printf("all %u connected after %.3f s (unix %.3f)\n", o.count, all_connected_at.load(),
+                  all_connected_unix.load());
     }
     std::printf("t=%.1fs connected=%lld pending=%lld refused=%lld connecting=%lld\n", t,
                 static_cast<long long>(count.accepted.load()),
