@@ -12,18 +12,12 @@ if [ ! -x build/release/src/app/brine ]; then
   cmake --build --preset release -j"$(nproc)" --target brine >/dev/null
 fi
 brine="$PWD/build/release/src/app/brine"
-dir=$(mktemp -d /tmp/brine-bench.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+source scripts/lib.sh
+work_dir brine-bench
 now() { date +%s.%N; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 printf 'interface: 127.0.0.1\nport: %s\npki_dir: pki\ncachedir: cache\nsock_dir: run\nlog_file: master.log\n' \
   "$port" > "$dir/master"
 "$brine" master -c "$dir/master" & master_pid=$!; pids+=($master_pid)

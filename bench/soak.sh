@@ -11,15 +11,9 @@ brine=${BRINE:-$PWD/build/release/src/app/brine}
 [ -x "$brine" ] || { cmake --preset release >/dev/null; cmake --build --preset release -j"$(nproc)" --target brine >/dev/null; }
 ulimit -n "$(ulimit -Hn)"
 total=$((2 * per))
-dir=$(mktemp -d /tmp/brine-soak.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+source scripts/lib.sh
+work_dir brine-soak
+port=$(free_port)
 printf 'interface: 127.0.0.1\nport: %s\npki_dir: pki\ncachedir: cache\nsock_dir: run\nauto_accept: true\nlog_file: master.log\nlog_level: warning\nmax_concurrent_handshakes: 512\n' \
   "$port" > "$dir/master"
 "$brine" master -c "$dir/master" & master=$!; pids+=($master)

@@ -10,16 +10,10 @@ cmake --preset release >/dev/null
 cmake --build --preset release -j"$(nproc)" --target brine
 brine="$PWD/build/release/src/app/brine"
 
-dir=$(mktemp -d /tmp/brine-demo.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+source scripts/lib.sh
+work_dir brine-demo
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 cat > "$dir/master" <<YAML
 interface: 127.0.0.1
 port: $port

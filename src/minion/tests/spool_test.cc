@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.h"
+
 namespace brine::minion {
 namespace {
 
 TEST(spool, survives_restart_until_forgotten) {
-  char tmpl[] = "/tmp/brine-spool-XXXXXX";
-  std::string dir = ::mkdtemp(tmpl);
+  test::temp_dir tmp("brine-spool");
+  const std::string& dir = tmp.path();
   {
     spool s(dir);
     s.save("20261121180000000001", {{"jid", "20261121180000000001"}, {"ret", true}});
@@ -23,7 +25,6 @@ TEST(spool, survives_restart_until_forgotten) {
   again.forget("20261121180000000001");
   EXPECT_FALSE(again.contains("20261121180000000001"));
   EXPECT_EQ(spool(dir).load_all().size(), 1u);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

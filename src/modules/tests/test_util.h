@@ -22,6 +22,8 @@
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include "support/temp_dir.h"
+
 namespace brine::modules::testing {
 
 using namespace std::chrono_literals;
@@ -79,6 +81,8 @@ inline bool wait_gone(pid_t pid, std::chrono::milliseconds limit = 3000ms) {
 
 inline bool no_children_left() { return ::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD; }
 
+using test::temp_dir;
+
 inline pid_t read_pid(const std::string& path) {
   std::ifstream in(path);
   long pid = 0;
@@ -86,24 +90,5 @@ inline pid_t read_pid(const std::string& path) {
   return static_cast<pid_t>(pid);
 }
 
-class temp_dir {
- public:
-  temp_dir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "brine-modules-XXXXXX").string();
-    if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = templ;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 }  // namespace brine::modules::testing

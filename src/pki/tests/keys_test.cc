@@ -8,14 +8,11 @@
 
 #include "base/error.h"
 #include "base/fs.h"
+#include "support/temp_dir.h"
 
 namespace brine::pki {
 namespace {
 
-std::string temp_dir() {
-  char tmpl[] = "/tmp/brine-pki-XXXXXX";
-  return ::mkdtemp(tmpl);
-}
 
 TEST(keys, fingerprint_form) {
   auto kp = keypair::generate();
@@ -33,7 +30,8 @@ TEST(keys, fingerprint_survives_pem_round_trip) {
 }
 
 TEST(keys, created_once_with_private_mode_then_reloaded) {
-  std::string dir = temp_dir();
+  test::temp_dir tmp("brine-pki");
+  const std::string& dir = tmp.path();
   auto a = keypair::load_or_create(dir, "minion");
   struct stat st {};
   ASSERT_EQ(::stat((dir + "/minion.pem").c_str(), &st), 0);
@@ -41,11 +39,11 @@ TEST(keys, created_once_with_private_mode_then_reloaded) {
   EXPECT_TRUE(base::file_exists(dir + "/minion.pub"));
   auto b = keypair::load_or_create(dir, "minion");
   EXPECT_EQ(a.fingerprint(), b.fingerprint());
-  std::filesystem::remove_all(dir);
 }
 
 TEST(keys, refuses_group_readable_private_key) {
-  std::string dir = temp_dir();
+  test::temp_dir tmp("brine-pki");
+  const std::string& dir = tmp.path();
   keypair::load_or_create(dir, "master");
   ::chmod((dir + "/master.pem").c_str(), 0640);
   try {
@@ -54,14 +52,13 @@ TEST(keys, refuses_group_readable_private_key) {
   } catch (const base::error& e) {
     EXPECT_NE(std::string(e.what()).find("chmod 600"), std::string::npos) << e.what();
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST(keys, refuses_garbage_private_key) {
-  std::string dir = temp_dir();
+  test::temp_dir tmp("brine-pki");
+  const std::string& dir = tmp.path();
   base::write_file_atomic(dir + "/master.pem", "not a key", 0600);
   EXPECT_THROW(keypair::load_or_create(dir, "master"), base::error);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(keys, self_signed_cert_carries_the_key) {

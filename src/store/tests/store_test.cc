@@ -16,31 +16,15 @@
 #include <vector>
 
 #include "base/error.h"
+#include "support/temp_dir.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace brine::store {
 namespace {
 
 using nlohmann::json;
+using test::temp_dir;
 
-class temp_dir {
- public:
-  temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "brine-store-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // A second, plain SQLite connection to look at the file from outside the
 // store, as another tool (or another brine process) would.
