@@ -20,6 +20,7 @@ printf 'interface: 127.0.0.1\nport: %s\npki_dir: pki\ncachedir: cache\nsock_dir:
 for i in 1 2; do
   "$brine" swarm --master "127.0.0.1:$port" --count "$per" --id-prefix "soak$i-" \
     --keys-dir /tmp/brine-bench-keys --source "127.0.0.$((i + 1))" --seconds $((hold + 300)) \
+    --log-level warning \
     > "$dir/swarm$i.out" 2> "$dir/swarm$i.err" &
   pids+=($!)
 done

@@ -11,9 +11,14 @@ work_dir() {
 }
 
 stop_all() {
+  local rc=$?
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  [ -z "$dir" ] || rm -rf "$dir"
+  if [ "$rc" != 0 ] && [ -n "$dir" ]; then
+    echo "kept $dir for a look (logs of the failed run)" >&2
+  elif [ -n "$dir" ]; then
+    rm -rf "$dir"
+  fi
 }
 
 free_port() {

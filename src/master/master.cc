@@ -239,7 +239,11 @@ asio::awaitable<void> master::handle_minion(asio::ip::tcp::socket socket,
     std::string why = !hs ? "no handshake within " + std::to_string(cfg_.handshake_timeout) + " s"
                           : stream->last_error().empty() ? hs->message()
                                                          : stream->last_error();
-    spdlog::warn("minion connection from {}: TLS handshake failed: {}", peer, why);
+    if (hs && *hs == base::errc::peer_closed) {
+      spdlog::info("minion connection from {}: gone during the TLS handshake: {}", peer, why);
+    } else {
+      spdlog::warn("minion connection from {}: TLS handshake failed: {}", peer, why);
+    }
     stream->close();
     co_return;
   }

@@ -25,6 +25,9 @@ namespace {
 constexpr auto k_recon_default = 1000ms;
 constexpr auto k_recon_max = 10000ms;
 constexpr auto k_connect_timeout = 10s;
+// Longer than the connect: in an auth storm a master queues handshakes, and a
+// minion that gives up and reconnects only adds to the queue.
+constexpr auto k_handshake_timeout = 30s;
 
 std::chrono::milliseconds jittered(std::chrono::milliseconds base) {
   thread_local std::mt19937 rng{std::random_device{}()};
@@ -159,7 +162,7 @@ asio::awaitable<agent::outcome> agent::serve_once() {
   net::tune_socket(socket, static_cast<int>(cfg_.master_alive_interval.count()));
   auto stream = std::make_unique<net::tls_stream>(std::move(socket), deps_.tls,
                                                   net::tls_context::role::client, deps_.identity);
-  auto hs = co_await net::with_deadline(stream->handshake(), k_connect_timeout);
+  auto hs = co_await net::with_deadline(stream->handshake(), k_handshake_timeout);
   if (!hs || *hs) {
     spdlog::warn("minion {}: TLS handshake with master {} failed: {}", cfg_.id, where,
                  hs ? stream->last_error() : "timed out");

@@ -1,5 +1,6 @@
 #include "net/tls.h"
 
+#include <cerrno>
 #include <cstring>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -123,8 +124,11 @@ bool tls_stream::failed(op o, int ret, std::error_code& ec, int* want) {
     int sys = errno;
     std::string ossl = ERR_peek_error() ? pki::openssl_error() : "";
     error_ = !ossl.empty() ? ossl : sys != 0 ? std::strerror(sys) : "connection closed by peer";
-    ec = o == op::handshake ? std::error_code(base::errc::tls_handshake_failed)
-                            : std::error_code(base::errc::peer_closed);
+    // A peer that went away (even mid-handshake, as a client that gave up
+    // waiting in an auth storm does) is not a peer that misbehaved.
+    bool gone = ossl.empty() && (sys == 0 || sys == ECONNRESET || sys == EPIPE);
+    ec = o == op::handshake && !gone ? std::error_code(base::errc::tls_handshake_failed)
+                                     : std::error_code(base::errc::peer_closed);
   } else {
     error_ = pki::openssl_error();
     ec = o == op::handshake ? base::errc::tls_handshake_failed : base::errc::protocol_violation;
