@@ -84,7 +84,7 @@ master::master(base::master_config cfg)
       keys_({cfg_.auto_accept, cfg_.autosign_file, cfg_.autoreject_file}),
       acceptor_(io_),
       api_acceptor_(io_),
-      handshake_slot_(io_) {
+      handshakes_(cfg_.max_concurrent_handshakes) {
   base::ensure_dir(cfg_.cachedir, 0700, "cachedir");
   base::ensure_dir(cfg_.sock_dir, 0700, "sock_dir");
   tls_ = std::make_unique<net::tls_context>(net::tls_context::role::server, identity_, "master");
@@ -174,13 +174,9 @@ void master::stop() {
 
 asio::awaitable<void> master::accept_minions() {
   for (;;) {
-    // Bound concurrent handshakes: beyond the limit, new connections wait in
-    // the kernel's backlog, so an auth storm queues instead of collapsing.
-    while (handshakes_in_flight_.load() >= cfg_.max_concurrent_handshakes) {
-      handshake_slot_.expires_after(std::chrono::milliseconds(50));
-      std::error_code ec;
-      co_await handshake_slot_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    }
+    // Accept as fast as connections come, so the kernel's accept queue never
+    // overflows (dropped SYNs cost clients seconds of retransmission);
+    // handle_minion then waits for a handshake slot.
     std::error_code ec;
     asio::ip::tcp::socket socket(asio::make_strand(io_));
     co_await acceptor_.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
@@ -232,9 +228,9 @@ asio::awaitable<void> master::handle_minion(asio::ip::tcp::socket socket,
   const std::string peer = stream->peer();
   const auto limit = std::chrono::seconds(cfg_.handshake_timeout);
 
-  ++handshakes_in_flight_;
+  co_await handshakes_.acquire();
   auto hs = co_await net::with_deadline(stream->handshake(), limit);
-  --handshakes_in_flight_;
+  handshakes_.release();
   if (!hs || *hs) {
     std::string why = !hs ? "no handshake within " + std::to_string(cfg_.handshake_timeout) + " s"
                           : stream->last_error().empty() ? hs->message()

@@ -17,6 +17,7 @@
 #include "master/event_bus.h"
 #include "master/jid.h"
 #include "master/store_worker.h"
+#include "net/async_semaphore.h"
 #include "net/connection.h"
 #include "net/tls.h"
 #include "pki/key_registry.h"
@@ -87,8 +88,9 @@ class master {
   asio::ip::tcp::acceptor acceptor_;
   asio::local::stream_protocol::acceptor api_acceptor_;
   std::string api_path_;
-  asio::steady_timer handshake_slot_;
-  std::atomic<uint32_t> handshakes_in_flight_{0};
+  // Bounds concurrent TLS handshakes: an auth storm queues (accepted sockets
+  // waiting their turn) instead of collapsing.
+  net::async_semaphore handshakes_;
   // Minion connections open now, and how many the descriptor limit allows
   // while keeping room for the store, the local API and the CLI.
   std::atomic<int64_t> minion_connections_{0};
