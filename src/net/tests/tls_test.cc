@@ -32,19 +32,24 @@ std::vector<uint8_t> pong_with(uint64_t id, const std::string& fp) {
   return proto::encode_frame({proto::msg_type::pong, id, {{"fp", fp}}});
 }
 
+// Reads one frame into `m`; an empty string on success, else what failed.
+asio::awaitable<std::string> read_one(tls_stream& s, proto::message& m) {
+  proto::frame_decoder d(1024);
+  for (;;) {
+    auto st = d.next(m);
+    if (st == proto::frame_decoder::status::ready) co_return "";
+    if (st == proto::frame_decoder::status::error) co_return "decode: " + d.error_detail();
+    if (auto e = co_await s.read_into(d)) co_return "read: " + e.message();
+  }
+}
+
 asio::awaitable<std::string> server_side(tcp::acceptor& acceptor, const tls_context& ctx) {
   auto socket = co_await acceptor.async_accept(asio::use_awaitable);
   tls_stream s(std::move(socket), ctx, tls_context::role::server);
   auto ec = co_await s.handshake();
   if (ec) co_return "handshake: " + s.last_error();
-  proto::frame_decoder d(1024);
   proto::message m;
-  for (;;) {
-    auto st = d.next(m);
-    if (st == proto::frame_decoder::status::ready) break;
-    if (st == proto::frame_decoder::status::error) co_return "decode: " + d.error_detail();
-    if (auto e = co_await s.read_into(d)) co_return "read: " + e.message();
-  }
+  if (std::string err = co_await read_one(s, m); !err.empty()) co_return err;
   std::string fp = pki::fingerprint(s.peer_key());
   co_await s.write_all(pong_with(m.id, fp));
   co_return "ok";
@@ -57,14 +62,8 @@ asio::awaitable<std::string> client_side(tcp::endpoint ep, const tls_context& ct
   if (auto ec = co_await s.handshake()) co_return "handshake: " + s.last_error();
   std::string server_fp = pki::fingerprint(s.peer_key());
   co_await s.write_all(proto::encode_frame({proto::msg_type::ping, 7, {}}));
-  proto::frame_decoder d(1024);
   proto::message m;
-  for (;;) {
-    auto st = d.next(m);
-    if (st == proto::frame_decoder::status::ready) break;
-    if (st == proto::frame_decoder::status::error) co_return "decode: " + d.error_detail();
-    if (auto e = co_await s.read_into(d)) co_return "read: " + e.message();
-  }
+  if (std::string err = co_await read_one(s, m); !err.empty()) co_return err;
   co_return server_fp + "|" + m.body.value("fp", "");
 }
 
