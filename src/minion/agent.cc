@@ -81,6 +81,8 @@ void agent::stop() {
   if (c) c->close();
 }
 
+void agent::start() { asio::co_spawn(executor_, run(), net::logged("minion agent")); }
+
 asio::awaitable<void> agent::run() {
   auto backoff = k_recon_default;
   const auto first_refused_wait =

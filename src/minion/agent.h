@@ -45,9 +45,8 @@ using master_trust = std::function<bool(EVP_PKEY* key, const std::string& where)
 // reconnect with jittered exponential backoff (slowly when refused). The
 // minion daemon runs one; `brine swarm` runs thousands on one io_context.
 //
-// Lifecycle: construct, co_spawn run() on a strand, stop() to end it; the
-// owner keeps the agent and everything it references alive until run() has
-// returned or the io_context has stopped.
+// Lifecycle: construct, start(), stop() to end it; the owner keeps the agent
+// and everything it references alive until the io_context has stopped.
 // Threading: run() and the connection on the agent's strand; jobs each on
 // their own strand; state guarded by mu_.
 class agent {
@@ -65,13 +64,16 @@ class agent {
 
   agent(asio::any_io_executor executor, agent_settings settings, deps d);
 
-  asio::awaitable<void> run();
+  // Runs the agent on its own strand until stop(). Everything of one agent
+  // (its loop, connection handlers and timers) must share that strand.
+  void start();
   void stop();
   agent_state state() const;
 
  private:
   enum class outcome { lost, connect_failed, refused, untrusted_master };
 
+  asio::awaitable<void> run();
   asio::awaitable<outcome> serve_once();
   void on_message(proto::message&& m);
   void on_accepted();

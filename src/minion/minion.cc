@@ -54,7 +54,7 @@ int minion::run() {
     agent_->stop();
     io_.stop();
   });
-  asio::co_spawn(asio::make_strand(io_), agent_->run(), net::logged("minion"));
+  agent_->start();
   std::thread second([this] { io_.run(); });
   io_.run();
   second.join();

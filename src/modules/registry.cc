@@ -30,13 +30,18 @@ asio::awaitable<outcome> guarded(function fn, call c) {
 
 }  // namespace
 
-void registry::add(const std::string& name, function fn, std::string doc) {
+void registry::add(const std::string& name, function fn, std::string doc, kind k) {
   // Registration happens once at start from code, so a clash is a bug in
   // brine, not something a user can cause or fix.
-  if (!entries_.emplace(name, entry{std::move(fn), std::move(doc)}).second) {
+  if (!entries_.emplace(name, entry{std::move(fn), std::move(doc), k}).second) {
     std::fprintf(stderr, "brine: execution function %s registered twice\n", name.c_str());
     std::abort();
   }
+}
+
+bool registry::instant(const std::string& name) const {
+  auto it = entries_.find(name);
+  return it != entries_.end() && it->second.k == kind::instant;
 }
 
 const function* registry::find(const std::string& name) const {
@@ -71,7 +76,11 @@ asio::awaitable<outcome> execute(const registry& reg, call c) {
   if (fn == nullptr) co_return outcome{"'" + c.fun + "' is not available.", false, 254};
   const std::string fun = c.fun;
   const auto limit = c.timeout;
-  if (limit <= std::chrono::seconds::zero()) co_return co_await guarded(*fn, std::move(c));
+  // A race against a timer costs a timer, a parallel group and two coroutine
+  // frames per job; a function that cannot wait has nothing to race.
+  if (limit <= std::chrono::seconds::zero() || reg.instant(c.fun)) {
+    co_return co_await guarded(*fn, std::move(c));
+  }
 
   auto ex = co_await asio::this_coro::executor;
   asio::steady_timer deadline(ex, limit);

@@ -38,8 +38,12 @@ using function = std::function<asio::awaitable<outcome>(call)>;
 // read (safe to share between threads after that).
 class registry {
  public:
-  void add(const std::string& name, function fn, std::string doc);
+  // `instant`: the function never waits (no child, no timer, no I/O), so it
+  // needs no time limit and execute() spares it the deadline race.
+  enum class kind { may_block, instant };
+  void add(const std::string& name, function fn, std::string doc, kind k = kind::may_block);
   const function* find(const std::string& name) const;
+  bool instant(const std::string& name) const;
   std::vector<std::string> names() const;
   const std::string& doc(const std::string& name) const;
 
@@ -47,6 +51,7 @@ class registry {
   struct entry {
     function fn;
     std::string doc;
+    kind k = kind::may_block;
   };
   std::map<std::string, entry> entries_;
 };

@@ -79,16 +79,18 @@ asio::awaitable<outcome> false_(call) { co_return outcome{false}; }
 }  // namespace
 
 void register_test_module(registry& reg) {
-  reg.add("test.ping", ping, "Returns true: the minion is up and answering jobs.");
-  reg.add("test.echo", echo, "test.echo TEXT: returns TEXT as a string.");
+  constexpr auto instant = registry::kind::instant;
+  reg.add("test.ping", ping, "Returns true: the minion is up and answering jobs.", instant);
+  reg.add("test.echo", echo, "test.echo TEXT: returns TEXT as a string.", instant);
   reg.add("test.sleep", sleep,
           "test.sleep SECONDS (or length=): waits without blocking, returns true.");
-  reg.add("test.version", version, "Returns the minion's brine version.");
-  reg.add("test.arg", arg, "Returns the positional and keyword arguments it was given.");
+  reg.add("test.version", version, "Returns the minion's brine version.", instant);
+  reg.add("test.arg", arg, "Returns the positional and keyword arguments it was given.",
+          instant);
   reg.add("test.exception", exception,
           "test.exception [MESSAGE]: fails with MESSAGE, to test error reporting.");
-  reg.add("test.true", true_, "Returns true.");
-  reg.add("test.false", false_, "Returns false (the job itself succeeds).");
+  reg.add("test.true", true_, "Returns true.", instant);
+  reg.add("test.false", false_, "Returns false (the job itself succeeds).", instant);
 }
 
 }  // namespace brine::modules

@@ -177,8 +177,7 @@ asio::awaitable<void> start_agents(std::vector<std::unique_ptr<minion::agent>>* 
       std::error_code ec;
       co_await pace.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
-    minion::agent& a = *(*agents)[i];
-    asio::co_spawn(asio::make_strand(executor), a.run(), net::logged("swarm minion"));
+    (*agents)[i]->start();
   }
 }
 

@@ -292,7 +292,11 @@ class JobFailureTest(ClusterTestCase):
         # The command finishes while there is no master: the minion keeps it.
         wait_for(lambda: not procs_matching(command_regex(command)), 10,
                  "the job's command to finish")
-        wait_log(m, r"connection to master .* lost", 5, msince)
+        try:
+            wait_log(m, r"connection to master .* lost", 5, msince)
+        except AssertionError:
+            raise AssertionError("minion log:\n" + m.log_since(0) + "\nmaster log:\n" +
+                                 c.master.log_since(0)[-3000:])
         c.start_master()
 
         def returned():
