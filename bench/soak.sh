@@ -16,7 +16,10 @@ work_dir brine-soak
 port=$(free_port)
 printf 'interface: 127.0.0.1\nport: %s\npki_dir: pki\ncachedir: cache\nsock_dir: run\nauto_accept: true\nlog_file: master.log\nlog_level: warning\nmax_concurrent_handshakes: 512\n' \
   "$port" > "$dir/master"
-"$brine" master -c "$dir/master" & master=$!; pids+=($master)
+"$brine" master -c "$dir/master" 2> "$dir/master.stderr" &
+master=$!; pids+=($master)
+# How a daemon ended, should it end early: its exit status (128+N: signal N).
+ended() { local rc=0; wait "$1" || rc=$?; echo "exit status $rc"; }
 for i in 1 2; do
   "$brine" swarm --master "127.0.0.1:$port" --count "$per" --id-prefix "soak$i-" \
     --keys-dir /tmp/brine-bench-keys --source "127.0.0.$((i + 1))" --seconds $((hold + 300)) \
@@ -32,9 +35,9 @@ done
 echo "soak: $total connected ($(grep -h '^all' "$dir"/swarm*.out | tr '\n' ' '))"
 ping() {
   local n
-  n=$("$brine" cmd -c "$dir/master" -t 60 --out json '*' test.ping 2>/dev/null |
-      python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
-  [ "$n" = "$total" ] || { echo "soak: test.ping got $n of $total" >&2; exit 1; }
+  "$brine" cmd -c "$dir/master" -t 60 --out json '*' test.ping > "$dir/ping.json" 2> "$dir/ping.err" || true
+  n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$dir/ping.json" 2>/dev/null || echo 0)
+  [ "$n" = "$total" ] || { echo "soak: test.ping got $n of $total: $(tail -c 300 "$dir/ping.err")" >&2; exit 1; }
   echo "soak: test.ping $n/$total at $(date +%T)"
 }
 ping
@@ -45,7 +48,12 @@ echo "soak: master log lines while connecting: $storm_lines ($(grep -c 'handshak
 end=$(( $(date +%s) + hold ))
 while [ "$(date +%s)" -lt "$end" ]; do
   sleep 10
+  kill -0 "$master" 2>/dev/null || { echo "soak: the master died ($(ended "$master")): $(tail -c 500 "$dir/master.stderr")" >&2; exit 1; }
   for i in 1 2; do
+    kill -0 "${pids[$i]}" 2>/dev/null || { echo "soak: swarm $i died ($(ended "${pids[$i]}"))" >&2; exit 1; }
+    # A status line a second: an old last line means a stalled swarm.
+    age=$(( $(date +%s) - $(stat -c %Y "$dir/swarm$i.out") ))
+    [ "$age" -le 5 ] || { echo "soak: swarm $i printed nothing for $age s" >&2; exit 1; }
     last=$(tail -1 "$dir/swarm$i.out")
     case "$last" in *"connected=$per pending=0 refused=0 connecting=0"*) ;;
       *) echo "soak: swarm $i dropped: $last" >&2; exit 1 ;; esac

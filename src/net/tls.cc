@@ -213,9 +213,15 @@ std::string endpoint_string(const asio::ip::tcp::socket& socket) {
   std::error_code ec;
   auto ep = socket.remote_endpoint(ec);
   if (ec) return "unknown peer";
+  // Appended piecewise: g++ 12 warns falsely (-Wrestrict) on "[" + s + "]:".
   auto addr = ep.address();
-  if (addr.is_v6()) return "[" + addr.to_string() + "]:" + std::to_string(ep.port());
-  return addr.to_string() + ":" + std::to_string(ep.port());
+  std::string out;
+  if (addr.is_v6()) out += '[';
+  out += addr.to_string();
+  if (addr.is_v6()) out += ']';
+  out += ':';
+  out += std::to_string(ep.port());
+  return out;
 }
 
 }  // namespace brine::net
