@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <csignal>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -36,6 +37,12 @@ int run_minion(const std::string& path) {
 }  // namespace
 
 int run(int argc, char** argv) {
+  // A peer that closes its end must cost one connection, not the process:
+  // OpenSSL writes to sockets without MSG_NOSIGNAL, so a write after a reset
+  // would raise SIGPIPE and end a master with thousands of minions. Writes
+  // fail with EPIPE instead. (Child processes get SIGPIPE back: process.cc
+  // resets every signal to its default before exec.)
+  ::signal(SIGPIPE, SIG_IGN);
   // Until a daemon reads its log settings, warnings (config) go to stderr.
   base::init_logging("", spdlog::level::warn, "brine");
 
