@@ -1,6 +1,8 @@
 #include "pki/key_registry.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fnmatch.h>
 #include <fstream>
 #include <sys/stat.h>
@@ -20,7 +22,11 @@ bool key_registry::glob_file::matches(const std::string& id) {
   if (path.empty()) return false;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    if (mtime_ns != -2) spdlog::warn("{}: cannot read ({}); no minion matches it", path, "missing");
+    if (mtime_ns != -2) {
+      spdlog::warn("{}: cannot read it ({}); no minion id matches it until it exists: create it "
+                   "or remove the option from the master config",
+                   path, std::strerror(errno));
+    }
     mtime_ns = -2;
     globs.clear();
     return false;
