@@ -14,8 +14,8 @@ total=$((2 * per))
 source scripts/lib.sh
 work_dir brine-soak
 port=$(free_port)
-printf 'interface: 127.0.0.1\nport: %s\npki_dir: pki\ncachedir: cache\nsock_dir: run\nauto_accept: true\nlog_file: master.log\nlog_level: warning\nmax_concurrent_handshakes: 512\n' \
-  "$port" > "$dir/master"
+printf 'interface: 127.0.0.1\nport: %s\npki_dir: pki\ncachedir: cache\nsock_dir: run\nauto_accept: true\nlog_file: master.log\nlog_level: %s\nmax_concurrent_handshakes: 512\n' \
+  "$port" "${LOG_LEVEL:-warning}" > "$dir/master"
 "$brine" master -c "$dir/master" 2> "$dir/master.stderr" &
 master=$!; pids+=($master)
 # How a daemon ended, should it end early: its exit status (128+N: signal N).
@@ -44,6 +44,9 @@ ping
 echo "soak: master RSS $(awk '/VmRSS/{print $2}' /proc/$master/status) KiB"
 # Errors count from here: the storm of connecting is the auth-storm benchmark's.
 storm_lines=$(wc -l < "$dir/master.log")
+# The kernel's view of the hold: connections it aborted (keepalive or user
+# timeout), resets sent, tail-loss probes.
+nstat -n 2>/dev/null || true
 echo "soak: master log lines while connecting: $storm_lines ($(grep -c 'handshake failed' "$dir/master.log" || true) failed handshakes retried)"
 end=$(( $(date +%s) + hold ))
 while [ "$(date +%s)" -lt "$end" ]; do
@@ -60,9 +63,11 @@ while [ "$(date +%s)" -lt "$end" ]; do
   done
 done
 ping
+echo "soak: kernel TCP counters over the hold: $(nstat 2>/dev/null | awk '/AbortOn|OutRsts|TCPTimeouts|LossProbes|KeepAlive/{printf "%s=%s ", $1, $2}')"
 held_log=$(tail -n +"$((storm_lines + 1))" "$dir/master.log")
 warnings=$(printf '%s' "$held_log" | grep -c "warning\|error" || true)
-echo "soak: held $total minions for $hold s; master warnings/errors while held: $warnings; RSS $(awk '/VmRSS/{print $2}' /proc/$master/status) KiB"
+disconnects=$(printf '%s' "$held_log" | grep -c "disconnected" || true)
+echo "soak: held $total minions for $hold s; master warnings/errors while held: $warnings; minion disconnects: $disconnects; RSS $(awk '/VmRSS/{print $2}' /proc/$master/status) KiB"
 if [ "$warnings" != 0 ]; then
   printf '%s\n' "$held_log" | grep "warning\|error" | sed -n 1,5p >&2
   exit 1

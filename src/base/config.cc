@@ -348,6 +348,11 @@ const option_table<master_config>& master_options() {
       {"worker_threads", set_int(&c::worker_threads, 0, 64)},
       {"max_concurrent_handshakes", set_int(&c::max_concurrent_handshakes, 1, k_u32_max)},
       {"handshake_timeout", set_int(&c::handshake_timeout, 1, k_u32_max, "seconds")},
+      // Bounded so that idle + cnt * intvl, in milliseconds, fits TCP_USER_TIMEOUT.
+      {"tcp_keepalive", set(&c::tcp_keepalive, boolean)},
+      {"tcp_keepalive_idle", set_int(&c::tcp_keepalive_idle, 1, 86400, "seconds")},
+      {"tcp_keepalive_cnt", set_int(&c::tcp_keepalive_cnt, 1, 127)},
+      {"tcp_keepalive_intvl", set_int(&c::tcp_keepalive_intvl, 1, 3600, "seconds")},
   };
   return table;
 }

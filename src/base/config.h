@@ -27,6 +27,12 @@ struct master_config {
   uint32_t worker_threads = 0;          // 0: one per core, at most 4
   uint32_t max_concurrent_handshakes = 256;
   uint32_t handshake_timeout = 10;      // seconds
+  // Dead-minion detection (Salt's minion option names): after idle seconds of
+  // silence, a probe every intvl seconds, dead after cnt unanswered probes.
+  bool tcp_keepalive = true;
+  uint32_t tcp_keepalive_idle = 60;
+  uint32_t tcp_keepalive_cnt = 3;
+  uint32_t tcp_keepalive_intvl = 20;
 };
 
 struct minion_config {

@@ -84,7 +84,10 @@ master::master(base::master_config cfg)
       keys_({cfg_.auto_accept, cfg_.autosign_file, cfg_.autoreject_file}),
       acceptor_(io_),
       api_acceptor_(io_),
-      handshakes_(cfg_.max_concurrent_handshakes) {
+      handshakes_(cfg_.max_concurrent_handshakes),
+      keepalive_{cfg_.tcp_keepalive, static_cast<int>(cfg_.tcp_keepalive_idle),
+                 static_cast<int>(cfg_.tcp_keepalive_intvl),
+                 static_cast<int>(cfg_.tcp_keepalive_cnt)} {
   base::ensure_dir(cfg_.cachedir, 0700, "cachedir");
   base::ensure_dir(cfg_.sock_dir, 0700, "sock_dir");
   tls_ = std::make_unique<net::tls_context>(net::tls_context::role::server, identity_, "master");
@@ -221,7 +224,7 @@ asio::awaitable<void> master::accept_minions() {
 
 asio::awaitable<void> master::handle_minion(asio::ip::tcp::socket socket,
                                             std::shared_ptr<void> slot) {
-  net::tune_socket(socket, 10);
+  net::tune_socket(socket, keepalive_);
   auto executor = socket.get_executor();
   auto stream = std::make_unique<net::tls_stream>(std::move(socket), *tls_,
                                                   net::tls_context::role::server);

@@ -91,6 +91,7 @@ class master {
   // Bounds concurrent TLS handshakes: an auth storm queues (accepted sockets
   // waiting their turn) instead of collapsing.
   net::async_semaphore handshakes_;
+  net::keepalive keepalive_;  // from the tcp_keepalive* options
   // Minion connections open now, and how many the descriptor limit allows
   // while keeping room for the store, the local API and the CLI.
   std::atomic<int64_t> minion_connections_{0};

@@ -161,7 +161,12 @@ asio::awaitable<agent::outcome> agent::serve_once() {
                  ec ? ec.message() : "timed out");
     co_return outcome::connect_failed;
   }
-  net::tune_socket(socket, static_cast<int>(cfg_.master_alive_interval.count()));
+  // The agent's pings (below) notice a dead master within
+  // master_alive_interval and keep a live connection from ever being idle
+  // that long, so keepalive probes are a backstop that live connections
+  // never send; TCP_USER_TIMEOUT bounds a master that stops acknowledging.
+  const int alive_s = static_cast<int>(cfg_.master_alive_interval.count());
+  net::tune_socket(socket, net::keepalive{true, alive_s, std::max(1, alive_s / 3), 3});
   auto stream = std::make_unique<net::tls_stream>(std::move(socket), deps_.tls,
                                                   net::tls_context::role::client, deps_.identity);
   auto hs = co_await net::with_deadline(stream->handshake(), k_handshake_timeout);

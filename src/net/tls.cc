@@ -194,19 +194,17 @@ void tls_stream::close() {
   socket_.close(ec);
 }
 
-void tune_socket(asio::ip::tcp::socket& socket, int dead_after_seconds) {
+void tune_socket(asio::ip::tcp::socket& socket, const keepalive& k) {
   int fd = static_cast<int>(socket.native_handle());
   int one = 1;
-  int idle = std::max(1, dead_after_seconds / 2);
-  int count = 3;
-  int interval = std::max(1, (dead_after_seconds - idle) / count);
-  unsigned user_timeout_ms = static_cast<unsigned>(dead_after_seconds) * 1000;
-  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (!k.enabled) return;
+  unsigned user_timeout_ms = static_cast<unsigned>(k.dead_after()) * 1000;
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &k.idle, sizeof k.idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &k.interval, sizeof k.interval);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &k.count, sizeof k.count);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
 }
 
 std::string endpoint_string(const asio::ip::tcp::socket& socket) {

@@ -81,10 +81,23 @@ class tls_stream final : public byte_stream {
   std::string error_;
 };
 
-// Keepalive and TCP_USER_TIMEOUT so that a dead or black-holed peer is seen by
-// the kernel within about `dead_after_seconds`, without waking the process
-// for idle connections; TCP_NODELAY for small frames.
-void tune_socket(asio::ip::tcp::socket& socket, int dead_after_seconds);
+// TCP keepalive: after `idle` seconds without anything received, a probe every
+// `interval` seconds; `count` unanswered probes and the kernel drops the
+// connection. TCP_USER_TIMEOUT is set to the same bound (idle + count *
+// interval), so data the peer does not acknowledge ends the connection no
+// sooner than a silent peer does: a peer that is merely slow (a loaded host)
+// is not cut off by a shorter timer.
+struct keepalive {
+  bool enabled = true;
+  int idle = 60;      // seconds
+  int interval = 20;  // seconds
+  int count = 3;
+  int dead_after() const { return idle + interval * count; }
+};
+
+// Keepalive as above, without waking the process for idle connections, and
+// TCP_NODELAY for small frames.
+void tune_socket(asio::ip::tcp::socket& socket, const keepalive& k);
 
 std::string endpoint_string(const asio::ip::tcp::socket& socket);
 

@@ -97,6 +97,10 @@ TEST(MasterConfig, Defaults) {
   EXPECT_EQ(c.worker_threads, 0u);
   EXPECT_EQ(c.max_concurrent_handshakes, 256u);
   EXPECT_EQ(c.handshake_timeout, 10u);
+  EXPECT_TRUE(c.tcp_keepalive);
+  EXPECT_EQ(c.tcp_keepalive_idle, 60u);
+  EXPECT_EQ(c.tcp_keepalive_cnt, 3u);
+  EXPECT_EQ(c.tcp_keepalive_intvl, 20u);
 }
 
 TEST(MinionConfig, Defaults) {
@@ -143,6 +147,10 @@ keep_jobs: 48
 worker_threads: 3
 max_concurrent_handshakes: 64
 handshake_timeout: 5
+tcp_keepalive: false
+tcp_keepalive_idle: 300
+tcp_keepalive_cnt: 9
+tcp_keepalive_intvl: 75
 )",
                                         k_master);
   EXPECT_EQ(c.interface, "::1");
@@ -160,6 +168,10 @@ handshake_timeout: 5
   EXPECT_EQ(c.worker_threads, 3u);
   EXPECT_EQ(c.max_concurrent_handshakes, 64u);
   EXPECT_EQ(c.handshake_timeout, 5u);
+  EXPECT_FALSE(c.tcp_keepalive);
+  EXPECT_EQ(c.tcp_keepalive_idle, 300u);
+  EXPECT_EQ(c.tcp_keepalive_cnt, 9u);
+  EXPECT_EQ(c.tcp_keepalive_intvl, 75u);
 }
 
 TEST(MinionConfig, EveryOption) {
@@ -269,6 +281,11 @@ TEST(MasterConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
        "line 1: max_concurrent_handshakes must be an integer >= 1, got 0"},
       {"handshake_timeout: 0",
        "line 1: handshake_timeout must be an integer >= 1 (seconds), got 0"},
+      {"tcp_keepalive_cnt: -1", "line 1: tcp_keepalive_cnt must be an integer 1..127, got -1"},
+      {"tcp_keepalive_idle: 0",
+       "line 1: tcp_keepalive_idle must be an integer 1..86400 (seconds), got 0"},
+      {"tcp_keepalive_intvl: 3601",
+       "line 1: tcp_keepalive_intvl must be an integer 1..3600 (seconds), got 3601"},
       {"log_level: loud",
        "line 1: log_level must be one of garbage, trace, debug, info, warning, error, critical, "
        "quiet, got loud"},
