@@ -47,8 +47,8 @@ json return_body(const modules::call& c, const std::string& id, modules::outcome
           {"success", out.success}, {"retcode", out.retcode}};
 }
 
-asio::awaitable<void> save_return(return_spool* s, std::string jid, json body) {
-  s->save(jid, body);
+asio::awaitable<void> save_return(return_spool* s, std::string jid, const encoded_return* body) {
+  s->save(jid, *body);
   co_return;
 }
 
@@ -343,7 +343,12 @@ void agent::on_message(proto::message&& m) {
   switch (m.type) {
     case msg_type::publish: {
       std::string jid = m.body.value("jid", "");
-      conn->send({msg_type::job_ack, 0, {{"jid", jid}}});
+      jobs_received_.fetch_add(1, std::memory_order_relaxed);
+      // An instant function's return follows at once and acknowledges the
+      // job itself; one that may take time is acknowledged now.
+      if (!deps_.functions.instant(m.body.value("fun", ""))) {
+        conn->send({msg_type::job_ack, 0, {{"jid", jid}}});
+      }
       if (deps_.on_publish) deps_.on_publish(jid);
       {
         std::lock_guard lock(mu_);
@@ -372,13 +377,16 @@ void agent::on_accepted() {
   for (auto& body : pending) send_return(body);
 }
 
-void agent::send_return(const json& body) {
+void agent::send_return(const encoded_return& body) {
   std::shared_ptr<net::connection> conn;
   {
     std::lock_guard lock(mu_);
     if (auth_ == auth_state::accepted) conn = conn_;
   }
-  if (conn) conn->send({msg_type::job_return, 0, body});
+  if (conn) {
+    conn->send(std::make_shared<const std::vector<uint8_t>>(
+        proto::encode_frame(msg_type::job_return, 0, body)));
+  }
 }
 
 asio::awaitable<void> agent::run_job(proto::message m) {
@@ -390,10 +398,11 @@ asio::awaitable<void> agent::run_job(proto::message m) {
   c.timeout = cfg_.job_timeout;
   spdlog::debug("minion {}: job {}: {}", cfg_.id, c.jid, c.fun);
   modules::outcome out = co_await modules::execute(deps_.functions, c);
-  json body = return_body(c, cfg_.id, std::move(out));
+  // Encoded once: the spool keeps these bytes and the frame carries them.
+  const encoded_return body = json::to_msgpack(return_body(c, cfg_.id, std::move(out)));
   try {
     if (deps_.spool.blocking() && deps_.blocking) {
-      co_await asio::co_spawn(*deps_.blocking, save_return(&deps_.spool, c.jid, body),
+      co_await asio::co_spawn(*deps_.blocking, save_return(&deps_.spool, c.jid, &body),
                               asio::use_awaitable);
     } else {
       deps_.spool.save(c.jid, body);

@@ -69,6 +69,8 @@ class agent {
   void start();
   void stop();
   agent_state state() const;
+  // Jobs received since start (repeat publishes of a running job included).
+  uint64_t jobs_received() const { return jobs_received_.load(std::memory_order_relaxed); }
 
  private:
   enum class outcome { lost, connect_failed, refused, untrusted_master };
@@ -78,7 +80,7 @@ class agent {
   void on_message(proto::message&& m);
   void on_accepted();
   asio::awaitable<void> run_job(proto::message m);
-  void send_return(const nlohmann::json& body);
+  void send_return(const encoded_return& body);
   void set_state(agent_state s);
 
   asio::any_io_executor executor_;
@@ -95,6 +97,7 @@ class agent {
   bool said_pending_ = false;
   std::shared_ptr<asio::steady_timer> wake_;
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> jobs_received_{0};
 };
 
 }  // namespace brine::minion

@@ -3,6 +3,9 @@
 #include <filesystem>
 #include <unistd.h>
 
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "base/fs.h"
@@ -19,9 +22,8 @@ spool::spool(std::string dir) : dir_(std::move(dir)) {
 
 std::string spool::path(const std::string& jid) const { return dir_ + "/" + jid + ".ret"; }
 
-void spool::save(const std::string& jid, const nlohmann::json& ret) {
-  std::vector<uint8_t> bytes = nlohmann::json::to_msgpack(ret);
-  base::write_file_atomic(path(jid), std::string(bytes.begin(), bytes.end()), 0600);
+void spool::save(const std::string& jid, const encoded_return& ret) {
+  base::write_file_atomic(path(jid), std::string(ret.begin(), ret.end()), 0600);
   std::lock_guard lock(mu_);
   jids_.insert(jid);
 }
@@ -39,17 +41,22 @@ bool spool::contains(const std::string& jid) const {
   return jids_.count(jid) > 0;
 }
 
-std::vector<nlohmann::json> spool::load_all() const {
+std::vector<encoded_return> spool::load_all() const {
   std::set<std::string> jids;
   {
     std::lock_guard lock(mu_);
     jids = jids_;
   }
-  std::vector<nlohmann::json> out;
+  std::vector<encoded_return> out;
   for (const auto& jid : jids) {
     try {
       std::string bytes = base::read_file(path(jid));
-      out.push_back(nlohmann::json::from_msgpack(bytes));
+      // Checked before it goes out: a damaged file must not cost the
+      // connection (the master closes on a malformed frame).
+      if (!nlohmann::json::from_msgpack(bytes).is_object()) {
+        throw std::runtime_error("not a MessagePack map");
+      }
+      out.emplace_back(bytes.begin(), bytes.end());
     } catch (const std::exception& e) {
       spdlog::error("spooled return {} is unreadable and is dropped: {}", path(jid), e.what());
       ::unlink(path(jid).c_str());
@@ -62,7 +69,7 @@ std::vector<nlohmann::json> spool::load_all() const {
 
 namespace brine::minion {
 
-void memory_spool::save(const std::string& jid, const nlohmann::json& ret) {
+void memory_spool::save(const std::string& jid, const encoded_return& ret) {
   std::lock_guard lock(mu_);
   returns_[jid] = ret;
 }
@@ -77,9 +84,9 @@ bool memory_spool::contains(const std::string& jid) const {
   return returns_.count(jid) > 0;
 }
 
-std::vector<nlohmann::json> memory_spool::load_all() const {
+std::vector<encoded_return> memory_spool::load_all() const {
   std::lock_guard lock(mu_);
-  std::vector<nlohmann::json> out;
+  std::vector<encoded_return> out;
   out.reserve(returns_.size());
   for (const auto& [jid, ret] : returns_) out.push_back(ret);
   return out;

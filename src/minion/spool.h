@@ -6,9 +6,13 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <cstdint>
 
 namespace brine::minion {
+
+// A return body (the map a job_return carries), encoded as MessagePack once:
+// kept in the spool and sent as it is.
+using encoded_return = std::vector<uint8_t>;
 
 // Where a minion keeps each return until a master acknowledges it; every
 // return in it is sent again after a reconnect, so a master's death or a
@@ -16,11 +20,11 @@ namespace brine::minion {
 class return_spool {
  public:
   virtual ~return_spool() = default;
-  virtual void save(const std::string& jid, const nlohmann::json& ret) = 0;
+  virtual void save(const std::string& jid, const encoded_return& ret) = 0;
   virtual void forget(const std::string& jid) = 0;
   virtual bool contains(const std::string& jid) const = 0;
   // Every held return, oldest jid first.
-  virtual std::vector<nlohmann::json> load_all() const = 0;
+  virtual std::vector<encoded_return> load_all() const = 0;
   // True when save() does blocking I/O and belongs off the I/O threads.
   virtual bool blocking() const = 0;
 };
@@ -32,10 +36,10 @@ class spool final : public return_spool {
  public:
   explicit spool(std::string dir);
 
-  void save(const std::string& jid, const nlohmann::json& ret) override;
+  void save(const std::string& jid, const encoded_return& ret) override;
   void forget(const std::string& jid) override;
   bool contains(const std::string& jid) const override;
-  std::vector<nlohmann::json> load_all() const override;
+  std::vector<encoded_return> load_all() const override;
   bool blocking() const override { return true; }
 
  private:
@@ -49,15 +53,15 @@ class spool final : public return_spool {
 // In memory, for simulated minions (brine swarm): same protocol, no disk.
 class memory_spool final : public return_spool {
  public:
-  void save(const std::string& jid, const nlohmann::json& ret) override;
+  void save(const std::string& jid, const encoded_return& ret) override;
   void forget(const std::string& jid) override;
   bool contains(const std::string& jid) const override;
-  std::vector<nlohmann::json> load_all() const override;
+  std::vector<encoded_return> load_all() const override;
   bool blocking() const override { return false; }
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, nlohmann::json> returns_;
+  std::map<std::string, encoded_return> returns_;
 };
 
 }  // namespace brine::minion

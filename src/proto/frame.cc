@@ -33,16 +33,63 @@ std::string_view to_string(msg_type t) {
   return "?";
 }
 
-std::vector<uint8_t> encode_frame(const message& m) {
-  nlohmann::json envelope = {
-      {"t", static_cast<uint64_t>(m.type)}, {"id", m.id}, {"b", m.body}};
-  std::vector<uint8_t> out(k_frame_header);
-  nlohmann::json::to_msgpack(envelope, out);
+namespace {
+
+void put_uint(std::vector<uint8_t>& out, uint64_t v) {
+  auto big_endian = [&](uint8_t tag, int bytes) {
+    out.push_back(tag);
+    for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  if (v < 0x80) {
+    out.push_back(static_cast<uint8_t>(v));  // positive fixint
+  } else if (v <= 0xff) {
+    big_endian(0xcc, 1);
+  } else if (v <= 0xffff) {
+    big_endian(0xcd, 2);
+  } else if (v <= 0xffffffff) {
+    big_endian(0xce, 4);
+  } else {
+    big_endian(0xcf, 8);
+  }
+}
+
+// The frame header and the envelope up to the body's value: the map
+// {"t": type, "id": id, "b": ...} written by hand, so that the body is
+// encoded in place instead of being copied into an envelope first.
+std::vector<uint8_t> start_frame(msg_type type, uint64_t id, size_t body_hint) {
+  std::vector<uint8_t> out;
+  out.reserve(k_frame_header + 20 + body_hint);
+  out.resize(k_frame_header);
+  out.push_back(0x83);  // fixmap, 3 entries
+  out.insert(out.end(), {0xa1, 't'});
+  put_uint(out, static_cast<uint64_t>(type));
+  out.insert(out.end(), {0xa2, 'i', 'd'});
+  put_uint(out, id);
+  out.insert(out.end(), {0xa1, 'b'});
+  return out;
+}
+
+void finish_frame(std::vector<uint8_t>& out) {
   size_t n = out.size() - k_frame_header;
   out[0] = static_cast<uint8_t>(n >> 24);
   out[1] = static_cast<uint8_t>(n >> 16);
   out[2] = static_cast<uint8_t>(n >> 8);
   out[3] = static_cast<uint8_t>(n);
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_frame(const message& m) {
+  std::vector<uint8_t> out = start_frame(m.type, m.id, 64);
+  nlohmann::json::to_msgpack(m.body, out);
+  finish_frame(out);
+  return out;
+}
+
+std::vector<uint8_t> encode_frame(msg_type type, uint64_t id, std::span<const uint8_t> body) {
+  std::vector<uint8_t> out = start_frame(type, id, body.size());
+  out.insert(out.end(), body.begin(), body.end());
+  finish_frame(out);
   return out;
 }
 

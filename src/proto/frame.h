@@ -19,6 +19,10 @@ inline constexpr size_t k_frame_header = 4;
 // many connections (publish encodes once for all targets).
 std::vector<uint8_t> encode_frame(const message& m);
 
+// The same with the body already encoded as a MessagePack map (a minion's
+// spooled return is encoded once, kept, and sent as it is).
+std::vector<uint8_t> encode_frame(msg_type type, uint64_t id, std::span<const uint8_t> body);
+
 // Incremental decoder for one connection's byte stream. The length is checked
 // against the limit before any buffer for the body is allocated.
 //
