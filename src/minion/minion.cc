@@ -4,13 +4,21 @@
 
 #include <asio/co_spawn.hpp>
 #include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
+#include <asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
 #include "base/error.h"
 #include "base/fs.h"
+#include "base/memory.h"
 
 namespace brine::minion {
+
+namespace {
+// Quiet time after which an idle minion trims its resident code pages.
+constexpr std::chrono::seconds k_idle_before_trim{5};
+}  // namespace
 
 agent_settings settings_from(const base::minion_config& cfg) {
   agent_settings s;
@@ -55,12 +63,39 @@ int minion::run() {
     io_.stop();
   });
   agent_->start();
+  asio::co_spawn(io_, trim_when_idle(), net::logged("memory trim"));
   std::thread second([this] { io_.run(); });
   io_.run();
   second.join();
   blocking_.join();
   spdlog::info("minion stopped");
   return 0;
+}
+
+asio::awaitable<void> minion::trim_when_idle() {
+  // Start-up (OpenSSL's initialisation above all) touches megabytes of
+  // library code that an idle minion never runs again; once the minion has
+  // been quiet for a while after start-up or after jobs, it lets go of those
+  // pages (see base/memory.h). Jobs that arrive later fault back in only
+  // what they run.
+  asio::steady_timer timer(io_);
+  uint64_t seen = agent_->jobs_received();
+  bool trimmed = false;
+  for (;;) {
+    timer.expires_after(k_idle_before_trim);
+    co_await timer.async_wait(asio::use_awaitable);
+    uint64_t now = agent_->jobs_received();
+    if (now != seen) {
+      seen = now;
+      trimmed = false;
+      continue;
+    }
+    if (trimmed) continue;
+    auto r = base::release_clean_file_pages();
+    spdlog::debug("idle: released {} KiB of start-up code pages from {} mappings", r.bytes / 1024,
+                  r.mappings);
+    trimmed = true;
+  }
 }
 
 bool minion::trust_master(EVP_PKEY* key, const std::string& where) {

@@ -29,6 +29,7 @@ class minion {
 
  private:
   bool trust_master(EVP_PKEY* key, const std::string& where);
+  asio::awaitable<void> trim_when_idle();
 
   base::minion_config cfg_;
   asio::io_context io_;
