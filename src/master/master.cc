@@ -63,6 +63,10 @@ constexpr uint64_t k_first_auth = 0;
 // clients, logs, and the listening sockets must still open at the limit.
 constexpr rlim_t k_reserved_descriptors = 64;
 
+// Longest a return_ack waits for another frame to the same minion to ride
+// with. The minion keeps the return in its spool that much longer.
+constexpr std::chrono::milliseconds k_ack_delay{1000};
+
 proto::message api_reply(uint64_t id, json body) {
   return {msg_type::api_reply, id, std::move(body)};
 }
@@ -151,6 +155,7 @@ int master::run() {
   asio::co_spawn(io_, accept_minions(), net::logged("minion accept loop"));
   asio::co_spawn(io_, accept_api(), net::logged("local API accept loop"));
   asio::co_spawn(io_, purge_loop(), net::logged("job cache purge"));
+  asio::co_spawn(io_, ack_flush_loop(), net::logged("return_ack flush"));
 
   unsigned n = cfg_.worker_threads;
   if (n == 0) n = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
@@ -449,7 +454,13 @@ void master::on_return(const std::shared_ptr<session>& s, proto::message&& m) {
   auto conn = s->conn;
   std::string tag = "brine/job/" + jid + "/ret/" + s->id;
   store_->add_return(std::move(r), [this, conn, jid, tag, event = std::move(event)] {
-    conn->send({msg_type::return_ack, 0, {{"jid", jid}}});
+    // Nobody waits on the ack but the minion's spool: it rides with the next
+    // frame to this minion, or goes within k_ack_delay.
+    conn->send_deferred(net::make_frame({msg_type::return_ack, 0, {{"jid", jid}}}));
+    {
+      std::lock_guard lock(ack_mu_);
+      acks_waiting_.push_back({conn, std::chrono::steady_clock::now() + k_ack_delay});
+    }
     events_.publish(tag, event);
   });
 }
@@ -493,6 +504,33 @@ void master::apply_key_changes(const pki::key_op_result& r, const std::string& a
       if (it != sessions_.end() && it->second == s) sessions_.erase(it);
     }
     s->conn->close_after_flush();
+  }
+}
+
+asio::awaitable<void> master::ack_flush_loop() {
+  // One timer for all minions: a tick a quarter of the delay, each tick
+  // flushing the connections whose acks are due and still waiting (most
+  // have gone out with a later frame by then).
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (;;) {
+    timer.expires_after(k_ack_delay / 4);
+    std::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || stopping_) co_return;
+    std::vector<waiting_ack> due;
+    {
+      std::lock_guard lock(ack_mu_);
+      auto now = std::chrono::steady_clock::now();
+      // Entries are appended with a constant delay, so they are in due order.
+      auto end = std::find_if(acks_waiting_.begin(), acks_waiting_.end(),
+                              [&](const waiting_ack& w) { return w.due > now; });
+      due.assign(std::make_move_iterator(acks_waiting_.begin()), std::make_move_iterator(end));
+      acks_waiting_.erase(acks_waiting_.begin(), end);
+    }
+    for (const auto& w : due) {
+      auto conn = w.conn.lock();
+      if (conn && conn->has_deferred()) conn->flush();
+    }
   }
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -54,6 +56,8 @@ class master {
                                       std::shared_ptr<void> slot);
   asio::awaitable<void> accept_api();
   asio::awaitable<void> purge_loop();
+  // Sends the return_acks still waiting for a frame to ride with.
+  asio::awaitable<void> ack_flush_loop();
 
   void admit(asio::any_io_executor executor, std::unique_ptr<net::tls_stream> stream,
              proto::frame_decoder decoder, const std::string& id, uint64_t request_id,
@@ -103,6 +107,13 @@ class master {
   std::mutex api_mu_;
   std::vector<std::weak_ptr<net::connection>> api_conns_;
   std::atomic<bool> stopping_{false};
+  // Connections holding deferred return_acks (see on_return).
+  struct waiting_ack {
+    std::weak_ptr<net::connection> conn;
+    std::chrono::steady_clock::time_point due;
+  };
+  std::mutex ack_mu_;
+  std::deque<waiting_ack> acks_waiting_;
 };
 
 }  // namespace brine::master

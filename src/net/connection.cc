@@ -68,29 +68,65 @@ asio::awaitable<void> connection::reader(std::shared_ptr<connection> self) {
 
 void connection::send(frame_ptr frame) {
   asio::post(executor_, [self = shared_from_this(), frame = std::move(frame)]() mutable {
+    self->write_now(std::move(frame));
+  });
+}
+
+void connection::send_deferred(frame_ptr frame) {
+  asio::post(executor_, [self = shared_from_this(), frame = std::move(frame)]() mutable {
     if (self->closed()) return;
-    if (!self->writing_) {
-      // Most frames fit the socket buffer at once: write them here and spare
-      // a writer coroutine (a frame allocation) per frame.
-      std::error_code ec;
-      size_t n = self->stream_->try_write(*frame, ec);
-      if (ec) {
-        self->finish(ec, self->stream_->last_error());
-        self->do_close();
-        return;
-      }
-      if (n == frame->size()) {
-        if (self->close_when_flushed_) self->do_close();
-        return;
-      }
-      self->first_offset_ = n;
+    // A writer is running: the frame joins its queue and goes out with it.
+    if (self->writing_) {
       self->queue_.push_back(std::move(frame));
-      self->writing_ = true;
-      asio::co_spawn(self->executor_, writer(self), asio::detached);
       return;
     }
-    self->queue_.push_back(std::move(frame));
+    self->deferred_.push_back(std::move(frame));
+    self->has_deferred_.store(true, std::memory_order_relaxed);
   });
+}
+
+void connection::flush() {
+  asio::post(executor_, [self = shared_from_this()] {
+    if (!self->deferred_.empty()) self->write_now(nullptr);
+  });
+}
+
+void connection::write_now(frame_ptr frame) {
+  if (closed()) return;
+  if (!deferred_.empty()) {
+    // Deferred frames first, all in one buffer with this one: one write.
+    size_t size = frame ? frame->size() : 0;
+    for (const auto& f : deferred_) size += f->size();
+    auto joined = std::make_shared<std::vector<uint8_t>>();
+    joined->reserve(size);
+    for (const auto& f : deferred_) joined->insert(joined->end(), f->begin(), f->end());
+    if (frame) joined->insert(joined->end(), frame->begin(), frame->end());
+    deferred_.clear();
+    has_deferred_.store(false, std::memory_order_relaxed);
+    frame = std::move(joined);
+  }
+  if (!frame) return;
+  if (writing_) {
+    queue_.push_back(std::move(frame));
+    return;
+  }
+  // Most frames fit the socket buffer at once: write them here and spare a
+  // writer coroutine (a frame allocation) per frame.
+  std::error_code ec;
+  size_t n = stream_->try_write(*frame, ec);
+  if (ec) {
+    finish(ec, stream_->last_error());
+    do_close();
+    return;
+  }
+  if (n == frame->size()) {
+    if (close_when_flushed_) do_close();
+    return;
+  }
+  first_offset_ = n;
+  queue_.push_back(std::move(frame));
+  writing_ = true;
+  asio::co_spawn(executor_, writer(shared_from_this()), asio::detached);
 }
 
 asio::awaitable<void> connection::writer(std::shared_ptr<connection> self) {
@@ -115,6 +151,10 @@ asio::awaitable<void> connection::writer(std::shared_ptr<connection> self) {
 void connection::close_after_flush() {
   asio::post(executor_, [self = shared_from_this()] {
     self->close_when_flushed_ = true;
+    if (!self->deferred_.empty()) {
+      self->write_now(nullptr);  // closes once written
+      return;
+    }
     if (!self->writing_) self->do_close();
   });
 }

@@ -50,6 +50,15 @@ class connection : public std::enable_shared_from_this<connection> {
   void start(message_handler on_message, close_handler on_close);
   void send(frame_ptr frame);
   void send(const proto::message& m) { send(make_frame(m)); }
+  // Queues a frame that may wait: it goes out in the same write as the next
+  // send(), or at the next flush(). For messages nobody waits on (a
+  // return_ack), so that they share a TLS record and a TCP segment with the
+  // next frame instead of costing both ends a write and a wakeup of their own.
+  void send_deferred(frame_ptr frame);
+  // Writes the deferred frames now, if any are still waiting.
+  void flush();
+  // Whether deferred frames wait (they may have gone out meanwhile).
+  bool has_deferred() const { return has_deferred_.load(std::memory_order_relaxed); }
   // Sends what is queued, then closes.
   void close_after_flush();
   void close();
@@ -65,6 +74,7 @@ class connection : public std::enable_shared_from_this<connection> {
  private:
   static asio::awaitable<void> reader(std::shared_ptr<connection> self);
   static asio::awaitable<void> writer(std::shared_ptr<connection> self);
+  void write_now(frame_ptr frame);  // on the strand; frame may be null
   void finish(std::error_code ec, const std::string& detail);
   void do_close();
 
@@ -74,6 +84,8 @@ class connection : public std::enable_shared_from_this<connection> {
   message_handler on_message_;
   close_handler on_close_;
   std::vector<frame_ptr> queue_;
+  std::vector<frame_ptr> deferred_;  // waiting for the next write
+  std::atomic<bool> has_deferred_{false};
   size_t first_offset_ = 0;  // bytes of queue_[0] already written by try_write
   bool writing_ = false;
   bool close_when_flushed_ = false;
