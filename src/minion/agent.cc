@@ -346,16 +346,18 @@ void agent::on_message(proto::message&& m) {
       jobs_received_.fetch_add(1, std::memory_order_relaxed);
       // An instant function's return follows at once and acknowledges the
       // job itself; one that may take time is acknowledged now.
-      if (!deps_.functions.instant(m.body.value("fun", ""))) {
-        conn->send({msg_type::job_ack, 0, {{"jid", jid}}});
-      }
+      const bool instant = deps_.functions.instant(m.body.value("fun", ""));
+      if (!instant) conn->send({msg_type::job_ack, 0, {{"jid", jid}}});
       if (deps_.on_publish) deps_.on_publish(jid);
       {
         std::lock_guard lock(mu_);
         if (running_.count(jid) || deps_.spool.contains(jid)) return;  // a repeat publish
         running_.insert(jid);
       }
-      asio::co_spawn(asio::make_strand(executor_), run_job(std::move(m)), net::logged("job"));
+      // A job that may wait gets a strand of its own; an instant one runs
+      // on the agent's, right after this handler, with no thread woken.
+      asio::co_spawn(instant ? executor_ : asio::make_strand(executor_), run_job(std::move(m)),
+                     net::logged("job"));
       return;
     }
     case msg_type::return_ack:

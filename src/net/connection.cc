@@ -67,48 +67,61 @@ asio::awaitable<void> connection::reader(std::shared_ptr<connection> self) {
 }
 
 void connection::send(frame_ptr frame) {
-  asio::post(executor_, [self = shared_from_this(), frame = std::move(frame)]() mutable {
-    self->write_now(std::move(frame));
-  });
+  bool post_drain = false;
+  {
+    std::lock_guard lock(inbox_mu_);
+    inbox_.push_back(std::move(frame));
+    post_drain = !std::exchange(drain_posted_, true);
+  }
+  // One handler per burst: frames sent while it is pending join it.
+  if (post_drain) asio::post(executor_, [self = shared_from_this()] { self->drain(); });
 }
 
 void connection::send_deferred(frame_ptr frame) {
-  asio::post(executor_, [self = shared_from_this(), frame = std::move(frame)]() mutable {
-    if (self->closed()) return;
-    // A writer is running: the frame joins its queue and goes out with it.
-    if (self->writing_) {
-      self->queue_.push_back(std::move(frame));
-      return;
-    }
-    self->deferred_.push_back(std::move(frame));
-    self->has_deferred_.store(true, std::memory_order_relaxed);
-  });
+  // No handler at all: the frame waits for the next drain.
+  std::lock_guard lock(inbox_mu_);
+  deferred_.push_back(std::move(frame));
+  has_deferred_.store(true, std::memory_order_relaxed);
 }
 
 void connection::flush() {
-  asio::post(executor_, [self = shared_from_this()] {
-    if (!self->deferred_.empty()) self->write_now(nullptr);
-  });
+  if (!has_deferred()) return;
+  {
+    std::lock_guard lock(inbox_mu_);
+    if (std::exchange(drain_posted_, true)) return;
+  }
+  asio::post(executor_, [self = shared_from_this()] { self->drain(); });
 }
 
-void connection::write_now(frame_ptr frame) {
-  if (closed()) return;
-  if (!deferred_.empty()) {
-    // Deferred frames first, all in one buffer with this one: one write.
-    size_t size = frame ? frame->size() : 0;
-    for (const auto& f : deferred_) size += f->size();
+void connection::drain() {
+  std::vector<frame_ptr> frames;
+  {
+    std::lock_guard lock(inbox_mu_);
+    drain_posted_ = false;
+    frames.swap(deferred_);  // deferred frames go first
+    frames.insert(frames.end(), std::make_move_iterator(inbox_.begin()),
+                  std::make_move_iterator(inbox_.end()));
+    inbox_.clear();
+    has_deferred_.store(false, std::memory_order_relaxed);
+  }
+  if (frames.empty() || closed()) return;
+  if (writing_) {
+    // A writer is running (backpressure): they join its queue.
+    queue_.insert(queue_.end(), std::make_move_iterator(frames.begin()),
+                  std::make_move_iterator(frames.end()));
+    return;
+  }
+  frame_ptr frame;
+  if (frames.size() == 1) {
+    frame = std::move(frames.front());
+  } else {
+    // All in one buffer: one TLS record, one write.
+    size_t size = 0;
+    for (const auto& f : frames) size += f->size();
     auto joined = std::make_shared<std::vector<uint8_t>>();
     joined->reserve(size);
-    for (const auto& f : deferred_) joined->insert(joined->end(), f->begin(), f->end());
-    if (frame) joined->insert(joined->end(), frame->begin(), frame->end());
-    deferred_.clear();
-    has_deferred_.store(false, std::memory_order_relaxed);
+    for (const auto& f : frames) joined->insert(joined->end(), f->begin(), f->end());
     frame = std::move(joined);
-  }
-  if (!frame) return;
-  if (writing_) {
-    queue_.push_back(std::move(frame));
-    return;
   }
   // Most frames fit the socket buffer at once: write them here and spare a
   // writer coroutine (a frame allocation) per frame.
@@ -130,12 +143,29 @@ void connection::write_now(frame_ptr frame) {
 }
 
 asio::awaitable<void> connection::writer(std::shared_ptr<connection> self) {
-  size_t next = 0;
-  while (next < self->queue_.size() && !self->closed()) {
-    size_t offset = next == 0 ? std::exchange(self->first_offset_, 0) : 0;
-    frame_ptr f = self->queue_[next++];
-    std::error_code ec =
-        co_await self->stream_->write_all(std::span<const uint8_t>(*f).subspan(offset));
+  // Each round writes everything queued so far as one buffer: a burst of
+  // frames (events streaming to a CLI, frames held up by backpressure)
+  // costs one write instead of one each.
+  size_t offset = std::exchange(self->first_offset_, 0);
+  std::vector<frame_ptr> batch;
+  std::vector<uint8_t> joined;
+  while (!self->queue_.empty() && !self->closed()) {
+    batch.swap(self->queue_);
+    std::span<const uint8_t> bytes;
+    if (batch.size() == 1) {
+      bytes = std::span<const uint8_t>(*batch.front()).subspan(offset);
+    } else {
+      joined.clear();
+      joined.insert(joined.end(), batch.front()->begin() + static_cast<ptrdiff_t>(offset),
+                    batch.front()->end());
+      for (size_t i = 1; i < batch.size(); ++i) {
+        joined.insert(joined.end(), batch[i]->begin(), batch[i]->end());
+      }
+      bytes = joined;
+    }
+    offset = 0;
+    std::error_code ec = co_await self->stream_->write_all(bytes);
+    batch.clear();
     if (ec) {
       self->finish(ec, self->stream_->last_error());
       self->do_close();
@@ -151,10 +181,7 @@ asio::awaitable<void> connection::writer(std::shared_ptr<connection> self) {
 void connection::close_after_flush() {
   asio::post(executor_, [self = shared_from_this()] {
     self->close_when_flushed_ = true;
-    if (!self->deferred_.empty()) {
-      self->write_now(nullptr);  // closes once written
-      return;
-    }
+    self->drain();  // what was sent or deferred before goes first
     if (!self->writing_) self->do_close();
   });
 }

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -37,8 +38,8 @@ inline frame_ptr make_frame(const proto::message& m) {
 // the reason. A malformed, oversized or unknown frame is answered with an
 // error message and the connection is closed.
 //
-// Threading: all work runs on `executor` (a strand); send() and close() may be
-// called from any thread.
+// Threading: all work runs on `executor` (a strand); send(), send_deferred(),
+// flush() and close() may be called from any thread.
 class connection : public std::enable_shared_from_this<connection> {
  public:
   using message_handler = std::function<void(proto::message&&)>;
@@ -74,7 +75,7 @@ class connection : public std::enable_shared_from_this<connection> {
  private:
   static asio::awaitable<void> reader(std::shared_ptr<connection> self);
   static asio::awaitable<void> writer(std::shared_ptr<connection> self);
-  void write_now(frame_ptr frame);  // on the strand; frame may be null
+  void drain();  // on the strand: writes what send() and send_deferred() queued
   void finish(std::error_code ec, const std::string& detail);
   void do_close();
 
@@ -84,7 +85,11 @@ class connection : public std::enable_shared_from_this<connection> {
   message_handler on_message_;
   close_handler on_close_;
   std::vector<frame_ptr> queue_;
+  // Filled from any thread, emptied by drain() on the strand.
+  std::mutex inbox_mu_;
+  std::vector<frame_ptr> inbox_;
   std::vector<frame_ptr> deferred_;  // waiting for the next write
+  bool drain_posted_ = false;
   std::atomic<bool> has_deferred_{false};
   size_t first_offset_ = 0;  // bytes of queue_[0] already written by try_write
   bool writing_ = false;

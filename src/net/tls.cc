@@ -36,6 +36,10 @@ tls_context::tls_context(role r)
   SSL_CTX_set_max_proto_version(c, TLS1_3_VERSION);
   SSL_CTX_set_mode(c, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
                           SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // One read(2) takes whatever has arrived, instead of one for each record's
+  // 5-byte header and one for its body. Reads drain until WANT_READ, so
+  // nothing read ahead waits unseen.
+  SSL_CTX_set_read_ahead(c, 1);
   // A peer that vanishes without close_notify is a disconnect, not an attack:
   // frames carry their own lengths, so truncation is still detected.
   SSL_CTX_set_options(c, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);

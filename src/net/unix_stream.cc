@@ -29,7 +29,8 @@ asio::awaitable<std::error_code> unix_stream::write_all(std::span<const uint8_t>
 }
 
 size_t unix_stream::try_write(std::span<const uint8_t> bytes, std::error_code& ec) {
-  // Local API replies are few; the writer coroutine serves them.
+  // Nothing is written here: the writer coroutine gathers what queues up
+  // meanwhile (a job's returns streaming to a CLI) into one write.
   (void)bytes;
   (void)ec;
   return 0;
