@@ -5,6 +5,11 @@
 #include <sys/stat.h>
 
 #include <gtest/gtest.h>
+#include <openssl/pem.h>
+#include <openssl/sha.h>
+#include <openssl/x509.h>
+
+#include <cstdio>
 
 #include "base/error.h"
 #include "base/fs.h"
@@ -19,6 +24,37 @@ TEST(keys, fingerprint_form) {
   std::string fp = kp.fingerprint();
   EXPECT_TRUE(std::regex_match(fp, std::regex("([0-9a-f]{2}:){31}[0-9a-f]{2}"))) << fp;
   EXPECT_NE(fp, keypair::generate().fingerprint());
+}
+
+// The Ed25519 fast paths (SPKI built by hand) must give exactly what
+// OpenSSL's encoder gives: the same DER hashed, the same PEM text.
+TEST(keys, fast_fingerprint_and_pem_match_openssl_encoder) {
+  for (int i = 0; i < 20; ++i) {
+    auto kp = keypair::generate();
+    auto cert = kp.self_signed_cert("x");
+    EVP_PKEY* key = X509_get0_pubkey(cert.get());
+    ASSERT_NE(key, nullptr);
+    unsigned char* der = nullptr;
+    int len = i2d_PUBKEY(key, &der);
+    ASSERT_EQ(len, 44);
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256(der, static_cast<size_t>(len), digest);
+    OPENSSL_free(der);
+    std::string expected;
+    for (unsigned char b : digest) {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, expected.empty() ? "%02x" : ":%02x", b);
+      expected += hex;
+    }
+    EXPECT_EQ(fingerprint(key), expected);
+
+    BIO* bio = BIO_new(BIO_s_mem());
+    ASSERT_EQ(PEM_write_bio_PUBKEY(bio, key), 1);
+    char* data = nullptr;
+    long n = BIO_get_mem_data(bio, &data);
+    EXPECT_EQ(public_pem(key), std::string(data, static_cast<size_t>(n)));
+    BIO_free(bio);
+  }
 }
 
 TEST(keys, fingerprint_survives_pem_round_trip) {
