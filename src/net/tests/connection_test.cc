@@ -1,5 +1,7 @@
 #include "net/connection.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <asio/io_context.hpp>
@@ -8,6 +10,7 @@
 #include <asio/strand.hpp>
 #include <gtest/gtest.h>
 
+#include "net/tls.h"
 #include "net/unix_stream.h"
 
 namespace brine::net {
@@ -96,6 +99,45 @@ TEST_F(deferred, close_after_flush_sends_it_before_closing) {
   bool eof = false;
   EXPECT_EQ(written(&eof), bytes({1}));
   EXPECT_TRUE(eof);
+}
+
+}  // namespace
+}  // namespace brine::net
+
+namespace brine::net {
+namespace {
+
+int int_option(int fd, int level, int name) {
+  int v = -1;
+  socklen_t len = sizeof v;
+  ::getsockopt(fd, level, name, &v, &len);
+  return v;
+}
+
+TEST(tune_socket, keepalive_and_user_timeout_follow_the_settings) {
+  asio::io_context io;
+  asio::ip::tcp::socket s(io);
+  s.open(asio::ip::tcp::v4());
+  tune_socket(s, keepalive{true, 60, 20, 3});
+  int fd = static_cast<int>(s.native_handle());
+  EXPECT_EQ(int_option(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_KEEPIDLE), 60);
+  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_KEEPINTVL), 20);
+  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_KEEPCNT), 3);
+  // The user timeout is the keepalive bound, not something shorter.
+  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 120000);
+  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_NODELAY), 1);
+}
+
+TEST(tune_socket, disabled_keepalive_sets_no_probes_and_no_user_timeout) {
+  asio::io_context io;
+  asio::ip::tcp::socket s(io);
+  s.open(asio::ip::tcp::v4());
+  tune_socket(s, keepalive{false, 60, 20, 3});
+  int fd = static_cast<int>(s.native_handle());
+  EXPECT_EQ(int_option(fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 0);
+  EXPECT_EQ(int_option(fd, IPPROTO_TCP, TCP_NODELAY), 1);
 }
 
 }  // namespace
