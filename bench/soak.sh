@@ -63,7 +63,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
   done
 done
 ping
-echo "soak: kernel TCP counters over the hold: $(nstat 2>/dev/null | awk '/AbortOn|OutRsts|TCPTimeouts|LossProbes|KeepAlive/{printf "%s=%s ", $1, $2}')"
+counters=$(nstat 2>/dev/null | awk '/AbortOn|OutRsts|TCPTimeouts|LossProbes|KeepAlive/{printf "%s=%s ", $1, $2}')
+echo "soak: kernel TCP counters over the hold (aborts, resets, timeouts, probes): ${counters:-all zero}"
 held_log=$(tail -n +"$((storm_lines + 1))" "$dir/master.log")
 warnings=$(printf '%s' "$held_log" | grep -c "warning\|error" || true)
 disconnects=$(printf '%s' "$held_log" | grep -c "disconnected" || true)
