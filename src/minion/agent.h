@@ -47,8 +47,9 @@ using master_trust = std::function<bool(EVP_PKEY* key, const std::string& where)
 //
 // Lifecycle: construct, start(), stop() to end it; the owner keeps the agent
 // and everything it references alive until the io_context has stopped.
-// Threading: run() and the connection on the agent's strand; jobs each on
-// their own strand; state guarded by mu_.
+// Threading: run() and the connection on the agent's strand; instant jobs
+// (test.ping…) there too, every other job on a strand of its own; state
+// guarded by mu_.
 class agent {
  public:
   struct deps {

@@ -66,6 +66,24 @@ asio::awaitable<void> connection::reader(std::shared_ptr<connection> self) {
   }
 }
 
+namespace {
+
+// The frames' bytes, one after the other, into `out` (first `skip` bytes of
+// the first frame left out): one buffer, so one TLS record and one write.
+void join_frames(const std::vector<frame_ptr>& frames, size_t skip, std::vector<uint8_t>& out) {
+  size_t size = 0;
+  for (const auto& f : frames) size += f->size();
+  out.clear();
+  out.reserve(size - skip);
+  out.insert(out.end(), frames.front()->begin() + static_cast<ptrdiff_t>(skip),
+             frames.front()->end());
+  for (size_t i = 1; i < frames.size(); ++i) {
+    out.insert(out.end(), frames[i]->begin(), frames[i]->end());
+  }
+}
+
+}  // namespace
+
 void connection::send(frame_ptr frame) {
   bool post_drain = false;
   {
@@ -115,12 +133,8 @@ void connection::drain() {
   if (frames.size() == 1) {
     frame = std::move(frames.front());
   } else {
-    // All in one buffer: one TLS record, one write.
-    size_t size = 0;
-    for (const auto& f : frames) size += f->size();
     auto joined = std::make_shared<std::vector<uint8_t>>();
-    joined->reserve(size);
-    for (const auto& f : frames) joined->insert(joined->end(), f->begin(), f->end());
+    join_frames(frames, 0, *joined);
     frame = std::move(joined);
   }
   // Most frames fit the socket buffer at once: write them here and spare a
@@ -155,12 +169,7 @@ asio::awaitable<void> connection::writer(std::shared_ptr<connection> self) {
     if (batch.size() == 1) {
       bytes = std::span<const uint8_t>(*batch.front()).subspan(offset);
     } else {
-      joined.clear();
-      joined.insert(joined.end(), batch.front()->begin() + static_cast<ptrdiff_t>(offset),
-                    batch.front()->end());
-      for (size_t i = 1; i < batch.size(); ++i) {
-        joined.insert(joined.end(), batch[i]->begin(), batch[i]->end());
-      }
+      join_frames(batch, offset, joined);
       bytes = joined;
     }
     offset = 0;

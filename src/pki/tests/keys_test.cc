@@ -18,7 +18,6 @@
 namespace brine::pki {
 namespace {
 
-
 TEST(keys, fingerprint_form) {
   auto kp = keypair::generate();
   std::string fp = kp.fingerprint();
