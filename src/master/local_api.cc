@@ -1,0 +1,195 @@
+#include "master/local_api.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/strand.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/fs.h"
+#include "net/unix_stream.h"
+
+namespace brine::master {
+
+using nlohmann::json;
+using proto::msg_type;
+
+namespace {
+
+proto::message api_reply(uint64_t id, json body) {
+  return {msg_type::api_reply, id, std::move(body)};
+}
+
+json error_body(const std::string& message) { return {{"ok", false}, {"error", message}}; }
+
+}  // namespace
+
+local_api::local_api(asio::io_context& io, const base::master_config& cfg,
+                     const pki::keypair& identity, pki::key_registry& keys,
+                     minion_sessions& sessions, publisher& jobs, event_bus& events)
+    : io_(io),
+      cfg_(cfg),
+      identity_(identity),
+      keys_(keys),
+      sessions_(sessions),
+      jobs_(jobs),
+      events_(events),
+      acceptor_(io) {}
+
+local_api::~local_api() {
+  if (!path_.empty()) ::unlink(path_.c_str());
+}
+
+void local_api::listen() {
+  std::string path = cfg_.sock_dir + "/master.sock";
+  std::error_code ec;
+  if (base::file_exists(path)) {
+    asio::local::stream_protocol::socket probe(io_);
+    probe.connect(asio::local::stream_protocol::endpoint(path), ec);
+    if (!ec) {
+      throw base::error("another master is running with sock_dir " + cfg_.sock_dir +
+                        " (its socket " + path + " answers); stop it first");
+    }
+    ::unlink(path.c_str());
+  }
+  path_ = path;  // ours from here on: the destructor removes it
+  acceptor_.open(asio::local::stream_protocol(), ec);
+  if (!ec) acceptor_.bind(asio::local::stream_protocol::endpoint(path_), ec);
+  if (!ec) ::chmod(path_.c_str(), 0600);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw base::error("cannot listen on " + path_ + ": " + ec.message());
+}
+
+void local_api::start() {
+  asio::co_spawn(io_, accept_loop(), net::logged("local API accept loop"));
+}
+
+void local_api::stop() {
+  stopping_ = true;
+  std::error_code ec;
+  acceptor_.close(ec);
+}
+
+asio::awaitable<void> local_api::accept_loop() {
+  for (;;) {
+    std::error_code ec;
+    asio::local::stream_protocol::socket socket(asio::make_strand(io_));
+    co_await acceptor_.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
+    if (stopping_) co_return;
+    if (ec) continue;
+    long uid = net::peer_uid(socket);
+    auto executor = socket.get_executor();
+    auto stream =
+        std::make_unique<net::unix_stream>(std::move(socket), "local uid " + std::to_string(uid));
+    if (uid != static_cast<long>(::geteuid()) && uid != 0) {
+      spdlog::warn("local API: refused a client with uid {} (only uid {} and root may connect)",
+                   uid, ::geteuid());
+      stream->close();
+      continue;
+    }
+    auto conn = std::make_shared<net::connection>(executor, std::move(stream),
+                                                  proto::frame_decoder(cfg_.max_frame_bytes));
+    auto subs = std::make_shared<std::vector<uint64_t>>();
+    std::weak_ptr<net::connection> weak = conn;
+    conn->start(
+        [this, weak, subs](proto::message&& m) {
+          if (auto c = weak.lock()) on_message(c, std::move(m), subs);
+        },
+        [this, subs](std::error_code, const std::string&) {
+          for (uint64_t t : *subs) events_.unsubscribe(t);
+        });
+  }
+}
+
+void local_api::on_message(const std::shared_ptr<net::connection>& c, proto::message&& m,
+                           const subscriptions& subs) {
+  if (m.type != msg_type::api_request) {
+    c->send({msg_type::error, m.id, {{"message", "local API takes api_request messages only"}}});
+    c->close_after_flush();
+    return;
+  }
+  std::string op = m.body.value("op", "");
+  json reply;
+  try {
+    if (op == "ping") {
+      reply = {{"ok", true}, {"fingerprint", identity_.fingerprint()}};
+    } else if (op == "publish") {
+      publish(c, m.id, m.body, subs);
+      return;  // publish replies itself
+    } else if (op == "events") {
+      std::string prefix = m.body.value("prefix", "brine/");
+      std::weak_ptr<net::connection> weak = c;
+      uint64_t id = m.id;
+      subs->push_back(
+          events_.subscribe(prefix, [weak, id](const std::string& tag, const json& data) {
+            if (auto conn = weak.lock()) {
+              conn->send({msg_type::api_event, id, {{"tag", tag}, {"data", data}}});
+            }
+          }));
+      reply = {{"ok", true}};
+    } else if (op.rfind("key_", 0) == 0) {
+      reply = keys(op, m.body);
+    } else {
+      reply = error_body("unknown local API op '" + op + "'");
+    }
+  } catch (const std::exception& e) {
+    reply = error_body(e.what());
+  }
+  c->send(api_reply(m.id, std::move(reply)));
+}
+
+void local_api::publish(const std::shared_ptr<net::connection>& c, uint64_t request_id,
+                        const json& body, const subscriptions& subs) {
+  std::weak_ptr<net::connection> weak = c;
+  jobs_.publish(body, [this, c, weak, request_id, subs](const json& reply) {
+    if (reply.value("ok", false)) {
+      // Subscribed before the publish goes out, so no return is missed.
+      std::string prefix = "brine/job/" + reply["jid"].get<std::string>() + "/ret/";
+      subs->push_back(
+          events_.subscribe(prefix, [weak, request_id](const std::string& tag, const json& data) {
+            if (auto conn = weak.lock()) {
+              conn->send({msg_type::api_event, request_id, {{"tag", tag}, {"data", data}}});
+            }
+          }));
+    }
+    c->send(api_reply(request_id, reply));
+  });
+}
+
+json local_api::keys(const std::string& op, const json& body) {
+  std::string pattern = body.value("match", "*");
+  int64_t now = base::unix_now();
+  if (op == "key_list") {
+    json keys = json::array();
+    for (const auto& k : keys_.list()) {
+      keys.push_back(
+          {{"id", k.id}, {"state", store::to_string(k.state)}, {"fingerprint", k.fingerprint}});
+    }
+    return {{"ok", true}, {"keys", keys}, {"master_fingerprint", identity_.fingerprint()}};
+  }
+  pki::key_op_result r;
+  std::string act;
+  if (op == "key_accept") {
+    r = keys_.accept(pattern, body.value("include_rejected", false),
+                     body.value("include_denied", false), now);
+    act = "accept";
+  } else if (op == "key_reject") {
+    r = keys_.reject(pattern, body.value("include_accepted", false),
+                     body.value("include_denied", false), now);
+    act = "reject";
+  } else if (op == "key_delete") {
+    r = keys_.remove(pattern);
+    act = "delete";
+  } else {
+    return error_body("unknown key operation '" + op + "'");
+  }
+  sessions_.apply_key_changes(r, act);
+  return {{"ok", true}, {"ids", r.ids}};
+}
+
+}  // namespace brine::master

@@ -1,0 +1,63 @@
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <asio/io_context.hpp>
+#include <asio/local/stream_protocol.hpp>
+#include <atomic>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/config.h"
+#include "master/event_bus.h"
+#include "master/minion_sessions.h"
+#include "master/publisher.h"
+#include "net/connection.h"
+#include "pki/key_registry.h"
+#include "pki/keys.h"
+
+namespace brine::master {
+
+// The master's local API: the Unix socket `<sock_dir>/master.sock` (mode
+// 0600; only the master's uid and root may connect) that `brine cmd`,
+// `brine key` and the other client commands use; see docs/protocol.md for its
+// operations.
+//
+// Lifecycle: listen() (throws base::error, e.g. when another master answers
+// on the socket), start(); stop() closes the listener; the destructor
+// removes the socket file. Threading: each client on its own strand.
+class local_api {
+ public:
+  local_api(asio::io_context& io, const base::master_config& cfg, const pki::keypair& identity,
+            pki::key_registry& keys, minion_sessions& sessions, publisher& jobs, event_bus& events);
+  ~local_api();
+
+  void listen();
+  void start();
+  void stop();
+  const std::string& path() const { return path_; }
+
+ private:
+  using subscriptions = std::shared_ptr<std::vector<uint64_t>>;
+
+  asio::awaitable<void> accept_loop();
+  void on_message(const std::shared_ptr<net::connection>& c, proto::message&& m,
+                  const subscriptions& subs);
+  void publish(const std::shared_ptr<net::connection>& c, uint64_t request_id,
+               const nlohmann::json& body, const subscriptions& subs);
+  nlohmann::json keys(const std::string& op, const nlohmann::json& body);
+
+  asio::io_context& io_;
+  const base::master_config& cfg_;
+  const pki::keypair& identity_;
+  pki::key_registry& keys_;
+  minion_sessions& sessions_;
+  publisher& jobs_;
+  event_bus& events_;
+  asio::local::stream_protocol::acceptor acceptor_;
+  std::string path_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace brine::master
