@@ -37,6 +37,10 @@ struct job_record {
   std::vector<std::string> minions;  // the expected set
   std::string master;                // origin master
   int64_t created = 0;               // unix seconds
+  // Unix seconds until which a publish to a targeted minion that is not
+  // connected is held; then the minions it never reached are recorded as
+  // undelivered and the job is settled.
+  int64_t deliver_by = 0;
 };
 
 struct return_record {
@@ -47,6 +51,15 @@ struct return_record {
   bool success = false;
   int retcode = 0;
   int64_t stamp = 0;  // unix seconds when stored
+};
+
+// A targeted minion that a job never reached, and why ("not connected",
+// "refused: ...").
+struct undelivered_record {
+  std::string jid;
+  std::string minion;
+  std::string reason;
+  int64_t stamp = 0;  // unix seconds
 };
 
 // Everything a master persists, behind one interface so that the embedded
@@ -66,21 +79,38 @@ class store {
   virtual void delete_key(const std::string& id, const std::string& fingerprint) = 0;
 
   // A jid already stored is kept as it is (a publish forwarded twice is
-  // stored once).
+  // stored once). A new job is not settled.
   virtual void add_job(const job_record& job) = 0;
   // Newest first, at most `limit`.
   virtual std::vector<job_record> list_jobs(size_t limit) = 0;
   virtual std::optional<job_record> get_job(const std::string& jid) = 0;
 
   // Stores the batch in one transaction. A (jid, minion) already stored is
-  // kept as it is (the first return wins); returns how many were new.
+  // kept as it is (the first return wins); returns how many were new. A
+  // return replaces an undelivered record of its (jid, minion): the minion
+  // got the job after all, so every targeted minion is in exactly one of
+  // returns and undelivered.
   virtual size_t add_returns(const std::vector<return_record>& batch) = 0;
   virtual std::vector<return_record> get_returns(const std::string& jid) = 0;
   // How many minions returned for `jid`, without reading the returns.
   virtual size_t count_returns(const std::string& jid) = 0;
 
-  // Removes jobs created before `cutoff` (unix seconds) with their returns;
-  // returns how many jobs went.
+  // Records minions that a job never reached, in one transaction. A
+  // (jid, minion) that has a return or is already recorded is left as it is.
+  virtual void add_undelivered(const std::vector<undelivered_record>& batch) = 0;
+  virtual std::vector<undelivered_record> get_undelivered(const std::string& jid) = 0;
+  virtual size_t count_undelivered(const std::string& jid) = 0;
+  // The ids that returned for `jid`, without their returns.
+  virtual std::vector<std::string> returned_minions(const std::string& jid) = 0;
+
+  // Marks the job's delivery as handled: nothing will be held for it again.
+  virtual void settle_job(const std::string& jid) = 0;
+  // Jobs not settled yet, oldest first: after a master restart, the ones
+  // whose publishes may still wait for minions.
+  virtual std::vector<job_record> unsettled_jobs() = 0;
+
+  // Removes jobs created before `cutoff` (unix seconds) with their returns
+  // and undelivered records; returns how many jobs went.
   virtual size_t purge_jobs_before(int64_t cutoff) = 0;
 };
 

@@ -69,6 +69,21 @@ CREATE TABLE returns (
 -- For purging orphan returns by age without a full scan.
 CREATE INDEX returns_by_stamp ON returns (stamp);
 )sql",
+    // 1 -> 2: delivery deadlines, settled jobs, undelivered minions. Jobs of
+    // version 1 were never held, so they count as settled.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN deliver_by INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN settled INTEGER NOT NULL DEFAULT 1;
+-- Only the few jobs whose delivery is still open are in this index.
+CREATE INDEX jobs_unsettled ON jobs (created) WHERE settled = 0;
+CREATE TABLE undelivered (
+  jid    TEXT    NOT NULL,
+  minion TEXT    NOT NULL,
+  reason TEXT    NOT NULL,
+  stamp  INTEGER NOT NULL,
+  PRIMARY KEY (jid, minion)
+);
+)sql",
 };
 
 // What to do about a failure, for the codes where the cause is usually outside
@@ -413,6 +428,13 @@ class sqlite_store final : public store {
   std::vector<return_record> get_returns(const std::string& jid) override;
   size_t count_returns(const std::string& jid) override;
 
+  void add_undelivered(const std::vector<undelivered_record>& batch) override;
+  std::vector<undelivered_record> get_undelivered(const std::string& jid) override;
+  size_t count_undelivered(const std::string& jid) override;
+  std::vector<std::string> returned_minions(const std::string& jid) override;
+  void settle_job(const std::string& jid) override;
+  std::vector<job_record> unsettled_jobs() override;
+
   size_t purge_jobs_before(int64_t cutoff) override;
 
  private:
@@ -484,8 +506,8 @@ void sqlite_store::add_job(const job_record& job) {
   // once; the jid is unique across the cluster, so the rows are the same.
   query(conn_,
         "INSERT OR IGNORE INTO jobs "
-        "(jid, fun, args, kwargs, target, tgt_type, user, minions, master, created) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "(jid, fun, args, kwargs, target, tgt_type, user, minions, master, created, deliver_by, "
+        "settled) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0)",
         "cannot store job " + job.jid)
       .bind(1, job.jid)
       .bind(2, job.fun)
@@ -497,6 +519,7 @@ void sqlite_store::add_job(const job_record& job) {
       .bind(8, minions)
       .bind(9, job.master)
       .bind(10, job.created)
+      .bind(11, job.deliver_by)
       .run();
 }
 
@@ -518,6 +541,7 @@ job_record sqlite_store::read_job(const query& q) const {
   }
   j.master = q.text(8);
   j.created = q.integer(9);
+  j.deliver_by = q.integer(10);
   return j;
 }
 
@@ -526,8 +550,8 @@ std::vector<job_record> sqlite_store::list_jobs(size_t limit) {
   auto bounded = static_cast<int64_t>(
       std::min<uint64_t>(limit, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
   query q(conn_,
-          "SELECT jid, fun, args, kwargs, target, tgt_type, user, minions, master, created "
-          "FROM jobs ORDER BY created DESC, jid DESC LIMIT ?1",
+          "SELECT jid, fun, args, kwargs, target, tgt_type, user, minions, master, created, "
+          "deliver_by FROM jobs ORDER BY created DESC, jid DESC LIMIT ?1",
           "cannot list jobs");
   q.bind(1, bounded);
   std::vector<job_record> jobs;
@@ -537,8 +561,8 @@ std::vector<job_record> sqlite_store::list_jobs(size_t limit) {
 
 std::optional<job_record> sqlite_store::get_job(const std::string& jid) {
   query q(conn_,
-          "SELECT jid, fun, args, kwargs, target, tgt_type, user, minions, master, created "
-          "FROM jobs WHERE jid = ?1",
+          "SELECT jid, fun, args, kwargs, target, tgt_type, user, minions, master, created, "
+          "deliver_by FROM jobs WHERE jid = ?1",
           "cannot read job " + jid);
   q.bind(1, jid);
   if (!q.step()) return std::nullopt;
@@ -555,6 +579,9 @@ size_t sqlite_store::add_returns(const std::vector<return_record>& batch) {
           "INSERT OR IGNORE INTO returns (jid, minion, fun, ret, success, retcode, stamp) "
           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
           what);
+  // A primary-key probe of a table that is nearly always empty: cheap next to
+  // the insert.
+  query gone(conn_, "DELETE FROM undelivered WHERE jid = ?1 AND minion = ?2", what);
   size_t added = 0;
   for (const auto& r : batch) {
     std::string ret = to_json_text(r.ret);
@@ -568,6 +595,8 @@ size_t sqlite_store::add_returns(const std::vector<return_record>& batch) {
     q.run();
     // 0 when the (jid, minion) was already there: a re-sent return.
     added += static_cast<size_t>(q.changes());
+    gone.bind(1, r.jid).bind(2, r.minion);
+    gone.run();
   }
   txn.commit();
   return added;
@@ -601,12 +630,75 @@ size_t sqlite_store::count_returns(const std::string& jid) {
   return q.step() ? static_cast<size_t>(q.integer(0)) : 0;
 }
 
+void sqlite_store::add_undelivered(const std::vector<undelivered_record>& batch) {
+  if (batch.empty()) return;
+  const std::string what = "cannot record " + std::to_string(batch.size()) + " undelivered minions";
+  write_transaction txn(conn_, what);
+  query q(conn_,
+          "INSERT OR IGNORE INTO undelivered (jid, minion, reason, stamp) "
+          "SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS "
+          "(SELECT 1 FROM returns WHERE jid = ?1 AND minion = ?2)",
+          what);
+  for (const auto& u : batch) {
+    q.bind(1, u.jid).bind(2, u.minion).bind(3, u.reason).bind(4, u.stamp);
+    q.run();
+  }
+  txn.commit();
+}
+
+std::vector<undelivered_record> sqlite_store::get_undelivered(const std::string& jid) {
+  query q(conn_,
+          "SELECT jid, minion, reason, stamp FROM undelivered WHERE jid = ?1 ORDER BY minion",
+          "cannot read undelivered minions of job " + jid);
+  q.bind(1, jid);
+  std::vector<undelivered_record> out;
+  while (q.step()) out.push_back({q.text(0), q.text(1), q.text(2), q.integer(3)});
+  return out;
+}
+
+size_t sqlite_store::count_undelivered(const std::string& jid) {
+  query q(conn_, "SELECT count(*) FROM undelivered WHERE jid = ?1",
+          "cannot count undelivered minions of job " + jid);
+  q.bind(1, jid);
+  return q.step() ? static_cast<size_t>(q.integer(0)) : 0;
+}
+
+std::vector<std::string> sqlite_store::returned_minions(const std::string& jid) {
+  query q(conn_, "SELECT minion FROM returns WHERE jid = ?1 ORDER BY minion",
+          "cannot read returns of job " + jid);
+  q.bind(1, jid);
+  std::vector<std::string> out;
+  while (q.step()) out.push_back(q.text(0));
+  return out;
+}
+
+void sqlite_store::settle_job(const std::string& jid) {
+  query(conn_, "UPDATE jobs SET settled = 1 WHERE jid = ?1 AND settled = 0",
+        "cannot settle job " + jid)
+      .bind(1, jid)
+      .run();
+}
+
+std::vector<job_record> sqlite_store::unsettled_jobs() {
+  query q(conn_,
+          "SELECT jid, fun, args, kwargs, target, tgt_type, user, minions, master, created, "
+          "deliver_by FROM jobs WHERE settled = 0 ORDER BY created, jid",
+          "cannot list unsettled jobs");
+  std::vector<job_record> jobs;
+  while (q.step()) jobs.push_back(read_job(q));
+  return jobs;
+}
+
 size_t sqlite_store::purge_jobs_before(int64_t cutoff) {
   const std::string what = "cannot purge jobs";
   write_transaction txn(conn_, what);
   // Returns first, while their jobs still say which jids are old: a return
   // can be newer than the cutoff although its job is not.
   query(conn_, "DELETE FROM returns WHERE jid IN (SELECT jid FROM jobs WHERE created < ?1)", what)
+      .bind(1, cutoff)
+      .run();
+  query(conn_, "DELETE FROM undelivered WHERE jid IN (SELECT jid FROM jobs WHERE created < ?1)",
+        what)
       .bind(1, cutoff)
       .run();
   query jobs(conn_, "DELETE FROM jobs WHERE created < ?1", what);

@@ -76,6 +76,7 @@ job_record make_job(const std::string& jid, int64_t created) {
   j.minions = {"web1", "web2"};
   j.master = "master1";
   j.created = created;
+  j.deliver_by = created + 60;
   return j;
 }
 
@@ -109,6 +110,7 @@ void expect_job_eq(const job_record& a, const job_record& b) {
   EXPECT_EQ(a.minions, b.minions);
   EXPECT_EQ(a.master, b.master);
   EXPECT_EQ(a.created, b.created);
+  EXPECT_EQ(a.deliver_by, b.deliver_by);
 }
 
 std::vector<std::string> jids_of(const std::vector<job_record>& jobs) {
@@ -308,6 +310,86 @@ TEST_F(sqlite_store_test, purge_removes_old_jobs_their_returns_and_old_orphans) 
   EXPECT_EQ(s->purge_jobs_before(301), 1u);
   EXPECT_TRUE(s->get_returns("new").empty());
   EXPECT_TRUE(s->get_returns("orphan_new").empty());
+}
+
+TEST_F(sqlite_store_test, undelivered_and_returns_exclude_each_other) {
+  auto s = open_sqlite(path_);
+  s->add_job(make_job("j1", 100));
+  s->add_returns({make_return("j1", "web1", true)});
+  // web1 returned: recording it as undelivered is ignored; web2 is recorded.
+  s->add_undelivered({{"j1", "web1", "not connected", 160}, {"j1", "web2", "not connected", 160}});
+  auto u = s->get_undelivered("j1");
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0].minion, "web2");
+  EXPECT_EQ(u[0].reason, "not connected");
+  EXPECT_EQ(u[0].stamp, 160);
+  // Recorded twice: the first reason stays.
+  s->add_undelivered({{"j1", "web2", "refused: spool full", 170}});
+  EXPECT_EQ(s->get_undelivered("j1")[0].reason, "not connected");
+  EXPECT_EQ(s->count_undelivered("j1"), 1u);
+  // A late return of web2 replaces its undelivered record.
+  EXPECT_EQ(s->add_returns({make_return("j1", "web2", true)}), 1u);
+  EXPECT_TRUE(s->get_undelivered("j1").empty());
+  EXPECT_EQ(s->count_undelivered("j1"), 0u);
+  EXPECT_EQ(s->returned_minions("j1"), (std::vector<std::string>{"web1", "web2"}));
+}
+
+TEST_F(sqlite_store_test, new_jobs_are_unsettled_until_settled) {
+  auto s = open_sqlite(path_);
+  s->add_job(make_job("j2", 200));
+  s->add_job(make_job("j1", 100));
+  s->add_job(make_job("j3", 300));
+  EXPECT_EQ(jids_of(s->unsettled_jobs()), (std::vector<std::string>{"j1", "j2", "j3"}));
+  expect_job_eq(s->unsettled_jobs()[0], make_job("j1", 100));
+  s->settle_job("j2");
+  s->settle_job("j2");  // twice: no harm
+  s->settle_job("nope");
+  EXPECT_EQ(jids_of(s->unsettled_jobs()), (std::vector<std::string>{"j1", "j3"}));
+  // Settled state survives a reopen (a master restart).
+  s.reset();
+  s = open_sqlite(path_);
+  EXPECT_EQ(jids_of(s->unsettled_jobs()), (std::vector<std::string>{"j1", "j3"}));
+}
+
+TEST_F(sqlite_store_test, purge_takes_undelivered_records_along) {
+  auto s = open_sqlite(path_);
+  s->add_job(make_job("old", 100));
+  s->add_job(make_job("new", 300));
+  s->add_undelivered({{"old", "web1", "not connected", 110}, {"new", "web1", "not connected", 310}});
+  EXPECT_EQ(s->purge_jobs_before(250), 1u);
+  EXPECT_TRUE(s->get_undelivered("old").empty());
+  EXPECT_EQ(s->get_undelivered("new").size(), 1u);
+}
+
+TEST_F(sqlite_store_test, version_1_file_is_migrated_with_its_jobs_settled) {
+  {
+    // A job cache as the first brine wrote it.
+    raw_db raw(path_);
+    raw.exec(R"sql(
+CREATE TABLE keys (id TEXT NOT NULL, fingerprint TEXT NOT NULL, state TEXT NOT NULL,
+  pubkey TEXT NOT NULL, updated INTEGER NOT NULL, PRIMARY KEY (id, fingerprint));
+CREATE TABLE jobs (jid TEXT NOT NULL PRIMARY KEY, fun TEXT NOT NULL, args TEXT NOT NULL,
+  kwargs TEXT NOT NULL, target TEXT NOT NULL, tgt_type TEXT NOT NULL, user TEXT NOT NULL,
+  minions TEXT NOT NULL, master TEXT NOT NULL, created INTEGER NOT NULL);
+CREATE INDEX jobs_by_created ON jobs (created, jid);
+CREATE TABLE returns (jid TEXT NOT NULL, minion TEXT NOT NULL, fun TEXT NOT NULL,
+  ret TEXT NOT NULL, success INTEGER NOT NULL, retcode INTEGER NOT NULL, stamp INTEGER NOT NULL,
+  PRIMARY KEY (jid, minion));
+CREATE INDEX returns_by_stamp ON returns (stamp);
+INSERT INTO jobs VALUES ('j1', 'test.ping', '[]', '{}', '*', 'glob', 'root', '["web1"]',
+  'local', 100);
+PRAGMA application_id=)sql" + std::to_string(k_sqlite_application_id) + R"sql(;
+PRAGMA user_version=1;
+)sql");
+  }
+  auto s = open_sqlite(path_);
+  auto job = s->get_job("j1");
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->deliver_by, 0);
+  EXPECT_TRUE(s->unsettled_jobs().empty());
+  s->add_undelivered({{"j1", "web1", "not connected", 110}});
+  EXPECT_EQ(s->count_undelivered("j1"), 1u);
+  EXPECT_EQ(raw_db(path_).scalar("PRAGMA user_version"), std::to_string(k_sqlite_schema_version));
 }
 
 TEST_F(sqlite_store_test, data_persists_across_reopen) {
