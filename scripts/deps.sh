@@ -4,9 +4,9 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libasio-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev
-  libcli11-dev libspdlog-dev libfmt-dev libjemalloc-dev
+  libcli11-dev libspdlog-dev libfmt-dev libjemalloc-dev libc-ares-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 openssl procps
+  python3 openssl procps dnsmasq-base
 )
 missing=()
 for p in "${packages[@]}"; do
