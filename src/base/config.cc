@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -24,6 +26,8 @@ namespace {
 constexpr uint64_t k_u32_max = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t k_min_frame_bytes = 1024;
 constexpr uint64_t k_max_frame_bytes = 1024ull * 1024 * 1024;
+constexpr uint64_t k_min_spool_bytes = 64 * 1024;
+constexpr uint64_t k_max_spool_bytes = 1024ull * 1024 * 1024 * 1024;
 constexpr size_t k_max_id_length = 255;
 constexpr size_t k_finger_length = 32 * 3 - 1;  // 32 hex bytes joined by ':'
 constexpr size_t k_max_shown = 100;             // a whole fingerprint fits
@@ -185,18 +189,170 @@ bool is_host_name(std::string_view s) {
   return !std::all_of(label.begin(), label.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-std::string master_address(const option& opt) {
-  constexpr std::string_view expected =
-      "a host name or an IP address (the port goes in master_port)";
-  if (opt.value.IsSequence()) {
-    opt.fail("one address; a list of masters (multi-master) is not supported yet");
-  }
-  std::string s = text(opt, expected);
+// The `master` option before master_port is applied: a port of 0 means "none
+// given" (0 is never accepted from the file).
+constexpr uint16_t k_no_port = 0;
+constexpr std::string_view k_address_expected =
+    "a host name or IP address, optionally with :port (IPv6 as [address]:port)";
+
+bool is_ipv4(const std::string& s) {
+  unsigned char buf[4];
+  return ::inet_pton(AF_INET, s.c_str(), buf) == 1;
+}
+
+bool is_ipv6(const std::string& s) {
   unsigned char buf[16];
-  if (::inet_pton(AF_INET, s.c_str(), buf) != 1 && ::inet_pton(AF_INET6, s.c_str(), buf) != 1 &&
-      !is_host_name(s)) {
+  return ::inet_pton(AF_INET6, s.c_str(), buf) == 1;
+}
+
+// Digits only, 1..65535; 0 when not.
+uint16_t port_number(std::string_view s) {
+  unsigned v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 1 || v > 65535) return 0;
+  return static_cast<uint16_t>(v);
+}
+
+enum class address_fault { none, address, port };
+
+// One entry of `master`: host, host:port, IPv4, IPv4:port, a bare IPv6
+// literal, [IPv6] or [IPv6]:port (Salt's syntax). Without a port, m.port is
+// left as it is.
+address_fault split_master(const std::string& s, master_address& m) {
+  if (!s.empty() && s.front() == '[') {
+    size_t close = s.find(']');
+    if (close == std::string::npos) return address_fault::address;
+    std::string host = s.substr(1, close - 1);
+    if (!is_ipv6(host)) return address_fault::address;
+    std::string_view rest = std::string_view(s).substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return address_fault::address;
+    if (!rest.empty()) {
+      m.port = port_number(rest.substr(1));
+      if (m.port == 0) return address_fault::port;
+    }
+    m.host = std::move(host);
+    return address_fault::none;
+  }
+  if (is_ipv6(s)) {
+    m.host = s;
+    return address_fault::none;
+  }
+  size_t colon = s.find(':');
+  if (colon != std::string::npos && s.find(':', colon + 1) != std::string::npos) {
+    return address_fault::address;
+  }
+  std::string host = s.substr(0, colon);
+  if (!is_ipv4(host) && !is_host_name(host)) return address_fault::address;
+  if (colon != std::string::npos) {
+    m.port = port_number(std::string_view(s).substr(colon + 1));
+    if (m.port == 0) return address_fault::port;
+  }
+  m.host = std::move(host);
+  return address_fault::none;
+}
+
+master_address one_master(const option& opt) {
+  master_address m{{}, k_no_port};
+  switch (split_master(text(opt, k_address_expected), m)) {
+    case address_fault::none:
+      return m;
+    case address_fault::address:
+      opt.fail(k_address_expected);
+    case address_fault::port:
+      opt.fail("HOST:PORT with PORT an integer 1..65535");
+  }
+  std::abort();
+}
+
+// Items of a list option are reported as "<option> item <n>".
+template <class Parse>
+void for_each_item(const option& opt, Parse parse) {
+  for (size_t i = 0; i < opt.value.size(); ++i) {
+    std::string name = fmt::format("{} item {}", opt.name, i + 1);
+    YAML::Node item = opt.value[i];
+    parse(i, option{opt.source, name, opt.line, item});
+  }
+}
+
+std::vector<master_address> masters(const option& opt) {
+  if (opt.value.IsScalar()) return {one_master(opt)};
+  if (!opt.value.IsSequence()) opt.fail(fmt::format("{}, or a list of them", k_address_expected));
+  if (opt.value.size() == 0) opt.fail("a non-empty list of masters");
+  std::vector<master_address> out;
+  for_each_item(opt, [&](size_t, const option& item) { out.push_back(one_master(item)); });
+  return out;
+}
+
+// Host names compare without case and IP literals by value, so that "Salt"
+// and "salt", or "::1" and "0::1", are the same master.
+std::string master_key(const master_address& m) {
+  unsigned char buf[16];
+  if (::inet_pton(AF_INET6, m.host.c_str(), buf) == 1) {
+    char out[INET6_ADDRSTRLEN];
+    ::inet_ntop(AF_INET6, buf, out, sizeof out);
+    return fmt::format("[{}]:{}", out, m.port);
+  }
+  std::string host = m.host;
+  std::transform(host.begin(), host.end(), host.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return fmt::format("{}:{}", host, m.port);
+}
+
+master_mode master_type(const option& opt) {
+  constexpr std::string_view expected = "str or failover";
+  std::string s = text(opt, expected);
+  if (s == "str") return master_mode::hot;
+  if (s == "failover") return master_mode::failover;
+  if (s == "func" || s == "disable") {
+    opt.fail("str or failover (brine supports str and failover, not Salt's func and disable)");
+  }
+  opt.fail(expected);
+}
+
+return_strategy master_return_strategy(const option& opt) {
+  constexpr std::string_view expected = "origin or any";
+  std::string s = text(opt, expected);
+  if (s == "origin") return return_strategy::origin;
+  if (s == "any") return return_strategy::any;
+  opt.fail(expected);
+}
+
+// Integers that may be negative, in min..max; `expected` says what is allowed.
+int64_t signed_integer(const option& opt, int64_t min, int64_t max, std::string_view expected) {
+  std::string s = text(opt, expected);
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < min || v > max) {
     opt.fail(expected);
   }
+  return v;
+}
+
+int64_t master_tries(const option& opt) {
+  constexpr std::string_view expected = "-1 (forever) or an integer >= 1";
+  int64_t v = signed_integer(opt, -1, std::numeric_limits<int64_t>::max(), expected);
+  if (v == 0) opt.fail(expected);
+  return v;
+}
+
+std::string srv_domain(const option& opt) {
+  constexpr std::string_view expected = "a DNS domain name";
+  std::string s = text(opt, expected);
+  if (!is_host_name(s)) opt.fail(expected);
+  return s;
+}
+
+std::string srv_resolver(const option& opt) {
+  constexpr std::string_view expected =
+      "IP:PORT of a DNS server, with PORT 1..65535 (IPv6 as [address]:port)";
+  std::string s = text(opt, expected);
+  size_t colon = s.rfind(':');
+  if (colon == std::string::npos || port_number(std::string_view(s).substr(colon + 1)) == 0) {
+    opt.fail(expected);
+  }
+  std::string host = s.substr(0, colon);
+  bool bracketed = host.size() > 2 && host.front() == '[' && host.back() == ']';
+  if (bracketed ? !is_ipv6(host.substr(1, host.size() - 2)) : !is_ipv4(host)) opt.fail(expected);
   return s;
 }
 
@@ -218,9 +374,11 @@ std::string minion_id(const option& opt) {
   return id;
 }
 
+constexpr std::string_view k_finger_expected =
+    "a SHA-256 fingerprint: 32 hex bytes separated by colons (aa:bb:...:ff)";
+
 std::string fingerprint(const option& opt) {
-  constexpr std::string_view expected =
-      "a SHA-256 fingerprint: 32 hex bytes separated by colons (aa:bb:...:ff)";
+  constexpr std::string_view expected = k_finger_expected;
   if (opt.value.IsNull()) return {};
   std::string f = text(opt, expected);
   if (f.empty()) return f;
@@ -232,6 +390,26 @@ std::string fingerprint(const option& opt) {
   std::transform(f.begin(), f.end(), f.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return f;
+}
+
+// One fingerprint or a list of them (one per master); empty, null or [] is none.
+std::vector<std::string> fingerprints(const option& opt) {
+  if (!opt.value.IsSequence()) {
+    std::string f = fingerprint(opt);
+    if (f.empty()) return {};
+    return {f};
+  }
+  std::vector<std::string> out;
+  for_each_item(opt, [&](size_t, const option& item) {
+    std::string f = fingerprint(item);
+    if (f.empty()) item.fail(k_finger_expected);
+    auto first = std::find(out.begin(), out.end(), f);
+    if (first != out.end()) {
+      item.fail(fmt::format("different from item {}", first - out.begin() + 1), f);
+    }
+    out.push_back(std::move(f));
+  });
+  return out;
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -353,6 +531,7 @@ const option_table<master_config>& master_options() {
       {"tcp_keepalive_idle", set_int(&c::tcp_keepalive_idle, 1, 86400, "seconds")},
       {"tcp_keepalive_cnt", set_int(&c::tcp_keepalive_cnt, 1, 127)},
       {"tcp_keepalive_intvl", set_int(&c::tcp_keepalive_intvl, 1, 3600, "seconds")},
+      {"publish_hold", set_int(&c::publish_hold, 1, 86400, "seconds")},
   };
   return table;
 }
@@ -361,9 +540,29 @@ const option_table<minion_config>& minion_options() {
   using c = minion_config;
   static const option_table<c> table = {
       {"id", set(&c::id, minion_id)},
-      {"master", set(&c::master, master_address)},
+      {"master", set(&c::masters, masters)},
       {"master_port", set_int(&c::master_port, 1, 65535)},
-      {"master_finger", set(&c::master_finger, fingerprint)},
+      {"master_type", set(&c::master_type, master_type)},
+      {"random_master", set(&c::random_master, boolean)},
+      {"master_shuffle",
+       [](c& config, const option& opt) {
+         config.random_master = boolean(opt);
+         spdlog::warn(
+             "config {}: line {}: master_shuffle is deprecated in favour of "
+             "random_master (same meaning); rename it",
+             opt.source, opt.line);
+       }},
+      {"master_failback", set(&c::master_failback, boolean)},
+      {"master_failback_interval", set_int(&c::master_failback_interval, 0, k_u32_max, "seconds")},
+      {"master_tries", set(&c::master_tries, master_tries)},
+      {"retry_dns", set_int(&c::retry_dns, 0, k_u32_max, "seconds")},
+      {"master_finger", set(&c::master_fingers, fingerprints)},
+      {"master_return_strategy", set(&c::master_return_strategy, master_return_strategy)},
+      {"use_srv_records", set(&c::use_srv_records, boolean)},
+      {"srv_domain", set(&c::srv_domain, srv_domain)},
+      {"srv_resolver", set(&c::srv_resolver, srv_resolver)},
+      {"spool_max_bytes",
+       set_int(&c::spool_max_bytes, k_min_spool_bytes, k_max_spool_bytes, "bytes")},
       {"pki_dir", set(&c::pki_dir, required_path)},
       {"cachedir", set(&c::cachedir, required_path)},
       {"acceptance_wait_time", set_int(&c::acceptance_wait_time, 1, k_u32_max, "seconds")},
@@ -378,6 +577,55 @@ const option_table<minion_config>& minion_options() {
   return table;
 }
 
+// What depends on several options, or on master_port wherever it is written.
+void check_minion(const std::string& source, const std::map<std::string, int>& seen,
+                  minion_config& config) {
+  if (seen.contains("random_master") && seen.contains("master_shuffle")) {
+    fail_at(source, std::max(seen.at("random_master"), seen.at("master_shuffle")),
+            fmt::format("random_master (line {}) and its deprecated name master_shuffle (line {}) "
+                        "are both set; keep random_master",
+                        seen.at("random_master"), seen.at("master_shuffle")));
+  }
+  if (!seen.contains("master")) config.masters = {{"salt", k_no_port}};
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < config.masters.size(); ++i) {
+    master_address& m = config.masters[i];
+    if (m.port == k_no_port) m.port = config.master_port;
+    keys.push_back(master_key(m));
+    auto first = std::find(keys.begin(), keys.end() - 1, keys.back());
+    if (first != keys.end() - 1) {
+      fail_at(source, seen.at("master"),
+              fmt::format("master item {} must be different from item {}, got {}", i + 1,
+                          first - keys.begin() + 1, show(m.text())));
+    }
+  }
+  if (config.use_srv_records && config.srv_domain.empty()) {
+    fail_at(source, seen.at("use_srv_records"),
+            "use_srv_records needs srv_domain (the domain whose _brine._tcp SRV records list the "
+            "masters)");
+  }
+  if (config.use_srv_records) {
+    if (seen.contains("master")) {
+      spdlog::warn(
+          "config {}: line {}: master is ignored: use_srv_records is true, so the masters "
+          "come from the SRV records of {}",
+          source, seen.at("master"), config.srv_domain);
+    }
+  } else {
+    for (const char* name : {"srv_domain", "srv_resolver"}) {
+      if (seen.contains(name)) {
+        spdlog::warn("config {}: line {}: {} is ignored without use_srv_records: true", source,
+                     seen.at(name), name);
+      }
+    }
+  }
+  if (config.master_failback && config.master_type != master_mode::failover) {
+    spdlog::warn(
+        "config {}: line {}: master_failback applies only to master_type: failover; ignored",
+        source, seen.at("master_failback"));
+  }
+}
+
 std::string read_config(const std::string& path) {
   try {
     return read_file(path);
@@ -387,6 +635,21 @@ std::string read_config(const std::string& path) {
 }
 
 }  // namespace
+
+// Not declared in config.h yet (master_set.cc calls it): the inverse of
+// master_address::text(), for a master named in the spool. Without a port,
+// the master takes master_address's default port.
+std::optional<master_address> parse_master_address(const std::string& text,
+                                                   uint16_t default_port) {
+  master_address m{{}, default_port};
+  if (split_master(text, m) != address_fault::none) return std::nullopt;
+  return m;
+}
+
+std::string master_address::text() const {
+  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
+  return fmt::format("{}:{}", host, port);
+}
 
 master_config parse_master_config(const std::string& yaml, const std::string& source) {
   master_config config;
@@ -407,6 +670,7 @@ minion_config parse_minion_config(const std::string& yaml, const std::string& so
                         "got {}",
                         config.acceptance_wait_time, config.acceptance_wait_time_max));
   }
+  check_minion(source, seen, config);
   return config;
 }
 

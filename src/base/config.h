@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,14 +34,54 @@ struct master_config {
   uint32_t tcp_keepalive_idle = 60;
   uint32_t tcp_keepalive_cnt = 3;
   uint32_t tcp_keepalive_intvl = 20;
+  // Seconds a publish for a minion that is not connected waits for it when
+  // the client gave no delivery deadline (brine cmd --async).
+  uint32_t publish_hold = 60;
 };
+
+// One entry of the minion's `master` option: a host name or IP literal (IPv6
+// without brackets) and the port (`host:port` in the file, else master_port).
+struct master_address {
+  std::string host;
+  uint16_t port = 4506;
+  // "host:port", with brackets around an IPv6 literal: how messages and the
+  // spool name a master.
+  std::string text() const;
+  bool operator==(const master_address&) const = default;
+};
+
+// "host", "host:port", an IP literal, or "[IPv6]:port", as the `master`
+// option takes them (the inverse of master_address::text()); nullopt when the
+// text is none of these. Without a port, `default_port`.
+std::optional<master_address> parse_master_address(const std::string& text,
+                                                   uint16_t default_port = 4506);
+
+enum class master_mode { hot, failover };               // master_type: str | failover
+enum class return_strategy { origin, any };             // master_return_strategy
 
 struct minion_config {
   std::string source;
   std::string id;                       // default: the host name
-  std::string master = "salt";         // Salt's default master name is "salt"
+  // `master`: one address or a list (Salt's default master name is "salt");
+  // entries without a port take master_port.
+  std::vector<master_address> masters{{"salt", 4506}};
   uint16_t master_port = 4506;
-  std::string master_finger;            // empty: trust on first use
+  // `master_type`: str (every master of the list at once: hot multi-master)
+  // or failover (one at a time, in list order).
+  master_mode master_type = master_mode::hot;
+  bool random_master = false;           // shuffle the list once at start
+  bool master_failback = false;         // failover: return to an earlier master once it is back
+  uint32_t master_failback_interval = 0;  // seconds between probes; 0: master_alive_interval
+  int64_t master_tries = -1;            // passes over the list before giving up; -1: forever
+  uint32_t retry_dns = 30;              // seconds before resolving a failed name again; 0: give up
+  // `master_finger`: one fingerprint or a list (one per master); empty: trust on first use.
+  std::vector<std::string> master_fingers;
+  return_strategy master_return_strategy = return_strategy::origin;
+  // DNS SRV discovery (Puppet's option names): _brine._tcp.<srv_domain>.
+  bool use_srv_records = false;
+  std::string srv_domain;
+  std::string srv_resolver;             // HOST:PORT of the DNS server to ask; empty: the system's
+  uint64_t spool_max_bytes = 256ull * 1024 * 1024;  // returns kept for masters, at most
   std::string pki_dir = "/etc/brine/pki/minion";
   std::string cachedir = "/var/cache/brine/minion";
   uint32_t acceptance_wait_time = 10;   // seconds between retries while pending

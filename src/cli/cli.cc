@@ -142,10 +142,26 @@ int run(int argc, char** argv) {
 
   swarm::swarm_options swarm_opts;
   std::string swarm_sources;
+  std::string swarm_masters = "127.0.0.1:4506";
   auto* swarm_cmd = app.add_subcommand(
       "swarm", "Run many simulated minions in this process against a real master (scale tests)");
-  swarm_cmd->add_option("--master", swarm_opts.master, "Master address HOST:PORT")
+  swarm_cmd->add_option("--master", swarm_masters,
+                        "Master address HOST:PORT, or a comma-separated list of them")
       ->default_val("127.0.0.1:4506");
+  swarm_cmd->add_option("--master-type", swarm_opts.master_type,
+                        "str: every master at once (hot multi-master); failover: one at a time")
+      ->default_val("str")
+      ->check(CLI::IsMember({"str", "failover"}));
+  swarm_cmd->add_flag("--random-master", swarm_opts.random_master,
+                      "Each minion shuffles its master list once (spreads failover minions)");
+  swarm_cmd->add_flag("--master-failback", swarm_opts.master_failback,
+                      "Failover: return to an earlier master once it answers again");
+  swarm_cmd->add_option("--master-failback-interval", swarm_opts.master_failback_interval,
+                        "Seconds between failback probes (default: master_alive_interval)");
+  swarm_cmd->add_option("--master-alive-interval", swarm_opts.master_alive_interval,
+                        "Seconds of silence after which a master is dead")
+      ->default_val(30)
+      ->check(CLI::PositiveNumber);
   swarm_cmd->add_option("--count", swarm_opts.count, "How many minions")->default_val(100);
   swarm_cmd->add_option("--id-prefix", swarm_opts.id_prefix, "Minion ids are PREFIX00001, ...")
       ->default_val("swarm-");
@@ -177,14 +193,20 @@ int run(int argc, char** argv) {
     if (master_cmd->parsed()) return run_master(config);
     if (minion_cmd->parsed()) return run_minion(config);
     if (swarm_cmd->parsed()) {
-      std::string item;
-      for (char ch : swarm_sources + ",") {
-        if (ch != ',') {
-          item += ch;
-        } else if (!item.empty()) {
-          swarm_opts.source_addresses.push_back(std::exchange(item, ""));
+      auto split = [](const std::string& text) {
+        std::vector<std::string> out;
+        std::string item;
+        for (char ch : text + ",") {
+          if (ch != ',') {
+            item += ch;
+          } else if (!item.empty()) {
+            out.push_back(std::exchange(item, ""));
+          }
         }
-      }
+        return out;
+      };
+      swarm_opts.source_addresses = split(swarm_sources);
+      swarm_opts.masters = split(swarm_masters);
       return swarm::run_swarm(swarm_opts);
     }
     auto cfg = base::load_master_config(config);

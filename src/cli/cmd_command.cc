@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -23,6 +25,14 @@ namespace {
 constexpr int k_exit_failed = 1;
 constexpr int k_exit_missing = 2;
 
+constexpr std::chrono::milliseconds k_reason_grace{1000};
+
+// An undelivered reason as Salt prints its [Not connected]: capitalised.
+std::string bracketed(std::string reason) {
+  if (!reason.empty()) reason[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(reason[0])));
+  return reason;
+}
+
 }  // namespace
 
 int cmd_command(const base::master_config& cfg, const cmd_options& o) {
@@ -39,6 +49,9 @@ int cmd_command(const base::master_config& cfg, const cmd_options& o) {
                {"args", args},
                {"kwargs", kwargs},
                {"user", ::getenv("USER") ? ::getenv("USER") : ""}};
+  // The delivery deadline: a minion that is not connected gets the job if it
+  // connects within -t. An --async job is held for the master's publish_hold.
+  if (!o.async) body["timeout"] = o.timeout;
   auto start = std::chrono::steady_clock::now();
   json reply = client->request("publish", body);
   if (!reply.value("ok", false)) {
@@ -58,29 +71,45 @@ int cmd_command(const base::master_config& cfg, const cmd_options& o) {
   bool progress = o.progress && !json_out && ::isatty(STDERR_FILENO) && ::isatty(STDOUT_FILENO);
   json returns = json::object();
   std::set<std::string> returned;
+  std::map<std::string, std::string> undelivered;  // minion -> reason
   bool failed = false;
   auto deadline = start + std::chrono::milliseconds(static_cast<long>(o.timeout * 1000));
+  // The master records minions it could not reach at its own deadline, a
+  // moment after ours; waiting that long names the reason instead of a guess.
+  auto reasons_deadline = deadline + k_reason_grace;
   auto last_progress = std::chrono::steady_clock::time_point{};
-  while (returned.size() < connected.size()) {
-    auto wait_until = progress ? std::min(deadline, std::chrono::steady_clock::now() +
-                                                        std::chrono::milliseconds(200))
-                               : deadline;
-    auto m = client->next(wait_until);
+  auto unresolved = [&] { return minions.size() - returned.size() - undelivered.size(); };
+  while (unresolved() > 0) {
     auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      // Only a minion that was held (not connected at publish time) can
+      // still get an undelivered record with a reason.
+      bool held_left = std::any_of(minions.begin(), minions.end(), [&](const std::string& id) {
+        return !returned.count(id) && !undelivered.count(id) && !connected.count(id);
+      });
+      if (!held_left || now >= reasons_deadline) break;
+    }
+    auto until = now < deadline ? deadline : reasons_deadline;
+    auto wait_until =
+        progress ? std::min(until, now + std::chrono::milliseconds(200)) : until;
+    auto m = client->next(wait_until);
+    now = std::chrono::steady_clock::now();
     if (progress && now - last_progress >= std::chrono::milliseconds(200)) {
       last_progress = now;
       std::fprintf(stderr, "\r[%zu/%zu returned, %.1f s]", returned.size(), minions.size(),
                    std::chrono::duration<double>(now - start).count());
       std::fflush(stderr);
     }
-    if (!m) {
-      if (now >= deadline) break;
-      continue;
-    }
-    if (m->type != proto::msg_type::api_event) continue;
+    if (!m || m->type != proto::msg_type::api_event) continue;
+    const std::string tag = m->body.value("tag", "");
     const json& data = m->body["data"];
     std::string id = data.value("id", "");
+    if (tag.find("/undelivered/") != std::string::npos) {
+      if (!returned.count(id)) undelivered.emplace(id, data.value("reason", "not delivered"));
+      continue;
+    }
     if (!returned.insert(id).second) continue;  // a resent return
+    undelivered.erase(id);
     connected.insert(id);
     bool ok = data.value("success", false);
     failed |= !ok;
@@ -96,7 +125,12 @@ int cmd_command(const base::master_config& cfg, const cmd_options& o) {
   for (const auto& id : minions) {
     if (returned.count(id)) continue;
     missing.push_back(id);
-    std::string why = connected.count(id) ? "[No response]" : "[Not connected]";
+    std::string why;
+    if (auto u = undelivered.find(id); u != undelivered.end()) {
+      why = "[" + bracketed(u->second) + "]";
+    } else {
+      why = connected.count(id) ? "[No response]" : "[Not connected]";
+    }
     if (json_out) {
       std::cerr << id << ": Minion did not return. " << why << "\n";
     } else {

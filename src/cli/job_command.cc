@@ -37,7 +37,9 @@ int job_command(const base::master_config& cfg, const job_options& o) {
     for (const auto& j : db->list_jobs(o.limit)) {
       std::cout << j.jid << "  " << utc(j.created) << "  " << j.fun << "  " << j.tgt_type << ":"
                 << j.target << "  " << db->count_returns(j.jid) << "/" << j.minions.size()
-                << " returned\n";
+                << " returned";
+      if (size_t u = db->count_undelivered(j.jid)) std::cout << ", " << u << " undelivered";
+      std::cout << "\n";
     }
     return 0;
   }
@@ -50,26 +52,44 @@ int job_command(const base::master_config& cfg, const job_options& o) {
     returned.insert(r.minion);
     rets[r.minion] = r.ret;
   }
-  std::vector<std::string> missing;
+  json undelivered = json::object();
+  for (const auto& u : db->get_undelivered(o.jid)) {
+    if (!returned.count(u.minion)) undelivered[u.minion] = u.reason;
+  }
+  // Neither returned nor recorded as undelivered: running, or (before the
+  // delivery deadline) held for a minion that is not connected.
+  std::vector<std::string> running;
   for (const auto& id : job->minions) {
-    if (!returned.count(id)) missing.push_back(id);
+    if (!returned.count(id) && !undelivered.contains(id)) running.push_back(id);
   }
   if (o.out == "json") {
-    json out = {{"jid", job->jid},         {"fun", job->fun},
-                {"args", job->args},       {"kwargs", job->kwargs},
-                {"target", job->target},   {"tgt_type", job->tgt_type},
-                {"user", job->user},       {"created", utc(job->created)},
-                {"minions", job->minions}, {"returns", rets},
-                {"missing", missing}};
+    json out = {{"jid", job->jid},
+                {"fun", job->fun},
+                {"args", job->args},
+                {"kwargs", job->kwargs},
+                {"target", job->target},
+                {"tgt_type", job->tgt_type},
+                {"user", job->user},
+                {"created", utc(job->created)},
+                {"deliver_by", utc(job->deliver_by)},
+                {"minions", job->minions},
+                {"returns", rets},
+                {"undelivered", undelivered},
+                {"running", running}};
     std::cout << out.dump(4) << "\n";
     return 0;
   }
   std::cout << "jid: " << job->jid << "\nfunction: " << job->fun << "\narguments: "
             << job->args.dump() << " " << job->kwargs.dump() << "\ntarget: " << job->tgt_type
             << ":" << job->target << "\nstarted: " << utc(job->created) << " UTC\nminions: "
-            << job->minions.size() << ", returned: " << returns.size() << "\n\n";
+            << job->minions.size() << ", returned: " << returns.size()
+            << ", undelivered: " << undelivered.size() << ", running: " << running.size()
+            << "\n\n";
   for (const auto& r : returns) std::cout << nested(r.minion, r.ret);
-  for (const auto& id : missing) std::cout << nested(id, "Minion did not return. [No response]");
+  for (const auto& [id, reason] : undelivered.items()) {
+    std::cout << nested(id, "Minion did not return. [Undelivered: " + reason.get<std::string>() + "]");
+  }
+  for (const auto& id : running) std::cout << nested(id, "Minion did not return yet. [Running]");
   return 0;
 }
 

@@ -31,12 +31,14 @@ json error_body(const std::string& message) { return {{"ok", false}, {"error", m
 
 local_api::local_api(asio::io_context& io, const base::master_config& cfg,
                      const pki::keypair& identity, pki::key_registry& keys,
-                     minion_sessions& sessions, publisher& jobs, event_bus& events)
+                     minion_sessions& sessions, delivery& deliveries, publisher& jobs,
+                     event_bus& events)
     : io_(io),
       cfg_(cfg),
       identity_(identity),
       keys_(keys),
       sessions_(sessions),
+      deliveries_(deliveries),
       jobs_(jobs),
       events_(events),
       acceptor_(io) {}
@@ -148,8 +150,9 @@ void local_api::publish(const std::shared_ptr<net::connection>& c, uint64_t requ
   std::weak_ptr<net::connection> weak = c;
   jobs_.publish(body, [this, c, weak, request_id, subs](const json& reply) {
     if (reply.value("ok", false)) {
-      // Subscribed before the publish goes out, so no return is missed.
-      std::string prefix = "brine/job/" + reply["jid"].get<std::string>() + "/ret/";
+      // Subscribed before the publish goes out, so no return is missed:
+      // returns and undelivered records of the job.
+      std::string prefix = "brine/job/" + reply["jid"].get<std::string>() + "/";
       subs->push_back(
           events_.subscribe(prefix, [weak, request_id](const std::string& tag, const json& data) {
             if (auto conn = weak.lock()) {
@@ -189,6 +192,9 @@ json local_api::keys(const std::string& op, const json& body) {
     return error_body("unknown key operation '" + op + "'");
   }
   sessions_.apply_key_changes(r, act);
+  for (const auto& id : r.ids) {
+    if (!keys_.accepted(id)) deliveries_.on_key_gone(id, "key " + act + (act == "delete" ? "d" : "ed") + " on the master");
+  }
   return {{"ok", true}, {"ids", r.ids}};
 }
 

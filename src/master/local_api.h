@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/config.h"
+#include "master/delivery.h"
 #include "master/event_bus.h"
 #include "master/minion_sessions.h"
 #include "master/publisher.h"
@@ -30,7 +31,8 @@ namespace brine::master {
 class local_api {
  public:
   local_api(asio::io_context& io, const base::master_config& cfg, const pki::keypair& identity,
-            pki::key_registry& keys, minion_sessions& sessions, publisher& jobs, event_bus& events);
+            pki::key_registry& keys, minion_sessions& sessions, delivery& deliveries,
+            publisher& jobs, event_bus& events);
   ~local_api();
 
   void listen();
@@ -53,6 +55,7 @@ class local_api {
   const pki::keypair& identity_;
   pki::key_registry& keys_;
   minion_sessions& sessions_;
+  delivery& deliveries_;
   publisher& jobs_;
   event_bus& events_;
   asio::local::stream_protocol::acceptor acceptor_;

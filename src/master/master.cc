@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <future>
+#include <set>
 #include <asio/co_spawn.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/signal_set.hpp>
@@ -39,22 +41,91 @@ master::master(base::master_config cfg)
       store_(open_store(cfg_, keys_)),
       sessions_(io_, cfg_, *tls_, keys_, *store_, events_),
       returns_(*store_, events_),
-      jobs_(keys_, sessions_, *store_, events_),
-      api_(io_, cfg_, identity_, keys_, sessions_, jobs_, events_) {
+      deliveries_(sessions_, *store_, events_),
+      jobs_(io_, cfg_, keys_, deliveries_, *store_, events_),
+      api_(io_, cfg_, identity_, keys_, sessions_, deliveries_, jobs_, events_) {
   base::ensure_dir(cfg_.sock_dir, 0700, "sock_dir");
   sessions_.listen();
   api_.listen();
   sessions_.set_handlers({
-      nullptr,
+      [this](const std::shared_ptr<session>& s) { deliveries_.on_ready(s); },
       nullptr,
       [this](const std::shared_ptr<session>& s, proto::message&& m) {
-        if (m.type == proto::msg_type::job_return) {
-          returns_.on_return(s, std::move(m));
-        } else {
-          spdlog::debug("minion {} received job {}", s->id, m.body.value("jid", ""));
-        }
+        on_job_message(s, std::move(m));
       },
   });
+  reopen_jobs();
+}
+
+void master::on_job_message(const std::shared_ptr<session>& s, proto::message&& m) {
+  std::string jid = m.body.value("jid", "");
+  switch (m.type) {
+    case proto::msg_type::job_return:
+      deliveries_.on_acknowledged(s->id, jid);
+      returns_.on_return(s, std::move(m));
+      return;
+    case proto::msg_type::job_ack:
+      spdlog::debug("minion {} received job {}", s->id, jid);
+      deliveries_.on_acknowledged(s->id, jid);
+      return;
+    case proto::msg_type::job_refused: {
+      std::string reason = m.body.value("reason", "no reason given");
+      spdlog::warn("minion {} refused job {}: {}", s->id, jid, reason);
+      deliveries_.on_refused(s->id, jid, reason);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+void master::reopen_jobs() {
+  // Before any minion connects, on the store thread (in order with
+  // everything after it), and waited for: a restarted master knows which
+  // publishes still wait for whom before it serves.
+  std::promise<void> done;
+  store_->post([this, &done](store::store& db) {
+    size_t held = 0, open = 0, closed = 0, lost = 0;
+    auto now = std::chrono::system_clock::now();
+    int64_t stamp = base::unix_now();
+    try {
+      for (auto& job : db.unsettled_jobs()) {
+        std::set<std::string> resolved;
+        for (auto& id : db.returned_minions(job.jid)) resolved.insert(std::move(id));
+        for (auto& u : db.get_undelivered(job.jid)) resolved.insert(std::move(u.minion));
+        std::vector<std::string> waiting;
+        for (const auto& id : job.minions) {
+          if (!resolved.contains(id)) waiting.push_back(id);
+        }
+        auto deadline = std::chrono::system_clock::time_point(std::chrono::seconds(job.deliver_by));
+        if (waiting.empty() || deadline <= now) {
+          // Past its deadline while the master was down: the minions not
+          // heard from are undelivered (a late return still replaces that).
+          std::vector<store::undelivered_record> left;
+          for (const auto& id : waiting) {
+            left.push_back({job.jid, id, "not delivered: the master was down at the delivery deadline", stamp});
+          }
+          db.add_undelivered(left);
+          db.settle_job(job.jid);
+          ++closed;
+          lost += left.size();
+          continue;
+        }
+        held += waiting.size();
+        ++open;
+        deliveries_.open({job.jid, publisher::frame_of(job), deadline}, std::move(waiting));
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("job cache: cannot reopen the jobs of the last run: {}", e.what());
+    }
+    if (open + closed > 0) {
+      spdlog::info("job cache: {} jobs of the last run still within their delivery deadline "
+                   "(publishes held for {} minions); {} past it settled ({} minions undelivered)",
+                   open, held, closed, lost);
+    }
+    done.set_value();
+  });
+  done.get_future().wait();
 }
 
 master::~master() = default;
@@ -73,6 +144,7 @@ int master::run() {
   api_.start();
   asio::co_spawn(io_, purge_loop(), net::logged("job cache purge"));
   asio::co_spawn(io_, returns_.flush_loop(stopping_), net::logged("return_ack flush"));
+  asio::co_spawn(io_, deliveries_.sweep_loop(stopping_), net::logged("delivery deadlines"));
 
   unsigned n = cfg_.worker_threads;
   if (n == 0) n = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);

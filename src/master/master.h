@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "base/config.h"
+#include "master/delivery.h"
 #include "master/event_bus.h"
 #include "master/local_api.h"
 #include "master/minion_sessions.h"
@@ -35,6 +36,9 @@ class master {
 
  private:
   asio::awaitable<void> purge_loop();
+  void on_job_message(const std::shared_ptr<session>& s, proto::message&& m);
+  // Jobs whose delivery was still open when the master last stopped.
+  void reopen_jobs();
   void stop();
 
   base::master_config cfg_;
@@ -46,6 +50,7 @@ class master {
   event_bus events_;
   minion_sessions sessions_;
   returns returns_;
+  delivery deliveries_;
   publisher jobs_;
   local_api api_;
   std::atomic<bool> stopping_{false};

@@ -1,9 +1,12 @@
 #pragma once
 
 #include <functional>
+
+#include <asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
 #include "base/config.h"
+#include "master/delivery.h"
 #include "master/event_bus.h"
 #include "master/jid.h"
 #include "master/minion_sessions.h"
@@ -13,27 +16,44 @@
 namespace brine::master {
 
 // Jobs: resolves a target against the accepted keys, allocates the jid,
-// records the job and sends one shared encoding of the publish to every
-// targeted minion that is connected.
+// records the job (committed before anything is sent, so that a job a
+// minion runs is always in the job cache) and hands it to `delivery`, which
+// sends one shared encoding of the publish to the targets connected now and
+// holds it for the others until the job's delivery deadline.
 //
-// Threading: publish() from any thread.
+// Threading: publish() from any thread; the reply comes from the store
+// thread or an I/O thread.
 class publisher {
  public:
-  publisher(pki::key_registry& keys, minion_sessions& sessions, store_worker& store,
-            event_bus& events)
-      : keys_(keys), sessions_(sessions), store_(store), events_(events) {}
+  publisher(asio::io_context& io, const base::master_config& cfg, pki::key_registry& keys,
+            delivery& deliveries, store_worker& store, event_bus& events)
+      : io_(io),
+        cfg_(cfg),
+        keys_(keys),
+        deliveries_(deliveries),
+        store_(store),
+        events_(events) {}
 
-  // Called with the reply for the client ({ok, jid, minions, connected} or
-  // {ok: false, error}) before any publish frame goes out, so that the caller
-  // can subscribe to the job's returns first.
+  // Called once with the reply for the client: {ok, jid, minions, connected,
+  // deadline} or {ok: false, error}. For a job, it comes before any publish
+  // frame goes out, so that the caller can subscribe to the job's returns
+  // first.
   using recorded = std::function<void(const nlohmann::json& reply)>;
 
-  // `body`: target, tgt_type (glob, list), fun, args, kwargs, user.
-  void publish(const nlohmann::json& body, const recorded& on_recorded);
+  // `body`: target, tgt_type (glob, list), fun, args, kwargs, user, and
+  // `timeout`: seconds from now until the delivery deadline (publish_hold
+  // when absent).
+  void publish(const nlohmann::json& body, recorded on_recorded);
+
+  // The publish frame of a recorded job (also for jobs reloaded after a
+  // restart).
+  static net::frame_ptr frame_of(const store::job_record& job);
 
  private:
+  asio::io_context& io_;
+  const base::master_config& cfg_;
   pki::key_registry& keys_;
-  minion_sessions& sessions_;
+  delivery& deliveries_;
   store_worker& store_;
   event_bus& events_;
   jid_generator jids_;

@@ -5,12 +5,12 @@
 
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
-#include <asio/ip/tcp.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/strand.hpp>
 #include <asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
+#include "base/config.h"
 #include "net/deadline.h"
 
 namespace brine::minion {
@@ -41,25 +41,36 @@ proto::message auth_request(const std::string& id) {
   return {msg_type::auth, 1, {{"id", id}, {"version", BRINE_VERSION}}};
 }
 
-json return_body(const modules::call& c, const std::string& id, modules::outcome out) {
-  return {{"jid", c.jid},          {"id", id},
-          {"fun", c.fun},          {"ret", std::move(out.ret)},
-          {"success", out.success}, {"retcode", out.retcode}};
+json return_body(const modules::call& c, const std::string& id, const std::string& origin,
+                 modules::outcome out) {
+  return {{"jid", c.jid},           {"id", id},
+          {"fun", c.fun},           {"ret", std::move(out.ret)},
+          {"success", out.success}, {"retcode", out.retcode},
+          {"origin", origin}};
 }
 
-asio::awaitable<void> save_return(return_spool* s, std::string jid, const encoded_return* body) {
-  s->save(jid, *body);
+asio::awaitable<void> save_return(return_spool* s, std::string jid, std::string origin,
+                                  const encoded_return* body) {
+  s->save(jid, origin, *body);
   co_return;
 }
 
 }  // namespace
 
 agent::agent(asio::any_io_executor executor, agent_settings settings, deps d)
-    : executor_(std::move(executor)), cfg_(std::move(settings)), deps_(std::move(d)) {}
+    : executor_(std::move(executor)),
+      cfg_(std::move(settings)),
+      deps_(std::move(d)),
+      address_(base::master_address{cfg_.master, cfg_.master_port}.text()) {}
 
 agent_state agent::state() const {
   std::lock_guard lock(mu_);
   return state_;
+}
+
+std::chrono::steady_clock::time_point agent::last_contact() const {
+  std::lock_guard lock(mu_);
+  return last_rx_;
 }
 
 void agent::set_state(agent_state s) {
@@ -68,7 +79,7 @@ void agent::set_state(agent_state s) {
     std::lock_guard lock(mu_);
     old = std::exchange(state_, s);
   }
-  if (old != s && deps_.on_state) deps_.on_state(old, s);
+  if (old != s && deps_.on_state) deps_.on_state(*this, old, s);
 }
 
 void agent::stop() {
@@ -78,12 +89,11 @@ void agent::stop() {
     std::lock_guard lock(mu_);
     c = conn_;
   }
+  // The close handler wakes serve_once on its strand.
   if (c) c->close();
 }
 
-void agent::start() { asio::co_spawn(executor_, run(), net::logged("minion agent")); }
-
-asio::awaitable<void> agent::run() {
+asio::awaitable<bool> agent::run_persistent() {
   auto backoff = k_recon_default;
   const auto first_refused_wait =
       std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.acceptance_wait_time);
@@ -92,15 +102,29 @@ asio::awaitable<void> agent::run() {
       cfg_.acceptance_wait_time_max.count() > 0 ? cfg_.acceptance_wait_time_max
                                                 : 10 * cfg_.acceptance_wait_time);
   asio::steady_timer timer(executor_);
+  int64_t failures = 0;
   while (!stopping_) {
-    outcome o = co_await serve_once();
-    if (stopping_) break;
+    outcome o = co_await serve_once(k_connect_timeout);
+    if (stopping_ || o == outcome::stopped) break;
     std::chrono::milliseconds wait;
     switch (o) {
       case outcome::lost:
+      case outcome::silent:
+      case outcome::pending_closed:
         backoff = k_recon_default;
         refused_wait = first_refused_wait;
+        failures = 0;
         wait = jittered(k_recon_default);
+        set_state(agent_state::connecting);
+        break;
+      case outcome::unresolved:
+        if (cfg_.retry_dns.count() == 0) {
+          spdlog::error("minion {}: giving up on master {}: its name does not resolve and "
+                        "retry_dns is 0",
+                        cfg_.id, address_);
+          co_return false;
+        }
+        wait = std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.retry_dns);
         set_state(agent_state::connecting);
         break;
       case outcome::connect_failed:
@@ -110,56 +134,99 @@ asio::awaitable<void> agent::run() {
         break;
       case outcome::refused:
       case outcome::untrusted_master:
+      case outcome::stopped:
         // Refused minions retry slowly, growing to the cap, so they never
         // hammer a master that said no.
         wait = jittered(refused_wait) + refused_wait / 2;
         refused_wait = std::min(refused_wait * 2, refused_cap);
         set_state(agent_state::refused);
-        spdlog::info("minion {}: retrying in {:.1f} s", cfg_.id,
+        spdlog::info("minion {}: retrying master {} in {:.1f} s", cfg_.id, address_,
                      static_cast<double>(wait.count()) / 1000);
         break;
+    }
+    if (o != outcome::lost && o != outcome::silent && o != outcome::pending_closed &&
+        cfg_.master_tries > 0 &&
+        ++failures >= cfg_.master_tries) {
+      spdlog::error("minion {}: giving up on master {} after {} failed attempts (master_tries)",
+                    cfg_.id, address_, failures);
+      co_return false;
     }
     timer.expires_after(wait);
     std::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
+  co_return true;
 }
 
-asio::awaitable<agent::outcome> agent::serve_once() {
-  const std::string where = cfg_.master + ":" + std::to_string(cfg_.master_port);
-  asio::ip::tcp::resolver resolver(executor_);
-  std::error_code ec;
-  auto endpoints = co_await net::with_deadline(
-      resolver.async_resolve(cfg_.master, std::to_string(cfg_.master_port),
-                             asio::redirect_error(asio::use_awaitable, ec)),
-      k_connect_timeout);
-  if (!endpoints || ec) {
-    spdlog::warn("cannot resolve master {}: {}", cfg_.master, ec ? ec.message() : "timed out");
-    co_return outcome::connect_failed;
-  }
+asio::awaitable<bool> agent::probe(std::chrono::steady_clock::duration timeout) {
   asio::ip::tcp::socket socket(executor_);
+  outcome why = outcome::connect_failed;
+  auto ep = co_await connect(socket, timeout, why, false);
+  std::error_code ec;
+  socket.close(ec);
+  co_return ep.has_value();
+}
+
+asio::awaitable<std::optional<asio::ip::tcp::endpoint>> agent::connect(
+    asio::ip::tcp::socket& socket, std::chrono::steady_clock::duration timeout, outcome& why,
+    bool say) {
+  std::error_code ec;
+  std::vector<asio::ip::tcp::endpoint> targets = cfg_.endpoints;
+  if (targets.empty()) {
+    asio::ip::tcp::resolver resolver(executor_);
+    auto resolved = co_await net::with_deadline(
+        resolver.async_resolve(cfg_.master, std::to_string(cfg_.master_port),
+                               asio::redirect_error(asio::use_awaitable, ec)),
+        timeout);
+    if (!resolved || ec) {
+      if (say) {
+        spdlog::warn("minion {}: cannot resolve master {}: {}", cfg_.id, cfg_.master,
+                     ec ? ec.message() : "timed out");
+      }
+      why = outcome::unresolved;
+      co_return std::nullopt;
+    }
+    for (const auto& e : *resolved) targets.push_back(e.endpoint());
+  }
   std::optional<asio::ip::tcp::endpoint> connected;
   if (cfg_.source_address.empty()) {
     connected = co_await net::with_deadline(
-        asio::async_connect(socket, *endpoints, asio::redirect_error(asio::use_awaitable, ec)),
-        k_connect_timeout);
+        asio::async_connect(socket, targets, asio::redirect_error(asio::use_awaitable, ec)),
+        timeout);
   } else {
     // Many simulated minions spread over several source addresses, so that
     // their count is not capped by one address pair's ephemeral ports.
-    asio::ip::tcp::endpoint target = *endpoints->begin();
+    asio::ip::tcp::endpoint target = targets.front();
     socket.open(target.protocol(), ec);
     if (!ec) socket.bind({asio::ip::make_address(cfg_.source_address, ec), 0}, ec);
     if (!ec) {
       auto done = co_await net::with_deadline(
-          socket.async_connect(target, asio::redirect_error(asio::use_awaitable, ec)),
-          k_connect_timeout);
+          socket.async_connect(target, asio::redirect_error(asio::use_awaitable, ec)), timeout);
       if (done) connected = target;
     }
   }
   if (!connected || ec) {
-    spdlog::warn("minion {}: cannot connect to master {}: {}", cfg_.id, where,
-                 ec ? ec.message() : "timed out");
-    co_return outcome::connect_failed;
+    if (say && !stopping_) {
+      spdlog::warn("minion {}: cannot connect to master {}: {}", cfg_.id, address_,
+                   ec ? ec.message() : "timed out");
+    }
+    why = outcome::connect_failed;
+    co_return std::nullopt;
+  }
+  co_return connected;
+}
+
+asio::awaitable<agent::outcome> agent::serve_once(
+    std::chrono::steady_clock::duration connect_timeout) {
+  if (stopping_) co_return outcome::stopped;
+  // Every connection starts from here, so that an acceptance on the next
+  // one is reported again (its owner re-sends the spool then).
+  set_state(agent_state::connecting);
+  const std::string& where = address_;
+  asio::ip::tcp::socket socket(executor_);
+  outcome failed = outcome::connect_failed;
+  if (!co_await connect(socket, connect_timeout, failed, true)) {
+    co_return stopping_ ? outcome::stopped : failed;
   }
   // The agent's pings (below) notice a dead master within
   // master_alive_interval and keep a live connection from ever being idle
@@ -171,10 +238,12 @@ asio::awaitable<agent::outcome> agent::serve_once() {
                                                   net::tls_context::role::client, deps_.identity);
   auto hs = co_await net::with_deadline(stream->handshake(), k_handshake_timeout);
   if (!hs || *hs) {
-    spdlog::warn("minion {}: TLS handshake with master {} failed: {}", cfg_.id, where,
-                 hs ? stream->last_error() : "timed out");
+    if (!stopping_) {
+      spdlog::warn("minion {}: TLS handshake with master {} failed: {}", cfg_.id, where,
+                   hs ? stream->last_error() : "timed out");
+    }
     stream->close();
-    co_return outcome::connect_failed;
+    co_return stopping_ ? outcome::stopped : outcome::connect_failed;
   }
   if (!deps_.trust(stream->peer_key(), where)) {
     stream->close();
@@ -197,8 +266,13 @@ asio::awaitable<agent::outcome> agent::serve_once() {
     last_rx_ = std::chrono::steady_clock::now();
     wake_ = wake;
   }
+  // stop() may have come between the check above and conn_ being set.
+  if (stopping_) conn->close();
   // Both handlers run on this coroutine's strand (the connection's executor).
-  conn->start([this](proto::message&& m) { on_message(std::move(m)); },
+  conn->start(
+      [weak = weak_from_this()](proto::message&& m) {
+        if (auto self = weak.lock()) self->on_message(std::move(m));
+      },
               [cs, wake](std::error_code e, const std::string& detail) {
                 cs->closed = true;
                 cs->reason = detail.empty() ? e.message() : detail;
@@ -209,9 +283,13 @@ asio::awaitable<agent::outcome> agent::serve_once() {
   bool was_accepted = false;
   bool refused = false;
   bool was_pending = false;
+  bool silent = false;
+  std::error_code ec;
   auto auth_sent = std::chrono::steady_clock::now();
   const auto alive = cfg_.master_alive_interval;
-  const auto tick = std::max<std::chrono::milliseconds>(1000ms, alive / 3);
+  // Pings go after a third of the interval without traffic, so a live master
+  // is heard from at least twice more before the interval runs out.
+  const auto tick = std::max<std::chrono::steady_clock::duration>(1000ms, alive / 3);
   while (!cs->closed && !stopping_) {
     auth_state st;
     std::chrono::steady_clock::time_point last_rx;
@@ -223,14 +301,18 @@ asio::awaitable<agent::outcome> agent::serve_once() {
     auto now = std::chrono::steady_clock::now();
     if (st == auth_state::accepted) {
       was_accepted = true;
-      if (now - last_rx > alive) {
+      if (now - last_rx >= alive) {
         spdlog::warn("minion {}: master {} sent nothing for {} s (master_alive_interval); "
-                     "reconnecting",
+                     "closing the connection",
                      cfg_.id, where, alive.count());
+        silent = true;
         break;
       }
       if (now - last_rx >= tick) conn->send({msg_type::ping, 0, json::object()});
-      wake->expires_after(tick);
+      // The next ping or the end of the interval, whichever comes first, so
+      // that a dead master is noticed right at master_alive_interval.
+      auto next_ping = now - last_rx >= tick ? now + tick : last_rx + tick;
+      wake->expires_at(std::min(next_ping, last_rx + alive));
     } else if (st == auth_state::pending) {
       was_pending = true;
       if (now - auth_sent >= cfg_.acceptance_wait_time) {
@@ -257,14 +339,15 @@ asio::awaitable<agent::outcome> agent::serve_once() {
     wake_.reset();
   }
   conn->close();
+  if (stopping_) co_return outcome::stopped;
   if (refused) co_return outcome::refused;
   if (was_accepted) {
-    if (!stopping_) {
+    if (!silent) {
       spdlog::warn("minion {}: connection to master {} lost ({})", cfg_.id, where, cs->reason);
     }
-    co_return outcome::lost;
+    co_return silent ? outcome::silent : outcome::lost;
   }
-  if (was_pending) co_return outcome::lost;
+  if (was_pending) co_return outcome::pending_closed;
   spdlog::warn("minion {}: connection to master {} closed before authentication ({})", cfg_.id,
                where, cs->reason);
   co_return outcome::connect_failed;
@@ -293,10 +376,8 @@ void agent::on_message(proto::message&& m) {
             auth_ = auth_state::accepted;
             said_pending_ = false;
           }
+          spdlog::info("minion {}: authenticated with master {}", cfg_.id, address_);
           set_state(agent_state::accepted);
-          spdlog::info("minion {}: authenticated with master {}:{}", cfg_.id, cfg_.master,
-                       cfg_.master_port);
-          on_accepted();
         }
       } else if (status == "pending") {
         bool say;
@@ -307,9 +388,8 @@ void agent::on_message(proto::message&& m) {
         }
         set_state(agent_state::pending);
         if (say) {
-          spdlog::warn("minion {}: master {}:{}: {}; asking again every {} s", cfg_.id,
-                       cfg_.master, cfg_.master_port, message,
-                       cfg_.acceptance_wait_time.count());
+          spdlog::warn("minion {}: master {}: {}; asking again every {} s", cfg_.id, address_,
+                       message, cfg_.acceptance_wait_time.count());
         }
       } else {
         {
@@ -317,8 +397,8 @@ void agent::on_message(proto::message&& m) {
           auth_ = auth_state::refused;
           said_pending_ = false;
         }
-        spdlog::error("minion {}: master {}:{} refused this minion ({}): {}", cfg_.id,
-                      cfg_.master, cfg_.master_port, status, message);
+        spdlog::error("minion {}: master {} refused this minion ({}): {}", cfg_.id, address_,
+                      status, message);
       }
       if (wake) wake->cancel();
       return;
@@ -329,8 +409,8 @@ void agent::on_message(proto::message&& m) {
     case msg_type::pong:
       return;
     case msg_type::error:
-      spdlog::error("minion {}: master {}:{} reported an error: {}", cfg_.id, cfg_.master,
-                    cfg_.master_port, m.body.value("message", "?"));
+      spdlog::error("minion {}: master {} reported an error: {}", cfg_.id, address_,
+                    m.body.value("message", "?"));
       return;
     default:
       break;
@@ -341,27 +421,12 @@ void agent::on_message(proto::message&& m) {
     return;
   }
   switch (m.type) {
-    case msg_type::publish: {
-      std::string jid = m.body.value("jid", "");
-      jobs_received_.fetch_add(1, std::memory_order_relaxed);
-      // An instant function's return follows at once and acknowledges the
-      // job itself; one that may take time is acknowledged now.
-      const bool instant = deps_.functions.instant(m.body.value("fun", ""));
-      if (!instant) conn->send({msg_type::job_ack, 0, {{"jid", jid}}});
-      if (deps_.on_publish) deps_.on_publish(jid);
-      {
-        std::lock_guard lock(mu_);
-        if (running_.count(jid) || deps_.spool.contains(jid)) return;  // a repeat publish
-        running_.insert(jid);
-      }
-      // A job that may wait gets a strand of its own; an instant one runs
-      // on the agent's, right after this handler, with no thread woken.
-      asio::co_spawn(instant ? executor_ : asio::make_strand(executor_), run_job(std::move(m)),
-                     net::logged("job"));
+    case msg_type::publish:
+      on_publish(conn, std::move(m));
       return;
-    }
     case msg_type::return_ack:
       deps_.spool.forget(m.body.value("jid", ""));
+      if (deps_.on_acked) deps_.on_acked(*this);
       return;
     default:
       spdlog::warn("minion {}: master sent unexpected {}; ignored", cfg_.id,
@@ -369,55 +434,97 @@ void agent::on_message(proto::message&& m) {
   }
 }
 
-void agent::on_accepted() {
-  // Everything spooled and not acknowledged goes again; the master's job
-  // cache keeps the first copy of each (jid, minion).
-  auto pending = deps_.spool.load_all();
-  if (!pending.empty()) {
-    spdlog::info("minion {}: re-sending {} unacknowledged returns", cfg_.id, pending.size());
+void agent::on_publish(const std::shared_ptr<net::connection>& conn, proto::message&& m) {
+  std::string jid = m.body.value("jid", "");
+  jobs_received_.fetch_add(1, std::memory_order_relaxed);
+  if (deps_.on_publish) deps_.on_publish(jid);
+  if (deps_.history.contains(jid)) {
+    // A repeat (a held publish delivered again, another master, a
+    // restarted one): acknowledged, so the master stops waiting, never run
+    // twice.
+    conn->send({msg_type::job_ack, 0, {{"jid", jid}}});
+    return;
   }
-  for (auto& body : pending) send_return(body);
+  if (uint64_t held = deps_.spool.bytes(); held >= cfg_.spool_max_bytes) {
+    std::string why = "return spool full: " + std::to_string(deps_.spool.size()) +
+                      " returns (" + std::to_string(held) +
+                      " bytes) wait for a master to acknowledge them; spool_max_bytes is " +
+                      std::to_string(cfg_.spool_max_bytes);
+    bool say;
+    {
+      std::lock_guard lock(mu_);
+      say = !std::exchange(said_spool_full_, true);
+    }
+    if (say) {
+      spdlog::error("minion {}: {}; refusing new jobs until masters acknowledge returns "
+                    "(raise spool_max_bytes in {}, or bring the masters they belong to back)",
+                    cfg_.id, why, cfg_.source);
+    }
+    conn->send({msg_type::job_refused, 0, {{"jid", jid}, {"reason", why}}});
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    said_spool_full_ = false;
+  }
+  if (!deps_.history.insert(jid)) {
+    conn->send({msg_type::job_ack, 0, {{"jid", jid}}});  // another link took it meanwhile
+    return;
+  }
+  // An instant function's return follows at once and acknowledges the job
+  // itself; one that may take time is acknowledged now.
+  const bool instant = deps_.functions.instant(m.body.value("fun", ""));
+  if (!instant) conn->send({msg_type::job_ack, 0, {{"jid", jid}}});
+  // A job that may wait gets a strand of its own; an instant one runs on the
+  // agent's, right after this handler, with no thread woken.
+  asio::co_spawn(instant ? executor_ : asio::make_strand(executor_),
+                 run_job(shared_from_this(), std::move(m)), net::logged("job"));
 }
 
-void agent::send_return(const encoded_return& body) {
+bool agent::send_return(const encoded_return& bytes) {
   std::shared_ptr<net::connection> conn;
   {
     std::lock_guard lock(mu_);
     if (auth_ == auth_state::accepted) conn = conn_;
   }
-  if (conn) {
-    conn->send(std::make_shared<const std::vector<uint8_t>>(
-        proto::encode_frame(msg_type::job_return, 0, body)));
-  }
+  if (!conn) return false;
+  conn->send(std::make_shared<const std::vector<uint8_t>>(
+      proto::encode_frame(msg_type::job_return, 0, bytes)));
+  return true;
 }
 
-asio::awaitable<void> agent::run_job(proto::message m) {
+asio::awaitable<void> agent::run_job(std::shared_ptr<agent> self, proto::message m) {
+  // A job outlives its link if it must (failover moved on): it still
+  // returns, through deps.on_return, to the master that sent it.
+  agent& a = *self;
   modules::call c;
   c.jid = m.body.value("jid", "");
   c.fun = m.body.value("fun", "");
   c.args = m.body.value("args", json::array());
   c.kwargs = m.body.value("kwargs", json::object());
-  c.timeout = cfg_.job_timeout;
-  spdlog::debug("minion {}: job {}: {}", cfg_.id, c.jid, c.fun);
-  modules::outcome out = co_await modules::execute(deps_.functions, c);
+  c.timeout = a.cfg_.job_timeout;
+  spdlog::debug("minion {}: job {} from {}: {}", a.cfg_.id, c.jid, a.address_, c.fun);
+  modules::outcome out = co_await modules::execute(a.deps_.functions, c);
   // Encoded once: the spool keeps these bytes and the frame carries them.
-  const encoded_return body = json::to_msgpack(return_body(c, cfg_.id, std::move(out)));
+  spooled_return r{c.jid, a.address_,
+                   json::to_msgpack(return_body(c, a.cfg_.id, a.address_, std::move(out)))};
   try {
-    if (deps_.spool.blocking() && deps_.blocking) {
-      co_await asio::co_spawn(*deps_.blocking, save_return(&deps_.spool, c.jid, &body),
+    if (a.deps_.spool.blocking() && a.deps_.blocking) {
+      co_await asio::co_spawn(*a.deps_.blocking,
+                              save_return(&a.deps_.spool, c.jid, a.address_, &r.bytes),
                               asio::use_awaitable);
     } else {
-      deps_.spool.save(c.jid, body);
+      a.deps_.spool.save(c.jid, a.address_, r.bytes);
     }
   } catch (const std::exception& e) {
-    spdlog::error("minion {}: job {}: cannot keep its return ({}); sending it anyway", cfg_.id,
+    spdlog::error("minion {}: job {}: cannot keep its return ({}); sending it anyway", a.cfg_.id,
                   c.jid, e.what());
   }
-  {
-    std::lock_guard lock(mu_);
-    running_.erase(c.jid);
+  if (a.deps_.on_return) {
+    a.deps_.on_return(*self, r);
+  } else {
+    self->send_return(r.bytes);
   }
-  send_return(body);
 }
 
 }  // namespace brine::minion

@@ -5,14 +5,16 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
+#include <vector>
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/thread_pool.hpp>
 
+#include "minion/jid_history.h"
 #include "minion/spool.h"
 #include "modules/registry.h"
 #include "net/connection.h"
@@ -20,18 +22,24 @@
 
 namespace brine::minion {
 
-// What one minion connection needs to know (a subset of minion_config, so
+// What one master connection needs to know (a subset of minion_config, so
 // that simulated minions can be made without a file each).
 struct agent_settings {
   std::string id;
-  std::string master;
+  std::string master;  // host name or IP literal
   uint16_t master_port = 4506;
+  // Addresses to connect to instead of resolving `master` (SRV targets,
+  // resolved through the configured DNS server); empty: resolve `master`.
+  std::vector<asio::ip::tcp::endpoint> endpoints;
   std::string source;  // config file, for messages
   std::chrono::seconds acceptance_wait_time{10};
   std::chrono::seconds acceptance_wait_time_max{0};
   std::chrono::seconds master_alive_interval{30};
   std::chrono::seconds job_timeout{3600};
+  std::chrono::seconds retry_dns{30};  // run_persistent: wait before resolving again; 0: give up
+  int64_t master_tries = -1;           // run_persistent: failed attempts in a row; -1: forever
   size_t max_frame_bytes = 16 * 1024 * 1024;
+  uint64_t spool_max_bytes = 256ull * 1024 * 1024;
   std::string source_address;  // bind to this local address first (swarm); empty: any
 };
 
@@ -41,52 +49,92 @@ enum class agent_state { connecting, pending, accepted, refused };
 // on first use); `where` is "host:port" for messages.
 using master_trust = std::function<bool(EVP_PKEY* key, const std::string& where)>;
 
-// One minion's life with its master: connect, pin, authenticate, serve jobs,
-// reconnect with jittered exponential backoff (slowly when refused). The
-// minion daemon runs one; `brine swarm` runs thousands on one io_context.
+// One minion's link to one master: connect, pin, authenticate, serve jobs.
+// serve_once() is one connection's life; run_persistent() reconnects with
+// jittered exponential backoff (slowly when refused) until stopped. Which
+// master to talk to, and when to move on, is master_set's business.
 //
-// Lifecycle: construct, start(), stop() to end it; the owner keeps the agent
-// and everything it references alive until the io_context has stopped.
-// Threading: run() and the connection on the agent's strand; instant jobs
+// Jobs are shared by all links of a minion: a jid runs once (jid_history),
+// its return goes to the spool with this link's master as its origin, and
+// deps.on_return decides which link sends it.
+//
+// Lifecycle: made with make_shared; run serve_once()/run_persistent() on
+// the agent's executor (a strand), stop() to end it. Its jobs and connection
+// handlers hold it (strongly, weakly), so it may be dropped while a job
+// runs; what it references (deps) must outlive the io_context's run.
+// Threading: the loop and the connection on the agent's strand; instant jobs
 // (test.ping…) there too, every other job on a strand of its own; state
 // guarded by mu_.
-class agent {
+class agent : public std::enable_shared_from_this<agent> {
  public:
   struct deps {
     const net::tls_context& tls;
     const net::tls_identity* identity;  // null: the context's own
     const modules::registry& functions;
     return_spool& spool;
+    jid_history& history;
     asio::thread_pool* blocking;  // for a blocking spool; may be null
     master_trust trust;
-    std::function<void(agent_state from, agent_state to)> on_state;  // may be empty
+    std::function<void(agent& a, agent_state from, agent_state to)> on_state;  // may be empty
     std::function<void(const std::string& jid)> on_publish;  // may be empty (swarm metrics)
+    // A job received on this link has finished and its return is spooled.
+    std::function<void(agent& a, const spooled_return& r)> on_return;  // may be empty
+    // The master acknowledged a return (the spool has forgotten it).
+    std::function<void(agent& a)> on_acked;  // may be empty
+  };
+
+  enum class outcome {
+    lost,              // was accepted; the connection closed or failed
+    silent,            // was accepted; nothing came for master_alive_interval
+    pending_closed,    // the key was pending; the connection closed
+    connect_failed,    // no connection, handshake or authentication
+    unresolved,        // the master's name did not resolve
+    refused,           // the master rejected or denied this minion's key
+    untrusted_master,  // the master's key is not the pinned one
+    stopped,
   };
 
   agent(asio::any_io_executor executor, agent_settings settings, deps d);
 
-  // Runs the agent on its own strand until stop(). Everything of one agent
-  // (its loop, connection handlers and timers) must share that strand.
-  void start();
+  // One connection, from connect to its end. A pending minion stays
+  // connected, asking again every acceptance_wait_time.
+  asio::awaitable<outcome> serve_once(std::chrono::steady_clock::duration connect_timeout);
+  // serve_once() again and again: at once after a lost connection, with
+  // jittered backoff (1 s doubling to 10 s) after failed ones, slowly when
+  // refused. Returns false when it gives up: master_tries failed attempts in
+  // a row, or a name that does not resolve with retry_dns 0.
+  asio::awaitable<bool> run_persistent();
+  // Whether the master takes connections: a TCP connect within `timeout`,
+  // closed at once (failback's probe; the master logs no warning for it).
+  asio::awaitable<bool> probe(std::chrono::steady_clock::duration timeout);
   void stop();
+  bool stopping() const { return stopping_.load(); }
+
   agent_state state() const;
+  // When this link last received anything (the time of a new connection
+  // counts): failover measures a master's silence from it.
+  std::chrono::steady_clock::time_point last_contact() const;
+  // "host:port": how the spool names this master.
+  const std::string& address() const { return address_; }
+  const asio::any_io_executor& executor() const { return executor_; }
+  // Sends a spooled return now if the master has accepted this minion.
+  bool send_return(const encoded_return& bytes);
   // Jobs received since start (repeat publishes of a running job included).
   uint64_t jobs_received() const { return jobs_received_.load(std::memory_order_relaxed); }
 
  private:
-  enum class outcome { lost, connect_failed, refused, untrusted_master };
-
-  asio::awaitable<void> run();
-  asio::awaitable<outcome> serve_once();
+  asio::awaitable<std::optional<asio::ip::tcp::endpoint>> connect(
+      asio::ip::tcp::socket& socket, std::chrono::steady_clock::duration timeout, outcome& why,
+      bool say);
   void on_message(proto::message&& m);
-  void on_accepted();
-  asio::awaitable<void> run_job(proto::message m);
-  void send_return(const encoded_return& body);
+  void on_publish(const std::shared_ptr<net::connection>& conn, proto::message&& m);
+  static asio::awaitable<void> run_job(std::shared_ptr<agent> self, proto::message m);
   void set_state(agent_state s);
 
   asio::any_io_executor executor_;
   agent_settings cfg_;
   deps deps_;
+  std::string address_;
 
   mutable std::mutex mu_;
   std::shared_ptr<net::connection> conn_;
@@ -94,8 +142,8 @@ class agent {
   // The current connection's authentication, reset on each connect.
   enum class auth_state { waiting, pending, accepted, refused } auth_ = auth_state::waiting;
   std::chrono::steady_clock::time_point last_rx_;
-  std::set<std::string> running_;
   bool said_pending_ = false;
+  bool said_spool_full_ = false;
   std::shared_ptr<asio::steady_timer> wake_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> jobs_received_{0};

@@ -1,5 +1,6 @@
 #include "minion/minion.h"
 
+#include <algorithm>
 #include <thread>
 
 #include <asio/co_spawn.hpp>
@@ -18,19 +19,40 @@ namespace brine::minion {
 namespace {
 // Quiet time after which an idle minion trims its resident code pages.
 constexpr std::chrono::seconds k_idle_before_trim{5};
+// How long the minion remembers the jids it ran (a master holds a publish
+// at most a day), and at most how many.
+constexpr int k_jid_retention_hours = 25;
+constexpr size_t k_jid_history_max = 200000;
+
+std::string describe_masters(const base::minion_config& cfg) {
+  if (cfg.use_srv_records) return "SRV records of _brine._tcp." + cfg.srv_domain;
+  std::string out;
+  for (const auto& m : cfg.masters) out += (out.empty() ? "" : ", ") + m.text();
+  return out;
+}
 }  // namespace
 
-agent_settings settings_from(const base::minion_config& cfg) {
-  agent_settings s;
-  s.id = cfg.id;
-  s.master = cfg.master;
-  s.master_port = cfg.master_port;
-  s.source = cfg.source;
-  s.acceptance_wait_time = std::chrono::seconds(cfg.acceptance_wait_time);
-  s.acceptance_wait_time_max = std::chrono::seconds(cfg.acceptance_wait_time_max);
-  s.master_alive_interval = std::chrono::seconds(cfg.master_alive_interval);
-  s.job_timeout = std::chrono::seconds(cfg.job_timeout);
-  s.max_frame_bytes = cfg.max_frame_bytes;
+master_set_settings settings_from(const base::minion_config& cfg) {
+  master_set_settings s;
+  s.link.id = cfg.id;
+  s.link.source = cfg.source;
+  s.link.acceptance_wait_time = std::chrono::seconds(cfg.acceptance_wait_time);
+  s.link.acceptance_wait_time_max = std::chrono::seconds(cfg.acceptance_wait_time_max);
+  s.link.master_alive_interval = std::chrono::seconds(cfg.master_alive_interval);
+  s.link.job_timeout = std::chrono::seconds(cfg.job_timeout);
+  s.link.max_frame_bytes = cfg.max_frame_bytes;
+  s.link.spool_max_bytes = cfg.spool_max_bytes;
+  s.masters = cfg.masters;
+  s.mode = cfg.master_type;
+  s.random_master = cfg.random_master;
+  s.master_failback = cfg.master_failback;
+  s.master_failback_interval = std::chrono::seconds(cfg.master_failback_interval);
+  s.master_tries = cfg.master_tries;
+  s.retry_dns = std::chrono::seconds(cfg.retry_dns);
+  s.strategy = cfg.master_return_strategy;
+  s.use_srv_records = cfg.use_srv_records;
+  s.srv_domain = cfg.srv_domain;
+  s.srv_resolver = cfg.srv_resolver;
   return s;
 }
 
@@ -41,35 +63,48 @@ minion::minion(base::minion_config cfg)
       tls_(net::tls_context::role::client, identity_, cfg_.id),
       spool_((base::ensure_dir(cfg_.cachedir, 0700, "cachedir"),
               base::ensure_dir(cfg_.cachedir + "/returns", 0700, "cachedir"),
-              cfg_.cachedir + "/returns")) {
+              cfg_.cachedir + "/returns")),
+      history_(cfg_.cachedir + "/jids", k_jid_retention_hours, k_jid_history_max) {
   modules::register_builtin_modules(functions_);
-  agent_ = std::make_unique<agent>(
-      asio::make_strand(io_), settings_from(cfg_),
-      agent::deps{tls_, nullptr, functions_, spool_, &blocking_,
-                  [this](EVP_PKEY* key, const std::string& where) {
-                    return trust_master(key, where);
-                  },
-                  nullptr, nullptr});
+  masters_ = std::make_unique<master_set>(
+      io_.get_executor(), settings_from(cfg_),
+      master_set::deps{tls_, nullptr, functions_, spool_, history_, &blocking_,
+                       [this](EVP_PKEY* key, const std::string& where) {
+                         return trust_master(key, where);
+                       },
+                       nullptr, nullptr,
+                       [this](const std::string&) {
+                         // Nothing left to serve: the daemon ends, non-zero,
+                         // so that a supervisor sees it.
+                         exit_code_ = 1;
+                         masters_->stop();
+                         io_.stop();
+                       }});
 }
 
 int minion::run() {
-  spdlog::info("minion {} starting (fingerprint {}), master {}:{}", cfg_.id,
-               identity_.fingerprint(), cfg_.master, cfg_.master_port);
+  spdlog::info("minion {} starting (fingerprint {}), {} {}", cfg_.id, identity_.fingerprint(),
+               cfg_.master_type == base::master_mode::failover ? "failover over" : "masters",
+               describe_masters(cfg_));
+  if (spool_.size() > 0) {
+    spdlog::info("minion {}: {} returns from before the restart wait in the spool", cfg_.id,
+                 spool_.size());
+  }
   asio::signal_set signals(io_, SIGINT, SIGTERM);
   signals.async_wait([this](std::error_code ec, int sig) {
     if (ec) return;
     spdlog::info("signal {}: stopping", sig);
-    agent_->stop();
+    masters_->stop();
     io_.stop();
   });
-  agent_->start();
+  masters_->start();
   asio::co_spawn(io_, trim_when_idle(), net::logged("memory trim"));
   std::thread second([this] { io_.run(); });
   io_.run();
   second.join();
   blocking_.join();
   spdlog::info("minion stopped");
-  return 0;
+  return exit_code_;
 }
 
 asio::awaitable<void> minion::trim_when_idle() {
@@ -79,12 +114,12 @@ asio::awaitable<void> minion::trim_when_idle() {
   // pages (see base/memory.h). Jobs that arrive later fault back in only
   // what they run.
   asio::steady_timer timer(io_);
-  uint64_t seen = agent_->jobs_received();
+  uint64_t seen = masters_->jobs_received();
   bool trimmed = false;
   for (;;) {
     timer.expires_after(k_idle_before_trim);
     co_await timer.async_wait(asio::use_awaitable);
-    uint64_t now = agent_->jobs_received();
+    uint64_t now = masters_->jobs_received();
     if (now != seen) {
       seen = now;
       trimmed = false;
@@ -104,15 +139,21 @@ bool minion::trust_master(EVP_PKEY* key, const std::string& where) {
     return false;
   }
   std::string fp = pki::fingerprint(key);
-  if (!cfg_.master_finger.empty()) {
-    if (fp != cfg_.master_finger) {
-      spdlog::error("master at {} presented key fingerprint {}, but master_finger in {} is {}; "
+  std::lock_guard lock(trust_mu_);
+  if (!cfg_.master_fingers.empty()) {
+    if (std::find(cfg_.master_fingers.begin(), cfg_.master_fingers.end(), fp) ==
+        cfg_.master_fingers.end()) {
+      std::string allowed;
+      for (const auto& f : cfg_.master_fingers) allowed += (allowed.empty() ? "" : ", ") + f;
+      spdlog::error("master {} presented key fingerprint {}, but master_finger in {} allows {}; "
                     "refusing to talk to it",
-                    where, fp, cfg_.source, cfg_.master_finger);
+                    where, fp, cfg_.source, allowed);
       return false;
     }
     return true;
   }
+  // Trust on first use: one key for every master (masters of a set share
+  // their keypair, see the README), pinned at the first contact.
   std::string saved = cfg_.pki_dir + "/minion_master.pub";
   if (!base::file_exists(saved)) {
     base::write_file_atomic(saved, pki::public_pem(key), 0644);
@@ -123,9 +164,11 @@ bool minion::trust_master(EVP_PKEY* key, const std::string& where) {
   auto pinned = pki::parse_public_pem(base::read_file(saved));
   std::string pinned_fp = pinned ? pki::fingerprint(pinned.get()) : "unreadable";
   if (pinned_fp != fp) {
-    spdlog::error("master at {} presented key fingerprint {}, but the master key saved in {} has "
-                  "fingerprint {}; refusing to talk to it (if the master's key really changed, "
-                  "delete {} or set master_finger)",
+    spdlog::error("master {} presented key fingerprint {}, but the master key saved in {} has "
+                  "fingerprint {}; refusing to talk to it (masters of one minion share one "
+                  "keypair: copy master.pem and master.pub to every master, or list each "
+                  "master's fingerprint in master_finger; if the master's key really changed, "
+                  "delete {})",
                   where, fp, saved, pinned_fp, saved);
     return false;
   }

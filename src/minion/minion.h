@@ -1,13 +1,16 @@
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <asio/io_context.hpp>
 #include <asio/thread_pool.hpp>
 
 #include "base/config.h"
-#include "minion/agent.h"
+#include "minion/jid_history.h"
+#include "minion/master_set.h"
 #include "minion/spool.h"
 #include "modules/registry.h"
 #include "net/tls.h"
@@ -15,11 +18,13 @@
 
 namespace brine::minion {
 
-// The minion daemon: one agent (see agent.h) with the minion's own key, a
-// disk spool and the master key pinned in pki_dir.
+// The minion daemon: its masters (master_set.h: one, several at once, or one
+// at a time with failover), with the minion's own key, a disk spool, the
+// jids it has run, and the master key pinned in pki_dir.
 //
 // Lifecycle: the constructor prepares directories and keys (throws
-// base::error); run() serves until SIGTERM/SIGINT.
+// base::error); run() serves until SIGTERM/SIGINT, or until no master can be
+// reached any more (master_tries, retry_dns 0): then it returns 1.
 // Threading: an io_context run by two threads; spool writes on a one-thread
 // pool.
 class minion {
@@ -38,9 +43,13 @@ class minion {
   net::tls_context tls_;
   modules::registry functions_;
   spool spool_;
-  std::unique_ptr<agent> agent_;
+  jid_history history_;
+  std::unique_ptr<master_set> masters_;
+  std::atomic<int> exit_code_{0};
+  // Links to several masters may meet their first master key at once.
+  std::mutex trust_mu_;
 };
 
-agent_settings settings_from(const base::minion_config& cfg);
+master_set_settings settings_from(const base::minion_config& cfg);
 
 }  // namespace brine::minion

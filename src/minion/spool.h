@@ -2,7 +2,6 @@
 
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -10,9 +9,17 @@
 
 namespace brine::minion {
 
-// A return body (the map a job_return carries), encoded as MessagePack once:
-// kept in the spool and sent as it is.
+// A return body (the map a job_return carries, with the `origin` master in
+// it), encoded as MessagePack once: kept in the spool and sent as it is.
 using encoded_return = std::vector<uint8_t>;
+
+// One held return: its jid, the master it is owed to ("host:port" as the
+// minion names that master; empty when unknown) and its bytes.
+struct spooled_return {
+  std::string jid;
+  std::string origin;
+  encoded_return bytes;
+};
 
 // Where a minion keeps each return until a master acknowledges it; every
 // return in it is sent again after a reconnect, so a master's death or a
@@ -20,48 +27,70 @@ using encoded_return = std::vector<uint8_t>;
 class return_spool {
  public:
   virtual ~return_spool() = default;
-  virtual void save(const std::string& jid, const encoded_return& ret) = 0;
+  virtual void save(const std::string& jid, const std::string& origin,
+                    const encoded_return& ret) = 0;
   virtual void forget(const std::string& jid) = 0;
   virtual bool contains(const std::string& jid) const = 0;
   // Every held return, oldest jid first.
-  virtual std::vector<encoded_return> load_all() const = 0;
+  virtual std::vector<spooled_return> load_all() const = 0;
+  // Whether some held return is owed to `origin`.
+  virtual bool owes(const std::string& origin) const = 0;
+  // Bytes of the held returns (what spool_max_bytes bounds).
+  virtual uint64_t bytes() const = 0;
+  virtual size_t size() const = 0;
   // True when save() does blocking I/O and belongs off the I/O threads.
   virtual bool blocking() const = 0;
 };
 
 // The daemon's spool: one file per job in `<cachedir>/returns/<jid>.ret`
-// (MessagePack), written through rename after fsync, so it survives the
-// minion's own restart.
+// (the MessagePack body), written through rename after fsync, so it survives
+// the minion's own restart. The origin is read back from the body.
 class spool final : public return_spool {
  public:
+  // Reads the index of what an earlier run left (dropping damaged files).
   explicit spool(std::string dir);
 
-  void save(const std::string& jid, const encoded_return& ret) override;
+  void save(const std::string& jid, const std::string& origin, const encoded_return& ret) override;
   void forget(const std::string& jid) override;
   bool contains(const std::string& jid) const override;
-  std::vector<encoded_return> load_all() const override;
+  std::vector<spooled_return> load_all() const override;
+  bool owes(const std::string& origin) const override;
+  uint64_t bytes() const override;
+  size_t size() const override;
   bool blocking() const override { return true; }
 
  private:
+  struct entry {
+    std::string origin;
+    uint64_t size = 0;
+  };
   std::string path(const std::string& jid) const;
+  // Reads and checks one file; false (and the file removed) when damaged.
+  bool read(const std::string& jid, encoded_return& bytes, std::string& origin) const;
 
   std::string dir_;
   mutable std::mutex mu_;
-  std::set<std::string> jids_;
+  // Mutable: load_all() drops entries whose files turn out damaged.
+  mutable std::map<std::string, entry> index_;
+  mutable uint64_t bytes_ = 0;
 };
 
 // In memory, for simulated minions (brine swarm): same protocol, no disk.
 class memory_spool final : public return_spool {
  public:
-  void save(const std::string& jid, const encoded_return& ret) override;
+  void save(const std::string& jid, const std::string& origin, const encoded_return& ret) override;
   void forget(const std::string& jid) override;
   bool contains(const std::string& jid) const override;
-  std::vector<encoded_return> load_all() const override;
+  std::vector<spooled_return> load_all() const override;
+  bool owes(const std::string& origin) const override;
+  uint64_t bytes() const override;
+  size_t size() const override;
   bool blocking() const override { return false; }
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, encoded_return> returns_;
+  std::map<std::string, spooled_return> returns_;
+  uint64_t bytes_ = 0;
 };
 
 }  // namespace brine::minion

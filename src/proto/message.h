@@ -13,12 +13,13 @@ enum class msg_type : uint16_t {
   error = 1,         // either way: {message}; the sender closes afterwards
   auth = 2,          // minion → master: {id, version}
   auth_reply = 3,    // master → minion: {status: accepted|pending|rejected|denied, message}
-  publish = 4,       // master → minion: {jid, fun, args, kwargs, timeout}
-  job_ack = 5,       // minion → master: {jid}
-  job_return = 6,    // minion → master: {jid, fun, ret, success, retcode}
+  publish = 4,       // master → minion: {jid, fun, args, kwargs, tgt, tgt_type}
+  job_ack = 5,       // minion → master: {jid}: received (also for a jid it already ran)
+  job_return = 6,    // minion → master: {jid, id, fun, ret, success, retcode, origin}
   return_ack = 7,    // master → minion: {jid}: stored, the minion may forget it
   ping = 8,          // either way: {}
   pong = 9,          // either way: {}
+  job_refused = 10,  // minion → master: {jid, reason}: the minion will not run it
   // Local API (Unix socket, CLI ↔ master).
   api_request = 100,  // {op, ...}
   api_reply = 101,    // {ok, error?, ...}

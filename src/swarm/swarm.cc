@@ -19,12 +19,13 @@
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <asio/use_awaitable.hpp>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "base/error.h"
 #include "base/fs.h"
 #include "base/log.h"
-#include "minion/agent.h"
+#include "minion/master_set.h"
 #include "net/connection.h"
 
 namespace brine::swarm {
@@ -73,22 +74,23 @@ rlim_t raise_fd_limit() {
   return rl.rlim_cur;
 }
 
-struct counters {
-  std::atomic<int64_t> connecting{0};
-  std::atomic<int64_t> pending{0};
-  std::atomic<int64_t> accepted{0};
-  std::atomic<int64_t> refused{0};
-
-  std::atomic<int64_t>& of(agent_state s) {
+// A simulated minion's best link: the one closest to serving.
+agent_state best_of(const std::vector<std::pair<std::string, agent_state>>& links) {
+  auto rank = [](agent_state s) {
     switch (s) {
-      case agent_state::connecting: return connecting;
-      case agent_state::pending: return pending;
-      case agent_state::accepted: return accepted;
-      case agent_state::refused: return refused;
+      case agent_state::accepted: return 3;
+      case agent_state::pending: return 2;
+      case agent_state::refused: return 1;
+      case agent_state::connecting: return 0;
     }
-    return connecting;
+    return 0;
+  };
+  agent_state best = agent_state::connecting;
+  for (const auto& [addr, st] : links) {
+    if (rank(st) > rank(best)) best = st;
   }
-};
+  return best;
+}
 
 // When each publish reached the simulated minions. A jid is the master's UTC
 // clock in microseconds at publish time, and the master runs on this machine,
@@ -164,21 +166,26 @@ class shared_trust {
   bool said_ = false;
 };
 
-// Starts the agents at `rate` per second (all at once when 0).
-asio::awaitable<void> start_agents(std::vector<std::unique_ptr<minion::agent>>* agents,
-                                   double rate) {
+// Starts the minions at `rate` per second (all at once when 0).
+asio::awaitable<void> start_minions(std::vector<std::unique_ptr<minion::master_set>>* sets,
+                                    double rate) {
   auto executor = co_await asio::this_coro::executor;
   asio::steady_timer pace(executor);
   auto start = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < agents->size(); ++i) {
+  for (size_t i = 0; i < sets->size(); ++i) {
     if (rate > 0) {
-      pace.expires_at(start +
-                      std::chrono::microseconds(static_cast<int64_t>(static_cast<double>(i) * 1e6 / rate)));
+      pace.expires_at(start + std::chrono::microseconds(
+                                  static_cast<int64_t>(static_cast<double>(i) * 1e6 / rate)));
       std::error_code ec;
       co_await pace.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
-    (*agents)[i]->start();
+    (*sets)[i]->start();
   }
+}
+
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -188,18 +195,22 @@ int run_swarm(const swarm_options& o) {
   if (!level) throw base::error("--log-level " + o.log_level + " is not a log level");
   spdlog::set_level(*level);
   if (o.keys_dir.empty()) throw base::error("--keys-dir is required (keys are cached there)");
-  auto colon = o.master.rfind(':');
-  if (colon == std::string::npos) throw base::error("--master must be HOST:PORT, got " + o.master);
-  std::string host = o.master.substr(0, colon);
-  int port = 0;
-  try {
-    port = std::stoi(o.master.substr(colon + 1));
-  } catch (const std::exception&) {
+  if (o.master_type != "str" && o.master_type != "failover") {
+    throw base::error("--master-type must be str or failover, got " + o.master_type);
   }
-  if (port < 1 || port > 65535) throw base::error("--master port must be 1..65535: " + o.master);
+  std::vector<base::master_address> masters;
+  for (const auto& text : o.masters) {
+    auto a = base::parse_master_address(text, 0);
+    if (!a || a->port == 0) {
+      throw base::error("--master takes HOST:PORT[,HOST:PORT...], got '" + text + "'");
+    }
+    masters.push_back(*a);
+  }
+  if (masters.empty()) throw base::error("--master needs at least one HOST:PORT");
 
   rlim_t fds = raise_fd_limit();
-  if (o.count + 64 > fds) {
+  uint64_t links = o.master_type == "failover" ? 1 : masters.size();
+  if (o.count * links + 64 > fds) {
     throw base::error("--count " + std::to_string(o.count) + " needs more descriptors than the " +
                       "limit of " + std::to_string(fds) + "; run several swarm processes");
   }
@@ -213,84 +224,133 @@ int run_swarm(const swarm_options& o) {
   modules::registry functions;
   modules::register_test_module(functions);
   shared_trust trust(o.master_finger);
-  counters count;
-  count.connecting = o.count;
   publish_tracker publishes(o.count);
-  std::atomic<double> all_connected_at{0};
-  std::atomic<double> all_connected_unix{0};
-  // Set when the first agent starts: certificate making is not connecting.
+  // Minions served now, and when all were (first, and again after a loss).
+  std::atomic<int64_t> serving{0};
+  std::atomic<bool> all_served{false};
+  std::atomic<double> first_all_at{0}, first_all_unix{0};
+  std::atomic<double> loss_at{0};  // when a served swarm first lost a minion
+  std::mutex report_mu;
+  std::vector<std::string> events;  // lines for the next report, in order
+  // Set when the first minion starts: certificate making is not connecting.
   std::chrono::steady_clock::time_point t_start;
+  auto since_start = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  };
 
   std::vector<std::unique_ptr<net::tls_identity>> identities;
   std::vector<std::unique_ptr<minion::memory_spool>> spools;
-  std::vector<std::unique_ptr<minion::agent>> agents;
+  std::vector<std::unique_ptr<minion::jid_history>> histories;
+  std::vector<std::unique_ptr<minion::master_set>> sets;
   identities.reserve(o.count);
   spools.reserve(o.count);
-  agents.reserve(o.count);
+  histories.reserve(o.count);
+  sets.reserve(o.count);
   int width = static_cast<int>(std::to_string(o.count).size());
   for (uint32_t i = 0; i < o.count; ++i) {
     char num[16];
     std::snprintf(num, sizeof num, "%0*u", width, i + 1);
-    minion::agent_settings s;
-    s.id = o.id_prefix + num;
-    s.master = host;
-    s.master_port = static_cast<uint16_t>(port);
-    s.source = "brine swarm";
-    s.acceptance_wait_time = std::chrono::seconds(o.acceptance_wait_time);
-    s.master_alive_interval = std::chrono::seconds(o.master_alive_interval);
+    minion::master_set_settings s;
+    s.link.id = o.id_prefix + num;
+    s.link.source = "brine swarm";
+    s.link.acceptance_wait_time = std::chrono::seconds(o.acceptance_wait_time);
+    s.link.master_alive_interval = std::chrono::seconds(o.master_alive_interval);
     if (!o.source_addresses.empty()) {
-      s.source_address = o.source_addresses[i % o.source_addresses.size()];
+      s.link.source_address = o.source_addresses[i % o.source_addresses.size()];
     }
-    identities.push_back(std::make_unique<net::tls_identity>(keys[i], s.id));
+    s.masters = masters;
+    s.mode = o.master_type == "failover" ? base::master_mode::failover : base::master_mode::hot;
+    s.random_master = o.random_master;
+    s.master_failback = o.master_failback;
+    s.master_failback_interval = std::chrono::seconds(o.master_failback_interval);
+    identities.push_back(std::make_unique<net::tls_identity>(keys[i], s.link.id));
     spools.push_back(std::make_unique<minion::memory_spool>());
-    agents.push_back(std::make_unique<minion::agent>(
-        asio::make_strand(io), std::move(s),
-        minion::agent::deps{tls, identities.back().get(), functions, *spools.back(), nullptr,
-                            [&trust](EVP_PKEY* k, const std::string& w) { return trust(k, w); },
-                            [&](agent_state from, agent_state to) {
-                              --count.of(from);
-                              if (++count.of(to) == o.count && to == agent_state::accepted) {
-                                all_connected_at = std::chrono::duration<double>(
-                                                       std::chrono::steady_clock::now() - t_start)
-                                                       .count();
-                                all_connected_unix =
-                                    std::chrono::duration<double>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count();
-                              }
-                            },
-                            [&publishes](const std::string& jid) { publishes.received(jid); }}));
+    // A simulated minion remembers its recent jids only: enough to ignore
+    // repeats of running and just-finished jobs.
+    histories.push_back(std::make_unique<minion::jid_history>("", 1, 256));
+    sets.push_back(std::make_unique<minion::master_set>(
+        io.get_executor(), std::move(s),
+        minion::master_set::deps{
+            tls, identities.back().get(), functions, *spools.back(), *histories.back(), nullptr,
+            [&trust](EVP_PKEY* k, const std::string& w) { return trust(k, w); },
+            [&](bool now_serving) {
+              if (now_serving) {
+                if (++serving != o.count) return;
+                double t = since_start(), u = unix_seconds();
+                std::lock_guard lock(report_mu);
+                if (!all_served.exchange(true)) {
+                  if (first_all_at == 0) {
+                    first_all_at = t;
+                    first_all_unix = u;
+                    events.push_back(fmt::format("all {} connected after {:.3f} s (unix {:.3f})",
+                                                 o.count, t, u));
+                  } else {
+                    events.push_back(fmt::format(
+                        "all {} serving again {:.3f} s after the first loss (unix {:.3f})",
+                        o.count, t - loss_at.load(), u));
+                  }
+                }
+              } else {
+                --serving;
+                std::lock_guard lock(report_mu);
+                if (all_served.exchange(false)) {
+                  loss_at = since_start();
+                  events.push_back(fmt::format("lost a master: {} of {} serving at unix {:.3f}",
+                                               serving.load(), o.count, unix_seconds()));
+                }
+              }
+            },
+            [&publishes](const std::string& jid) { publishes.received(jid); }, nullptr}));
   }
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](std::error_code ec, int) {
     if (ec) return;
-    for (auto& a : agents) a->stop();
+    for (auto& s : sets) s->stop();
     io.stop();
   });
 
   t_start = std::chrono::steady_clock::now();
-  asio::co_spawn(io, start_agents(&agents, o.connect_rate), net::logged("swarm start"));
+  asio::co_spawn(io, start_minions(&sets, o.connect_rate), net::logged("swarm start"));
 
   auto started = std::chrono::steady_clock::now();
   asio::steady_timer report(io);
-  bool said_all = false;
+  auto counts = [&] {
+    int64_t c[4] = {0, 0, 0, 0};  // connected, pending, refused, connecting
+    std::map<std::string, int64_t> per_master;
+    for (const auto& s : sets) {
+      auto l = s->links();
+      switch (best_of(l)) {
+        case agent_state::accepted: ++c[0]; break;
+        case agent_state::pending: ++c[1]; break;
+        case agent_state::refused: ++c[2]; break;
+        case agent_state::connecting: ++c[3]; break;
+      }
+      for (const auto& [addr, st] : l) {
+        if (st == agent_state::accepted) ++per_master[addr];
+      }
+    }
+    std::string line = fmt::format("connected={} pending={} refused={} connecting={}", c[0], c[1],
+                                   c[2], c[3]);
+    if (masters.size() > 1) {
+      line += " masters";
+      for (const auto& m : masters) line += fmt::format(" {}={}", m.text(), per_master[m.text()]);
+    }
+    return line;
+  };
   std::function<void(std::error_code)> tick = [&](std::error_code ec) {
     if (ec) return;
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (!said_all && count.accepted.load() == o.count) {
-      said_all = true;
-      std::printf("all %u connected after %.3f s (unix %.3f)\n", o.count, all_connected_at.load(),
-                  all_connected_unix.load());
+    std::vector<std::string> said;
+    {
+      std::lock_guard lock(report_mu);
+      said.swap(events);
     }
-    std::printf("t=%.1fs connected=%lld pending=%lld refused=%lld connecting=%lld\n", t,
-                static_cast<long long>(count.accepted.load()),
-                static_cast<long long>(count.pending.load()),
-                static_cast<long long>(count.refused.load()),
-                static_cast<long long>(count.connecting.load()));
+    for (const auto& line : said) std::printf("%s\n", line.c_str());
+    std::printf("t=%.1fs %s\n", t, counts().c_str());
     std::fflush(stdout);
     if (o.seconds > 0 && t >= o.seconds) {
-      for (auto& a : agents) a->stop();
+      for (auto& s : sets) s->stop();
       io.stop();
       return;
     }
@@ -305,11 +365,7 @@ int run_swarm(const swarm_options& o) {
   for (unsigned i = 1; i < n; ++i) threads.emplace_back([&] { io.run(); });
   io.run();
   for (auto& t : threads) t.join();
-  std::printf("final connected=%lld pending=%lld refused=%lld connecting=%lld\n",
-              static_cast<long long>(count.accepted.load()),
-              static_cast<long long>(count.pending.load()),
-              static_cast<long long>(count.refused.load()),
-              static_cast<long long>(count.connecting.load()));
+  std::printf("final %s\n", counts().c_str());
   return 0;
 }
 

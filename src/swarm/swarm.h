@@ -7,7 +7,11 @@
 namespace brine::swarm {
 
 struct swarm_options {
-  std::string master = "127.0.0.1:4506";  // HOST:PORT
+  std::vector<std::string> masters = {"127.0.0.1:4506"};  // HOST:PORT each
+  std::string master_type = "str";        // str (every master at once) or failover
+  bool random_master = false;
+  bool master_failback = false;
+  uint32_t master_failback_interval = 0;  // 0: master_alive_interval
   uint32_t count = 100;
   std::string id_prefix = "swarm-";
   std::string keys_dir;                   // required
@@ -21,10 +25,12 @@ struct swarm_options {
   std::string log_level = "error";
 };
 
-// Runs `count` simulated minions in this process against a real master: each
+// Runs `count` simulated minions in this process against real masters: each
 // with its own Ed25519 key (cached in keys_dir, so a second run reuses them),
-// its own TLS connection, the real minion protocol and the real test.*
-// functions. Prints connected / pending / refused counts every second.
+// its own TLS connections, the real minion protocol (with the daemon's
+// multi-master and failover logic) and the real test.* functions. Prints the
+// counts every second, and when all minions are served again after losing a
+// master, how long that took.
 int run_swarm(const swarm_options& o);
 
 }  // namespace brine::swarm

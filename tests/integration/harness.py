@@ -63,7 +63,9 @@ def yaml_value(v):
         return "''"
     if isinstance(v, int):
         return str(v)
-    return json.dumps(str(v))  # a JSON string is a YAML double-quoted scalar
+    if isinstance(v, (list, tuple)):
+        return json.dumps([str(x) if not isinstance(x, (int, bool)) else x for x in v])
+    return json.dumps(str(v))  # JSON is YAML: a double-quoted scalar, a flow sequence
 
 
 def write_config(path, options):
@@ -393,6 +395,195 @@ class ClusterTestCase(unittest.TestCase):
         c = Cluster(**kw)
         self.addCleanup(c.stop)
         return c
+
+
+# ---------------------------------------------------------------------------
+# Several masters
+
+
+def make_master_keypair(directory):
+    """An Ed25519 master keypair (master.pem 0600, master.pub) made with the
+    openssl CLI, for masters that share one identity."""
+    os.makedirs(directory, exist_ok=True)
+    pem = os.path.join(directory, "master.pem")
+    pub = os.path.join(directory, "master.pub")
+    subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", pem],
+                   check=True, capture_output=True, timeout=30)
+    os.chmod(pem, 0o600)
+    subprocess.run(["openssl", "pkey", "-in", pem, "-pubout", "-out", pub],
+                   check=True, capture_output=True, timeout=30)
+    return pem, pub
+
+
+class MasterNode:
+    """One master of a MasterSet: its own directory, port, config and CLI."""
+
+    def __init__(self, root, name, options):
+        self.name = name
+        self.dir = os.path.join(root, name)
+        os.makedirs(self.dir)
+        self.port = options.get("port") or free_port()
+        self.config = os.path.join(self.dir, "master.conf")
+        self.options = {
+            "interface": "127.0.0.1",
+            "port": self.port,
+            "pki_dir": "pki",
+            "cachedir": "cache",
+            "sock_dir": "sock",
+        }
+        self.options.update(options)
+        write_config(self.config, self.options)
+        self.daemon = Daemon(name, ["master", "-c", self.config],
+                             os.path.join(self.dir, "master.log"), self.dir)
+
+    @property
+    def address(self):
+        return "127.0.0.1:%d" % self.port
+
+    @property
+    def sock_path(self):
+        return os.path.join(self.dir, "sock", "master.sock")
+
+    def start(self, wait_ready=True):
+        since = self.daemon.mark()
+        self.daemon.start()
+        if wait_ready:
+            wait_log(self.daemon, r"master listening on 127\.0\.0\.1:%d" % self.port, 15,
+                     since=since)
+            wait_for(lambda: os.path.exists(self.sock_path), 5,
+                     "the local API socket of " + self.name)
+        return self
+
+    def kill(self):
+        return self.daemon.kill()
+
+    def brine(self, *args, timeout=CLI_TIMEOUT):
+        argv = [BRINE_BIN, args[0], "-c", self.config] + list(args[1:])
+        try:
+            p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=timeout, cwd=self.dir)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("'brine %s' on %s did not finish within %s s"
+                                 % (" ".join(args), self.name, timeout))
+        return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+    def ping_json(self, target="*", timeout=10):
+        """`brine cmd --out json TARGET test.ping`: (rc, {minion: return}, stderr)."""
+        rc, out, err = self.brine("cmd", "-t", str(timeout), "--out", "json", target, "test.ping",
+                                  timeout=timeout + 30)
+        return rc, (json.loads(out) if out.strip() else {}), err
+
+    def job(self, jid):
+        rc, out, err = self.brine("job", "show", jid, "--out", "json")
+        assert rc == 0, "brine job show %s on %s: rc %d, stderr %s" % (jid, self.name, rc, err)
+        return json.loads(out)
+
+    def keys(self):
+        rc, out, err = self.brine("key", "list", "--json")
+        assert rc == 0, "brine key list --json on %s: rc %d, stderr %s" % (self.name, rc, err)
+        return json.loads(out)
+
+    def connected(self, mid, since=0):
+        """How often this master logged `mid` as connected since `since`."""
+        return self.daemon.count(r"minion %s connected from" % re.escape(mid), since)
+
+
+class MasterSet:
+    """N masters on 127.0.0.1 sharing one master keypair (copied into each
+    pki_dir before the first start, as the README tells users), and minions
+    that list them.
+
+    Layout: DIR/master-N/ per master; DIR/minions/ID/ per minion."""
+
+    def __init__(self, n, master_opts=None, shared_key=True, start=True):
+        if not os.access(BRINE_BIN, os.X_OK):
+            raise AssertionError("no brine binary at %s (build it, or set BRINE_BIN)" % BRINE_BIN)
+        self.dir = tempfile.mkdtemp(prefix="brine-ha-")
+        self.minions = {}
+        self.stopped = False
+        opts = {"auto_accept": True}
+        opts.update(master_opts or {})
+        self.masters = [MasterNode(self.dir, "master-%d" % i, dict(opts)) for i in range(n)]
+        try:
+            if shared_key:
+                pem, pub = make_master_keypair(os.path.join(self.dir, "shared-key"))
+                for m in self.masters:
+                    pki = os.path.join(m.dir, "pki")
+                    os.makedirs(pki, mode=0o700)
+                    shutil.copy2(pem, os.path.join(pki, "master.pem"))
+                    shutil.copy2(pub, os.path.join(pki, "master.pub"))
+            if start:
+                for m in self.masters:
+                    m.start()
+        except BaseException:
+            self.abort()
+            raise
+
+    def minion_dir(self, mid):
+        return os.path.join(self.dir, "minions", mid)
+
+    def add_minion(self, mid, masters=None, start=True, **opts):
+        """A minion listing `masters` (addresses; default every master)."""
+        d = self.minion_dir(mid)
+        os.makedirs(d, exist_ok=True)
+        options = {
+            "id": mid,
+            "master": masters if masters is not None else [m.address for m in self.masters],
+            "pki_dir": "pki",
+            "cachedir": "cache",
+            "acceptance_wait_time": 1,
+            "acceptance_wait_time_max": 2,
+        }
+        options.update(opts)
+        conf = os.path.join(d, "minion.conf")
+        write_config(conf, options)
+        m = Daemon("minion " + mid, ["minion", "-c", conf], os.path.join(d, "minion.log"), d)
+        self.minions[mid] = m
+        if start:
+            m.start()
+        return m
+
+    def wait_served(self, mid, master, timeout=15, since=0):
+        """Waits until `master` (a MasterNode) logs minion `mid` as connected."""
+        return wait_log(master.daemon, r"minion %s connected from" % re.escape(mid), timeout,
+                        since)
+
+    def abort(self):
+        self.stopped = True
+        for d in [m.daemon for m in self.masters] + list(self.minions.values()):
+            if d.proc is not None and d.proc.poll() is None:
+                d.proc.kill()
+                d.proc.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def stop(self):
+        """SIGTERM to every process (minions first), bounded waits; raises
+        listing any daemon not killed on purpose that exited uncleanly."""
+        if self.stopped:
+            return
+        self.stopped = True
+        problems = []
+        order = list(self.minions.values()) + [m.daemon for m in self.masters]
+        for d in order:
+            if d.proc is not None and d.proc.poll() is None:
+                d.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for d in order:
+            if d.proc is None:
+                continue
+            rc = d.wait_exit(max(0.1, deadline - time.monotonic()))
+            if rc is None:
+                d.proc.kill()
+                d.proc.wait(timeout=10)
+                problems.append("%s did not exit within %d s of SIGTERM" % (d.name, STOP_TIMEOUT))
+            elif d.expect_clean_exit and rc != 0:
+                problems.append("%s exited with status %d; log:\n%s" % (d.name, rc, tail(d.log())))
+        if problems and os.environ.get("BRINE_KEEP_FAILED"):
+            problems.append("kept " + self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        if problems:
+            raise AssertionError("\n".join(problems))
 
 
 # ---------------------------------------------------------------------------

@@ -197,7 +197,8 @@ class SharedClusterJobs(unittest.TestCase):
         self.assertEqual(job["args"], ["cached"])
         self.assertEqual(job["minions"], MINIONS)
         self.assertEqual(job["returns"], {"m1": "cached", "m2": "cached", "m3": "cached"})
-        self.assertEqual(job["missing"], [])
+        self.assertEqual(job["undelivered"], {})
+        self.assertEqual(job["running"], [])
 
         rc, out, err = self.c.brine("job", "list")
         self.assertEqual(rc, 0, err)
@@ -304,7 +305,8 @@ class JobFailureTest(ClusterTestCase):
 
         wait_for(returned, 20, "m1's return of job %s in the job cache after the restart" % jid)
         job = c.job(jid)
-        self.assertEqual(job["missing"], [])
+        self.assertEqual(job["undelivered"], {})
+        self.assertEqual(job["running"], [])
         wait_log(m, r"re-sending 1 unacknowledged returns", 1, msince)
 
 

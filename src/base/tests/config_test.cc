@@ -5,14 +5,25 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <stdlib.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "base/fs.h"
 
 namespace brine::base {
+
+// For gtest's messages (found by argument-dependent lookup, so not in the
+// anonymous namespace).
+void PrintTo(const master_address& m, std::ostream* os) { *os << m.text(); }
+
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -24,6 +35,16 @@ constexpr const char* k_master = "/etc/brine/master";
 constexpr const char* k_minion = "/etc/brine/minion";
 const std::string k_finger_half = "0f:1e:2d:3c:4b:5a:69:78:87:96:a5:b4:c3:d2:e1:f0";
 const std::string k_finger = k_finger_half + ":" + k_finger_half;
+const std::string k_other_finger = "ff" + k_finger.substr(2);
+const std::string k_address =
+    "a host name or IP address, optionally with :port (IPv6 as [address]:port)";
+const std::string k_resolver =
+    "IP:PORT of a DNS server, with PORT 1..65535 (IPv6 as [address]:port)";
+
+std::string upper(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
 
 template <class Parse>
 std::string error_of(Parse parse) {
@@ -101,6 +122,7 @@ TEST(MasterConfig, Defaults) {
   EXPECT_EQ(c.tcp_keepalive_idle, 60u);
   EXPECT_EQ(c.tcp_keepalive_cnt, 3u);
   EXPECT_EQ(c.tcp_keepalive_intvl, 20u);
+  EXPECT_EQ(c.publish_hold, 60u);
 }
 
 TEST(MinionConfig, Defaults) {
@@ -108,9 +130,20 @@ TEST(MinionConfig, Defaults) {
   EXPECT_EQ(c.source, k_minion);
   EXPECT_EQ(c.id, host_name());
   EXPECT_FALSE(c.id.empty());
-  EXPECT_EQ(c.master, "salt");
+  EXPECT_EQ(c.masters, (std::vector<master_address>{{"salt", 4506}}));
   EXPECT_EQ(c.master_port, 4506);
-  EXPECT_EQ(c.master_finger, "");
+  EXPECT_EQ(c.master_type, master_mode::hot);
+  EXPECT_FALSE(c.random_master);
+  EXPECT_FALSE(c.master_failback);
+  EXPECT_EQ(c.master_failback_interval, 0u);
+  EXPECT_EQ(c.master_tries, -1);
+  EXPECT_EQ(c.retry_dns, 30u);
+  EXPECT_TRUE(c.master_fingers.empty());
+  EXPECT_EQ(c.master_return_strategy, return_strategy::origin);
+  EXPECT_FALSE(c.use_srv_records);
+  EXPECT_EQ(c.srv_domain, "");
+  EXPECT_EQ(c.srv_resolver, "");
+  EXPECT_EQ(c.spool_max_bytes, 256u * 1024 * 1024);
   EXPECT_EQ(c.pki_dir, "/etc/brine/pki/minion");
   EXPECT_EQ(c.cachedir, "/var/cache/brine/minion");
   EXPECT_EQ(c.acceptance_wait_time, 10u);
@@ -126,7 +159,7 @@ TEST(Config, CommentsOnlyOrEmptyDocumentMeansDefaults) {
   for (const char* yaml : {"# nothing here\n\n   # or here\n", "---\n", "~\n", "\n\n"}) {
     SCOPED_TRACE(yaml);
     EXPECT_EQ(parse_master_config(yaml, k_master).port, 4506);
-    EXPECT_EQ(parse_minion_config(yaml, k_minion).master, "salt");
+    EXPECT_EQ(parse_minion_config(yaml, k_minion).masters.at(0).host, "salt");
   }
 }
 
@@ -151,6 +184,7 @@ tcp_keepalive: false
 tcp_keepalive_idle: 300
 tcp_keepalive_cnt: 9
 tcp_keepalive_intvl: 75
+publish_hold: 300
 )",
                                         k_master);
   EXPECT_EQ(c.interface, "::1");
@@ -172,6 +206,7 @@ tcp_keepalive_intvl: 75
   EXPECT_EQ(c.tcp_keepalive_idle, 300u);
   EXPECT_EQ(c.tcp_keepalive_cnt, 9u);
   EXPECT_EQ(c.tcp_keepalive_intvl, 75u);
+  EXPECT_EQ(c.publish_hold, 300u);
 }
 
 TEST(MinionConfig, EveryOption) {
@@ -179,7 +214,15 @@ TEST(MinionConfig, EveryOption) {
 id: web-01.example.com
 master: 10.1.2.3
 master_port: 14506
+master_type: failover
+random_master: true
+master_failback: true
+master_failback_interval: 45
+master_tries: 3
+retry_dns: 0
 master_finger: )" + k_finger + R"(
+master_return_strategy: any
+spool_max_bytes: 65536
 pki_dir: /srv/pki
 cachedir: /srv/cache
 acceptance_wait_time: 5
@@ -192,9 +235,17 @@ log_level: warning
 )",
                                         k_minion);
   EXPECT_EQ(c.id, "web-01.example.com");
-  EXPECT_EQ(c.master, "10.1.2.3");
+  EXPECT_EQ(c.masters, (std::vector<master_address>{{"10.1.2.3", 14506}}));
   EXPECT_EQ(c.master_port, 14506);
-  EXPECT_EQ(c.master_finger, k_finger);
+  EXPECT_EQ(c.master_type, master_mode::failover);
+  EXPECT_TRUE(c.random_master);
+  EXPECT_TRUE(c.master_failback);
+  EXPECT_EQ(c.master_failback_interval, 45u);
+  EXPECT_EQ(c.master_tries, 3);
+  EXPECT_EQ(c.retry_dns, 0u);
+  EXPECT_EQ(c.master_fingers, std::vector<std::string>{k_finger});
+  EXPECT_EQ(c.master_return_strategy, return_strategy::any);
+  EXPECT_EQ(c.spool_max_bytes, 65536u);
   EXPECT_EQ(c.pki_dir, "/srv/pki");
   EXPECT_EQ(c.cachedir, "/srv/cache");
   EXPECT_EQ(c.acceptance_wait_time, 5u);
@@ -208,7 +259,8 @@ log_level: warning
 
 TEST(MinionConfig, MasterAcceptsHostNamesAndAddresses) {
   for (const char* m : {"salt", "salt-master.example.com", "my_master", "192.168.0.1", "fe80::1"}) {
-    EXPECT_EQ(parse_minion_config(std::string("master: \"") + m + "\"", k_minion).master, m);
+    EXPECT_EQ(parse_minion_config(std::string("master: \"") + m + "\"", k_minion).masters,
+              (std::vector<master_address>{{m, 4506}}));
   }
 }
 
@@ -242,6 +294,23 @@ TEST(MasterConfig, IntegerBounds) {
             1073741824u);
   EXPECT_EQ(parse_master_config("worker_threads: 64", k_master).worker_threads, 64u);
   EXPECT_EQ(parse_master_config("keep_jobs: 4294967295", k_master).keep_jobs, 4294967295u);
+  EXPECT_EQ(parse_master_config("publish_hold: 1", k_master).publish_hold, 1u);
+  EXPECT_EQ(parse_master_config("publish_hold: 86400", k_master).publish_hold, 86400u);
+}
+
+TEST(MinionConfig, IntegerBounds) {
+  auto minion = [](const std::string& yaml) { return parse_minion_config(yaml, k_minion); };
+  EXPECT_EQ(minion("master_tries: -1").master_tries, -1);
+  EXPECT_EQ(minion("master_tries: 1").master_tries, 1);
+  EXPECT_EQ(minion("master_tries: \"5\"").master_tries, 5);
+  EXPECT_EQ(minion("master_tries: 9223372036854775807").master_tries,
+            std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(minion("master_failback_interval: 0").master_failback_interval, 0u);
+  EXPECT_EQ(minion("master_failback_interval: 4294967295").master_failback_interval, 4294967295u);
+  EXPECT_EQ(minion("retry_dns: 0").retry_dns, 0u);
+  EXPECT_EQ(minion("retry_dns: 4294967295").retry_dns, 4294967295u);
+  EXPECT_EQ(minion("spool_max_bytes: 65536").spool_max_bytes, 65536u);
+  EXPECT_EQ(minion("spool_max_bytes: 1099511627776").spool_max_bytes, 1099511627776u);
 }
 
 struct bad_value {
@@ -286,6 +355,10 @@ TEST(MasterConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
        "line 1: tcp_keepalive_idle must be an integer 1..86400 (seconds), got 0"},
       {"tcp_keepalive_intvl: 3601",
        "line 1: tcp_keepalive_intvl must be an integer 1..3600 (seconds), got 3601"},
+      {"publish_hold: 0", "line 1: publish_hold must be an integer 1..86400 (seconds), got 0"},
+      {"publish_hold: 86401",
+       "line 1: publish_hold must be an integer 1..86400 (seconds), got 86401"},
+      {"publish_hold: 1m", "line 1: publish_hold must be an integer 1..86400 (seconds), got 1m"},
       {"log_level: loud",
        "line 1: log_level must be one of garbage, trace, debug, info, warning, error, critical, "
        "quiet, got loud"},
@@ -305,6 +378,7 @@ TEST(MasterConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
 }
 
 TEST(MinionConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
+  captured_log log;  // master_shuffle cases also warn that it is deprecated
   const std::vector<bad_value> cases = {
       {"id: web1\nmaster_port: 70000",
        "line 2: master_port must be an integer 1..65535, got 70000"},
@@ -318,21 +392,119 @@ TEST(MinionConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
       {"id: '..'", "line 1: id must be a name other than . or .., got .."},
       {"id: " + std::string(256, 'x'),
        "line 1: id must be at most 255 characters, got 256 characters"},
-      {"master: [salt1, salt2]",
-       "line 1: master must be one address; a list of masters (multi-master) is not supported "
-       "yet, got a list of 2"},
-      {"master:\n  - salt1",
-       "line 1: master must be one address; a list of masters (multi-master) is not supported "
-       "yet, got a list of 1"},
-      {"master: salt:4506",
-       "line 1: master must be a host name or an IP address (the port goes in master_port), got "
-       "salt:4506"},
-      {"master: 999.1.1.1",
-       "line 1: master must be a host name or an IP address (the port goes in master_port), got "
-       "999.1.1.1"},
-      {"master: -salt",
-       "line 1: master must be a host name or an IP address (the port goes in master_port), got "
-       "-salt"},
+      {"master: salt:4506:1", "line 1: master must be " + k_address + ", got salt:4506:1"},
+      {"master: 999.1.1.1", "line 1: master must be " + k_address + ", got 999.1.1.1"},
+      {"master: -salt", "line 1: master must be " + k_address + ", got -salt"},
+      {"master: '-salt:4506'", "line 1: master must be " + k_address + ", got -salt:4506"},
+      {"master: ''", "line 1: master must be " + k_address + ", got \"\""},
+      {"master: '[::1'", "line 1: master must be " + k_address + ", got [::1"},
+      {"master: '[salt]:4506'", "line 1: master must be " + k_address + ", got [salt]:4506"},
+      {"master: '[10.0.0.1]:4506'",
+       "line 1: master must be " + k_address + ", got [10.0.0.1]:4506"},
+      {"master: '[::1]4506'", "line 1: master must be " + k_address + ", got [::1]4506"},
+      {"master: 'fe80::1%eth0'", "line 1: master must be " + k_address + ", got fe80::1%eth0"},
+      {"master:",
+       "line 1: master must be " + k_address + ", or a list of them, got an empty value"},
+      {"master: {a: 1}",
+       "line 1: master must be " + k_address + ", or a list of them, got a mapping"},
+      {"master: []", "line 1: master must be a non-empty list of masters, got a list of 0"},
+      {"master: [a, [b]]", "line 1: master item 2 must be " + k_address + ", got a list of 1"},
+      {"master:\n  - a\n  -\n",
+       "line 1: master item 2 must be " + k_address + ", got an empty value"},
+      {"master: [a, {b: 1}]", "line 1: master item 2 must be " + k_address + ", got a mapping"},
+      {"master: [a, b, 'c d']", "line 1: master item 3 must be " + k_address + ", got \"c d\""},
+      {"master: salt:0",
+       "line 1: master must be HOST:PORT with PORT an integer 1..65535, got salt:0"},
+      {"master: salt:65536",
+       "line 1: master must be HOST:PORT with PORT an integer 1..65535, got salt:65536"},
+      {"master: 'salt:'",
+       "line 1: master must be HOST:PORT with PORT an integer 1..65535, got salt:"},
+      {"master: salt:45x6",
+       "line 1: master must be HOST:PORT with PORT an integer 1..65535, got salt:45x6"},
+      {"master: 'salt:+4506'",
+       "line 1: master must be HOST:PORT with PORT an integer 1..65535, got salt:+4506"},
+      {"master: 10.0.0.1:99999",
+       "line 1: master must be HOST:PORT with PORT an integer 1..65535, got 10.0.0.1:99999"},
+      {"master: '[::1]:0'",
+       "line 1: master must be HOST:PORT with PORT an integer 1..65535, got [::1]:0"},
+      {"master: [a, 'b:0']",
+       "line 1: master item 2 must be HOST:PORT with PORT an integer 1..65535, got b:0"},
+      {"master: [a, b, a]", "line 1: master item 3 must be different from item 1, got a:4506"},
+      {"master: [a, 'a:4506']", "line 1: master item 2 must be different from item 1, got a:4506"},
+      {"master: [Salt, salt]",
+       "line 1: master item 2 must be different from item 1, got salt:4506"},
+      {"id: m\nmaster: [a, 'a:4600']\nmaster_port: 4600",
+       "line 2: master item 2 must be different from item 1, got a:4600"},
+      {"master: ['::1', '[0::1]:4506']",
+       "line 1: master item 2 must be different from item 1, got [0::1]:4506"},
+      {"master_type: func",
+       "line 1: master_type must be str or failover (brine supports str and failover, not Salt's "
+       "func and disable), got func"},
+      {"master_type: disable",
+       "line 1: master_type must be str or failover (brine supports str and failover, not Salt's "
+       "func and disable), got disable"},
+      {"master_type: hot", "line 1: master_type must be str or failover, got hot"},
+      {"master_type: Failover", "line 1: master_type must be str or failover, got Failover"},
+      {"master_type: [str]", "line 1: master_type must be str or failover, got a list of 1"},
+      {"random_master: sometimes",
+       "line 1: random_master must be true or false (or yes/no, on/off), got sometimes"},
+      {"master_shuffle: 1",
+       "line 1: master_shuffle must be true or false (or yes/no, on/off), got 1"},
+      {"random_master: true\nmaster_shuffle: false",
+       "line 2: random_master (line 1) and its deprecated name master_shuffle (line 2) are both "
+       "set; keep random_master"},
+      {"master_shuffle: true\nid: m\nrandom_master: true",
+       "line 3: random_master (line 3) and its deprecated name master_shuffle (line 1) are both "
+       "set; keep random_master"},
+      {"master_failback: often",
+       "line 1: master_failback must be true or false (or yes/no, on/off), got often"},
+      {"master_failback_interval: -1",
+       "line 1: master_failback_interval must be an integer >= 0 (seconds), got -1"},
+      {"master_failback_interval: 4294967296",
+       "line 1: master_failback_interval must be an integer >= 0 (seconds), got 4294967296"},
+      {"master_tries: 0", "line 1: master_tries must be -1 (forever) or an integer >= 1, got 0"},
+      {"master_tries: -2", "line 1: master_tries must be -1 (forever) or an integer >= 1, got -2"},
+      {"master_tries: -0", "line 1: master_tries must be -1 (forever) or an integer >= 1, got -0"},
+      {"master_tries: +3", "line 1: master_tries must be -1 (forever) or an integer >= 1, got +3"},
+      {"master_tries: 1.5",
+       "line 1: master_tries must be -1 (forever) or an integer >= 1, got 1.5"},
+      {"master_tries: forever",
+       "line 1: master_tries must be -1 (forever) or an integer >= 1, got forever"},
+      {"master_tries: 9223372036854775808",
+       "line 1: master_tries must be -1 (forever) or an integer >= 1, got 9223372036854775808"},
+      {"master_tries:",
+       "line 1: master_tries must be -1 (forever) or an integer >= 1, got an empty value"},
+      {"retry_dns: -1", "line 1: retry_dns must be an integer >= 0 (seconds), got -1"},
+      {"master_return_strategy: all",
+       "line 1: master_return_strategy must be origin or any, got all"},
+      {"master_return_strategy:",
+       "line 1: master_return_strategy must be origin or any, got an empty value"},
+      {"use_srv_records: 1",
+       "line 1: use_srv_records must be true or false (or yes/no, on/off), got 1"},
+      {"id: m\nuse_srv_records: true",
+       "line 2: use_srv_records needs srv_domain (the domain whose _brine._tcp SRV records list "
+       "the masters)"},
+      {"srv_domain: -example.com",
+       "line 1: srv_domain must be a DNS domain name, got -example.com"},
+      {"srv_domain: ''", "line 1: srv_domain must be a DNS domain name, got \"\""},
+      {"srv_domain: 10.0.0.1", "line 1: srv_domain must be a DNS domain name, got 10.0.0.1"},
+      {"srv_resolver: 10.0.0.53", "line 1: srv_resolver must be " + k_resolver + ", got 10.0.0.53"},
+      {"srv_resolver: 10.0.0.53:0",
+       "line 1: srv_resolver must be " + k_resolver + ", got 10.0.0.53:0"},
+      {"srv_resolver: 10.0.0.53:65536",
+       "line 1: srv_resolver must be " + k_resolver + ", got 10.0.0.53:65536"},
+      {"srv_resolver: dns.example.com:53",
+       "line 1: srv_resolver must be " + k_resolver + ", got dns.example.com:53"},
+      {"srv_resolver: '::1:53'", "line 1: srv_resolver must be " + k_resolver + ", got ::1:53"},
+      {"srv_resolver: '[::1]'", "line 1: srv_resolver must be " + k_resolver + ", got [::1]"},
+      {"srv_resolver: '[10.0.0.53]:53'",
+       "line 1: srv_resolver must be " + k_resolver + ", got [10.0.0.53]:53"},
+      {"srv_resolver:", "line 1: srv_resolver must be " + k_resolver + ", got an empty value"},
+      {"spool_max_bytes: 65535",
+       "line 1: spool_max_bytes must be an integer 65536..1099511627776 (bytes), got 65535"},
+      {"spool_max_bytes: 1099511627777",
+       "line 1: spool_max_bytes must be an integer 65536..1099511627776 (bytes), got "
+       "1099511627777"},
       {"master_finger: aa:bb",
        "line 1: master_finger must be a SHA-256 fingerprint: 32 hex bytes separated by colons "
        "(aa:bb:...:ff), got aa:bb"},
@@ -340,6 +512,25 @@ TEST(MinionConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
        "line 1: master_finger must be a SHA-256 fingerprint: 32 hex bytes separated by colons "
        "(aa:bb:...:ff), got " +
            k_finger.substr(0, 94) + "g"},
+      {"master_finger: {a: b}",
+       "line 1: master_finger must be a SHA-256 fingerprint: 32 hex bytes separated by colons "
+       "(aa:bb:...:ff), got a mapping"},
+      {"master_finger: [" + k_finger + ", aa:bb]",
+       "line 1: master_finger item 2 must be a SHA-256 fingerprint: 32 hex bytes separated by "
+       "colons (aa:bb:...:ff), got aa:bb"},
+      {"master_finger: [" + k_finger + ", '']",
+       "line 1: master_finger item 2 must be a SHA-256 fingerprint: 32 hex bytes separated by "
+       "colons (aa:bb:...:ff), got \"\""},
+      {"master_finger:\n  - " + k_finger + "\n  -\n",
+       "line 1: master_finger item 2 must be a SHA-256 fingerprint: 32 hex bytes separated by "
+       "colons (aa:bb:...:ff), got an empty value"},
+      {"master_finger: [[" + k_finger + "]]",
+       "line 1: master_finger item 1 must be a SHA-256 fingerprint: 32 hex bytes separated by "
+       "colons (aa:bb:...:ff), got a list of 1"},
+      {"master_finger: [" + k_finger + ", " + k_other_finger + ", " + k_finger + "]",
+       "line 1: master_finger item 3 must be different from item 1, got " + k_finger},
+      {"master_finger: [" + k_finger + ", " + upper(k_finger) + "]",
+       "line 1: master_finger item 2 must be different from item 1, got " + k_finger},
       {"acceptance_wait_time: 0",
        "line 1: acceptance_wait_time must be an integer >= 1 (seconds), got 0"},
       {"acceptance_wait_time: 10\nacceptance_wait_time_max: 5",
@@ -361,12 +552,136 @@ TEST(MinionConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
 }
 
 TEST(MinionConfig, MasterFingerIsNormalisedToLowercase) {
-  std::string upper = k_finger;
-  for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  ASSERT_NE(upper, k_finger);
-  EXPECT_EQ(parse_minion_config("master_finger: " + upper, k_minion).master_finger, k_finger);
-  EXPECT_EQ(parse_minion_config("master_finger: ''", k_minion).master_finger, "");
-  EXPECT_EQ(parse_minion_config("master_finger:", k_minion).master_finger, "");
+  ASSERT_NE(upper(k_finger), k_finger);
+  EXPECT_EQ(parse_minion_config("master_finger: " + upper(k_finger), k_minion).master_fingers,
+            std::vector<std::string>{k_finger});
+  EXPECT_TRUE(parse_minion_config("master_finger: ''", k_minion).master_fingers.empty());
+  EXPECT_TRUE(parse_minion_config("master_finger:", k_minion).master_fingers.empty());
+}
+
+TEST(MinionConfig, MasterFingerTakesAList) {
+  EXPECT_EQ(parse_minion_config("master_finger: [" + k_finger + ", " + upper(k_other_finger) + "]",
+                                k_minion)
+                .master_fingers,
+            (std::vector<std::string>{k_finger, k_other_finger}));
+  EXPECT_EQ(
+      parse_minion_config("master_finger:\n  - " + k_other_finger + "\n", k_minion).master_fingers,
+      std::vector<std::string>{k_other_finger});
+  EXPECT_TRUE(parse_minion_config("master_finger: []", k_minion).master_fingers.empty());
+}
+
+TEST(MinionConfig, MasterTakesPortsListsAndIpv6) {
+  struct good {
+    std::string yaml;
+    std::vector<master_address> masters;
+  };
+  const std::vector<good> cases = {
+      {"master: salt", {{"salt", 4506}}},
+      {"master: salt:4507", {{"salt", 4507}}},
+      {"master: salt:1", {{"salt", 1}}},
+      {"master: salt:65535", {{"salt", 65535}}},
+      {"master: 10.0.0.1:4507", {{"10.0.0.1", 4507}}},
+      {"master: '::1'", {{"::1", 4506}}},
+      {"master: '[::1]:4507'", {{"::1", 4507}}},
+      {"master: '[fe80::1]'", {{"fe80::1", 4506}}},
+      // A bare IPv6 literal has no port: the last group is part of the address.
+      {"master: 'fe80::1:4507'", {{"fe80::1:4507", 4506}}},
+      {"master: [salt]", {{"salt", 4506}}},
+      {"master: [a, 'b:4600', '[::1]:1', 10.0.0.1]",
+       {{"a", 4506}, {"b", 4600}, {"::1", 1}, {"10.0.0.1", 4506}}},
+      // master_port applies wherever it is written, and only to entries without a port.
+      {"master:\n  - a\n  - b:4506\nmaster_port: 5000", {{"a", 5000}, {"b", 4506}}},
+      {"master_port: 5000\nmaster: [a, 'a:4506']", {{"a", 5000}, {"a", 4506}}},
+      {"master_port: 5000", {{"salt", 5000}}},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(parse_minion_config(c.yaml, k_minion).masters, c.masters) << c.yaml;
+  }
+}
+
+TEST(MinionConfig, MasterAddressText) {
+  EXPECT_EQ((master_address{"salt", 4506}.text()), "salt:4506");
+  EXPECT_EQ((master_address{"10.0.0.1", 1}.text()), "10.0.0.1:1");
+  EXPECT_EQ((master_address{"fe80::1", 4507}.text()), "[fe80::1]:4507");
+}
+
+TEST(MinionConfig, ParseMasterAddressInvertsText) {
+  for (const master_address& m : std::vector<master_address>{
+           {"salt", 4506}, {"10.0.0.1", 1}, {"fe80::1", 65535}, {"web-1.example.com", 80}}) {
+    EXPECT_EQ(parse_master_address(m.text()), m) << m.text();
+  }
+  EXPECT_EQ(parse_master_address("salt"), (master_address{"salt", 4506}));
+  EXPECT_EQ(parse_master_address("::1"), (master_address{"::1", 4506}));
+  for (const char* bad : {"", "salt:0", "salt:x", "-salt:1", "[salt]:1", "a:1:2", "[::1]:"}) {
+    EXPECT_EQ(parse_master_address(bad), std::nullopt) << bad;
+  }
+}
+
+TEST(MinionConfig, MasterTypeAndReturnStrategy) {
+  auto minion = [](const std::string& yaml) { return parse_minion_config(yaml, k_minion); };
+  EXPECT_EQ(minion("master_type: str").master_type, master_mode::hot);
+  EXPECT_EQ(minion("master_type: failover").master_type, master_mode::failover);
+  EXPECT_EQ(minion("master_return_strategy: origin").master_return_strategy,
+            return_strategy::origin);
+  EXPECT_EQ(minion("master_return_strategy: any").master_return_strategy, return_strategy::any);
+}
+
+TEST(MinionConfig, SrvRecords) {
+  captured_log log;
+  minion_config c = parse_minion_config(
+      "use_srv_records: true\nsrv_domain: example.com\nsrv_resolver: 10.0.0.53:53\n", k_minion);
+  EXPECT_TRUE(c.use_srv_records);
+  EXPECT_EQ(c.srv_domain, "example.com");
+  EXPECT_EQ(c.srv_resolver, "10.0.0.53:53");
+  EXPECT_EQ(parse_minion_config("srv_resolver: '[fd00::53]:5353'\nuse_srv_records: on\n"
+                                "srv_domain: brine_masters.corp\n",
+                                k_minion)
+                .srv_resolver,
+            "[fd00::53]:5353");
+  EXPECT_EQ(log.text(), "");
+}
+
+struct warned {
+  std::string yaml;
+  std::string log;  // every line, each after "config <source>: "
+};
+
+TEST(MinionConfig, WarningsNameFileLineAndOption) {
+  const std::string f = std::string("config ") + k_minion + ": ";
+  const std::vector<warned> cases = {
+      {"master_shuffle: true",
+       f + "line 1: master_shuffle is deprecated in favour of random_master (same meaning); "
+           "rename it\n"},
+      {"id: m\nsrv_domain: example.com\nsrv_resolver: 10.0.0.53:53",
+       f + "line 2: srv_domain is ignored without use_srv_records: true\n" + f +
+           "line 3: srv_resolver is ignored without use_srv_records: true\n"},
+      {"use_srv_records: false\nsrv_resolver: 10.0.0.53:53",
+       f + "line 2: srv_resolver is ignored without use_srv_records: true\n"},
+      {"master: [a, b]\nuse_srv_records: true\nsrv_domain: example.com",
+       f + "line 1: master is ignored: use_srv_records is true, so the masters come from the "
+           "SRV records of example.com\n"},
+      {"master: [a, b]\nmaster_failback: true",
+       f + "line 2: master_failback applies only to master_type: failover; ignored\n"},
+      {"master_type: str\nmaster_failback: yes",
+       f + "line 2: master_failback applies only to master_type: failover; ignored\n"},
+      {"master_type: failover\nmaster_failback: true\nmaster_tries: 2", ""},
+      {"master_type: str\nmaster_failback: false\nmaster_tries: 2", ""},
+      {"master: [a, b]\nrandom_master: true\nmaster_finger: [" + k_finger + ", " + k_other_finger +
+           "]",
+       ""},
+  };
+  for (const auto& c : cases) {
+    captured_log log;
+    EXPECT_NO_THROW(parse_minion_config(c.yaml, k_minion)) << c.yaml;
+    EXPECT_EQ(log.text(), c.log) << c.yaml;
+  }
+}
+
+TEST(MinionConfig, MasterShuffleIsRandomMaster) {
+  captured_log log;
+  EXPECT_TRUE(parse_minion_config("master_shuffle: true", k_minion).random_master);
+  EXPECT_FALSE(parse_minion_config("master_shuffle: false", k_minion).random_master);
+  EXPECT_TRUE(parse_minion_config("random_master: yes", k_minion).random_master);
 }
 
 TEST(MinionConfig, WrongSeparatorInFingerIsRejected) {
@@ -423,7 +738,7 @@ TEST(Config, UnknownOptionIsWarnedAndIgnored) {
   minion_config c;
   ASSERT_NO_THROW(
       c = parse_minion_config("id: a\nmaster: m1\nmastr: m2\nfruit: apple\n", "/x/minion"));
-  EXPECT_EQ(c.master, "m1");
+  EXPECT_EQ(c.masters, (std::vector<master_address>{{"m1", 4506}}));
   EXPECT_THAT(log.text(), HasSubstr("config /x/minion: line 3: unknown option 'mastr' ignored "
                                     "(did you mean 'master'?)"));
   EXPECT_THAT(log.text(), HasSubstr("config /x/minion: line 4: unknown option 'fruit' ignored\n"));
@@ -463,7 +778,7 @@ TEST(LoadConfig, ReadsTheFileSetsSourceAndAnchorsPaths) {
   minion_config c = load_minion_config(path);
   EXPECT_EQ(c.source, path);
   EXPECT_EQ(c.id, "m1");
-  EXPECT_EQ(c.master, "127.0.0.1");
+  EXPECT_EQ(c.masters, (std::vector<master_address>{{"127.0.0.1", 4506}}));
   EXPECT_EQ(c.pki_dir, (dir.path() / "pki").string());
 
   std::string master = dir.write("master", "port: 14506\n");
@@ -475,7 +790,8 @@ TEST(LoadConfig, ReadsTheFileSetsSourceAndAnchorsPaths) {
 TEST(LoadConfig, EmptyFileMeansDefaults) {
   temp_dir dir;
   EXPECT_EQ(load_master_config(dir.write("master", "")).port, 4506);
-  EXPECT_EQ(load_minion_config(dir.write("minion", "# all defaults\n")).master, "salt");
+  EXPECT_EQ(load_minion_config(dir.write("minion", "# all defaults\n")).masters,
+            (std::vector<master_address>{{"salt", 4506}}));
 }
 
 TEST(LoadConfig, ErrorsNameTheFile) {
