@@ -140,6 +140,19 @@ int run(int argc, char** argv) {
   events_cmd->add_option("PREFIX", event_prefix, "Only events whose tag starts with this");
   events_cmd->add_option("--seconds", event_seconds, "Stop after this long (default: never)");
 
+  masters_options masters;
+  std::string minion_config = k_minion_config;
+  auto* masters_cmd = app.add_subcommand(
+      "masters",
+      "Print the masters a minion would use: its 'master' list, or its DNS SRV records in "
+      "RFC 2782 order (looked up as the minion does)");
+  masters_cmd->add_option("-c,--config", minion_config, "Minion config file (YAML)")
+      ->default_val(k_minion_config);
+  masters_cmd->add_option("--picks", masters.picks,
+                          "Draw the SRV order this many times and count each master's first "
+                          "choices (how weights spread minions)");
+  masters_cmd->add_flag("--json", masters.json, "Print JSON");
+
   swarm::swarm_options swarm_opts;
   std::string swarm_sources;
   std::string swarm_masters = "127.0.0.1:4506";
@@ -208,6 +221,9 @@ int run(int argc, char** argv) {
       swarm_opts.source_addresses = split(swarm_sources);
       swarm_opts.masters = split(swarm_masters);
       return swarm::run_swarm(swarm_opts);
+    }
+    if (masters_cmd->parsed()) {
+      return masters_command(base::load_minion_config(minion_config), masters);
     }
     auto cfg = base::load_master_config(config);
     if (key_cmd->parsed()) {

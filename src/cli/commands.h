@@ -39,4 +39,10 @@ int job_command(const base::master_config& cfg, const job_options& o);
 
 int events_command(const base::master_config& cfg, const std::string& prefix, double seconds);
 
+struct masters_options {
+  uint64_t picks = 0;  // draws of the RFC 2782 order to count first choices over
+  bool json = false;
+};
+int masters_command(const base::minion_config& cfg, const masters_options& o);
+
 }  // namespace brine::cli

@@ -535,9 +535,12 @@ class MasterSet:
             "acceptance_wait_time_max": 2,
         }
         options.update(opts)
+        if options.get("use_srv_records"):
+            del options["master"]  # the masters come from DNS
         conf = os.path.join(d, "minion.conf")
         write_config(conf, options)
         m = Daemon("minion " + mid, ["minion", "-c", conf], os.path.join(d, "minion.log"), d)
+        m.config = conf
         self.minions[mid] = m
         if start:
             m.start()
