@@ -1,13 +1,13 @@
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <map>
-#include <set>
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/error.h"
 #include "cli/api_client.h"
@@ -29,7 +29,8 @@ constexpr std::chrono::milliseconds k_reason_grace{1000};
 
 // An undelivered reason as Salt prints its [Not connected]: capitalised.
 std::string bracketed(std::string reason) {
-  if (!reason.empty()) reason[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(reason[0])));
+  if (!reason.empty())
+    reason[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(reason[0])));
   return reason;
 }
 
@@ -43,12 +44,9 @@ int cmd_command(const base::master_config& cfg, const cmd_options& o) {
   }
   json args, kwargs;
   split_args(o.words, args, kwargs);
-  json body = {{"target", o.target},
-               {"tgt_type", o.list ? "list" : "glob"},
-               {"fun", o.fun},
-               {"args", args},
-               {"kwargs", kwargs},
-               {"user", ::getenv("USER") ? ::getenv("USER") : ""}};
+  json body = {{"target", o.target}, {"tgt_type", o.list ? "list" : "glob"},
+               {"fun", o.fun},       {"args", args},
+               {"kwargs", kwargs},   {"user", ::getenv("USER") ? ::getenv("USER") : ""}};
   // The delivery deadline: a minion that is not connected gets the job if it
   // connects within -t. An --async job is held for the master's publish_hold.
   if (!o.async) body["timeout"] = o.timeout;
@@ -90,8 +88,7 @@ int cmd_command(const base::master_config& cfg, const cmd_options& o) {
       if (!held_left || now >= reasons_deadline) break;
     }
     auto until = now < deadline ? deadline : reasons_deadline;
-    auto wait_until =
-        progress ? std::min(until, now + std::chrono::milliseconds(200)) : until;
+    auto wait_until = progress ? std::min(until, now + std::chrono::milliseconds(200)) : until;
     auto m = client->next(wait_until);
     now = std::chrono::steady_clock::now();
     if (progress && now - last_progress >= std::chrono::milliseconds(200)) {

@@ -1,8 +1,7 @@
 #include <ctime>
 #include <iostream>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/error.h"
 #include "base/fs.h"
@@ -79,15 +78,16 @@ int job_command(const base::master_config& cfg, const job_options& o) {
     std::cout << out.dump(4) << "\n";
     return 0;
   }
-  std::cout << "jid: " << job->jid << "\nfunction: " << job->fun << "\narguments: "
-            << job->args.dump() << " " << job->kwargs.dump() << "\ntarget: " << job->tgt_type
-            << ":" << job->target << "\nstarted: " << utc(job->created) << " UTC\nminions: "
-            << job->minions.size() << ", returned: " << returns.size()
-            << ", undelivered: " << undelivered.size() << ", running: " << running.size()
-            << "\n\n";
+  std::cout << "jid: " << job->jid << "\nfunction: " << job->fun
+            << "\narguments: " << job->args.dump() << " " << job->kwargs.dump()
+            << "\ntarget: " << job->tgt_type << ":" << job->target
+            << "\nstarted: " << utc(job->created) << " UTC\nminions: " << job->minions.size()
+            << ", returned: " << returns.size() << ", undelivered: " << undelivered.size()
+            << ", running: " << running.size() << "\n\n";
   for (const auto& r : returns) std::cout << nested(r.minion, r.ret);
   for (const auto& [id, reason] : undelivered.items()) {
-    std::cout << nested(id, "Minion did not return. [Undelivered: " + reason.get<std::string>() + "]");
+    std::cout << nested(id,
+                        "Minion did not return. [Undelivered: " + reason.get<std::string>() + "]");
   }
   for (const auto& id : running) std::cout << nested(id, "Minion did not return yet. [Running]");
   return 0;

@@ -1,9 +1,9 @@
+#include <fmt/format.h>
+
 #include <iostream>
 #include <map>
-#include <random>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "base/error.h"
 #include "cli/commands.h"

@@ -1,10 +1,11 @@
 #include "master/delivery.h"
 
+#include <spdlog/spdlog.h>
+
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
 
 #include "base/clock.h"
 

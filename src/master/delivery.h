@@ -1,5 +1,6 @@
 #pragma once
 
+#include <asio/awaitable.hpp>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -8,8 +9,6 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <asio/awaitable.hpp>
 
 #include "master/event_bus.h"
 #include "master/minion_sessions.h"

@@ -193,7 +193,8 @@ json local_api::keys(const std::string& op, const json& body) {
   }
   sessions_.apply_key_changes(r, act);
   for (const auto& id : r.ids) {
-    if (!keys_.accepted(id)) deliveries_.on_key_gone(id, "key " + act + (act == "delete" ? "d" : "ed") + " on the master");
+    if (!keys_.accepted(id))
+      deliveries_.on_key_gone(id, "key " + act + (act == "delete" ? "d" : "ed") + " on the master");
   }
   return {{"ok", true}, {"ids", r.ids}};
 }

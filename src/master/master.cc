@@ -3,13 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <future>
-#include <set>
 #include <asio/co_spawn.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
+#include <future>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -103,7 +103,8 @@ void master::reopen_jobs() {
           // heard from are undelivered (a late return still replaces that).
           std::vector<store::undelivered_record> left;
           for (const auto& id : waiting) {
-            left.push_back({job.jid, id, "not delivered: the master was down at the delivery deadline", stamp});
+            left.push_back({job.jid, id,
+                            "not delivered: the master was down at the delivery deadline", stamp});
           }
           db.add_undelivered(left);
           db.settle_job(job.jid);
@@ -119,9 +120,10 @@ void master::reopen_jobs() {
       spdlog::error("job cache: cannot reopen the jobs of the last run: {}", e.what());
     }
     if (open + closed > 0) {
-      spdlog::info("job cache: {} jobs of the last run still within their delivery deadline "
-                   "(publishes held for {} minions); {} past it settled ({} minions undelivered)",
-                   open, held, closed, lost);
+      spdlog::info(
+          "job cache: {} jobs of the last run still within their delivery deadline "
+          "(publishes held for {} minions); {} past it settled ({} minions undelivered)",
+          open, held, closed, lost);
     }
     done.set_value();
   });

@@ -118,7 +118,7 @@ void minion_sessions::clear() {
 minion_sessions::session_ptr minion_sessions::find_accepted(const std::string& id) {
   std::lock_guard lock(mu_);
   auto it = sessions_.find(id);
-  if (it == sessions_.end() || !it->second->accepted) return nullptr;
+  if (it == sessions_.end() || !it->second->accepted || it->second->returns_only) return nullptr;
   return it->second;
 }
 
@@ -245,18 +245,21 @@ asio::awaitable<void> minion_sessions::handle(asio::ip::tcp::socket socket,
     co_return;
   }
 
-  admit(executor, std::move(stream), std::move(decoder), id, fingerprint, pubkey, std::move(slot));
+  bool returns_only = first.body.value("purpose", "") == "returns";
+  admit(executor, std::move(stream), std::move(decoder), id, fingerprint, pubkey, returns_only,
+        std::move(slot));
 }
 
 void minion_sessions::admit(asio::any_io_executor executor, std::unique_ptr<net::tls_stream> stream,
                             proto::frame_decoder decoder, const std::string& id,
                             const std::string& fingerprint, const std::string& pubkey,
-                            std::shared_ptr<void> slot) {
+                            bool returns_only, std::shared_ptr<void> slot) {
   const std::string peer = stream->peer();
   auto s = std::make_shared<session>();
   s->id = id;
   s->fingerprint = fingerprint;
   s->pubkey = pubkey;
+  s->returns_only = returns_only;
   s->conn = std::make_shared<net::connection>(executor, std::move(stream), std::move(decoder));
   s->conn->attach(std::move(slot));
   auto weak = std::weak_ptr<session>(s);
@@ -296,7 +299,11 @@ void minion_sessions::authenticate(const session_ptr& s, key_state state, uint64
                    s->conn->peer(), old->conn->peer());
       old->conn->close();
     }
-    if (state == key_state::accepted) {
+    if (state == key_state::accepted && s->returns_only) {
+      spdlog::info("minion {} connected from {} to deliver the returns it owes this master (it "
+                   "serves another master)",
+                   s->id, s->conn->peer());
+    } else if (state == key_state::accepted) {
       spdlog::info("minion {} connected from {}", s->id, s->conn->peer());
       events_.publish("brine/minion/" + s->id + "/start", {{"id", s->id}});
       if (handlers_.ready) handlers_.ready(s);

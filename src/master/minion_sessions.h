@@ -30,6 +30,10 @@ struct session {
   std::string pubkey;
   std::shared_ptr<net::connection> conn;
   bool accepted = false;
+  // The minion connected only to deliver returns it owes this master (a
+  // failover minion serving another master): no jobs go to it, and it does
+  // not count as connected.
+  bool returns_only = false;
 };
 
 // The minion side of the master: the accept loop, TLS handshakes (bounded in
@@ -68,7 +72,7 @@ class minion_sessions {
   void clear();
   uint16_t port() const;
 
-  // The accepted session of `id`, if connected.
+  // The accepted session of `id`, if connected to take jobs.
   session_ptr find_accepted(const std::string& id);
 
   // Persists key changes (in order) through the store thread.
@@ -82,7 +86,7 @@ class minion_sessions {
   asio::awaitable<void> handle(asio::ip::tcp::socket socket, std::shared_ptr<void> slot);
   void admit(asio::any_io_executor executor, std::unique_ptr<net::tls_stream> stream,
              proto::frame_decoder decoder, const std::string& id, const std::string& fingerprint,
-             const std::string& pubkey, std::shared_ptr<void> slot);
+             const std::string& pubkey, bool returns_only, std::shared_ptr<void> slot);
   void authenticate(const session_ptr& s, store::key_state state, uint64_t request_id);
   void on_message(const session_ptr& s, proto::message&& m);
   void on_closed(const session_ptr& s, std::error_code ec, const std::string& detail);

@@ -1,9 +1,8 @@
 #include "master/publisher.h"
 
 #include <algorithm>
-#include <cmath>
-
 #include <asio/post.hpp>
+#include <cmath>
 
 #include "base/clock.h"
 
@@ -42,8 +41,10 @@ void publisher::publish(const json& body, recorded on_recorded) {
   if (auto t = body.find("timeout"); t != body.end() && !t->is_null()) {
     if (!t->is_number() || !std::isfinite(t->get<double>()) || t->get<double>() <= 0 ||
         t->get<double>() > k_max_timeout_s) {
-      return on_recorded(error_body("publish timeout must be a number of seconds above 0 and at "
-                                    "most a day (86400), got " + t->dump()));
+      return on_recorded(
+          error_body("publish timeout must be a number of seconds above 0 and at "
+                     "most a day (86400), got " +
+                     t->dump()));
     }
     timeout = t->get<double>();
   }
@@ -95,15 +96,14 @@ void publisher::publish(const json& body, recorded on_recorded) {
                              e.what()));
       return;
     }
-    events_.publish("brine/job/" + job.jid + "/new",
-                    {{"jid", job.jid},
-                     {"fun", job.fun},
-                     {"args", job.args},
-                     {"kwargs", job.kwargs},
-                     {"tgt", job.target},
-                     {"tgt_type", job.tgt_type},
-                     {"minions", job.minions},
-                     {"user", job.user}});
+    events_.publish("brine/job/" + job.jid + "/new", {{"jid", job.jid},
+                                                      {"fun", job.fun},
+                                                      {"args", job.args},
+                                                      {"kwargs", job.kwargs},
+                                                      {"tgt", job.target},
+                                                      {"tgt_type", job.tgt_type},
+                                                      {"minions", job.minions},
+                                                      {"user", job.user}});
     // Sending is I/O work: off the store thread.
     asio::post(io_, [this, job = std::move(job), deadline, on_recorded] {
       auto frame = frame_of(job);

@@ -1,8 +1,7 @@
 #pragma once
 
-#include <functional>
-
 #include <asio/io_context.hpp>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "base/config.h"
@@ -27,12 +26,7 @@ class publisher {
  public:
   publisher(asio::io_context& io, const base::master_config& cfg, pki::key_registry& keys,
             delivery& deliveries, store_worker& store, event_bus& events)
-      : io_(io),
-        cfg_(cfg),
-        keys_(keys),
-        deliveries_(deliveries),
-        store_(store),
-        events_(events) {}
+      : io_(io), cfg_(cfg), keys_(keys), deliveries_(deliveries), store_(store), events_(events) {}
 
   // Called once with the reply for the client: {ok, jid, minions, connected,
   // deadline} or {ok: false, error}. For a job, it comes before any publish

@@ -1,14 +1,14 @@
 #include "minion/agent.h"
 
-#include <optional>
-#include <random>
+#include <spdlog/spdlog.h>
 
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/strand.hpp>
 #include <asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
+#include <optional>
+#include <random>
 
 #include "base/config.h"
 #include "net/deadline.h"
@@ -21,24 +21,17 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Salt's recon_default and recon_max.
-constexpr auto k_recon_default = 1000ms;
-constexpr auto k_recon_max = 10000ms;
 constexpr auto k_connect_timeout = 10s;
 // Longer than the connect: in an auth storm a master queues handshakes, and a
 // minion that gives up and reconnects only adds to the queue.
 constexpr auto k_handshake_timeout = 30s;
 
-std::chrono::milliseconds jittered(std::chrono::milliseconds base) {
-  thread_local std::mt19937 rng{std::random_device{}()};
-  std::uniform_int_distribution<long> d(base.count() / 2, base.count());
-  return std::chrono::milliseconds(d(rng));
-}
-
 // Built outside coroutines: g++ 12 miscompiles brace-initialised json with
 // string literals inside a coroutine body ("array used as initializer").
-proto::message auth_request(const std::string& id) {
-  return {msg_type::auth, 1, {{"id", id}, {"version", BRINE_VERSION}}};
+proto::message auth_request(const std::string& id, bool returns_only) {
+  proto::message m{msg_type::auth, 1, {{"id", id}, {"version", BRINE_VERSION}}};
+  if (returns_only) m.body["purpose"] = "returns";
+  return m;
 }
 
 json return_body(const modules::call& c, const std::string& id, const std::string& origin,
@@ -56,6 +49,12 @@ asio::awaitable<void> save_return(return_spool* s, std::string jid, std::string 
 }
 
 }  // namespace
+
+std::chrono::milliseconds jittered(std::chrono::milliseconds base) {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  std::uniform_int_distribution<long> d(base.count() / 2, base.count());
+  return std::chrono::milliseconds(d(rng));
+}
 
 agent::agent(asio::any_io_executor executor, agent_settings settings, deps d)
     : executor_(std::move(executor)),
@@ -119,9 +118,10 @@ asio::awaitable<bool> agent::run_persistent() {
         break;
       case outcome::unresolved:
         if (cfg_.retry_dns.count() == 0) {
-          spdlog::error("minion {}: giving up on master {}: its name does not resolve and "
-                        "retry_dns is 0",
-                        cfg_.id, address_);
+          spdlog::error(
+              "minion {}: giving up on master {}: its name does not resolve and "
+              "retry_dns is 0",
+              cfg_.id, address_);
           co_return false;
         }
         wait = std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.retry_dns);
@@ -129,7 +129,7 @@ asio::awaitable<bool> agent::run_persistent() {
         break;
       case outcome::connect_failed:
         wait = jittered(backoff);
-        backoff = std::min(backoff * 2, std::chrono::milliseconds(k_recon_max));
+        backoff = std::min(backoff * 2, k_recon_max);
         set_state(agent_state::connecting);
         break;
       case outcome::refused:
@@ -145,8 +145,7 @@ asio::awaitable<bool> agent::run_persistent() {
         break;
     }
     if (o != outcome::lost && o != outcome::silent && o != outcome::pending_closed &&
-        cfg_.master_tries > 0 &&
-        ++failures >= cfg_.master_tries) {
+        cfg_.master_tries > 0 && ++failures >= cfg_.master_tries) {
       spdlog::error("minion {}: giving up on master {} after {} failed attempts (master_tries)",
                     cfg_.id, address_, failures);
       co_return false;
@@ -207,8 +206,10 @@ asio::awaitable<std::optional<asio::ip::tcp::endpoint>> agent::connect(
   }
   if (!connected || ec) {
     if (say && !stopping_) {
-      spdlog::warn("minion {}: cannot connect to master {}: {}", cfg_.id, address_,
-                   ec ? ec.message() : "timed out");
+      // Said once per outage, not at every retry of a master that is down.
+      auto level = failures_++ == 0 ? spdlog::level::warn : spdlog::level::debug;
+      spdlog::log(level, "minion {}: cannot connect to master {}: {}", cfg_.id, address_,
+                  ec ? ec.message() : "timed out");
     }
     why = outcome::connect_failed;
     co_return std::nullopt;
@@ -249,6 +250,10 @@ asio::awaitable<agent::outcome> agent::serve_once(
     stream->close();
     co_return outcome::untrusted_master;
   }
+  if (failures_ > 0) {
+    spdlog::info("minion {}: master {} answers again after {} failed attempts", cfg_.id, where,
+                 std::exchange(failures_, 0));
+  }
 
   auto conn = std::make_shared<net::connection>(executor_, std::move(stream),
                                                 proto::frame_decoder(cfg_.max_frame_bytes));
@@ -273,12 +278,12 @@ asio::awaitable<agent::outcome> agent::serve_once(
       [weak = weak_from_this()](proto::message&& m) {
         if (auto self = weak.lock()) self->on_message(std::move(m));
       },
-              [cs, wake](std::error_code e, const std::string& detail) {
-                cs->closed = true;
-                cs->reason = detail.empty() ? e.message() : detail;
-                wake->cancel();
-              });
-  conn->send(auth_request(cfg_.id));
+      [cs, wake](std::error_code e, const std::string& detail) {
+        cs->closed = true;
+        cs->reason = detail.empty() ? e.message() : detail;
+        wake->cancel();
+      });
+  conn->send(auth_request(cfg_.id, cfg_.returns_only));
 
   bool was_accepted = false;
   bool refused = false;
@@ -302,9 +307,10 @@ asio::awaitable<agent::outcome> agent::serve_once(
     if (st == auth_state::accepted) {
       was_accepted = true;
       if (now - last_rx >= alive) {
-        spdlog::warn("minion {}: master {} sent nothing for {} s (master_alive_interval); "
-                     "closing the connection",
-                     cfg_.id, where, alive.count());
+        spdlog::warn(
+            "minion {}: master {} sent nothing for {} s (master_alive_interval); "
+            "closing the connection",
+            cfg_.id, where, alive.count());
         silent = true;
         break;
       }
@@ -316,7 +322,7 @@ asio::awaitable<agent::outcome> agent::serve_once(
     } else if (st == auth_state::pending) {
       was_pending = true;
       if (now - auth_sent >= cfg_.acceptance_wait_time) {
-        conn->send(auth_request(cfg_.id));
+        conn->send(auth_request(cfg_.id, cfg_.returns_only));
         auth_sent = now;
       }
       wake->expires_after(cfg_.acceptance_wait_time);
@@ -339,6 +345,9 @@ asio::awaitable<agent::outcome> agent::serve_once(
     wake_.reset();
   }
   conn->close();
+  // No longer serving from the moment the connection is gone, not from the
+  // next attempt.
+  if (!refused) set_state(agent_state::connecting);
   if (stopping_) co_return outcome::stopped;
   if (refused) co_return outcome::refused;
   if (was_accepted) {
@@ -446,8 +455,8 @@ void agent::on_publish(const std::shared_ptr<net::connection>& conn, proto::mess
     return;
   }
   if (uint64_t held = deps_.spool.bytes(); held >= cfg_.spool_max_bytes) {
-    std::string why = "return spool full: " + std::to_string(deps_.spool.size()) +
-                      " returns (" + std::to_string(held) +
+    std::string why = "return spool full: " + std::to_string(deps_.spool.size()) + " returns (" +
+                      std::to_string(held) +
                       " bytes) wait for a master to acknowledge them; spool_max_bytes is " +
                       std::to_string(cfg_.spool_max_bytes);
     bool say;
@@ -456,9 +465,10 @@ void agent::on_publish(const std::shared_ptr<net::connection>& conn, proto::mess
       say = !std::exchange(said_spool_full_, true);
     }
     if (say) {
-      spdlog::error("minion {}: {}; refusing new jobs until masters acknowledge returns "
-                    "(raise spool_max_bytes in {}, or bring the masters they belong to back)",
-                    cfg_.id, why, cfg_.source);
+      spdlog::error(
+          "minion {}: {}; refusing new jobs until masters acknowledge returns "
+          "(raise spool_max_bytes in {}, or bring the masters they belong to back)",
+          cfg_.id, why, cfg_.source);
     }
     conn->send({msg_type::job_refused, 0, {{"jid", jid}, {"reason", why}}});
     return;

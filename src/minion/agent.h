@@ -1,5 +1,10 @@
 #pragma once
 
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/thread_pool.hpp>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -7,12 +12,6 @@
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <asio/any_io_executor.hpp>
-#include <asio/awaitable.hpp>
-#include <asio/ip/tcp.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/thread_pool.hpp>
 
 #include "minion/jid_history.h"
 #include "minion/spool.h"
@@ -41,9 +40,20 @@ struct agent_settings {
   size_t max_frame_bytes = 16 * 1024 * 1024;
   uint64_t spool_max_bytes = 256ull * 1024 * 1024;
   std::string source_address;  // bind to this local address first (swarm); empty: any
+  // Only to deliver returns owed to this master (a failover minion that has
+  // moved on): the master sends it no jobs and counts it as not connected.
+  bool returns_only = false;
 };
 
 enum class agent_state { connecting, pending, accepted, refused };
+
+// Salt's recon_default and recon_max: reconnect waits start at 1 s and
+// double up to 10 s.
+inline constexpr std::chrono::milliseconds k_recon_default{1000};
+inline constexpr std::chrono::milliseconds k_recon_max{10000};
+// A wait drawn uniformly from [base/2, base], so that minions that lost the
+// same master do not come back in step.
+std::chrono::milliseconds jittered(std::chrono::milliseconds base);
 
 // Decides whether the master's key is to be trusted (master_finger, or trust
 // on first use); `where` is "host:port" for messages.
@@ -143,6 +153,7 @@ class agent : public std::enable_shared_from_this<agent> {
   enum class auth_state { waiting, pending, accepted, refused } auth_ = auth_state::waiting;
   std::chrono::steady_clock::time_point last_rx_;
   bool said_pending_ = false;
+  uint64_t failures_ = 0;  // connects failed in a row (the agent's strand only)
   bool said_spool_full_ = false;
   std::shared_ptr<asio::steady_timer> wake_;
   std::atomic<bool> stopping_{false};

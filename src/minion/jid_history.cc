@@ -1,14 +1,14 @@
 #include "minion/jid_history.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <sstream>
-
-#include <spdlog/spdlog.h>
 
 #include "base/clock.h"
 #include "base/error.h"
@@ -18,10 +18,15 @@ namespace brine::minion {
 
 bool jid_history::to_key(const std::string& jid, key& out) {
   if (jid.size() != 20) return false;
-  key k = 0;
-  for (char c : jid) {
+  key k;
+  for (size_t i = 0; i < jid.size(); ++i) {
+    char c = jid[i];
     if (c < '0' || c > '9') return false;
-    k = k * 10 + static_cast<key>(c - '0');
+    if (i < 14) {
+      k.seconds = k.seconds * 10 + static_cast<uint64_t>(c - '0');
+    } else {
+      k.micros = k.micros * 10 + static_cast<uint32_t>(c - '0');
+    }
   }
   out = k;
   return true;
@@ -58,14 +63,10 @@ jid_history::jid_history(std::string path, int retention_hours, size_t max_entri
     }
     prune(base::unix_now());
     for (const auto& [k, t] : order_) {
-      char buf[21];
-      key v = k;
-      for (int i = 19; i >= 0; --i) {
-        buf[i] = static_cast<char>('0' + static_cast<int>(v % 10));
-        v /= 10;
-      }
-      buf[20] = '\n';
-      kept.append(buf, 21);
+      char buf[32];
+      int n = std::snprintf(buf, sizeof buf, "%014llu%06u\n",
+                            static_cast<unsigned long long>(k.seconds), k.micros);
+      kept.append(buf, static_cast<size_t>(n));
     }
   }
   // Compacted through rename, so a crash here leaves the old file whole.
@@ -110,9 +111,10 @@ bool jid_history::insert(const std::string& jid) {
     std::string line = jid + "\n";
     // O_APPEND: one write is one line, whatever other threads write.
     if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
-      spdlog::warn("{}: cannot record job {} ({}); after a restart of this minion it could run "
-                   "again if a master re-sends it",
-                   path_, jid, std::strerror(errno));
+      spdlog::warn(
+          "{}: cannot record job {} ({}); after a restart of this minion it could run "
+          "again if a master re-sends it",
+          path_, jid, std::strerror(errno));
     }
   }
   return true;

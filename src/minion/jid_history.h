@@ -37,11 +37,16 @@ class jid_history {
   static int64_t jid_time(const std::string& jid);
 
  private:
-  // A 20-digit jid as a number: 16 bytes a set entry instead of a string.
-  using key = unsigned __int128;
+  // A 20-digit jid as two numbers (its first 14 digits, the time to the
+  // second, and its last 6): 16 bytes a set entry instead of a string.
+  struct key {
+    uint64_t seconds = 0;
+    uint32_t micros = 0;
+    bool operator==(const key&) const = default;
+  };
   struct key_hash {
-    size_t operator()(key k) const {
-      return std::hash<uint64_t>()(static_cast<uint64_t>(k) ^ static_cast<uint64_t>(k >> 64));
+    size_t operator()(const key& k) const {
+      return std::hash<uint64_t>()(k.seconds * 1000003u ^ k.micros);
     }
   };
   static bool to_key(const std::string& jid, key& out);

@@ -1,12 +1,12 @@
 #include "minion/master_set.h"
 
-#include <algorithm>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/strand.hpp>
 #include <asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
 
 #include "base/error.h"
 #include "net/connection.h"
@@ -22,18 +22,9 @@ namespace {
 constexpr auto k_failover_connect_timeout = 5s;
 // Between attempts to reach a master that has just dropped the connection.
 constexpr auto k_grace_retry = 500ms;
-// Between passes over a failover list that had no master to serve.
-constexpr auto k_pass_backoff_first = 1s;
-constexpr auto k_pass_backoff_max = 10s;
 constexpr auto k_dns_timeout = 5s;
 // Re-resolving SRV records more often than this is no use.
 constexpr auto k_min_ttl = 1s;
-
-std::chrono::milliseconds jittered(std::chrono::milliseconds base) {
-  thread_local std::mt19937 rng{std::random_device{}()};
-  std::uniform_int_distribution<long> d(base.count() / 2, base.count());
-  return std::chrono::milliseconds(d(rng));
-}
 
 struct srv_targets {
   std::vector<net::srv_record> records;
@@ -55,8 +46,7 @@ asio::awaitable<srv_targets> lookup_targets(std::string name, std::string server
         eps.emplace_back(a, r.port);
       }
     } catch (const std::exception& e) {
-      spdlog::warn("SRV target {}:{} of {} does not resolve: {}", r.target, r.port, name,
-                   e.what());
+      spdlog::warn("SRV target {}:{} of {} does not resolve: {}", r.target, r.port, name, e.what());
     }
     out.endpoints.push_back(std::move(eps));
   }
@@ -125,51 +115,52 @@ asio::awaitable<bool> master_set::sleep(std::chrono::steady_clock::duration d) {
   co_return !stopping_;
 }
 
-std::shared_ptr<agent> master_set::make_agent(const candidate& c) {
+std::shared_ptr<agent> master_set::make_agent(const candidate& c, role r) {
   agent_settings s = cfg_.link;
+  // A failover minion commands from one master only: its links to others
+  // carry returns and nothing else.
+  s.returns_only = r == role::delivery && cfg_.mode == base::master_mode::failover;
   s.master = c.address.host;
   s.master_port = c.address.port;
   s.endpoints = c.endpoints;
   s.retry_dns = cfg_.retry_dns;
   s.master_tries = cfg_.master_tries;
-  return std::make_shared<agent>(
-      asio::make_strand(io_), std::move(s),
-      agent::deps{deps_.tls, deps_.identity, deps_.functions, deps_.spool, deps_.history,
-                  deps_.blocking, deps_.trust,
-                  [this](agent& a, agent_state from, agent_state to) { on_state(a, from, to); },
-                  [this](const std::string& jid) {
-                    jobs_received_.fetch_add(1, std::memory_order_relaxed);
-                    if (deps_.on_publish) deps_.on_publish(jid);
-                  },
-                  [this](agent& a, const spooled_return& r) { on_return(a, r); },
-                  [this](agent& a) {
-                    std::shared_ptr<agent> done;
-                    {
-                      std::lock_guard lock(mu_);
-                      auto it = links_.find(a.address());
-                      if (it == links_.end() || it->second.a.get() != &a ||
-                          it->second.r != role::delivery || deps_.spool.owes(a.address())) {
-                        return;
-                      }
-                      done = it->second.a;
-                      links_.erase(it);
-                    }
-                    spdlog::info("minion {}: every return owed to master {} is delivered",
-                                 cfg_.link.id, a.address());
-                    done->stop();
-                  }});
+  agent::deps d = deps_.link;
+  d.on_state = [this](agent& a, agent_state from, agent_state to) { on_state(a, from, to); };
+  d.on_publish = [this](const std::string& jid) {
+    jobs_received_.fetch_add(1, std::memory_order_relaxed);
+    if (deps_.link.on_publish) deps_.link.on_publish(jid);
+  };
+  d.on_return = [this](agent& a, const spooled_return& r) { on_return(a, r); };
+  d.on_acked = [this](agent& a) { release_if_delivered(a); };
+  return std::make_shared<agent>(asio::make_strand(io_), std::move(s), std::move(d));
+}
+
+void master_set::release_if_delivered(agent& a) {
+  std::shared_ptr<agent> done;
+  {
+    std::lock_guard lock(mu_);
+    auto it = links_.find(a.address());
+    if (it == links_.end() || it->second.a.get() != &a || it->second.r != role::delivery ||
+        deps_.link.spool.owes(a.address())) {
+      return;
+    }
+    done = it->second.a;
+    links_.erase(it);
+  }
+  spdlog::info("minion {}: every return owed to master {} is delivered", cfg_.link.id, a.address());
+  done->stop();
 }
 
 void master_set::start_persistent(const candidate& c, role r) {
-  auto a = make_agent(c);
+  auto a = make_agent(c, r);
   {
     std::lock_guard lock(mu_);
     links_[a->address()] = {a, r};
   }
   asio::co_spawn(a->executor(),
-                 run_link(a, [this](const std::shared_ptr<agent>& x, bool gave_up) {
-                   on_link_ended(x, gave_up);
-                 }),
+                 run_link(a, [this](const std::shared_ptr<agent>& x,
+                                    bool gave_up) { on_link_ended(x, gave_up); }),
                  net::logged("master link"));
 }
 
@@ -186,8 +177,7 @@ void master_set::on_link_ended(const std::shared_ptr<agent>& a, bool gave_up) {
     for (const auto& [addr, l] : links_) members_left |= l.r == role::member;
   }
   update_serving();
-  if (gave_up && was_member && !members_left && !stopping_ &&
-      cfg_.mode == base::master_mode::hot) {
+  if (gave_up && was_member && !members_left && !stopping_ && cfg_.mode == base::master_mode::hot) {
     give_up("no master left to connect to (master_tries, retry_dns)");
   }
 }
@@ -217,14 +207,10 @@ void master_set::on_state(agent& a, agent_state from, agent_state to) {
 }
 
 void master_set::send_owed(agent& a) {
-  auto held = deps_.spool.load_all();
-  bool delivery = false;
+  auto held = deps_.link.spool.load_all();
   std::vector<std::string> up;  // origins whose own link is up: they send their own
   {
     std::lock_guard lock(mu_);
-    auto self = links_.find(a.address());
-    delivery = self != links_.end() && self->second.a.get() == &a &&
-               self->second.r == role::delivery;
     for (const auto& [addr, l] : links_) {
       if (l.a.get() != &a && l.a->state() == agent_state::accepted) up.push_back(addr);
     }
@@ -237,21 +223,11 @@ void master_set::send_owed(agent& a) {
     if (a.send_return(r.bytes)) ++sent;
   }
   if (sent > 0) {
-    spdlog::info("minion {}: re-sending {} unacknowledged returns to master {}", cfg_.link.id,
-                 sent, a.address());
+    spdlog::info("minion {}: re-sending {} unacknowledged returns to master {}", cfg_.link.id, sent,
+                 a.address());
   }
-  if (delivery && sent == 0 && !deps_.spool.owes(a.address())) {
-    std::shared_ptr<agent> done;
-    {
-      std::lock_guard lock(mu_);
-      auto it = links_.find(a.address());
-      if (it != links_.end() && it->second.a.get() == &a) {
-        done = it->second.a;
-        links_.erase(it);
-      }
-    }
-    if (done) done->stop();
-  }
+  // A delivery link whose returns were acknowledged meanwhile has nothing to do.
+  if (sent == 0) release_if_delivered(a);
 }
 
 void master_set::on_return(agent& a, const spooled_return& r) {
@@ -273,16 +249,17 @@ void master_set::on_return(agent& a, const spooled_return& r) {
   if (target && target->send_return(r.bytes)) return;
   // Kept in the spool; sent when its master (or, with any, some master)
   // accepts this minion again.
-  spdlog::info("minion {}: job {} finished while master {} is away; its return waits in the "
-               "spool",
-               cfg_.link.id, r.jid, r.origin.empty() ? a.address() : r.origin);
+  spdlog::info(
+      "minion {}: job {} finished while master {} is away; its return waits in the "
+      "spool",
+      cfg_.link.id, r.jid, r.origin.empty() ? a.address() : r.origin);
   asio::post(executor_, [this] { ensure_delivery_links(); });
 }
 
 void master_set::ensure_delivery_links() {
   if (stopping_ || cfg_.strategy == base::return_strategy::any) return;
   std::vector<std::string> owed;
-  for (const auto& r : deps_.spool.load_all()) {
+  for (const auto& r : deps_.link.spool.load_all()) {
     if (!r.origin.empty() && std::find(owed.begin(), owed.end(), r.origin) == owed.end()) {
       owed.push_back(r.origin);
     }
@@ -298,14 +275,16 @@ void master_set::ensure_delivery_links() {
     }
     auto address = base::parse_master_address(origin);
     if (!address) {
-      spdlog::error("minion {}: spooled returns name master '{}', which is not an address; "
-                    "they stay in the spool",
-                    cfg_.link.id, origin);
+      spdlog::error(
+          "minion {}: spooled returns name master '{}', which is not an address; "
+          "they stay in the spool",
+          cfg_.link.id, origin);
       continue;
     }
-    spdlog::info("minion {}: keeping a link to master {} until the returns it is owed are "
-                 "delivered (master_return_strategy origin)",
-                 cfg_.link.id, origin);
+    spdlog::info(
+        "minion {}: keeping a link to master {} until the returns it is owed are "
+        "delivered (master_return_strategy origin)",
+        cfg_.link.id, origin);
     start_persistent({*address, {}, 0}, role::delivery);
   }
 }
@@ -316,8 +295,8 @@ asio::awaitable<std::vector<master_set::candidate>> master_set::resolve_srv(
   std::vector<candidate> out;
   srv_targets t;
   try {
-    t = co_await asio::co_spawn(dns_pool_->get_executor(),
-                                lookup_targets(name, cfg_.srv_resolver), asio::use_awaitable);
+    t = co_await asio::co_spawn(dns_pool_->get_executor(), lookup_targets(name, cfg_.srv_resolver),
+                                asio::use_awaitable);
   } catch (const std::exception& e) {
     spdlog::error("minion {}: {}", cfg_.link.id, e.what());
     co_return out;
@@ -342,10 +321,24 @@ asio::awaitable<std::vector<master_set::candidate>> master_set::resolve_srv(
 
 asio::awaitable<std::vector<master_set::candidate>> master_set::candidates(
     std::chrono::seconds& ttl) {
-  if (cfg_.use_srv_records) co_return co_await resolve_srv(ttl);
   std::vector<candidate> out;
-  for (const auto& m : cfg_.masters) out.push_back({m, {}, 0});
-  ttl = std::chrono::seconds(0);
+  if (!cfg_.use_srv_records) {
+    for (const auto& m : cfg_.masters) out.push_back({m, {}, 0});
+    ttl = std::chrono::seconds(0);
+    co_return out;
+  }
+  // Without records there is nothing to connect to: look again every
+  // retry_dns (resolve_srv has said why).
+  while (!stopping_) {
+    out = co_await resolve_srv(ttl);
+    if (!out.empty() || stopping_) co_return out;
+    if (cfg_.retry_dns.count() == 0) {
+      give_up("no masters from the SRV records of _brine._tcp." + cfg_.srv_domain +
+              " and retry_dns is 0");
+      co_return out;
+    }
+    co_await sleep(cfg_.retry_dns);
+  }
   co_return out;
 }
 
@@ -357,17 +350,8 @@ asio::awaitable<void> master_set::hot_loop() {
   }
   while (!stopping_) {
     std::chrono::seconds ttl{0};
-    auto found = co_await resolve_srv(ttl);
-    if (stopping_) co_return;
-    if (found.empty()) {
-      if (cfg_.retry_dns.count() == 0) {
-        give_up("no masters from SRV records of _brine._tcp." + cfg_.srv_domain +
-                " and retry_dns is 0");
-        co_return;
-      }
-      co_await sleep(cfg_.retry_dns);
-      continue;
-    }
+    auto found = co_await candidates(ttl);
+    if (found.empty()) co_return;  // stopping, or given up
     // Every target is a master to connect to; targets gone from the
     // records are let go (their owed returns keep a delivery link).
     std::vector<std::shared_ptr<agent>> gone;
@@ -417,21 +401,13 @@ asio::awaitable<void> master_set::hot_loop() {
 asio::awaitable<void> master_set::failover_loop() {
   ensure_delivery_links();
   int64_t passes = 0;
-  auto backoff = std::chrono::duration_cast<std::chrono::milliseconds>(k_pass_backoff_first);
+  // Between passes over a list that had no master to serve.
+  auto backoff = k_recon_default;
   std::string failed;  // the master that just died: tried last
   while (!stopping_) {
     std::chrono::seconds ttl{0};
     auto order = co_await candidates(ttl);
-    if (stopping_) co_return;
-    if (order.empty()) {
-      if (cfg_.retry_dns.count() == 0) {
-        give_up("no masters from SRV records of _brine._tcp." + cfg_.srv_domain +
-                " and retry_dns is 0");
-        co_return;
-      }
-      co_await sleep(cfg_.retry_dns);
-      continue;
-    }
+    if (order.empty()) co_return;  // stopping, or given up
     const auto canonical_order = order;
     std::string prefer;
     {
@@ -471,7 +447,7 @@ asio::awaitable<void> master_set::failover_loop() {
     if (stopping_) co_return;
     if (served) {
       passes = 0;
-      backoff = k_pass_backoff_first;
+      backoff = k_recon_default;
       continue;
     }
     if (cfg_.master_tries > 0 && ++passes >= cfg_.master_tries) {
@@ -480,10 +456,9 @@ asio::awaitable<void> master_set::failover_loop() {
       co_return;
     }
     auto wait = jittered(backoff);
-    backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        k_pass_backoff_max));
-    spdlog::info("minion {}: no master of the list answers; trying again in {:.1f} s",
-                 cfg_.link.id, static_cast<double>(wait.count()) / 1000);
+    backoff = std::min(backoff * 2, k_recon_max);
+    spdlog::info("minion {}: no master of the list answers; trying again in {:.1f} s", cfg_.link.id,
+                 static_cast<double>(wait.count()) / 1000);
     co_await sleep(wait);
   }
 }
@@ -495,7 +470,7 @@ asio::awaitable<master_set::ended> master_set::serve_active(candidate c,
   // A delivery link to this master gives way: the master keeps one
   // connection per minion, and the active link delivers its returns too.
   std::shared_ptr<agent> delivery;
-  auto a = make_agent(c);
+  auto a = make_agent(c, role::member);
   {
     std::lock_guard lock(mu_);
     if (auto it = links_.find(addr); it != links_.end()) delivery = it->second.a;
@@ -520,9 +495,10 @@ asio::awaitable<master_set::ended> master_set::serve_active(candidate c,
     }
     if (o == agent::outcome::silent) {
       result = ended::served;
-      spdlog::warn("minion {}: master {} is dead: nothing from it for {} s "
-                   "(master_alive_interval); failing over",
-                   cfg_.link.id, addr, alive.count());
+      spdlog::warn(
+          "minion {}: master {} is dead: nothing from it for {} s "
+          "(master_alive_interval); failing over",
+          cfg_.link.id, addr, alive.count());
       break;
     }
     if (o != agent::outcome::lost) {
@@ -533,8 +509,9 @@ asio::awaitable<master_set::ended> master_set::serve_active(candidate c,
         had = active_accepted_;
       }
       result = had ? ended::served : ended::never_served;
-      if (!had) spdlog::info("minion {}: master {} cannot be used now; trying the next one",
-                             cfg_.link.id, addr);
+      if (!had)
+        spdlog::info("minion {}: master {} cannot be used now; trying the next one", cfg_.link.id,
+                     addr);
       break;
     }
     // The connection is gone, but the master is dead only after a whole
@@ -544,8 +521,8 @@ asio::awaitable<master_set::ended> master_set::serve_active(candidate c,
     o = agent::outcome::connect_failed;
     while (!stopping_ && std::chrono::steady_clock::now() < deadline) {
       auto left = deadline - std::chrono::steady_clock::now();
-      if (!co_await sleep(std::min<std::chrono::steady_clock::duration>(jittered(k_grace_retry),
-                                                                         left))) {
+      if (!co_await sleep(
+              std::min<std::chrono::steady_clock::duration>(jittered(k_grace_retry), left))) {
         break;
       }
       left = deadline - std::chrono::steady_clock::now();
@@ -554,14 +531,14 @@ asio::awaitable<master_set::ended> master_set::serve_active(candidate c,
           std::clamp<std::chrono::steady_clock::duration>(left, 1s, k_failover_connect_timeout));
       if (o != agent::outcome::connect_failed && o != agent::outcome::unresolved) break;
     }
-    if (o == agent::outcome::lost || o == agent::outcome::silent ||
-        o == agent::outcome::stopped) {
+    if (o == agent::outcome::lost || o == agent::outcome::silent || o == agent::outcome::stopped) {
       continue;  // it came back (and went again), or we were stopped
     }
     result = ended::served;
-    spdlog::warn("minion {}: master {} is dead: no contact for {} s (master_alive_interval); "
-                 "failing over",
-                 cfg_.link.id, addr, alive.count());
+    spdlog::warn(
+        "minion {}: master {} is dead: no contact for {} s (master_alive_interval); "
+        "failing over",
+        cfg_.link.id, addr, alive.count());
     break;
   }
   {
@@ -582,9 +559,8 @@ asio::awaitable<void> master_set::watch_active(std::shared_ptr<agent> active,
                                                std::chrono::seconds ttl) {
   using clock = std::chrono::steady_clock;
   const auto never = clock::time_point::max();
-  auto failback_every = cfg_.master_failback_interval.count() > 0
-                            ? cfg_.master_failback_interval
-                            : cfg_.link.master_alive_interval;
+  auto failback_every = cfg_.master_failback_interval.count() > 0 ? cfg_.master_failback_interval
+                                                                  : cfg_.link.master_alive_interval;
   auto next_failback = cfg_.master_failback ? clock::now() + failback_every : never;
   auto next_records = cfg_.use_srv_records && ttl.count() > 0 ? clock::now() + ttl : never;
   auto is_active = [&] {
@@ -622,7 +598,7 @@ asio::awaitable<void> master_set::watch_active(std::shared_ptr<agent> active,
       });
       for (auto it = order.begin(); it != me && active->state() == agent_state::accepted; ++it) {
         if (me != order.end() && cfg_.use_srv_records && it->priority >= me->priority) break;
-        auto probe = make_agent(*it);
+        auto probe = make_agent(*it, role::member);
         if (co_await probe->probe(k_failover_connect_timeout)) {
           spdlog::info("minion {}: master {} answers again; failing back to it from {}",
                        cfg_.link.id, it->address.text(), active->address());

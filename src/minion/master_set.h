@@ -1,5 +1,9 @@
 #pragma once
 
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/thread_pool.hpp>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -9,11 +13,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <asio/any_io_executor.hpp>
-#include <asio/awaitable.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/thread_pool.hpp>
 
 #include "base/config.h"
 #include "minion/agent.h"
@@ -61,16 +60,11 @@ struct master_set_settings {
 class master_set {
  public:
   struct deps {
-    const net::tls_context& tls;
-    const net::tls_identity* identity;  // null: the context's own
-    const modules::registry& functions;
-    return_spool& spool;
-    jid_history& history;
-    asio::thread_pool* blocking;  // spool writes; may be null for a memory spool
-    master_trust trust;
+    // What every link shares. master_set sets the links' on_state, on_return
+    // and on_acked; on_publish (may be empty) hears every link's publishes.
+    agent::deps link;
     // Serving (some master accepts this minion and can command it) or not.
     std::function<void(bool serving)> on_serving;  // may be empty
-    std::function<void(const std::string& jid)> on_publish;  // may be empty
     // The minion cannot go on (master_tries used up, a name that does not
     // resolve with retry_dns 0); the daemon exits.
     std::function<void(const std::string& why)> on_give_up;  // may be empty
@@ -103,7 +97,7 @@ class master_set {
   };
   enum class ended { served, never_served, switched, stopped };
 
-  std::shared_ptr<agent> make_agent(const candidate& c);
+  std::shared_ptr<agent> make_agent(const candidate& c, role r);
   // Starts a link that reconnects until stopped (hot members, delivery links).
   void start_persistent(const candidate& c, role r);
   void on_link_ended(const std::shared_ptr<agent>& a, bool gave_up);
@@ -111,6 +105,8 @@ class master_set {
   void on_return(agent& a, const spooled_return& r);
   // Sends what the spool holds for `a`, which has just been accepted.
   void send_owed(agent& a);
+  // Lets a delivery link go once the spool owes its master nothing.
+  void release_if_delivered(agent& a);
   // Keeps a delivery link for every origin the spool owes that has no link.
   void ensure_delivery_links();
   void update_serving();
@@ -127,8 +123,9 @@ class master_set {
   asio::awaitable<void> watch_active(std::shared_ptr<agent> active, std::vector<candidate> order,
                                      std::chrono::seconds ttl);
   void give_up(const std::string& why);
-  // The current candidates in the order to try them; empty (after logging)
-  // when SRV records cannot be had. `ttl` gets the records' TTL.
+  // The current candidates in the order to try them, `ttl` the records'
+  // TTL. Without SRV records it looks again every retry_dns; empty only when
+  // stopping or giving up.
   asio::awaitable<std::vector<candidate>> candidates(std::chrono::seconds& ttl);
   asio::awaitable<std::vector<candidate>> resolve_srv(std::chrono::seconds& ttl);
   asio::awaitable<bool> sleep(std::chrono::steady_clock::duration d);

@@ -1,14 +1,14 @@
 #include "minion/minion.h"
 
-#include <algorithm>
-#include <thread>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <asio/use_awaitable.hpp>
-#include <spdlog/spdlog.h>
+#include <thread>
 
 #include "base/error.h"
 #include "base/fs.h"
@@ -68,18 +68,19 @@ minion::minion(base::minion_config cfg)
   modules::register_builtin_modules(functions_);
   masters_ = std::make_unique<master_set>(
       io_.get_executor(), settings_from(cfg_),
-      master_set::deps{tls_, nullptr, functions_, spool_, history_, &blocking_,
-                       [this](EVP_PKEY* key, const std::string& where) {
-                         return trust_master(key, where);
-                       },
-                       nullptr, nullptr,
-                       [this](const std::string&) {
-                         // Nothing left to serve: the daemon ends, non-zero,
-                         // so that a supervisor sees it.
-                         exit_code_ = 1;
-                         masters_->stop();
-                         io_.stop();
-                       }});
+      master_set::deps{
+          agent::deps{tls_, nullptr, functions_, spool_, history_, &blocking_,
+                      [this](EVP_PKEY* key, const std::string& where) {
+                        return trust_master(key, where);
+                      }},
+          nullptr,
+          [this](const std::string&) {
+            // Nothing left to serve: the daemon ends, non-zero,
+            // so that a supervisor sees it.
+            exit_code_ = 1;
+            masters_->stop();
+            io_.stop();
+          }});
 }
 
 int minion::run() {
@@ -145,9 +146,10 @@ bool minion::trust_master(EVP_PKEY* key, const std::string& where) {
         cfg_.master_fingers.end()) {
       std::string allowed;
       for (const auto& f : cfg_.master_fingers) allowed += (allowed.empty() ? "" : ", ") + f;
-      spdlog::error("master {} presented key fingerprint {}, but master_finger in {} allows {}; "
-                    "refusing to talk to it",
-                    where, fp, cfg_.source, allowed);
+      spdlog::error(
+          "master {} presented key fingerprint {}, but master_finger in {} allows {}; "
+          "refusing to talk to it",
+          where, fp, cfg_.source, allowed);
       return false;
     }
     return true;
@@ -164,12 +166,13 @@ bool minion::trust_master(EVP_PKEY* key, const std::string& where) {
   auto pinned = pki::parse_public_pem(base::read_file(saved));
   std::string pinned_fp = pinned ? pki::fingerprint(pinned.get()) : "unreadable";
   if (pinned_fp != fp) {
-    spdlog::error("master {} presented key fingerprint {}, but the master key saved in {} has "
-                  "fingerprint {}; refusing to talk to it (masters of one minion share one "
-                  "keypair: copy master.pem and master.pub to every master, or list each "
-                  "master's fingerprint in master_finger; if the master's key really changed, "
-                  "delete {})",
-                  where, fp, saved, pinned_fp, saved);
+    spdlog::error(
+        "master {} presented key fingerprint {}, but the master key saved in {} has "
+        "fingerprint {}; refusing to talk to it (masters of one minion share one "
+        "keypair: copy master.pem and master.pub to every master, or list each "
+        "master's fingerprint in master_finger; if the master's key really changed, "
+        "delete {})",
+        where, fp, saved, pinned_fp, saved);
     return false;
   }
   return true;

@@ -1,12 +1,11 @@
 #pragma once
 
+#include <asio/io_context.hpp>
+#include <asio/thread_pool.hpp>
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
-
-#include <asio/io_context.hpp>
-#include <asio/thread_pool.hpp>
 
 #include "base/config.h"
 #include "minion/jid_history.h"

@@ -1,12 +1,11 @@
 #include "minion/spool.h"
 
-#include <filesystem>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <stdexcept>
-
+#include <filesystem>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
+#include <stdexcept>
 
 #include "base/fs.h"
 

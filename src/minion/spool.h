@@ -1,11 +1,10 @@
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <cstdint>
 
 namespace brine::minion {
 

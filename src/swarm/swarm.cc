@@ -1,17 +1,12 @@
 #include "swarm/swarm.h"
 
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdio>
 #include <fcntl.h>
-#include <ctime>
-#include <map>
-#include <mutex>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
-#include <thread>
 #include <unistd.h>
 
+#include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
 #include <asio/redirect_error.hpp>
@@ -19,8 +14,13 @@
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <asio/use_awaitable.hpp>
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <thread>
 
 #include "base/error.h"
 #include "base/fs.h"
@@ -49,7 +49,8 @@ std::vector<pki::keypair> load_keys(const std::string& dir, const std::string& p
   keys.reserve(count);
   size_t have = std::min<size_t>(seeds.size() / 32, count);
   for (size_t i = 0; i < have; ++i) {
-    keys.push_back(pki::keypair::from_seed(reinterpret_cast<const uint8_t*>(seeds.data()) + 32 * i));
+    keys.push_back(
+        pki::keypair::from_seed(reinterpret_cast<const uint8_t*>(seeds.data()) + 32 * i));
   }
   if (have < count) {
     for (size_t i = have; i < count; ++i) {
@@ -78,10 +79,14 @@ rlim_t raise_fd_limit() {
 agent_state best_of(const std::vector<std::pair<std::string, agent_state>>& links) {
   auto rank = [](agent_state s) {
     switch (s) {
-      case agent_state::accepted: return 3;
-      case agent_state::pending: return 2;
-      case agent_state::refused: return 1;
-      case agent_state::connecting: return 0;
+      case agent_state::accepted:
+        return 3;
+      case agent_state::pending:
+        return 2;
+      case agent_state::refused:
+        return 1;
+      case agent_state::connecting:
+        return 0;
     }
     return 0;
   };
@@ -184,8 +189,7 @@ asio::awaitable<void> start_minions(std::vector<std::unique_ptr<minion::master_s
 }
 
 double unix_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -228,7 +232,7 @@ int run_swarm(const swarm_options& o) {
   // Minions served now, and when all were (first, and again after a loss).
   std::atomic<int64_t> serving{0};
   std::atomic<bool> all_served{false};
-  std::atomic<double> first_all_at{0}, first_all_unix{0};
+  std::atomic<double> first_all_at{0};
   std::atomic<double> loss_at{0};  // when a served swarm first lost a minion
   std::mutex report_mu;
   std::vector<std::string> events;  // lines for the next report, in order
@@ -236,6 +240,35 @@ int run_swarm(const swarm_options& o) {
   std::chrono::steady_clock::time_point t_start;
   auto since_start = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  };
+
+  auto trust_fn = [&trust](EVP_PKEY* k, const std::string& w) { return trust(k, w); };
+  // Counts the minions served, and says when all are (at first, and again
+  // after losing a master).
+  std::function<void(bool)> on_serving = [&](bool now_serving) {
+    if (now_serving) {
+      if (++serving != o.count) return;
+      double t = since_start(), u = unix_seconds();
+      std::lock_guard lock(report_mu);
+      if (all_served.exchange(true)) return;
+      if (first_all_at == 0) {
+        first_all_at = t;
+        events.push_back(
+            fmt::format("all {} connected after {:.3f} s (unix {:.3f})", o.count, t, u));
+      } else {
+        events.push_back(
+            fmt::format("all {} serving again {:.3f} s after the first loss (unix {:.3f})", o.count,
+                        t - loss_at.load(), u));
+      }
+      return;
+    }
+    --serving;
+    std::lock_guard lock(report_mu);
+    if (all_served.exchange(false)) {
+      loss_at = since_start();
+      events.push_back(fmt::format("lost a master: {} of {} serving at unix {:.3f}", serving.load(),
+                                   o.count, unix_seconds()));
+    }
   };
 
   std::vector<std::unique_ptr<net::tls_identity>> identities;
@@ -268,39 +301,12 @@ int run_swarm(const swarm_options& o) {
     // A simulated minion remembers its recent jids only: enough to ignore
     // repeats of running and just-finished jobs.
     histories.push_back(std::make_unique<minion::jid_history>("", 1, 256));
+    minion::agent::deps link{
+        tls,     identities.back().get(), functions, *spools.back(), *histories.back(), nullptr,
+        trust_fn};
+    link.on_publish = [&publishes](const std::string& jid) { publishes.received(jid); };
     sets.push_back(std::make_unique<minion::master_set>(
-        io.get_executor(), std::move(s),
-        minion::master_set::deps{
-            tls, identities.back().get(), functions, *spools.back(), *histories.back(), nullptr,
-            [&trust](EVP_PKEY* k, const std::string& w) { return trust(k, w); },
-            [&](bool now_serving) {
-              if (now_serving) {
-                if (++serving != o.count) return;
-                double t = since_start(), u = unix_seconds();
-                std::lock_guard lock(report_mu);
-                if (!all_served.exchange(true)) {
-                  if (first_all_at == 0) {
-                    first_all_at = t;
-                    first_all_unix = u;
-                    events.push_back(fmt::format("all {} connected after {:.3f} s (unix {:.3f})",
-                                                 o.count, t, u));
-                  } else {
-                    events.push_back(fmt::format(
-                        "all {} serving again {:.3f} s after the first loss (unix {:.3f})",
-                        o.count, t - loss_at.load(), u));
-                  }
-                }
-              } else {
-                --serving;
-                std::lock_guard lock(report_mu);
-                if (all_served.exchange(false)) {
-                  loss_at = since_start();
-                  events.push_back(fmt::format("lost a master: {} of {} serving at unix {:.3f}",
-                                               serving.load(), o.count, unix_seconds()));
-                }
-              }
-            },
-            [&publishes](const std::string& jid) { publishes.received(jid); }, nullptr}));
+        io.get_executor(), std::move(s), minion::master_set::deps{link, on_serving, nullptr}));
   }
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -321,17 +327,25 @@ int run_swarm(const swarm_options& o) {
     for (const auto& s : sets) {
       auto l = s->links();
       switch (best_of(l)) {
-        case agent_state::accepted: ++c[0]; break;
-        case agent_state::pending: ++c[1]; break;
-        case agent_state::refused: ++c[2]; break;
-        case agent_state::connecting: ++c[3]; break;
+        case agent_state::accepted:
+          ++c[0];
+          break;
+        case agent_state::pending:
+          ++c[1];
+          break;
+        case agent_state::refused:
+          ++c[2];
+          break;
+        case agent_state::connecting:
+          ++c[3];
+          break;
       }
       for (const auto& [addr, st] : l) {
         if (st == agent_state::accepted) ++per_master[addr];
       }
     }
-    std::string line = fmt::format("connected={} pending={} refused={} connecting={}", c[0], c[1],
-                                   c[2], c[3]);
+    std::string line =
+        fmt::format("connected={} pending={} refused={} connecting={}", c[0], c[1], c[2], c[3]);
     if (masters.size() > 1) {
       line += " masters";
       for (const auto& m : masters) line += fmt::format(" {}={}", m.text(), per_master[m.text()]);

@@ -8,20 +8,20 @@ namespace brine::swarm {
 
 struct swarm_options {
   std::vector<std::string> masters = {"127.0.0.1:4506"};  // HOST:PORT each
-  std::string master_type = "str";        // str (every master at once) or failover
+  std::string master_type = "str";                        // str (every master at once) or failover
   bool random_master = false;
   bool master_failback = false;
   uint32_t master_failback_interval = 0;  // 0: master_alive_interval
   uint32_t count = 100;
   std::string id_prefix = "swarm-";
-  std::string keys_dir;                   // required
-  std::string master_finger;              // empty: trust the first key seen
-  double connect_rate = 0;                // connections per second; 0: all at once
+  std::string keys_dir;                       // required
+  std::string master_finger;                  // empty: trust the first key seen
+  double connect_rate = 0;                    // connections per second; 0: all at once
   std::vector<std::string> source_addresses;  // spread connections over these
-  uint32_t threads = 0;                   // 0: one per core
+  uint32_t threads = 0;                       // 0: one per core
   uint32_t acceptance_wait_time = 10;
   uint32_t master_alive_interval = 30;
-  double seconds = 0;                     // stop after this long; 0: until a signal
+  double seconds = 0;  // stop after this long; 0: until a signal
   std::string log_level = "error";
 };
 

@@ -193,6 +193,43 @@ def tail(text, lines=30):
     return "\n".join(text.splitlines()[-lines:])
 
 
+def abort_daemons(daemons, directory):
+    """Kills every daemon and removes `directory`, checking nothing."""
+    for d in daemons:
+        if d.proc is not None and d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait(timeout=10)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def stop_daemons(order, directory):
+    """SIGTERM to every daemon of `order`, bounded waits, then checks that
+    every daemon not killed on purpose exited with status 0. Removes
+    `directory` (kept when BRINE_KEEP_FAILED is set and something failed).
+    Raises AssertionError listing any unclean exit."""
+    problems = []
+    for d in order:
+        if d.proc is not None and d.proc.poll() is None:
+            d.proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    for d in order:
+        if d.proc is None:
+            continue
+        rc = d.wait_exit(max(0.1, deadline - time.monotonic()))
+        if rc is None:
+            d.proc.kill()
+            d.proc.wait(timeout=10)
+            problems.append("%s did not exit within %d s of SIGTERM" % (d.name, STOP_TIMEOUT))
+        elif d.expect_clean_exit and rc != 0:
+            problems.append("%s exited with status %d; log:\n%s" % (d.name, rc, tail(d.log())))
+    if problems and os.environ.get("BRINE_KEEP_FAILED"):
+        problems.append("kept " + directory)
+    else:
+        shutil.rmtree(directory, ignore_errors=True)
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
 # ---------------------------------------------------------------------------
 # Cluster
 
@@ -348,11 +385,7 @@ class Cluster:
     def abort(self):
         """Kills every process and removes the directory, checking nothing."""
         self.stopped = True
-        for d in [self.master] + list(self.minions.values()):
-            if d.proc is not None and d.proc.poll() is None:
-                d.proc.kill()
-                d.proc.wait(timeout=10)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        abort_daemons([self.master] + list(self.minions.values()), self.dir)
 
     def stop(self):
         """SIGTERM to every process, bounded waits, then checks that every
@@ -361,31 +394,8 @@ class Cluster:
         if self.stopped:
             return
         self.stopped = True
-        problems = []
         # Minions first, so that they do not log a lost master on the way out.
-        order = list(self.minions.values()) + [self.master]
-        running = [d for d in order if d.proc is not None and d.proc.poll() is None]
-        for d in running:
-            d.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT
-        for d in order:
-            if d.proc is None:
-                continue
-            rc = d.wait_exit(max(0.1, deadline - time.monotonic()))
-            if rc is None:
-                d.proc.kill()
-                d.proc.wait(timeout=10)
-                problems.append("%s did not exit within %d s of SIGTERM" % (d.name, STOP_TIMEOUT))
-            elif d.expect_clean_exit and rc != 0:
-                problems.append("%s exited with status %d; log:\n%s" % (d.name, rc, tail(d.log())))
-        if problems:
-            keep = os.environ.get("BRINE_KEEP_FAILED")
-            if keep:
-                problems.append("kept " + self.dir)
-            else:
-                shutil.rmtree(self.dir, ignore_errors=True)
-            raise AssertionError("\n".join(problems))
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_daemons(list(self.minions.values()) + [self.master], self.dir)
 
 
 class ClusterTestCase(unittest.TestCase):
@@ -553,11 +563,7 @@ class MasterSet:
 
     def abort(self):
         self.stopped = True
-        for d in [m.daemon for m in self.masters] + list(self.minions.values()):
-            if d.proc is not None and d.proc.poll() is None:
-                d.proc.kill()
-                d.proc.wait(timeout=10)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        abort_daemons([m.daemon for m in self.masters] + list(self.minions.values()), self.dir)
 
     def stop(self):
         """SIGTERM to every process (minions first), bounded waits; raises
@@ -565,28 +571,7 @@ class MasterSet:
         if self.stopped:
             return
         self.stopped = True
-        problems = []
-        order = list(self.minions.values()) + [m.daemon for m in self.masters]
-        for d in order:
-            if d.proc is not None and d.proc.poll() is None:
-                d.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT
-        for d in order:
-            if d.proc is None:
-                continue
-            rc = d.wait_exit(max(0.1, deadline - time.monotonic()))
-            if rc is None:
-                d.proc.kill()
-                d.proc.wait(timeout=10)
-                problems.append("%s did not exit within %d s of SIGTERM" % (d.name, STOP_TIMEOUT))
-            elif d.expect_clean_exit and rc != 0:
-                problems.append("%s exited with status %d; log:\n%s" % (d.name, rc, tail(d.log())))
-        if problems and os.environ.get("BRINE_KEEP_FAILED"):
-            problems.append("kept " + self.dir)
-        else:
-            shutil.rmtree(self.dir, ignore_errors=True)
-        if problems:
-            raise AssertionError("\n".join(problems))
+        stop_daemons(list(self.minions.values()) + [m.daemon for m in self.masters], self.dir)
 
 
 # ---------------------------------------------------------------------------

@@ -129,6 +129,21 @@ class FailoverTest(MasterSetTestCase):
         self.wait_all_answer(master, [mid], timeout=timeout)
         return time.monotonic() - t0
 
+    def fails_over_within_the_bound(self, ms, what, kill):
+        """Calls kill() and asserts that master-1 serves m1 within
+        master_alive_interval + 2 s; returns the seconds it took."""
+        b = ms.masters[1]
+        since_b = b.daemon.mark()
+        t0 = time.monotonic()
+        kill()
+        ms.wait_served("m1", b, timeout=self.ALIVE + 10, since=since_b)
+        took = time.monotonic() - t0
+        print("\nfailover after %s: serving from master-1 after %.2f s "
+              "(master_alive_interval %d s, bound %d s)" % (what, took, self.ALIVE, self.ALIVE + 2))
+        self.assertLessEqual(took, self.ALIVE + 2)
+        self.wait_all_answer(b, ["m1"], timeout=2)
+        return took
+
     def test_killed_master_is_replaced_within_the_bound(self):
         ms = self.master_set(3)
         a, b, c = ms.masters
@@ -137,16 +152,7 @@ class FailoverTest(MasterSetTestCase):
         # One master at a time: the others never saw it.
         self.assertEqual(b.connected("m1"), 0)
         self.assertEqual(c.connected("m1"), 0)
-
-        since_b = b.daemon.mark()
-        t0 = time.monotonic()
-        a.kill()
-        ms.wait_served("m1", b, timeout=self.ALIVE + 10, since=since_b)
-        took = time.monotonic() - t0
-        print("\nfailover after kill -9: serving from master-1 after %.2f s "
-              "(master_alive_interval %d s, bound %d s)" % (took, self.ALIVE, self.ALIVE + 2))
-        self.assertLessEqual(took, self.ALIVE + 2)
-        self.wait_all_answer(b, ["m1"], timeout=2)
+        self.fails_over_within_the_bound(ms, "kill -9", a.kill)
         self.assertEqual(c.connected("m1"), 0, "the minion skipped master-1")
         wait_log(m, r"master 127\.0\.0\.1:%d is dead" % a.port, 2)
 
@@ -157,16 +163,7 @@ class FailoverTest(MasterSetTestCase):
         self.addCleanup(proxy.stop)
         self.failover_minion(ms, ["127.0.0.1:%d" % proxy.port, b.address, c.address])
         self.wait_all_answer(a, ["m1"])
-
-        since_b = b.daemon.mark()
-        t0 = time.monotonic()
-        proxy.freeze()
-        ms.wait_served("m1", b, timeout=self.ALIVE + 10, since=since_b)
-        took = time.monotonic() - t0
-        print("\nfailover after a frozen path: serving from master-1 after %.2f s "
-              "(master_alive_interval %d s, bound %d s)" % (took, self.ALIVE, self.ALIVE + 2))
-        self.assertLessEqual(took, self.ALIVE + 2)
-        self.wait_all_answer(b, ["m1"], timeout=2)
+        self.fails_over_within_the_bound(ms, "a frozen path", proxy.freeze)
 
     def test_failback_to_the_first_master(self):
         ms = self.master_set(2)
@@ -185,6 +182,32 @@ class FailoverTest(MasterSetTestCase):
               "(master_failback_interval 1 s)" % (time.monotonic() - t0))
         self.wait_all_answer(a, ["m1"], timeout=5)
         wait_log(b.daemon, r"minion m1 at \S+ disconnected", 5, since_b)
+
+    def test_returns_reach_the_master_left_behind_which_cannot_command(self):
+        ms = self.master_set(2)
+        a, b = ms.masters
+        m = self.failover_minion(ms, [a.address, b.address])
+        self.wait_all_answer(a, ["m1"])
+        rc, out, err = a.brine("cmd", "--async", "m1", "cmd.run", "sleep 2; echo done")
+        self.assertEqual(rc, 0, err)
+        jid = re.search(r"job ID: (\d+)", out).group(1)
+        time.sleep(0.5)
+        since_b = b.daemon.mark()
+        a.kill()
+        ms.wait_served("m1", b, timeout=self.ALIVE + 10, since=since_b)
+        wait_log(m, r"job %s finished while master 127\.0\.0\.1:%d is away" % (jid, a.port), 10)
+        since_a = a.daemon.mark()
+        a.start()
+        wait_for(lambda: a.job(jid)["returns"].get("m1") == "done", 15,
+                 "the return in master-0's job cache")
+        wait_log(a.daemon, r"minion m1 connected from \S+ to deliver the returns it owes", 1,
+                 since_a)
+        # One master commands a failover minion: master-0 only got its return.
+        rc, out, err = a.brine("cmd", "-t", "1", "m1", "test.ping")
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("[Not connected]", out)
+        self.wait_all_answer(b, ["m1"], timeout=2)
+        wait_log(m, r"every return owed to master 127\.0\.0\.1:%d is delivered" % a.port, 5)
 
     def test_restarted_master_keeps_its_minions(self):
         ms = self.master_set(2)

@@ -109,7 +109,7 @@ std::string jid_at(int64_t unix_seconds, int micros) {
   time_t t = static_cast<time_t>(unix_seconds);
   struct tm tm {};
   ::gmtime_r(&t, &tm);
-  char buf[32];
+  char buf[64];
   std::snprintf(buf, sizeof buf, "%04d%02d%02d%02d%02d%02d%06d", tm.tm_year + 1900, tm.tm_mon + 1,
                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros);
   return buf;
