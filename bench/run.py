@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """brine's benchmark suite: a real master on loopback with the embedded store,
-simulated minions from `brine swarm` and real `brine minion` processes.
+simulated minions from `brine swarm` and real `brine minion` processes; for high
+availability, pairs of masters sharing one keypair, one of them killed (-9)
+under its minions, and a master holding publishes for minions that are away.
 
 Every figure is printed with its number of runs and min/median/max, and the
 whole table is written as JSON to bench/results/<date>-<host>.json. A minion
@@ -87,12 +89,32 @@ def stop_process(proc):
             proc.wait()
 
 
+def make_master_keypair(workdir):
+    """master.pem and master.pub in a new directory: the keypair that masters
+    sharing minions must all have."""
+    d = tempfile.mkdtemp(prefix="master-keys-", dir=workdir)
+    pem, pub = os.path.join(d, "master.pem"), os.path.join(d, "master.pub")
+    for args in (["genpkey", "-algorithm", "ed25519", "-out", pem],
+                 ["pkey", "-in", pem, "-pubout", "-out", pub]):
+        r = subprocess.run(["openssl", *args], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise BenchError(f"openssl {args[0]}: {r.stderr.strip()[:300]}")
+    return d
+
+
 class Master:
-    def __init__(self, brine, workdir, **opts):
+    """A master on its own port and directory. `keys`: a directory with
+    master.pem and master.pub, installed before the first start so that
+    several masters present one key. kill() and start() again keep the port
+    and the directory (keys, job cache), as a restarted master would."""
+
+    def __init__(self, brine, workdir, keys=None, **opts):
         self.brine = brine
         self.dir = tempfile.mkdtemp(prefix="master-", dir=workdir)
         self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
         self.config = os.path.join(self.dir, "master")
+        self.log = os.path.join(self.dir, "master.log")
         cfg = {"interface": "127.0.0.1", "port": self.port, "pki_dir": "pki",
                "cachedir": "cache", "sock_dir": "run", "auto_accept": "true",
                "log_file": "master.log", "log_level": "warning"}
@@ -100,10 +122,32 @@ class Master:
         with open(self.config, "w") as f:
             for k, v in cfg.items():
                 f.write(f"{k}: {v}\n")
-        self.proc = subprocess.Popen([brine, "master", "-c", self.config],
+        if keys:
+            pki = os.path.join(self.dir, "pki")
+            os.mkdir(pki, 0o700)
+            for name, mode in (("master.pem", 0o600), ("master.pub", 0o644)):
+                shutil.copyfile(os.path.join(keys, name), os.path.join(pki, name))
+                os.chmod(os.path.join(pki, name), mode)
+        self.start()
+
+    def start(self):
+        sock = os.path.join(self.dir, "run", "master.sock")
+        # A killed master leaves its socket file behind: only a new one
+        # says that this start is listening.
+        if os.path.exists(sock):
+            os.unlink(sock)
+        self.proc = subprocess.Popen([self.brine, "master", "-c", self.config],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda: os.path.exists(os.path.join(self.dir, "run", "master.sock")), 10,
+        wait_for(lambda: os.path.exists(sock) or self.proc.poll() is not None, 10,
                  "the master's socket")
+        if self.proc.poll() is not None:
+            raise BenchError(f"master {self.address} exited with {self.proc.returncode} at "
+                             f"start; see {self.log}")
+
+    def kill(self):
+        """kill -9: no goodbye to its minions, as when its host dies."""
+        self.proc.kill()
+        self.proc.wait()
 
     def cli(self, *args, timeout=120):
         r = subprocess.run([self.brine, *args[:1], "-c", self.config, *args[1:]],
@@ -122,21 +166,41 @@ class Master:
                              f"(exit {rc}): {err.strip()[:300]}")
         return wall
 
+    def answers(self, minion, timeout=2):
+        """Whether `minion` returns a `brine cmd -t TIMEOUT '*' test.ping` of
+        this master (False, at once, while the master is down or does not
+        know the minion yet)."""
+        rc, out, _ = self.cli("cmd", "-t", str(timeout), "--out", "json", "*", "test.ping",
+                              timeout=timeout + 30)
+        try:
+            got = json.loads(out) if out.strip() else {}
+        except ValueError:
+            return False
+        return got.get(minion) is True
+
     def stop(self):
         stop_process(self.proc)
 
 
 class Swarm:
-    """`brine swarm` with its stdout parsed as it comes."""
+    """`brine swarm` with its stdout parsed as it comes. `masters`: a Master
+    or a list of them; `options`: more swarm arguments (--master-type ...)."""
 
-    def __init__(self, brine, master, count, prefix="bench-", rate=0):
-        args = [brine, "swarm", "--master", f"127.0.0.1:{master.port}", "--count", str(count),
-                "--id-prefix", prefix, "--keys-dir", KEYS, "--acceptance-wait-time", "10"]
+    def __init__(self, brine, masters, count, prefix="bench-", rate=0, options=()):
+        if not isinstance(masters, list):
+            masters = [masters]
+        args = [brine, "swarm", "--master", ",".join(m.address for m in masters),
+                "--count", str(count), "--id-prefix", prefix, "--keys-dir", KEYS,
+                "--acceptance-wait-time", "10", *options]
         if rate:
             args += ["--connect-rate", str(rate)]
         self.count = count
         self.all_connected = None
         self.all_connected_unix = None
+        self.lost_unix = None
+        self.serving_again = None
+        self.serving_again_unix = None
+        self.per_master = {}  # HOST:PORT -> accepted links, from the last report
         self.publishes = {}
         self.lines = []
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -163,30 +227,75 @@ class Swarm:
                          r"last after ([\d.]+) ms", line)
             if m:
                 self.publishes[m.group(1)] = float(m.group(3))
+            m = re.match(r"lost a master: \d+ of \d+ serving at unix ([\d.]+)", line)
+            if m:
+                self.lost_unix = float(m.group(1))
+            m = re.match(r"all \d+ serving again ([\d.]+) s after the first loss "
+                         r"\(unix ([\d.]+)\)", line)
+            if m:
+                self.serving_again_unix = float(m.group(2))
+                self.serving_again = float(m.group(1))
+            m = re.match(r"t=[\d.]+s .* masters (.*)", line)
+            if m:
+                self.per_master = {k: int(v) for k, v in
+                                   (kv.rsplit("=", 1) for kv in m.group(1).split())}
+
+    def last_report(self):
+        last = self.lines[-1].strip() if self.lines else "no report"
+        return f"last report: {last}; swarm errors: {self.errors[-3:]}"
 
     def wait_connected(self, timeout):
         try:
             return wait_for(lambda: self.all_connected, timeout,
                             f"{self.count} swarm minions to connect")
         except BenchError:
-            last = self.lines[-1].strip() if self.lines else "no report"
             raise BenchError(f"{self.count} swarm minions did not all connect in {timeout} s "
-                             f"(last report: {last}; swarm errors: {self.errors[-3:]})")
+                             f"({self.last_report()})")
+
+    def wait_links(self, expected, timeout):
+        """Until the report counts `expected` ({HOST:PORT: accepted links})."""
+        try:
+            wait_for(lambda: all(self.per_master.get(k) == v for k, v in expected.items()),
+                     timeout, "the swarm's links")
+        except BenchError:
+            raise BenchError(f"swarm links per master: wanted {expected} within {timeout} s "
+                             f"({self.last_report()})")
+
+    def wait_serving_again(self, timeout):
+        try:
+            return wait_for(lambda: self.serving_again, timeout,
+                            f"{self.count} swarm minions to serve again")
+        except BenchError:
+            raise BenchError(f"{self.count} swarm minions were not all serving again "
+                             f"{timeout} s after losing their master ({self.last_report()})")
 
     def stop(self):
         stop_process(self.proc)
 
 
 class RealMinions:
-    def __init__(self, brine, master, workdir, count, prefix):
+    """`count` minion processes. `masters`: a Master or a list of them (the
+    minion's `master` list, in that order); `opts`: more config lines."""
+
+    def __init__(self, brine, masters, workdir, count, prefix, **opts):
         self.procs = []
+        self.ids = []
+        self.logs = []
+        if isinstance(masters, list):
+            where = {"master": "[" + ", ".join(m.address for m in masters) + "]"}
+        else:
+            where = {"master": "127.0.0.1", "master_port": masters.port}
         for i in range(count):
             d = tempfile.mkdtemp(prefix=f"{prefix}{i}-", dir=workdir)
             cfg = os.path.join(d, "minion")
+            self.ids.append(f"{prefix}{i:03d}")
+            self.logs.append(os.path.join(d, "minion.log"))
+            lines = {"id": self.ids[-1], **where, "pki_dir": "pki", "cachedir": "cache",
+                     "log_file": "minion.log", "log_level": "warning",
+                     "acceptance_wait_time": 1, **opts}
             with open(cfg, "w") as f:
-                f.write(f"id: {prefix}{i:03d}\nmaster: 127.0.0.1\nmaster_port: {master.port}\n"
-                        f"pki_dir: pki\ncachedir: cache\nlog_file: minion.log\n"
-                        f"log_level: warning\nacceptance_wait_time: 1\n")
+                for k, v in lines.items():
+                    f.write(f"{k}: {v}\n")
             self.procs.append(subprocess.Popen([brine, "minion", "-c", cfg],
                                                stdout=subprocess.DEVNULL,
                                                stderr=subprocess.DEVNULL))
@@ -203,11 +312,31 @@ class RealMinions:
 
 
 class Suite:
-    def __init__(self, brine, quick):
+    def __init__(self, brine, quick, only=None):
         self.brine = os.path.abspath(brine)
         self.quick = quick
+        self.only = only  # one group of plan(), or None for all
         self.rows = []
         self.work = tempfile.mkdtemp(prefix="brine-bench-")
+        self.keys = None  # the keypair of masters that share minions, made once
+
+    def shared_keys(self):
+        if not self.keys:
+            self.keys = make_master_keypair(self.work)
+        return self.keys
+
+    def master_pair(self):
+        """Two masters with one keypair; the caller stops them. When the
+        second cannot start, the first is stopped here."""
+        masters = []
+        try:
+            for _ in range(2):
+                masters.append(Master(self.brine, self.work, keys=self.shared_keys()))
+        except Exception:
+            for m in masters:
+                m.stop()
+            raise
+        return masters
 
     def record(self, name, unit, values, target=None):
         values = [float(v) for v in values]
@@ -366,19 +495,192 @@ class Suite:
                 r.stop()
                 m.stop()
 
+    def failover_real_minion(self, kills, alive=3):
+        """A real minion with master_type failover over [A, B]: kill -9 the
+        master it serves from, time until the other master gets its
+        test.ping return, then restart the killed one: the next target."""
+        masters, r = [], None
+        times = []
+        try:
+            masters = self.master_pair()
+            r = RealMinions(self.brine, masters, self.work, 1, "failover-",
+                            master_type="failover", master_alive_interval=alive)
+            minion = r.ids[0]
+            active, other = masters
+            for kill in range(1, kills + 1):
+                wait_for(lambda: active.answers(minion), 30,
+                         f"{minion} to serve from {active.address}")
+                # A master acknowledges a return within 1.25 s. Killed
+                # before that, it is owed the return, and the minion's
+                # delivery link to it, once it is back, takes its jobs too:
+                # it would answer for a failover that has not happened.
+                # Beyond that, the kills land at five points of the idle
+                # minion's keepalive period (master_alive_interval / 3):
+                # the time since its last contact decides the failover.
+                time.sleep(1.5 + (kill % 5) * alive / 15)
+                t0 = time.monotonic()
+                active.kill()
+                wait_for(lambda: other.answers(minion), alive + 30,
+                         f"{minion} to fail over from {active.address} to {other.address}",
+                         interval=0.1)
+                times.append(time.monotonic() - t0)
+                with open(r.logs[0], errors="replace") as f:
+                    failovers = sum(1 for line in f if re.search(r"is dead: .*failing over", line))
+                if failovers != kill:
+                    raise BenchError(f"{other.address} got {minion}'s return after kill {kill}, "
+                                     f"but its log says it failed over {failovers} times "
+                                     f"({r.logs[0]})")
+                active.start()
+                active, other = other, active
+        finally:
+            if r:
+                r.stop()
+            for m in masters:
+                m.stop()
+        self.record(f"real minion failover (master_alive_interval {alive} s): kill to ping",
+                    "s", times, f"<= {alive + 2} s")
+
+    def failover_swarm(self, n, runs, deadline, alive=3):
+        """n swarm minions, failover over [A, B], all on A: kill -9 A, time
+        until all serve from B (from the swarm's first loss, and from the
+        kill)."""
+        since_loss, since_kill = [], []
+        for _ in range(runs):
+            masters, s = [], None
+            try:
+                masters = self.master_pair()
+                a, b = masters
+                s = Swarm(self.brine, masters, n, options=[
+                    "--master-type", "failover", "--master-alive-interval", str(alive)])
+                s.wait_connected(120)
+                s.wait_links({a.address: n, b.address: 0}, 10)
+                s.lost_unix = s.serving_again = None
+                killed = time.time()
+                a.kill()
+                s.wait_serving_again(deadline)
+                if s.lost_unix is None or s.lost_unix < killed:
+                    raise BenchError(f"the swarm served again without reporting the loss of "
+                                     f"{a.address} ({s.last_report()})")
+                s.wait_links({a.address: 0, b.address: n}, 10)
+                since_loss.append(s.serving_again)
+                since_kill.append(s.serving_again_unix - killed)
+            finally:
+                if s:
+                    s.stop()
+                for m in masters:
+                    m.stop()
+        self.record(f"failover of {n} swarm minions (alive {alive} s): loss to serving", "s",
+                    since_loss)
+        self.record(f"failover of {n} swarm minions (alive {alive} s): kill to serving", "s",
+                    since_kill)
+
+    def hot_multi_master(self, n, runs):
+        """n swarm minions connected to A and B at once: test.ping from B
+        with A up, then with A killed -9 (the swarm retries A meanwhile; B
+        must not notice). The pings are half a second apart, so that those
+        after the kill meet the minions' waves of reconnects to A."""
+        def pings(m):
+            walls = []
+            for _ in range(runs):
+                walls.append(m.ping(n))
+                time.sleep(0.5)
+            return walls
+
+        masters, s = [], None
+        try:
+            masters = self.master_pair()
+            a, b = masters
+            s = Swarm(self.brine, masters, n)
+            s.wait_connected(120)
+            s.wait_links({a.address: n, b.address: n}, 60)
+            up = pings(b)
+            a.kill()
+            s.wait_links({a.address: 0, b.address: n}, 10)
+            down = pings(b)
+            if s.lost_unix is not None:
+                raise BenchError(f"hot minions stopped serving when {a.address} died although "
+                                 f"{b.address} is up ({s.last_report()})")
+        finally:
+            if s:
+                s.stop()
+            for m in masters:
+                m.stop()
+        self.record(f"hot multi-master test.ping, {n} minions, from B: both up", "s", up,
+                    "<= 0.1 s")
+        self.record(f"hot multi-master test.ping, {n} minions, from B: A killed", "s", down,
+                    "<= 0.1 s")
+
+    def publish_hold(self, n, jobs):
+        """Memory a master spends on publishes held for accepted minions that
+        are not connected: n swarm minions connect once and go, then `jobs`
+        `brine cmd --async` publishes wait for them (publish_hold 600). The
+        job cache's share (its pages in the master) is part of the cost."""
+        m = Master(self.brine, self.work, publish_hold=600)
+        try:
+            s = Swarm(self.brine, m, n)
+            try:
+                s.wait_connected(120)
+            finally:
+                s.stop()
+            # A restart: the master keeps the heap its connections freed
+            # (some 30 MB for 1,000) and fills it first, which would hide
+            # most of what the holds take.
+            m.stop()
+            m.start()
+            time.sleep(1)
+            before = proc_rss_kib(m.proc.pid)
+            jids = []
+            for _ in range(jobs):
+                rc, out, err = m.cli("cmd", "--async", "*", "test.echo", "x")
+                found = re.search(r"job ID: (\d+)", out)
+                if rc != 0 or not found:
+                    raise BenchError(f"cmd --async: exit {rc}: {err.strip()[:300]}")
+                jids.append(found.group(1))
+            time.sleep(1)
+            after = proc_rss_kib(m.proc.pid)
+            rc, out, err = m.cli("job", "show", jids[-1], "--out", "json")
+            if rc != 0:
+                raise BenchError(f"job show {jids[-1]}: exit {rc}: {err.strip()[:300]}")
+            job = json.loads(out)
+            if len(job["running"]) != n or job["undelivered"] or job["returns"]:
+                raise BenchError(f"job {jids[-1]}: {len(job['running'])} of {n} minions held, "
+                                 f"{len(job['undelivered'])} undelivered, "
+                                 f"{len(job['returns'])} returned")
+        finally:
+            m.stop()
+        print(f"  publish hold: RSS {before} KiB before, {after} KiB after", file=sys.stderr)
+        self.record(f"master memory per held publish (job x minion), {jobs}x{n}", "B",
+                    [(after - before) * 1024 / (jobs * n)])
+        self.record(f"master memory per held job ({n} minions away)", "KiB",
+                    [(after - before) / jobs])
+
+    def plan(self):
+        """(group, figures) in order; --only runs one group."""
+        if self.quick:
+            return [("auth", lambda: self.auth_storm(1000, 1)),
+                    ("accept", lambda: self.accept_all(1000)),
+                    ("swarm", lambda: self.swarm_figures([1, 100, 1000], 5, 5, 3)),
+                    ("real", lambda: self.real_minions([10, 50], 5, 12)),
+                    ("failover-real", lambda: self.failover_real_minion(5)),
+                    ("failover-swarm", lambda: self.failover_swarm(1000, 1, 60)),
+                    ("hot", lambda: self.hot_multi_master(1000, 5)),
+                    ("publish-hold", lambda: self.publish_hold(1000, 50))]
+        return [("auth", lambda: self.auth_storm(1000, 3)),
+                ("auth", lambda: self.auth_storm(10000, 3)),
+                ("accept", lambda: self.accept_all(10000)),
+                ("swarm", lambda: self.swarm_figures([1, 100, 1000, 10000], 7, 30, 10)),
+                ("real", lambda: self.real_minions([10, 50], 7, 30)),
+                ("failover-real", lambda: self.failover_real_minion(20)),
+                ("failover-swarm", lambda: self.failover_swarm(1000, 3, 60)),
+                ("failover-swarm", lambda: self.failover_swarm(10000, 1, 120)),
+                ("hot", lambda: self.hot_multi_master(1000, 7)),
+                ("publish-hold", lambda: self.publish_hold(1000, 200))]
+
     def run(self):
         started = time.monotonic()
-        if self.quick:
-            self.auth_storm(1000, 1)
-            self.accept_all(1000)
-            self.swarm_figures([1, 100, 1000], 5, 5, 3)
-            self.real_minions([10, 50], 5, 12)
-        else:
-            self.auth_storm(1000, 3)
-            self.auth_storm(10000, 3)
-            self.accept_all(10000)
-            self.swarm_figures([1, 100, 1000, 10000], 7, 30, 10)
-            self.real_minions([10, 50], 7, 30)
+        for group, figures in self.plan():
+            if self.only in (None, group):
+                figures()
         self.elapsed = time.monotonic() - started
 
     def report(self):
@@ -391,12 +693,15 @@ class Suite:
         machine = {"host": platform.node(), "cores": os.cpu_count(), "cpu": cpu,
                    "kernel": platform.release(), "mode": "quick" if self.quick else "full",
                    "seconds": round(self.elapsed, 1)}
-        print(f"\nbrine benchmarks ({machine['mode']}) on {machine['host']}: "
+        mode = machine["mode"] + (f", only {self.only}" if self.only else "")
+        print(f"\nbrine benchmarks ({mode}) on {machine['host']}: "
               f"{machine['cores']} cores, {cpu}; {machine['seconds']} s")
-        print(f"{'figure':58} {'runs':>4} {'min':>10} {'median':>10} {'max':>10}  unit  target")
+        print(f"{'figure':64} {'runs':>4} {'min':>10} {'median':>10} {'max':>10}  unit  target")
         for r in self.rows:
-            print(f"{r['figure']:58} {r['runs']:>4} {r['min']:>10.4g} {r['median']:>10.4g} "
+            print(f"{r['figure']:64} {r['runs']:>4} {r['min']:>10.4g} {r['median']:>10.4g} "
                   f"{r['max']:>10.4g}  {r['unit']:5} {r.get('target', '')}")
+        if self.only:
+            return  # a part of a run is not a result to keep
         os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
         name = time.strftime("%Y-%m-%d") + "-" + platform.node() + (
             "-quick" if self.quick else "") + ".json"
@@ -406,12 +711,19 @@ class Suite:
         print(f"results: {path}")
 
 
+GROUPS = ["auth", "accept", "swarm", "real", "failover-real", "failover-swarm", "hot",
+          "publish-hold"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--brine", default=os.path.join(ROOT, "build/release/src/app/brine"))
     ap.add_argument("--quick", action="store_true", help="bounded CI mode (< 2 minutes)")
+    ap.add_argument("--only", choices=GROUPS, metavar="GROUP",
+                    help="run one group of figures (of the full run, or of --quick with it): "
+                         + ", ".join(GROUPS) + "; prints the table, writes no results file")
     args = ap.parse_args()
-    suite = Suite(args.brine, args.quick)
+    suite = Suite(args.brine, args.quick, args.only)
     try:
         suite.run()
     except BenchError as e:
