@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang and runs each for SECONDS (default 60).
+# Builds the libFuzzer targets with clang and runs each for SECONDS (default 60):
+# the frame decoder and the DNS SRV reply parser.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -7,7 +8,11 @@ out=build/fuzz
 mkdir -p "$out"
 clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
   tests/fuzz/frame_fuzz.cc src/proto/frame.cc src/base/error.cc -o "$out/frame_fuzz"
-corpus=$(mktemp -d)
-cp tests/fuzz/corpus/frame/* "$corpus/"
-"$out/frame_fuzz" -max_total_time="$seconds" -max_len=4096 "$corpus"
-rm -rf "$corpus"
+clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -DASIO_STANDALONE \
+  tests/fuzz/srv_fuzz.cc src/net/dns.cc src/base/error.cc -lcares -lfmt -o "$out/srv_fuzz"
+for target in frame srv; do
+  corpus=$(mktemp -d)
+  cp "tests/fuzz/corpus/$target/"* "$corpus/"
+  "$out/${target}_fuzz" -max_total_time="$seconds" -max_len=4096 "$corpus"
+  rm -rf "$corpus"
+done
