@@ -78,6 +78,23 @@ class HotMultiMasterTest(MasterSetTestCase):
         self.assertLessEqual(back, 11.0)
         self.wait_all_answer(a, MINIONS, timeout=5)
 
+    def test_a_master_down_at_start_does_not_delay_the_others(self):
+        ms = self.master_set(2, start=False)
+        a, b = ms.masters
+        b.start()
+        t0 = time.monotonic()
+        ms.add_minion("m1", master_alive_interval=3)
+        self.wait_all_answer(b, ["m1"], timeout=10)
+        took = time.monotonic() - t0
+        print("\nhot multi-master with master-0 down at start: master-1 answered after %.2f s"
+              % took)
+        self.assertLess(took, 5)
+        since = a.daemon.mark()
+        t0 = time.monotonic()
+        a.start()
+        ms.wait_served("m1", a, timeout=12, since=since)
+        self.assertLessEqual(time.monotonic() - t0, 11.0, "not within one backoff period")
+
     def test_each_master_has_its_own_keys_until_they_share_a_store(self):
         ms = self.master_set(2, master_opts={"auto_accept": False})
         a, b = ms.masters

@@ -12,16 +12,22 @@ import threading
 import time
 import unittest
 
-from harness import BRINE_BIN, ClusterTestCase, wait_for, wait_log
+from harness import BRINE_BIN, ClusterTestCase, MasterSet, wait_for, wait_log
 
 COUNT = 40
 
 
 class Swarm:
-    def __init__(self, cluster, count=COUNT, prefix="sw-", extra=()):
-        self.keys = cluster.path("swarm-keys")
+    def __init__(self, cluster, count=COUNT, prefix="sw-", extra=(), masters=None):
+        """Against `cluster`'s master, or `masters` (a MasterSet) when given."""
+        if masters is not None:
+            self.keys = os.path.join(masters.dir, "swarm-keys")
+            master_arg = ",".join(m.address for m in masters.masters)
+        else:
+            self.keys = cluster.path("swarm-keys")
+            master_arg = "127.0.0.1:%d" % cluster.port
         self.proc = subprocess.Popen(
-            [BRINE_BIN, "swarm", "--master", "127.0.0.1:%d" % cluster.port, "--count", str(count),
+            [BRINE_BIN, "swarm", "--master", master_arg, "--count", str(count),
              "--id-prefix", prefix, "--keys-dir", self.keys, "--acceptance-wait-time", "1",
              "--seconds", "120", *extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -126,6 +132,44 @@ class SwarmTest(ClusterTestCase):
         wait_for(lambda: s.saw(r"^t=[4-9]"), 15, "a few seconds of retries")
         self.assertEqual(c.master.count(r"descriptor limit reached"), 1)
         self.assertTrue(c.master.alive())
+        self.assertEqual(s.stop(), 0)
+
+
+class SwarmFailoverTest(unittest.TestCase):
+
+    def test_random_master_spreads_failover_minions_and_they_fail_over(self):
+        ms = MasterSet(2)
+        self.addCleanup(ms.stop)
+        a, b = ms.masters
+        count = 200
+        s = Swarm(None, count=count, prefix="fo-", masters=ms,
+                  extra=("--master-type", "failover", "--random-master",
+                         "--master-alive-interval", "2"))
+        self.addCleanup(s.stop, signal.SIGKILL)
+        wait_for(lambda: s.saw(r"^all %d connected after" % count), 60, "all connected")
+
+        def spread():
+            for line in reversed(list(s.out)):
+                m = re.search(r"connected=%d .* masters 127\.0\.0\.1:%d=(\d+) "
+                              r"127\.0\.0\.1:%d=(\d+)" % (count, a.port, b.port), line)
+                if m:
+                    return int(m.group(1)), int(m.group(2))
+            return None
+
+        on_a, on_b = wait_for(spread, 5, "a status line with both masters")
+        print("\nrandom_master: %d failover minions on master-0, %d on master-1" % (on_a, on_b))
+        self.assertEqual(on_a + on_b, count)
+        # Binomial(200, 1/2): 100 +- 7; 50..150 is seven standard deviations.
+        self.assertTrue(50 <= on_a <= 150, (on_a, on_b))
+
+        a.kill()
+        wait_for(lambda: s.saw(r"^all %d serving again [\d.]+ s after the first loss" % count), 30,
+                 "the swarm to be served again after master-0 died")
+        wait_for(lambda: s.saw(r"connected=%d .* 127\.0\.0\.1:%d=0 127\.0\.0\.1:%d=%d"
+                               % (count, a.port, b.port, count)), 5, "every minion on master-1")
+        rc, got, err = b.ping_json("fo-*", timeout=20)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(got), count)
         self.assertEqual(s.stop(), 0)
 
 
