@@ -207,7 +207,6 @@ void master_set::on_state(agent& a, agent_state from, agent_state to) {
 }
 
 void master_set::send_owed(agent& a) {
-  auto held = deps_.link.spool.load_all();
   std::vector<std::string> up;  // origins whose own link is up: they send their own
   {
     std::lock_guard lock(mu_);
@@ -215,11 +214,15 @@ void master_set::send_owed(agent& a) {
       if (l.a.get() != &a && l.a->state() == agent_state::accepted) up.push_back(addr);
     }
   }
+  // Its own returns; with `any` (or no origin known) also those whose
+  // master is not connected.
+  bool anyone = cfg_.strategy == base::return_strategy::any;
+  auto held = deps_.link.spool.load([&](const std::string& origin) {
+    return origin == a.address() ||
+           ((anyone || origin.empty()) && std::find(up.begin(), up.end(), origin) == up.end());
+  });
   size_t sent = 0;
   for (const auto& r : held) {
-    bool mine = r.origin == a.address();
-    bool anyone = cfg_.strategy == base::return_strategy::any || r.origin.empty();
-    if (!mine && !(anyone && std::find(up.begin(), up.end(), r.origin) == up.end())) continue;
     if (a.send_return(r.bytes)) ++sent;
   }
   if (sent > 0) {
@@ -258,13 +261,8 @@ void master_set::on_return(agent& a, const spooled_return& r) {
 
 void master_set::ensure_delivery_links() {
   if (stopping_ || cfg_.strategy == base::return_strategy::any) return;
-  std::vector<std::string> owed;
-  for (const auto& r : deps_.link.spool.load_all()) {
-    if (!r.origin.empty() && std::find(owed.begin(), owed.end(), r.origin) == owed.end()) {
-      owed.push_back(r.origin);
-    }
-  }
-  for (const auto& origin : owed) {
+  for (const auto& origin : deps_.link.spool.origins()) {
+    if (origin.empty()) continue;
     {
       std::lock_guard lock(mu_);
       // A master failover is about to make active delivers its own.
@@ -487,6 +485,7 @@ asio::awaitable<master_set::ended> master_set::serve_active(candidate c,
   const auto alive = cfg_.link.master_alive_interval;
   auto o = co_await a->serve_once(k_failover_connect_timeout);
   ended result = ended::never_served;
+  bool dead = false;
   for (;;) {
     if (o == agent::outcome::stopped || stopping_) {
       std::lock_guard lock(mu_);
@@ -495,10 +494,7 @@ asio::awaitable<master_set::ended> master_set::serve_active(candidate c,
     }
     if (o == agent::outcome::silent) {
       result = ended::served;
-      spdlog::warn(
-          "minion {}: master {} is dead: nothing from it for {} s "
-          "(master_alive_interval); failing over",
-          cfg_.link.id, addr, alive.count());
+      dead = true;
       break;
     }
     if (o != agent::outcome::lost) {
@@ -509,9 +505,10 @@ asio::awaitable<master_set::ended> master_set::serve_active(candidate c,
         had = active_accepted_;
       }
       result = had ? ended::served : ended::never_served;
-      if (!had)
+      if (!had) {
         spdlog::info("minion {}: master {} cannot be used now; trying the next one", cfg_.link.id,
                      addr);
+      }
       break;
     }
     // The connection is gone, but the master is dead only after a whole
@@ -535,11 +532,14 @@ asio::awaitable<master_set::ended> master_set::serve_active(candidate c,
       continue;  // it came back (and went again), or we were stopped
     }
     result = ended::served;
+    dead = true;
+    break;
+  }
+  if (dead) {
     spdlog::warn(
         "minion {}: master {} is dead: no contact for {} s (master_alive_interval); "
         "failing over",
         cfg_.link.id, addr, alive.count());
-    break;
   }
   {
     std::lock_guard lock(mu_);

@@ -92,11 +92,21 @@ size_t spool::size() const {
   return index_.size();
 }
 
-std::vector<spooled_return> spool::load_all() const {
+std::set<std::string> spool::origins() const {
+  std::lock_guard lock(mu_);
+  std::set<std::string> out;
+  for (const auto& [jid, e] : index_) out.insert(e.origin);
+  return out;
+}
+
+std::vector<spooled_return> spool::load(
+    const std::function<bool(const std::string& origin)>& wanted) const {
   std::vector<std::string> jids;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [jid, e] : index_) jids.push_back(jid);
+    for (const auto& [jid, e] : index_) {
+      if (wanted(e.origin)) jids.push_back(jid);
+    }
   }
   std::vector<spooled_return> out;
   for (const auto& jid : jids) {
@@ -154,11 +164,20 @@ size_t memory_spool::size() const {
   return returns_.size();
 }
 
-std::vector<spooled_return> memory_spool::load_all() const {
+std::set<std::string> memory_spool::origins() const {
+  std::lock_guard lock(mu_);
+  std::set<std::string> out;
+  for (const auto& [jid, r] : returns_) out.insert(r.origin);
+  return out;
+}
+
+std::vector<spooled_return> memory_spool::load(
+    const std::function<bool(const std::string& origin)>& wanted) const {
   std::lock_guard lock(mu_);
   std::vector<spooled_return> out;
-  out.reserve(returns_.size());
-  for (const auto& [jid, r] : returns_) out.push_back(r);
+  for (const auto& [jid, r] : returns_) {
+    if (wanted(r.origin)) out.push_back(r);
+  }
   return out;
 }
 

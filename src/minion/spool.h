@@ -1,8 +1,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,10 +32,17 @@ class return_spool {
                     const encoded_return& ret) = 0;
   virtual void forget(const std::string& jid) = 0;
   virtual bool contains(const std::string& jid) const = 0;
-  // Every held return, oldest jid first.
-  virtual std::vector<spooled_return> load_all() const = 0;
+  // The held returns whose origin `wanted` accepts, oldest jid first (only
+  // those are read).
+  virtual std::vector<spooled_return> load(
+      const std::function<bool(const std::string& origin)>& wanted) const = 0;
+  std::vector<spooled_return> load_all() const {
+    return load([](const std::string&) { return true; });
+  }
   // Whether some held return is owed to `origin`.
   virtual bool owes(const std::string& origin) const = 0;
+  // The masters the held returns are owed to.
+  virtual std::set<std::string> origins() const = 0;
   // Bytes of the held returns (what spool_max_bytes bounds).
   virtual uint64_t bytes() const = 0;
   virtual size_t size() const = 0;
@@ -52,8 +61,10 @@ class spool final : public return_spool {
   void save(const std::string& jid, const std::string& origin, const encoded_return& ret) override;
   void forget(const std::string& jid) override;
   bool contains(const std::string& jid) const override;
-  std::vector<spooled_return> load_all() const override;
+  std::vector<spooled_return> load(
+      const std::function<bool(const std::string& origin)>& wanted) const override;
   bool owes(const std::string& origin) const override;
+  std::set<std::string> origins() const override;
   uint64_t bytes() const override;
   size_t size() const override;
   bool blocking() const override { return true; }
@@ -80,8 +91,10 @@ class memory_spool final : public return_spool {
   void save(const std::string& jid, const std::string& origin, const encoded_return& ret) override;
   void forget(const std::string& jid) override;
   bool contains(const std::string& jid) const override;
-  std::vector<spooled_return> load_all() const override;
+  std::vector<spooled_return> load(
+      const std::function<bool(const std::string& origin)>& wanted) const override;
   bool owes(const std::string& origin) const override;
+  std::set<std::string> origins() const override;
   uint64_t bytes() const override;
   size_t size() const override;
   bool blocking() const override { return false; }

@@ -42,6 +42,24 @@ TEST(spool, survives_restart_until_forgotten) {
   EXPECT_EQ(spool(dir).load_all().size(), 1u);
 }
 
+TEST(spool, loads_only_the_returns_asked_for_and_names_their_masters) {
+  test::temp_dir tmp("brine-spool");
+  spool s(tmp.path());
+  s.save("20261121180000000001", "m1:4506", body("20261121180000000001", "m1:4506"));
+  s.save("20261121180000000002", "m2:4506", body("20261121180000000002", "m2:4506"));
+  s.save("20261121180000000003", "m1:4506", body("20261121180000000003", "m1:4506"));
+  EXPECT_EQ(s.origins(), (std::set<std::string>{"m1:4506", "m2:4506"}));
+  auto m1 = s.load([](const std::string& o) { return o == "m1:4506"; });
+  ASSERT_EQ(m1.size(), 2u);
+  EXPECT_EQ(m1[0].jid, "20261121180000000001");
+  EXPECT_EQ(m1[1].jid, "20261121180000000003");
+  EXPECT_TRUE(s.load([](const std::string&) { return false; }).empty());
+  memory_spool mem;
+  mem.save("20261121180000000002", "m2:4506", body("20261121180000000002", "m2:4506"));
+  EXPECT_EQ(mem.origins(), (std::set<std::string>{"m2:4506"}));
+  EXPECT_EQ(mem.load([](const std::string& o) { return o == "m2:4506"; }).size(), 1u);
+}
+
 TEST(spool, counts_bytes_across_restarts) {
   test::temp_dir tmp("brine-spool");
   auto a = body("20261121180000000001", "m1:4506", std::string(1000, 'a'));
