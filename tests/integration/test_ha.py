@@ -240,7 +240,7 @@ class FailoverTest(MasterSetTestCase):
         self.assertEqual(b.connected("m1"), 0, "a restart was taken for a dead master")
 
     def test_healthy_link_stays_quiet(self):
-        alive = 2
+        alive = 3
         ms = self.master_set(2)
         a, b = ms.masters
         m = self.failover_minion(ms, [a.address, b.address], master_alive_interval=alive,
