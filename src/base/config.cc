@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "base/fs.h"
 #include "base/log.h"
+#include "base/yaml_json.h"
 
 namespace brine::base {
 namespace {
@@ -392,6 +393,22 @@ std::string fingerprint(const option& opt) {
   return f;
 }
 
+// Salt's `grains:`: a mapping, read as Salt's YAML loader reads it.
+nlohmann::json grains_map(const option& opt) {
+  if (!opt.value.IsMap()) opt.fail("a mapping of grain names to values");
+  return yaml_to_json(opt.value);
+}
+
+// Globs of grain names: one string or a list.
+std::vector<std::string> globs(const option& opt) {
+  constexpr std::string_view expected = "a list of globs of grain names";
+  if (opt.value.IsScalar()) return {opt.value.Scalar()};
+  if (!opt.value.IsSequence()) opt.fail(expected);
+  std::vector<std::string> out;
+  for_each_item(opt, [&](size_t, const option& item) { out.push_back(text(item, "a glob")); });
+  return out;
+}
+
 // One fingerprint or a list of them (one per master); empty, null or [] is none.
 std::vector<std::string> fingerprints(const option& opt) {
   if (!opt.value.IsSequence()) {
@@ -563,6 +580,8 @@ const option_table<minion_config>& minion_options() {
       {"srv_resolver", set(&c::srv_resolver, srv_resolver)},
       {"spool_max_bytes",
        set_int(&c::spool_max_bytes, k_min_spool_bytes, k_max_spool_bytes, "bytes")},
+      {"grains", set(&c::grains, grains_map)},
+      {"grains_blacklist", set(&c::grains_blacklist, globs)},
       {"pki_dir", set(&c::pki_dir, required_path)},
       {"cachedir", set(&c::cachedir, required_path)},
       {"acceptance_wait_time", set_int(&c::acceptance_wait_time, 1, k_u32_max, "seconds")},

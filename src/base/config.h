@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 namespace brine::base {
@@ -82,6 +83,10 @@ struct minion_config {
   std::string srv_domain;
   std::string srv_resolver;             // HOST:PORT of the DNS server to ask; empty: the system's
   uint64_t spool_max_bytes = 256ull * 1024 * 1024;  // returns kept for masters, at most
+  // `grains:`: custom grains, over the core ones; `grains_blacklist`: globs
+  // of collected grain names to leave out (['*']: only the configured ones).
+  nlohmann::json grains = nlohmann::json::object();
+  std::vector<std::string> grains_blacklist;
   std::string pki_dir = "/etc/brine/pki/minion";
   std::string cachedir = "/var/cache/brine/minion";
   uint32_t acceptance_wait_time = 10;   // seconds between retries while pending

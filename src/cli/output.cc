@@ -1,5 +1,7 @@
 #include "cli/output.h"
 
+#include "base/yaml_json.h"
+
 #include <cctype>
 
 #include <yaml-cpp/yaml.h>
@@ -52,36 +54,6 @@ void walk(std::string& out, const nlohmann::json& v, int indent) {
   }
 }
 
-nlohmann::json from_yaml(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Null: return nullptr;
-    case YAML::NodeType::Sequence: {
-      auto a = nlohmann::json::array();
-      for (const auto& item : n) a.push_back(from_yaml(item));
-      return a;
-    }
-    case YAML::NodeType::Map: {
-      auto o = nlohmann::json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = from_yaml(kv.second);
-      return o;
-    }
-    default: break;
-  }
-  const std::string& s = n.Scalar();
-  if (n.Tag() == "!") return s;  // quoted in YAML: a string
-  if (s == "true" || s == "True" || s == "false" || s == "False") return s[0] == 't' || s[0] == 'T';
-  if (s == "null" || s == "None" || s == "~") return nullptr;
-  try {
-    size_t used = 0;
-    long long i = std::stoll(s, &used, 10);
-    if (used == s.size()) return i;
-    double d = std::stod(s, &used);
-    if (used == s.size()) return d;
-  } catch (const std::exception&) {
-  }
-  return s;
-}
-
 }  // namespace
 
 std::string nested(const std::string& id, const nlohmann::json& value) {
@@ -94,7 +66,7 @@ nlohmann::json parse_arg(const std::string& text) {
   // Only the YAML spellings of null are null; an empty word is an empty string.
   if (text.empty()) return text;
   try {
-    return from_yaml(YAML::Load(text));
+    return base::yaml_to_json(YAML::Load(text));
   } catch (const YAML::Exception&) {
     return text;
   }

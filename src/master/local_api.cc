@@ -32,7 +32,7 @@ json error_body(const std::string& message) { return {{"ok", false}, {"error", m
 local_api::local_api(asio::io_context& io, const base::master_config& cfg,
                      const pki::keypair& identity, pki::key_registry& keys,
                      minion_sessions& sessions, delivery& deliveries, publisher& jobs,
-                     event_bus& events)
+                     event_bus& events, minion_cache& cache)
     : io_(io),
       cfg_(cfg),
       identity_(identity),
@@ -41,6 +41,7 @@ local_api::local_api(asio::io_context& io, const base::master_config& cfg,
       deliveries_(deliveries),
       jobs_(jobs),
       events_(events),
+      cache_(cache),
       acceptor_(io) {}
 
 local_api::~local_api() {
@@ -193,8 +194,11 @@ json local_api::keys(const std::string& op, const json& body) {
   }
   sessions_.apply_key_changes(r, act);
   for (const auto& id : r.ids) {
-    if (!keys_.accepted(id))
-      deliveries_.on_key_gone(id, "key " + act + (act == "delete" ? "d" : "ed") + " on the master");
+    if (keys_.accepted(id)) continue;
+    deliveries_.on_key_gone(id, "key " + act + (act == "delete" ? "d" : "ed") + " on the master");
+    // A deleted minion is forgotten; a rejected one keeps its data for
+    // when it is accepted again.
+    if (act == "delete") cache_.forget(id);
   }
   return {{"ok", true}, {"ids", r.ids}};
 }

@@ -12,6 +12,7 @@
 #include "base/config.h"
 #include "master/delivery.h"
 #include "master/event_bus.h"
+#include "master/minion_cache.h"
 #include "master/minion_sessions.h"
 #include "master/publisher.h"
 #include "net/connection.h"
@@ -32,7 +33,7 @@ class local_api {
  public:
   local_api(asio::io_context& io, const base::master_config& cfg, const pki::keypair& identity,
             pki::key_registry& keys, minion_sessions& sessions, delivery& deliveries,
-            publisher& jobs, event_bus& events);
+            publisher& jobs, event_bus& events, minion_cache& cache);
   ~local_api();
 
   void listen();
@@ -58,6 +59,7 @@ class local_api {
   delivery& deliveries_;
   publisher& jobs_;
   event_bus& events_;
+  minion_cache& cache_;
   asio::local::stream_protocol::acceptor acceptor_;
   std::string path_;
   std::atomic<bool> stopping_{false};

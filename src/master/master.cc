@@ -39,27 +39,41 @@ master::master(base::master_config cfg)
       tls_(std::make_unique<net::tls_context>(net::tls_context::role::server, identity_, "master")),
       keys_({cfg_.auto_accept, cfg_.autosign_file, cfg_.autoreject_file}),
       store_(open_store(cfg_, keys_)),
+      cache_(*store_, base::host_name() + ":" + std::to_string(cfg_.port)),
       sessions_(io_, cfg_, *tls_, keys_, *store_, events_),
       returns_(*store_, events_),
       deliveries_(sessions_, *store_, events_),
       jobs_(io_, cfg_, keys_, deliveries_, *store_, events_),
-      api_(io_, cfg_, identity_, keys_, sessions_, deliveries_, jobs_, events_) {
+      api_(io_, cfg_, identity_, keys_, sessions_, deliveries_, jobs_, events_, cache_) {
   base::ensure_dir(cfg_.sock_dir, 0700, "sock_dir");
   sessions_.listen();
   api_.listen();
   sessions_.set_handlers({
-      [this](const std::shared_ptr<session>& s) { deliveries_.on_ready(s); },
-      nullptr,
+      [this](const std::shared_ptr<session>& s) {
+        cache_.seen(s->id, base::unix_now());
+        deliveries_.on_ready(s);
+      },
+      [this](const std::shared_ptr<session>& s) { cache_.seen(s->id, base::unix_now()); },
       [this](const std::shared_ptr<session>& s, proto::message&& m) {
-        on_job_message(s, std::move(m));
+        on_minion_message(s, std::move(m));
       },
   });
-  reopen_jobs();
+  reopen();
 }
 
-void master::on_job_message(const std::shared_ptr<session>& s, proto::message&& m) {
+void master::on_minion_message(const std::shared_ptr<session>& s, proto::message&& m) {
   std::string jid = m.body.value("jid", "");
   switch (m.type) {
+    case proto::msg_type::grains: {
+      auto g = m.body.find("grains");
+      if (g == m.body.end() || !g->is_object()) {
+        spdlog::warn("minion {} at {}: grains message without a grains map ignored", s->id,
+                     s->conn->peer());
+        return;
+      }
+      cache_.set_grains(s->id, std::move(*g));
+      return;
+    }
     case proto::msg_type::job_return:
       deliveries_.on_acknowledged(s->id, jid);
       returns_.on_return(s, std::move(m));
@@ -79,12 +93,17 @@ void master::on_job_message(const std::shared_ptr<session>& s, proto::message&& 
   }
 }
 
-void master::reopen_jobs() {
+void master::reopen() {
   // Before any minion connects, on the store thread (in order with
-  // everything after it), and waited for: a restarted master knows which
-  // publishes still wait for whom before it serves.
+  // everything after it), and waited for: a restarted master knows its
+  // minions' data and which publishes still wait for whom before it serves.
   std::promise<void> done;
   store_->post([this, &done](store::store& db) {
+    try {
+      cache_.load(db.load_minion_data());
+    } catch (const std::exception& e) {
+      spdlog::error("job cache: cannot read the minion data cache: {}", e.what());
+    }
     size_t held = 0, open = 0, closed = 0, lost = 0;
     auto now = std::chrono::system_clock::now();
     int64_t stamp = base::unix_now();
@@ -147,6 +166,7 @@ int master::run() {
   asio::co_spawn(io_, purge_loop(), net::logged("job cache purge"));
   asio::co_spawn(io_, returns_.flush_loop(stopping_), net::logged("return_ack flush"));
   asio::co_spawn(io_, deliveries_.sweep_loop(stopping_), net::logged("delivery deadlines"));
+  asio::co_spawn(io_, cache_.flush_loop(stopping_), net::logged("minion data cache"));
 
   unsigned n = cfg_.worker_threads;
   if (n == 0) n = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
@@ -155,6 +175,7 @@ int master::run() {
   io_.run();
   for (auto& t : threads) t.join();
   sessions_.clear();
+  cache_.flush();
   store_->stop();
   spdlog::info("master stopped");
   return 0;

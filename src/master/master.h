@@ -9,6 +9,7 @@
 #include "master/delivery.h"
 #include "master/event_bus.h"
 #include "master/local_api.h"
+#include "master/minion_cache.h"
 #include "master/minion_sessions.h"
 #include "master/publisher.h"
 #include "master/returns.h"
@@ -36,9 +37,10 @@ class master {
 
  private:
   asio::awaitable<void> purge_loop();
-  void on_job_message(const std::shared_ptr<session>& s, proto::message&& m);
-  // Jobs whose delivery was still open when the master last stopped.
-  void reopen_jobs();
+  void on_minion_message(const std::shared_ptr<session>& s, proto::message&& m);
+  // The minion data cache and the jobs whose delivery was still open when
+  // the master last stopped.
+  void reopen();
   void stop();
 
   base::master_config cfg_;
@@ -48,6 +50,7 @@ class master {
   pki::key_registry keys_;
   std::unique_ptr<store_worker> store_;  // opened after keys_, which it fills
   event_bus events_;
+  minion_cache cache_;
   minion_sessions sessions_;
   returns returns_;
   delivery deliveries_;

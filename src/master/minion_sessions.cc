@@ -372,7 +372,8 @@ void minion_sessions::on_message(const session_ptr& s, proto::message&& m) {
     case msg_type::job_ack:
     case msg_type::job_return:
     case msg_type::job_refused:
-      if (handlers_.job_message) handlers_.job_message(s, std::move(m));
+    case msg_type::grains:
+      if (handlers_.minion_message) handlers_.minion_message(s, std::move(m));
       return;
     case msg_type::pong:
       return;

@@ -55,8 +55,8 @@ class minion_sessions {
     std::function<void(const session_ptr&)> ready;
     // The session that was current for its id has ended.
     std::function<void(const session_ptr&)> gone;
-    // job_ack, job_return, job_refused from an accepted minion.
-    std::function<void(const session_ptr&, proto::message&&)> job_message;
+    // job_ack, job_return, job_refused and grains from an accepted minion.
+    std::function<void(const session_ptr&, proto::message&&)> minion_message;
   };
 
   minion_sessions(asio::io_context& io, const base::master_config& cfg, const net::tls_context& tls,

@@ -20,6 +20,7 @@ enum class msg_type : uint16_t {
   ping = 8,          // either way: {}
   pong = 9,          // either way: {}
   job_refused = 10,  // minion → master: {jid, reason}: the minion will not run it
+  grains = 11,       // minion → master: {grains}: its grains, after each acceptance and refresh
   // Local API (Unix socket, CLI ↔ master).
   api_request = 100,  // {op, ...}
   api_reply = 101,    // {ok, error?, ...}

@@ -53,6 +53,25 @@ struct return_record {
   int64_t stamp = 0;  // unix seconds when stored
 };
 
+// What the master knows of a minion beyond its key: the minion data cache
+// that grain and pillar targeting read.
+struct minion_data_record {
+  std::string id;
+  std::optional<nlohmann::json> grains;  // nullopt: never sent
+  std::optional<nlohmann::json> pillar;  // nullopt: never compiled
+  int64_t last_seen = 0;                 // unix seconds: last connect or disconnect
+  std::string master;                    // the master it was last connected to
+};
+
+// A change to one minion's cached data: the fields set are written.
+struct minion_data_update {
+  std::string id;
+  std::optional<nlohmann::json> grains;
+  std::optional<nlohmann::json> pillar;
+  std::optional<int64_t> last_seen;  // with `master`
+  std::string master;
+};
+
 // A targeted minion that a job never reached, and why ("not connected",
 // "refused: ...").
 struct undelivered_record {
@@ -112,6 +131,15 @@ class store {
   // Removes jobs created before `cutoff` (unix seconds) with their returns
   // and undelivered records; returns how many jobs went.
   virtual size_t purge_jobs_before(int64_t cutoff) = 0;
+
+  // The minion data cache, written in batches (one transaction each): a
+  // master hears from thousands of minions at once after a restart. Each
+  // record replaces the fields it carries and keeps the others (a minion's
+  // row is made by its first write).
+  virtual void put_minion_data(const std::vector<minion_data_update>& batch) = 0;
+  virtual std::vector<minion_data_record> load_minion_data() = 0;
+  // Forgets a minion's data (its key was deleted).
+  virtual void delete_minion_data(const std::string& id) = 0;
 };
 
 // Opens (creating if needed) the SQLite database at `path` in WAL mode.

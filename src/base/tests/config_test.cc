@@ -772,6 +772,33 @@ log_file: logs//master.log
   EXPECT_EQ(n.cachedir, (fs::current_path() / "conf").string());
 }
 
+TEST(MinionGrains, ConfiguredGrainsAndBlacklist) {
+  auto c = parse_minion_config(R"(
+grains:
+  roles: [web, memcache]
+  deployment: datacenter4
+  cabinet: 13
+  ssd: yes
+grains_blacklist:
+  - "*"
+)",
+                               k_minion);
+  EXPECT_EQ(c.grains, (nlohmann::json{{"roles", {"web", "memcache"}},
+                                      {"deployment", "datacenter4"},
+                                      {"cabinet", 13},
+                                      {"ssd", true}}));
+  EXPECT_EQ(c.grains_blacklist, (std::vector<std::string>{"*"}));
+  auto d = parse_minion_config("grains_blacklist: 'ip*'", k_minion);
+  EXPECT_EQ(d.grains_blacklist, (std::vector<std::string>{"ip*"}));
+  EXPECT_TRUE(parse_minion_config("", k_minion).grains.empty());
+  EXPECT_EQ(error_of([] { parse_minion_config("grains: [a, b]", k_minion); }),
+            "config /etc/brine/minion: line 1: grains must be a mapping of grain names to "
+            "values, got a list of 2");
+  EXPECT_EQ(error_of([] { parse_minion_config("grains_blacklist: {a: 1}", k_minion); }),
+            "config /etc/brine/minion: line 1: grains_blacklist must be a list of globs of "
+            "grain names, got a mapping");
+}
+
 TEST(LoadConfig, ReadsTheFileSetsSourceAndAnchorsPaths) {
   temp_dir dir;
   std::string path = dir.write("minion", "id: m1\nmaster: 127.0.0.1\npki_dir: pki\n");

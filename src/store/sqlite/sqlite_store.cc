@@ -84,6 +84,17 @@ CREATE TABLE undelivered (
   PRIMARY KEY (jid, minion)
 );
 )sql",
+    // 2 -> 3: the minion data cache. NULL grains or pillar: never sent or
+    // compiled (which targeting tells apart from an empty map).
+    R"sql(
+CREATE TABLE minion_data (
+  id        TEXT    NOT NULL PRIMARY KEY,
+  grains    TEXT,
+  pillar    TEXT,
+  last_seen INTEGER NOT NULL DEFAULT 0,
+  master    TEXT    NOT NULL DEFAULT ''
+);
+)sql",
 };
 
 // What to do about a failure, for the codes where the cause is usually outside
@@ -215,6 +226,7 @@ class query {
              : std::string();
   }
   int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
 
  private:
   void check(int rc) const {
@@ -436,6 +448,10 @@ class sqlite_store final : public store {
   std::vector<job_record> unsettled_jobs() override;
 
   size_t purge_jobs_before(int64_t cutoff) override;
+
+  void put_minion_data(const std::vector<minion_data_update>& batch) override;
+  std::vector<minion_data_record> load_minion_data() override;
+  void delete_minion_data(const std::string& id) override;
 
  private:
   nlohmann::json parse_json(const std::string& text, std::string_view row,
@@ -713,6 +729,58 @@ size_t sqlite_store::purge_jobs_before(int64_t cutoff) {
       .run();
   txn.commit();
   return purged;
+}
+
+void sqlite_store::put_minion_data(const std::vector<minion_data_update>& batch) {
+  if (batch.empty()) return;
+  const std::string what = "cannot store the data of " + std::to_string(batch.size()) + " minions";
+  write_transaction txn(conn_, what);
+  query row(conn_, "INSERT OR IGNORE INTO minion_data (id) VALUES (?1)", what);
+  query grains(conn_, "UPDATE minion_data SET grains = ?2 WHERE id = ?1", what);
+  query pillar(conn_, "UPDATE minion_data SET pillar = ?2 WHERE id = ?1", what);
+  query seen(conn_, "UPDATE minion_data SET last_seen = ?2, master = ?3 WHERE id = ?1", what);
+  for (const auto& u : batch) {
+    row.bind(1, u.id);
+    row.run();
+    if (u.grains) {
+      std::string text = to_json_text(*u.grains);
+      grains.bind(1, u.id).bind(2, text);
+      grains.run();
+    }
+    if (u.pillar) {
+      std::string text = to_json_text(*u.pillar);
+      pillar.bind(1, u.id).bind(2, text);
+      pillar.run();
+    }
+    if (u.last_seen) {
+      seen.bind(1, u.id).bind(2, *u.last_seen).bind(3, u.master);
+      seen.run();
+    }
+  }
+  txn.commit();
+}
+
+std::vector<minion_data_record> sqlite_store::load_minion_data() {
+  query q(conn_, "SELECT id, grains, pillar, last_seen, master FROM minion_data ORDER BY id",
+          "cannot read the minion data cache");
+  std::vector<minion_data_record> out;
+  while (q.step()) {
+    minion_data_record r;
+    r.id = q.text(0);
+    std::string row = "minion data of " + r.id;
+    if (!q.is_null(1)) r.grains = parse_json(q.text(1), row, "grains");
+    if (!q.is_null(2)) r.pillar = parse_json(q.text(2), row, "pillar");
+    r.last_seen = q.integer(3);
+    r.master = q.text(4);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void sqlite_store::delete_minion_data(const std::string& id) {
+  query(conn_, "DELETE FROM minion_data WHERE id = ?1", "cannot forget the data of minion " + id)
+      .bind(1, id)
+      .run();
 }
 
 }  // namespace

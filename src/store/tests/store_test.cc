@@ -361,6 +361,39 @@ TEST_F(sqlite_store_test, purge_takes_undelivered_records_along) {
   EXPECT_EQ(s->get_undelivered("new").size(), 1u);
 }
 
+TEST_F(sqlite_store_test, minion_data_cache_round_trips_field_by_field) {
+  {
+    auto s = open_sqlite(path_);
+    EXPECT_TRUE(s->load_minion_data().empty());
+    s->put_minion_data({{"web1", std::nullopt, std::nullopt, 100, "master-a:4506"}});
+    s->put_minion_data({
+        {"web1", json{{"os", "Debian"}, {"ipv4", {"127.0.0.1", "10.0.0.5"}}}, std::nullopt,
+         std::nullopt, ""},
+        {"db1", json{{"os", "Rocky"}}, json{{"role", "db"}}, std::nullopt, ""},
+    });
+    // The last_seen of web1 changes, its grains stay.
+    s->put_minion_data({{"web1", std::nullopt, std::nullopt, 200, "master-b:4506"}});
+    // An empty map is data, not "never sent".
+    s->put_minion_data({{"web2", json::object(), std::nullopt, std::nullopt, ""}});
+  }
+  auto s = open_sqlite(path_);  // survives a restart
+  auto all = s->load_minion_data();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].id, "db1");
+  EXPECT_EQ(all[0].grains, json({{"os", "Rocky"}}));
+  EXPECT_EQ(all[0].pillar, json({{"role", "db"}}));
+  EXPECT_EQ(all[0].last_seen, 0);
+  EXPECT_EQ(all[1].id, "web1");
+  EXPECT_EQ((*all[1].grains)["ipv4"][1], "10.0.0.5");
+  EXPECT_FALSE(all[1].pillar.has_value());
+  EXPECT_EQ(all[1].last_seen, 200);
+  EXPECT_EQ(all[1].master, "master-b:4506");
+  EXPECT_EQ(all[2].grains, json::object());
+  s->delete_minion_data("web1");
+  s->delete_minion_data("nobody");
+  EXPECT_EQ(s->load_minion_data().size(), 2u);
+}
+
 TEST_F(sqlite_store_test, version_1_file_is_migrated_with_its_jobs_settled) {
   {
     // A job cache as the first brine wrote it.

@@ -1,0 +1,96 @@
+#include "master/minion_cache.h"
+
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+
+namespace brine::master {
+
+namespace {
+// How long a change may wait for the batch it is written in.
+constexpr std::chrono::milliseconds k_flush_interval{500};
+}  // namespace
+
+void minion_cache::load(std::vector<store::minion_data_record> rows) {
+  std::unique_lock lock(mu_);
+  for (auto& r : rows) {
+    auto& e = entries_[r.id];
+    if (r.grains) e.grains = std::make_shared<const nlohmann::json>(std::move(*r.grains));
+    if (r.pillar) e.pillar = std::make_shared<const nlohmann::json>(std::move(*r.pillar));
+  }
+}
+
+void minion_cache::set_grains(const std::string& id, nlohmann::json grains) {
+  auto v = std::make_shared<const nlohmann::json>(std::move(grains));
+  {
+    std::unique_lock lock(mu_);
+    entries_[id].grains = v;
+  }
+  std::lock_guard lock(dirty_mu_);
+  auto& d = dirty_[id];
+  d.id = id;
+  d.grains = *v;
+}
+
+void minion_cache::seen(const std::string& id, int64_t when) {
+  std::lock_guard lock(dirty_mu_);
+  auto& d = dirty_[id];
+  d.id = id;
+  d.last_seen = when;
+  d.master = master_;
+}
+
+void minion_cache::forget(const std::string& id) {
+  {
+    std::unique_lock lock(mu_);
+    entries_.erase(id);
+  }
+  {
+    std::lock_guard lock(dirty_mu_);
+    dirty_.erase(id);
+  }
+  store_.post([id](store::store& db) { db.delete_minion_data(id); });
+}
+
+minion_cache::value minion_cache::grains(const std::string& id) const {
+  std::shared_lock lock(mu_);
+  auto it = entries_.find(id);
+  return it == entries_.end() ? nullptr : it->second.grains;
+}
+
+minion_cache::value minion_cache::pillar(const std::string& id) const {
+  std::shared_lock lock(mu_);
+  auto it = entries_.find(id);
+  return it == entries_.end() ? nullptr : it->second.pillar;
+}
+
+size_t minion_cache::size() const {
+  std::shared_lock lock(mu_);
+  return entries_.size();
+}
+
+void minion_cache::flush() {
+  std::vector<store::minion_data_update> batch;
+  {
+    std::lock_guard lock(dirty_mu_);
+    if (dirty_.empty()) return;
+    batch.reserve(dirty_.size());
+    for (auto& [id, d] : dirty_) batch.push_back(std::move(d));
+    dirty_.clear();
+  }
+  store_.post([batch = std::move(batch)](store::store& db) { db.put_minion_data(batch); });
+}
+
+asio::awaitable<void> minion_cache::flush_loop(const std::atomic<bool>& stopping) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (;;) {
+    timer.expires_after(k_flush_interval);
+    std::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    flush();
+    if (ec || stopping) co_return;
+  }
+}
+
+}  // namespace brine::master

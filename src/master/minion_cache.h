@@ -1,0 +1,63 @@
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "master/store_worker.h"
+#include "store/store.h"
+
+namespace brine::master {
+
+// The minion data cache: the grains (and pillar) of every minion the master
+// has heard from, in memory for targeting, and in the store so that they
+// survive a restart; with when each minion was last seen and on which
+// master. Changes reach the store in one batch a flush (a master hears from
+// thousands of minions at once after a restart).
+//
+// Threading: every method is safe from any thread; readers (targeting) share
+// a lock, writers take it alone. Values are immutable once in: a reader keeps
+// its shared_ptr while the minion sends new grains.
+class minion_cache {
+ public:
+  using value = std::shared_ptr<const nlohmann::json>;
+
+  minion_cache(store_worker& store, std::string master_name)
+      : store_(store), master_(std::move(master_name)) {}
+
+  // What the store held at start.
+  void load(std::vector<store::minion_data_record> rows);
+  void set_grains(const std::string& id, nlohmann::json grains);
+  // The minion connected or went away now.
+  void seen(const std::string& id, int64_t when);
+  // Its key was deleted: its data goes, here and in the store.
+  void forget(const std::string& id);
+
+  value grains(const std::string& id) const;
+  value pillar(const std::string& id) const;
+  size_t size() const;
+
+  // Writes what changed since the last flush (on the store thread).
+  void flush();
+  asio::awaitable<void> flush_loop(const std::atomic<bool>& stopping);
+
+ private:
+  struct entry {
+    value grains;
+    value pillar;
+  };
+  store_worker& store_;
+  const std::string master_;
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, entry> entries_;
+  std::mutex dirty_mu_;
+  std::unordered_map<std::string, store::minion_data_update> dirty_;
+};
+
+}  // namespace brine::master
