@@ -399,6 +399,48 @@ nlohmann::json grains_map(const option& opt) {
   return yaml_to_json(opt.value);
 }
 
+// Any YAML value, read as Salt's loader reads it (checked by its user).
+nlohmann::json any_map(const option& opt) {
+  if (opt.value.IsNull()) return nlohmann::json::object();
+  if (!opt.value.IsMap()) opt.fail("a mapping");
+  return yaml_to_json(opt.value);
+}
+
+// Salt's file_roots / pillar_roots: environment -> list of directories.
+std::map<std::string, std::vector<std::string>> roots(const option& opt) {
+  constexpr std::string_view expected = "a mapping of environment to a list of directories";
+  if (!opt.value.IsMap()) opt.fail(expected);
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& kv : opt.value) {
+    if (!kv.first.IsScalar() || kv.first.Scalar().empty()) opt.fail(expected);
+    std::string name = fmt::format("{} environment {}", opt.name, show(kv.first.Scalar()));
+    option env{opt.source, name, opt.line, kv.second};
+    auto& dirs = out[kv.first.Scalar()];
+    if (kv.second.IsScalar()) {
+      dirs.push_back(path(env, false));
+    } else if (kv.second.IsSequence()) {
+      for_each_item(env, [&](size_t, const option& item) { dirs.push_back(path(item, false)); });
+    } else {
+      env.fail("a list of directories");
+    }
+  }
+  return out;
+}
+
+std::string merging_strategy(const option& opt) {
+  constexpr std::string_view expected = "one of smart, recurse, aggregate, overwrite, none";
+  std::string v = text(opt, expected);
+  if (v != "smart" && v != "recurse" && v != "aggregate" && v != "overwrite" && v != "none") {
+    opt.fail(expected);
+  }
+  return v;
+}
+
+std::string plain_text(const option& opt) {
+  if (opt.value.IsNull()) return {};
+  return text(opt, "a word");
+}
+
 // Globs of grain names: one string or a list.
 std::vector<std::string> globs(const option& opt) {
   constexpr std::string_view expected = "a list of globs of grain names";
@@ -549,6 +591,12 @@ const option_table<master_config>& master_options() {
       {"tcp_keepalive_cnt", set_int(&c::tcp_keepalive_cnt, 1, 127)},
       {"tcp_keepalive_intvl", set_int(&c::tcp_keepalive_intvl, 1, 3600, "seconds")},
       {"publish_hold", set_int(&c::publish_hold, 1, 86400, "seconds")},
+      {"nodegroups", set(&c::nodegroups, any_map)},
+      {"pillar_roots", set(&c::pillar_roots, roots)},
+      {"pillar_source_merging_strategy", set(&c::pillar_source_merging_strategy, merging_strategy)},
+      {"pillar_merge_lists", set(&c::pillar_merge_lists, boolean)},
+      {"pillarenv", set(&c::pillarenv, plain_text)},
+      {"publisher_acl", set(&c::publisher_acl, any_map)},
   };
   return table;
 }
@@ -582,6 +630,8 @@ const option_table<minion_config>& minion_options() {
        set_int(&c::spool_max_bytes, k_min_spool_bytes, k_max_spool_bytes, "bytes")},
       {"grains", set(&c::grains, grains_map)},
       {"grains_blacklist", set(&c::grains_blacklist, globs)},
+      {"file_roots", set(&c::file_roots, roots)},
+      {"pillar_roots", set(&c::pillar_roots, roots)},
       {"pki_dir", set(&c::pki_dir, required_path)},
       {"cachedir", set(&c::cachedir, required_path)},
       {"acceptance_wait_time", set_int(&c::acceptance_wait_time, 1, k_u32_max, "seconds")},

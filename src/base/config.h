@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -38,6 +39,17 @@ struct master_config {
   // Seconds a publish for a minion that is not connected waits for it when
   // the client gave no delivery deadline (brine cmd --async).
   uint32_t publish_hold = 60;
+  // Salt's `nodegroups`: name -> compound expression or list of words, as
+  // read (the master checks them with the target module at start).
+  nlohmann::json nodegroups = nlohmann::json::object();
+  // Salt's pillar options.
+  std::map<std::string, std::vector<std::string>> pillar_roots{{"base", {"/srv/pillar"}}};
+  std::string pillar_source_merging_strategy = "smart";
+  bool pillar_merge_lists = false;
+  std::string pillarenv;                // empty: every environment
+  // Salt's `publisher_acl`: local user (or glob) -> allowed function globs,
+  // or {target glob: [function globs]}; as read, checked by the master.
+  nlohmann::json publisher_acl = nlohmann::json::object();
 };
 
 // One entry of the minion's `master` option: a host name or IP literal (IPv6
@@ -87,6 +99,9 @@ struct minion_config {
   // of collected grain names to leave out (['*']: only the configured ones).
   nlohmann::json grains = nlohmann::json::object();
   std::vector<std::string> grains_blacklist;
+  // Masterless runs (brine call --local): Salt's file_roots and pillar_roots.
+  std::map<std::string, std::vector<std::string>> file_roots{{"base", {"/srv/salt"}}};
+  std::map<std::string, std::vector<std::string>> pillar_roots{{"base", {"/srv/pillar"}}};
   std::string pki_dir = "/etc/brine/pki/minion";
   std::string cachedir = "/var/cache/brine/minion";
   uint32_t acceptance_wait_time = 10;   // seconds between retries while pending

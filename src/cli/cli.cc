@@ -108,11 +108,40 @@ int run(int argc, char** argv) {
   cmd_cmd->add_option("--out", cmd.out, "Output format")
       ->default_val("nested")
       ->check(CLI::IsMember({"nested", "json"}));
-  cmd_cmd->add_flag("-L,--list", cmd.list, "TARGET is a comma-separated list of minion ids");
+  // Salt's target flags: at most one.
+  struct target_flag {
+    const char* flags;
+    const char* type;
+    const char* help;
+  };
+  static const target_flag target_flags[] = {
+      {"-E,--pcre", "pcre", "TARGET is a regular expression over minion ids"},
+      {"-L,--list", "list", "TARGET is a comma-separated list of minion ids"},
+      {"-G,--grain", "grain", "TARGET is GRAIN:GLOB (':' walks nested grains)"},
+      {"-P,--grain-pcre", "grain_pcre", "TARGET is GRAIN:REGEX"},
+      {"-I,--pillar", "pillar", "TARGET is PILLAR_KEY:GLOB"},
+      {"-J,--pillar-pcre", "pillar_pcre", "TARGET is PILLAR_KEY:REGEX"},
+      {"-S,--ipcidr", "ipcidr", "TARGET is an IP address or CIDR subnet"},
+      {"-N,--nodegroup", "nodegroup", "TARGET is a nodegroup of the master config"},
+      {"-C,--compound", "compound", "TARGET is a compound expression (G@os:Debian and web*)"},
+  };
+  std::vector<CLI::Option*> type_options;
+  for (const auto& f : target_flags) {
+    type_options.push_back(cmd_cmd->add_flag_callback(
+        f.flags, [&cmd, type = f.type] { cmd.tgt_type = type; }, f.help));
+  }
+  for (auto* a : type_options) {
+    for (auto* b : type_options) {
+      if (a != b) a->excludes(b);
+    }
+  }
+  cmd_cmd->add_option("--delimiter", cmd.delimiter,
+                      "Separator of nested keys in grain and pillar targets")
+      ->default_val(":");
   cmd_cmd->add_flag("--async", cmd.async, "Print the job id and return without waiting");
   cmd_cmd->add_flag("!--no-progress", cmd.progress, "No live progress line on a terminal");
   cmd_cmd->add_option("TARGET FUN ARG", cmd_words,
-                      "TARGET (glob over accepted minion ids, or a list with -L), the function "
+                      "TARGET (a glob over minion ids by default; see the target flags), the function "
                       "(e.g. test.ping, cmd.run), then its arguments: ARG or KEY=VALUE (YAML)")
       ->required()
       ->expected(2, -1);
@@ -193,6 +222,8 @@ int run(int argc, char** argv) {
                         "Seconds between key checks while pending")
       ->default_val(10);
   swarm_cmd->add_option("--seconds", swarm_opts.seconds, "Stop after this long (default: never)");
+  swarm_cmd->add_option("--grains", swarm_opts.grains_file,
+                        "YAML file of grains every minion sends (its id added)");
   swarm_cmd->add_option("--log-level", swarm_opts.log_level, "Log level of the minions")
       ->default_val("error");
 

@@ -13,6 +13,7 @@
 #include "cli/api_client.h"
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "proto/message.h"
 
 namespace brine::cli {
 
@@ -24,6 +25,8 @@ namespace {
 // failed on some minion; 2 some minion did not return (or none matched).
 constexpr int k_exit_failed = 1;
 constexpr int k_exit_missing = 2;
+// A malformed target expression (nothing was sent).
+constexpr int k_exit_usage = 3;
 
 constexpr std::chrono::milliseconds k_reason_grace{1000};
 
@@ -44,7 +47,7 @@ int cmd_command(const base::master_config& cfg, const cmd_options& o) {
   }
   json args, kwargs;
   split_args(o.words, args, kwargs);
-  json body = {{"target", o.target}, {"tgt_type", o.list ? "list" : "glob"},
+  json body = {{"target", o.target}, {"tgt_type", o.tgt_type}, {"delimiter", o.delimiter},
                {"fun", o.fun},       {"args", args},
                {"kwargs", kwargs},   {"user", ::getenv("USER") ? ::getenv("USER") : ""}};
   // The delivery deadline: a minion that is not connected gets the job if it
@@ -54,11 +57,15 @@ int cmd_command(const base::master_config& cfg, const cmd_options& o) {
   json reply = client->request("publish", body);
   if (!reply.value("ok", false)) {
     std::cerr << reply.value("error", "publish failed") << "\n";
+    if (reply.value("bad_target", false)) return k_exit_usage;
     if (o.out == "json" && !o.async) std::cout << "{}\n";
     return k_exit_missing;
   }
   std::string jid = reply["jid"];
   std::vector<std::string> minions = reply["minions"];
+  // Listed ids that are not accepted minions: Salt reports them as not
+  // returning.
+  std::vector<std::string> absent = reply.value("missing", std::vector<std::string>{});
   std::set<std::string> connected = reply["connected"].get<std::set<std::string>>();
   if (o.async) {
     std::cout << "Executed command with job ID: " << jid << "\n";
@@ -102,7 +109,14 @@ int cmd_command(const base::master_config& cfg, const cmd_options& o) {
     const json& data = m->body["data"];
     std::string id = data.value("id", "");
     if (tag.find("/undelivered/") != std::string::npos) {
-      if (!returned.count(id)) undelivered.emplace(id, data.value("reason", "not delivered"));
+      std::string reason = data.value("reason", "not delivered");
+      if (reason == proto::k_not_targeted) {
+        // A greedy publish its own grains turned down: not a target after all.
+        std::erase(minions, id);
+        connected.erase(id);
+        continue;
+      }
+      if (!returned.count(id)) undelivered.emplace(id, reason);
       continue;
     }
     if (!returned.insert(id).second) continue;  // a resent return
@@ -134,11 +148,23 @@ int cmd_command(const base::master_config& cfg, const cmd_options& o) {
       std::cout << nested(id, "Minion did not return. " + why);
     }
   }
+  for (const auto& id : absent) {
+    const std::string why = "Minion did not return. [No accepted key]";
+    if (json_out) {
+      std::cerr << id << ": " << why << "\n";
+    } else {
+      std::cout << nested(id, why);
+    }
+  }
   if (json_out) std::cout << returns.dump(4) << "\n";
   if (!missing.empty()) {
     std::cerr << missing.size() << " of " << minions.size() << " minions did not return within "
               << o.timeout << " s (jid " << jid << "; 'brine job show " << jid
               << "' shows late returns)\n";
+    return k_exit_missing;
+  }
+  if (!absent.empty()) {
+    std::cerr << absent.size() << " listed id(s) have no accepted key\n";
     return k_exit_missing;
   }
   return failed ? k_exit_failed : 0;

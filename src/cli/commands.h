@@ -19,7 +19,8 @@ int key_command(const base::master_config& cfg, const key_options& o);
 
 struct cmd_options {
   std::string target;
-  bool list = false;
+  std::string tgt_type = "glob";  // Salt's tgt_type
+  std::string delimiter = ":";
   std::string fun;
   std::vector<std::string> words;  // ARG and KEY=VALUE
   double timeout = 5;

@@ -85,7 +85,12 @@ void delivery::on_refused(const std::string& id, const std::string& jid,
     if (it == jobs_.end() || !it->second->waiting.contains(id)) return;
     leave(jid, id);
   }
-  record(jid, {{jid, id, "refused: " + reason, base::unix_now()}}, false);
+  // A greedy publish that the minion's own grains do not target is no
+  // failure: the CLI leaves such minions out.
+  record(jid,
+         {{jid, id, reason == proto::k_not_targeted ? reason : "refused: " + reason,
+           base::unix_now()}},
+         false);
 }
 
 void delivery::on_key_gone(const std::string& id, const std::string& why) {

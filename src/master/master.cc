@@ -43,7 +43,7 @@ master::master(base::master_config cfg)
       sessions_(io_, cfg_, *tls_, keys_, *store_, events_),
       returns_(*store_, events_),
       deliveries_(sessions_, *store_, events_),
-      jobs_(io_, cfg_, keys_, deliveries_, *store_, events_),
+      jobs_(io_, cfg_, keys_, cache_, deliveries_, *store_, events_),
       api_(io_, cfg_, identity_, keys_, sessions_, deliveries_, jobs_, events_, cache_) {
   base::ensure_dir(cfg_.sock_dir, 0700, "sock_dir");
   sessions_.listen();
@@ -84,7 +84,11 @@ void master::on_minion_message(const std::shared_ptr<session>& s, proto::message
       return;
     case proto::msg_type::job_refused: {
       std::string reason = m.body.value("reason", "no reason given");
-      spdlog::warn("minion {} refused job {}: {}", s->id, jid, reason);
+      if (reason == proto::k_not_targeted) {
+        spdlog::debug("minion {}: job {} does not target it (its own grains)", s->id, jid);
+      } else {
+        spdlog::warn("minion {} refused job {}: {}", s->id, jid, reason);
+      }
       deliveries_.on_refused(s->id, jid, reason);
       return;
     }

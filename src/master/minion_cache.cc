@@ -53,6 +53,15 @@ void minion_cache::forget(const std::string& id) {
   store_.post([id](store::store& db) { db.delete_minion_data(id); });
 }
 
+void minion_cache::read(const std::function<void(const lookup&)>& fn) const {
+  std::shared_lock lock(mu_);
+  fn([this](const std::string& id) {
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return view{};
+    return view{it->second.grains.get(), it->second.pillar.get()};
+  });
+}
+
 minion_cache::value minion_cache::grains(const std::string& id) const {
   std::shared_lock lock(mu_);
   auto it = entries_.find(id);

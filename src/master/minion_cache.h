@@ -2,6 +2,7 @@
 
 #include <asio/awaitable.hpp>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,17 @@ class minion_cache {
   void seen(const std::string& id, int64_t when);
   // Its key was deleted: its data goes, here and in the store.
   void forget(const std::string& id);
+
+  // What a reader sees of one minion inside read(): borrowed pointers, null
+  // for what is not cached.
+  struct view {
+    const nlohmann::json* grains = nullptr;
+    const nlohmann::json* pillar = nullptr;
+  };
+  using lookup = std::function<view(const std::string& id)>;
+  // Runs `fn` with a lookup valid until it returns, under the shared lock
+  // (writers wait; targeting 100k minions takes one lock, not 100k).
+  void read(const std::function<void(const lookup&)>& fn) const;
 
   value grains(const std::string& id) const;
   value pillar(const std::string& id) const;

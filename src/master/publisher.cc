@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <asio/post.hpp>
 #include <cmath>
+#include <map>
 
 #include "base/clock.h"
+#include "base/error.h"
 
 namespace brine::master {
 
@@ -32,6 +34,66 @@ net::frame_ptr publisher::frame_of(const store::job_record& job) {
                            {"tgt_type", job.tgt_type}}});
 }
 
+publisher::publisher(asio::io_context& io, const base::master_config& cfg,
+                     pki::key_registry& keys, minion_cache& cache, delivery& deliveries,
+                     store_worker& store, event_bus& events)
+    : io_(io),
+      cfg_(cfg),
+      keys_(keys),
+      cache_(cache),
+      deliveries_(deliveries),
+      store_(store),
+      events_(events) {
+  try {
+    nodegroups_ = target::nodegroups_from_json(cfg_.nodegroups);
+    // A nodegroup that cannot be expanded (a cycle, a bad term) is a
+    // configuration error now, not a surprise at the first publish.
+    for (const auto& [name, group] : nodegroups_) {
+      target::expression::parse(name, target::type::nodegroup, nodegroups_);
+    }
+  } catch (const std::exception& e) {
+    throw base::error("config " + cfg_.source + ": nodegroups: " + e.what());
+  }
+}
+
+namespace {
+
+// The accepted minions with what the cache holds of them, walked under one
+// shared lock of each.
+class accepted_view : public target::cache_view {
+ public:
+  accepted_view(const pki::key_registry& keys, const minion_cache& cache)
+      : keys_(keys), cache_(cache) {}
+  void for_each(const visitor& fn) const override {
+    cache_.read([&](const minion_cache::lookup& lookup) {
+      keys_.for_each_accepted([&](const std::string& id) {
+        auto v = lookup(id);
+        fn(id, target::minion_data{v.grains, v.pillar});
+      });
+    });
+  }
+
+ private:
+  const pki::key_registry& keys_;
+  const minion_cache& cache_;
+};
+
+}  // namespace
+
+target::match_result publisher::resolve(const std::string& text, const std::string& tgt_type,
+                                        char delimiter) const {
+  auto kind = target::parse_type(tgt_type);
+  if (!kind) {
+    throw base::error("unknown target type '" + tgt_type +
+                      "' (glob, pcre, list, grain, grain_pcre, pillar, pillar_pcre, ipcidr, "
+                      "nodegroup, compound)");
+  }
+  auto e = target::expression::parse(text, *kind, nodegroups_, delimiter);
+  // Salt's publish is greedy: a minion whose grains are not cached yet is
+  // sent the job and decides for itself.
+  return target::match(e, accepted_view(keys_, cache_), true);
+}
+
 void publisher::publish(const json& body, recorded on_recorded) {
   std::string target = body.value("target", "");
   std::string tgt_type = body.value("tgt_type", "glob");
@@ -48,25 +110,28 @@ void publisher::publish(const json& body, recorded on_recorded) {
     }
     timeout = t->get<double>();
   }
-  std::vector<std::string> minions;
-  if (tgt_type == "glob") {
-    minions = keys_.accepted_matching(target);
-  } else if (tgt_type == "list") {
-    std::string item;
-    for (size_t i = 0; i <= target.size(); ++i) {
-      if (i == target.size() || target[i] == ',') {
-        if (!item.empty() && keys_.accepted(item)) minions.push_back(item);
-        item.clear();
-      } else if (target[i] != ' ') {
-        item += target[i];
-      }
-    }
-    std::sort(minions.begin(), minions.end());
-    minions.erase(std::unique(minions.begin(), minions.end()), minions.end());
-  } else {
-    return on_recorded(
-        error_body("target type '" + tgt_type + "' is not supported yet (glob, list)"));
+  std::string delimiter = body.value("delimiter", ":");
+  if (delimiter.size() != 1) {
+    return on_recorded(error_body("delimiter must be one character, got '" + delimiter + "'"));
   }
+  if (delimiter != ":") {
+    // Recorded and published as the equivalent compound term (G%@a%b), so
+    // that the job and a minion's own check need no delimiter of their own.
+    static const std::map<std::string, char, std::less<>> letters = {
+        {"grain", 'G'}, {"grain_pcre", 'P'}, {"pillar", 'I'}, {"pillar_pcre", 'J'}};
+    if (auto l = letters.find(tgt_type); l != letters.end()) {
+      target = std::string(1, l->second) + delimiter + "@" + target;
+      tgt_type = "compound";
+      delimiter = ":";
+    }
+  }
+  target::match_result matched;
+  try {
+    matched = resolve(target, tgt_type, delimiter[0]);
+  } catch (const std::exception& e) {
+    return on_recorded({{"ok", false}, {"error", e.what()}, {"bad_target", true}});
+  }
+  std::vector<std::string> minions = std::move(matched.minions);
   if (minions.empty()) {
     return on_recorded(
         error_body("No minions matched the target. No command was sent, no jid was assigned."));
@@ -88,7 +153,8 @@ void publisher::publish(const json& body, recorded on_recorded) {
   // Rounded up: a restarted master holds the job no shorter than promised.
   job.deliver_by = std::chrono::ceil<std::chrono::seconds>(deadline.time_since_epoch()).count();
 
-  store_.post([this, job = std::move(job), deadline, on_recorded](store::store& db) mutable {
+  store_.post([this, job = std::move(job), deadline, on_recorded,
+               missing = std::move(matched.missing)](store::store& db) mutable {
     try {
       db.add_job(job);
     } catch (const std::exception& e) {
@@ -105,7 +171,8 @@ void publisher::publish(const json& body, recorded on_recorded) {
                                                       {"minions", job.minions},
                                                       {"user", job.user}});
     // Sending is I/O work: off the store thread.
-    asio::post(io_, [this, job = std::move(job), deadline, on_recorded] {
+    asio::post(io_, [this, job = std::move(job), deadline, on_recorded,
+                     missing = std::move(missing)] {
       auto frame = frame_of(job);
       auto targets = deliveries_.open({job.jid, frame, deadline}, job.minions);
       json connected = json::array();
@@ -114,6 +181,7 @@ void publisher::publish(const json& body, recorded on_recorded) {
                    {"jid", job.jid},
                    {"minions", job.minions},
                    {"connected", connected},
+                   {"missing", missing},
                    {"deliver_by", job.deliver_by}});
       for (const auto& s : targets) s->conn->send(frame);
     });

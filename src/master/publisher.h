@@ -8,9 +8,11 @@
 #include "master/delivery.h"
 #include "master/event_bus.h"
 #include "master/jid.h"
+#include "master/minion_cache.h"
 #include "master/minion_sessions.h"
 #include "master/store_worker.h"
 #include "pki/key_registry.h"
+#include "target/target.h"
 
 namespace brine::master {
 
@@ -24,9 +26,15 @@ namespace brine::master {
 // thread or an I/O thread.
 class publisher {
  public:
+  // Throws base::error for nodegroups in `cfg` that do not parse.
   publisher(asio::io_context& io, const base::master_config& cfg, pki::key_registry& keys,
-            delivery& deliveries, store_worker& store, event_bus& events)
-      : io_(io), cfg_(cfg), keys_(keys), deliveries_(deliveries), store_(store), events_(events) {}
+            minion_cache& cache, delivery& deliveries, store_worker& store, event_bus& events);
+
+  // The accepted minions `target` of `tgt_type` names now, as a publish
+  // would send to them. Throws target::error for a malformed expression and
+  // base::error for an unknown type.
+  target::match_result resolve(const std::string& target, const std::string& tgt_type,
+                               char delimiter = ':') const;
 
   // Called once with the reply for the client: {ok, jid, minions, connected,
   // deadline} or {ok: false, error}. For a job, it comes before any publish
@@ -34,7 +42,9 @@ class publisher {
   // first.
   using recorded = std::function<void(const nlohmann::json& reply)>;
 
-  // `body`: target, tgt_type (glob, list), fun, args, kwargs, user, and
+  // `body`: target, tgt_type (Salt's: glob, pcre, list, grain, grain_pcre,
+  // pillar, pillar_pcre, ipcidr, nodegroup, compound), delimiter, fun, args,
+  // kwargs, user, and
   // `timeout`: seconds from now until the delivery deadline (publish_hold
   // when absent).
   void publish(const nlohmann::json& body, recorded on_recorded);
@@ -47,6 +57,8 @@ class publisher {
   asio::io_context& io_;
   const base::master_config& cfg_;
   pki::key_registry& keys_;
+  minion_cache& cache_;
+  target::nodegroups nodegroups_;
   delivery& deliveries_;
   store_worker& store_;
   event_bus& events_;

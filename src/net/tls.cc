@@ -1,5 +1,7 @@
 #include "net/tls.h"
 
+#include <sys/socket.h>
+
 #include <cerrno>
 #include <cstring>
 #include <netinet/in.h>
@@ -192,6 +194,13 @@ void tls_stream::close() {
     ERR_clear_error();
     SSL_shutdown(ssl_);
     ERR_clear_error();
+  }
+  // Bytes the peer sent that nobody read make close() send a reset, and a
+  // reset can destroy what we sent last (the error telling the peer why)
+  // before the peer reads it: read them away first (without waiting).
+  int fd = static_cast<int>(socket_.native_handle());
+  char sink[16384];
+  for (int i = 0; i < 64 && ::recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; ++i) {
   }
   std::error_code ec;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);

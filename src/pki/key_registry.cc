@@ -214,6 +214,14 @@ std::vector<std::string> key_registry::accepted_matching(const std::string& glob
   return out;
 }
 
+void key_registry::for_each_accepted(
+    const std::function<void(const std::string& id)>& fn) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, e] : keys_) {
+    if (e.main && e.main->state == key_state::accepted) fn(id);
+  }
+}
+
 bool key_registry::is_accepted(const std::string& id, const std::string& fingerprint) const {
   std::lock_guard lock(mu_);
   auto it = keys_.find(id);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -70,6 +71,9 @@ class key_registry {
   // Ids with an accepted key that match `glob`, sorted.
   std::vector<std::string> accepted_matching(const std::string& glob) const;
   bool is_accepted(const std::string& id, const std::string& fingerprint) const;
+  // Calls `fn(id)` for every accepted id, in id order, holding the registry's
+  // lock: `fn` must not call back into the registry.
+  void for_each_accepted(const std::function<void(const std::string& id)>& fn) const;
 
  private:
   struct glob_file {

@@ -21,12 +21,19 @@ enum class msg_type : uint16_t {
   pong = 9,          // either way: {}
   job_refused = 10,  // minion → master: {jid, reason}: the minion will not run it
   grains = 11,       // minion → master: {grains}: its grains, after each acceptance and refresh
+  pillar = 12,       // master → minion: {pillar}: compiled for it alone, never broadcast
+  pillar_request = 13,  // minion → master: {}: compile my pillar again and send it
+  kill_job = 14,     // master → minion: {jid}: stop that job (its return says it was killed)
   // Local API (Unix socket, CLI ↔ master).
   api_request = 100,  // {op, ...}
   api_reply = 101,    // {ok, error?, ...}
   api_event = 102,    // {tag, data}
   api_end = 103,      // {}: the stream for this request id is over
 };
+
+// The job_refused reason of a minion that a greedy publish reached but that
+// its own grains do not target: neither run nor an error.
+inline constexpr std::string_view k_not_targeted = "not targeted";
 
 std::optional<msg_type> to_msg_type(uint64_t raw);
 std::string_view to_string(msg_type t);

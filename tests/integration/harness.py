@@ -63,6 +63,8 @@ def yaml_value(v):
         return "''"
     if isinstance(v, int):
         return str(v)
+    if isinstance(v, dict):
+        return json.dumps(v)  # a flow mapping (nested values as they are)
     if isinstance(v, (list, tuple)):
         return json.dumps([str(x) if not isinstance(x, (int, bool)) else x for x in v])
     return json.dumps(str(v))  # JSON is YAML: a double-quoted scalar, a flow sequence
