@@ -1,5 +1,7 @@
 #include "minion/agent.h"
 
+#include <asio/bind_cancellation_slot.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <asio/co_spawn.hpp>
@@ -392,6 +394,10 @@ void agent::on_message(proto::message&& m) {
             said_pending_ = false;
           }
           spdlog::info("minion {}: authenticated with master {}", cfg_.id, address_);
+          // Grains first: the master targets by them.
+          if (deps_.grains) {
+            if (auto frame = deps_.grains()) conn->send(std::move(frame));
+          }
           set_state(agent_state::accepted);
         }
       } else if (status == "pending") {
@@ -443,6 +449,17 @@ void agent::on_message(proto::message&& m) {
       deps_.spool.forget(m.body.value("jid", ""));
       if (deps_.on_acked) deps_.on_acked(*this);
       return;
+    case msg_type::pillar:
+      if (auto p = m.body.find("pillar"); p != m.body.end() && p->is_object()) {
+        if (deps_.on_pillar) deps_.on_pillar(std::move(*p));
+      } else {
+        spdlog::warn("minion {}: master {} sent a pillar message without a pillar map; ignored",
+                     cfg_.id, address_);
+      }
+      return;
+    case msg_type::kill_job:
+      if (deps_.jobs) deps_.jobs->kill(m.body.value("jid", ""));
+      return;
     default:
       spdlog::warn("minion {}: master sent unexpected {}; ignored", cfg_.id,
                    proto::to_string(m.type));
@@ -483,6 +500,14 @@ void agent::on_publish(const std::shared_ptr<net::connection>& conn, proto::mess
     std::lock_guard lock(mu_);
     said_spool_full_ = false;
   }
+  if (deps_.targeted && !deps_.targeted(m.body)) {
+    // The master had no grains of this minion when it published: its own
+    // grains say the job is not for it. Not run, and not an error.
+    conn->send({msg_type::job_refused,
+                0,
+                {{"jid", jid}, {"reason", std::string(proto::k_not_targeted)}}});
+    return;
+  }
   if (!deps_.history.insert(jid)) {
     conn->send({msg_type::job_ack, 0, {{"jid", jid}}});  // another link took it meanwhile
     return;
@@ -493,8 +518,32 @@ void agent::on_publish(const std::shared_ptr<net::connection>& conn, proto::mess
   if (!instant) conn->send({msg_type::job_ack, 0, {{"jid", jid}}});
   // A job that may wait gets a strand of its own; an instant one runs on the
   // agent's, right after this handler, with no thread woken.
-  asio::co_spawn(instant ? executor_ : asio::make_strand(executor_),
-                 run_job(shared_from_this(), std::move(m)), net::logged("job"));
+  if (instant || deps_.jobs == nullptr) {
+    asio::co_spawn(instant ? executor_ : asio::make_strand(executor_),
+                   run_job(shared_from_this(), std::move(m)), net::logged("job"));
+    return;
+  }
+  // A job that may take time can be listed and killed while it runs.
+  auto strand = asio::make_strand(executor_);
+  modules::running_job info{jid, m.body.value("fun", ""), m.body.value("args", json::array()),
+                            m.body.value("kwargs", json::object()),
+                            std::chrono::duration<double>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count()};
+  auto signal = deps_.jobs->add(std::move(info), strand);
+  asio::co_spawn(strand, run_job(shared_from_this(), std::move(m)),
+                 asio::bind_cancellation_slot(signal->slot(), net::logged("job")));
+}
+
+bool agent::send(const net::frame_ptr& frame) {
+  std::shared_ptr<net::connection> conn;
+  {
+    std::lock_guard lock(mu_);
+    if (auth_ == auth_state::accepted) conn = conn_;
+  }
+  if (!conn) return false;
+  conn->send(frame);
+  return true;
 }
 
 bool agent::send_return(const encoded_return& bytes) {
@@ -520,7 +569,9 @@ asio::awaitable<void> agent::run_job(std::shared_ptr<agent> self, proto::message
   c.kwargs = m.body.value("kwargs", json::object());
   c.timeout = a.cfg_.job_timeout;
   spdlog::debug("minion {}: job {} from {}: {}", a.cfg_.id, c.jid, a.address_, c.fun);
+  c.context = a.deps_.context;
   modules::outcome out = co_await modules::execute(a.deps_.functions, c);
+  if (a.deps_.jobs) a.deps_.jobs->remove(c.jid);
   // Encoded once: the spool keeps these bytes and the frame carries them.
   spooled_return r{c.jid, a.address_,
                    json::to_msgpack(return_body(c, a.cfg_.id, a.address_, std::move(out)))};

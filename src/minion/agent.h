@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "minion/jid_history.h"
+#include "minion/job_table.h"
 #include "minion/spool.h"
+#include "modules/context.h"
 #include "modules/registry.h"
 #include "net/connection.h"
 #include "net/tls.h"
@@ -91,6 +93,19 @@ class agent : public std::enable_shared_from_this<agent> {
     std::function<void(agent& a, const spooled_return& r)> on_return;  // may be empty
     // The master acknowledged a return (the spool has forgotten it).
     std::function<void(agent& a)> on_acked;  // may be empty
+    // The grains message, sent to each master right after it accepts this
+    // minion (the minion's grains change only on a refresh).
+    std::function<net::frame_ptr()> grains;  // may be empty
+    // Whether a publish targets this minion (Salt's minion-side check of a
+    // greedy publish: the master sends a grain target to minions it has no
+    // grains of); empty: every publish does.
+    std::function<bool(const nlohmann::json& publish)> targeted;  // may be empty
+    // The pillar a master compiled for this minion arrived.
+    std::function<void(nlohmann::json pillar)> on_pillar;  // may be empty
+    // What jobs see of the minion (modules::call::context); may be null.
+    modules::minion_context* context = nullptr;
+    // Jobs register here while they run (saltutil.running, kill_job).
+    job_table* jobs = nullptr;
   };
 
   enum class outcome {
@@ -129,6 +144,8 @@ class agent : public std::enable_shared_from_this<agent> {
   const asio::any_io_executor& executor() const { return executor_; }
   // Sends a spooled return now if the master has accepted this minion.
   bool send_return(const encoded_return& bytes);
+  // Sends `frame` if the master has accepted this minion on a live link.
+  bool send(const net::frame_ptr& frame);
   // Jobs received since start (repeat publishes of a running job included).
   uint64_t jobs_received() const { return jobs_received_.load(std::memory_order_relaxed); }
 

@@ -103,6 +103,19 @@ std::vector<std::pair<std::string, agent_state>> master_set::links() const {
   return out;
 }
 
+size_t master_set::send_to_masters(const net::frame_ptr& frame) {
+  std::vector<std::shared_ptr<agent>> members;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [addr, l] : links_) {
+      if (l.r == role::member) members.push_back(l.a);
+    }
+  }
+  size_t sent = 0;
+  for (const auto& a : members) sent += a->send(frame) ? 1 : 0;
+  return sent;
+}
+
 void master_set::give_up(const std::string& why) {
   spdlog::error("minion {}: {}", cfg_.link.id, why);
   if (deps_.on_give_up) deps_.on_give_up(why);

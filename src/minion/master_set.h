@@ -81,6 +81,9 @@ class master_set {
   bool serving() const { return serving_.load(); }
   // Each link's master ("host:port") and state.
   std::vector<std::pair<std::string, agent_state>> links() const;
+  // Sends `frame` to every master this minion is a member of (not to links
+  // kept only to deliver returns); how many took it.
+  size_t send_to_masters(const net::frame_ptr& frame);
   uint64_t jobs_received() const { return jobs_received_.load(std::memory_order_relaxed); }
 
  private:

@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/fs.h"
 #include "base/memory.h"
+#include "target/target.h"
 
 namespace brine::minion {
 
@@ -66,21 +67,80 @@ minion::minion(base::minion_config cfg)
               cfg_.cachedir + "/returns")),
       history_(cfg_.cachedir + "/jids", k_jid_retention_hours, k_jid_history_max) {
   modules::register_builtin_modules(functions_);
+  auto t0 = std::chrono::steady_clock::now();
+  context_ = std::make_unique<context>(
+      cfg_, functions_,
+      context::hooks{[this](const std::shared_ptr<const nlohmann::json>& grains) {
+                       auto frame = grains_message(grains);
+                       {
+                         std::lock_guard lock(grains_mu_);
+                         grains_frame_ = frame;
+                       }
+                       masters_->send_to_masters(frame);
+                     },
+                     [this](std::string& why) {
+                       static const auto request =
+                           net::make_frame({proto::msg_type::pillar_request, 0, {}});
+                       if (masters_->send_to_masters(request) > 0) return true;
+                       why = "no master is connected to compile the pillar";
+                       return false;
+                     }});
+  grains_frame_ = grains_message(context_->grains());
+  spdlog::debug("minion {}: grains collected in {:.1f} ms ({} bytes)", cfg_.id,
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                    .count(),
+                grains_frame_->size());
+  agent::deps link{tls_,
+                   nullptr,
+                   functions_,
+                   spool_,
+                   history_,
+                   &blocking_,
+                   [this](EVP_PKEY* key, const std::string& where) {
+                     return trust_master(key, where);
+                   }};
+  link.grains = [this] {
+    std::lock_guard lock(grains_mu_);
+    return grains_frame_;
+  };
+  link.targeted = [this](const nlohmann::json& publish) { return targeted(publish); };
+  link.on_pillar = [this](nlohmann::json pillar) {
+    spdlog::debug("minion {}: pillar received ({} keys)", cfg_.id, pillar.size());
+    context_->set_pillar(std::move(pillar));
+  };
+  link.context = context_.get();
+  link.jobs = &context_->jobs();
   masters_ = std::make_unique<master_set>(
       io_.get_executor(), settings_from(cfg_),
-      master_set::deps{
-          agent::deps{tls_, nullptr, functions_, spool_, history_, &blocking_,
-                      [this](EVP_PKEY* key, const std::string& where) {
-                        return trust_master(key, where);
-                      }},
-          nullptr,
-          [this](const std::string&) {
-            // Nothing left to serve: the daemon ends, non-zero,
-            // so that a supervisor sees it.
-            exit_code_ = 1;
-            masters_->stop();
-            io_.stop();
-          }});
+      master_set::deps{link, nullptr, [this](const std::string&) {
+                         // Nothing left to serve: the daemon ends, non-zero,
+                         // so that a supervisor sees it.
+                         exit_code_ = 1;
+                         masters_->stop();
+                         io_.stop();
+                       }});
+}
+
+net::frame_ptr minion::grains_message(const std::shared_ptr<const nlohmann::json>& grains) {
+  return net::make_frame({proto::msg_type::grains, 0, {{"grains", *grains}}});
+}
+
+bool minion::targeted(const nlohmann::json& publish) const {
+  auto kind = target::parse_type(publish.value("tgt_type", "glob"));
+  // Id targets were resolved exactly by the master; nodegroups are the
+  // master's alone.
+  if (!kind || *kind == target::type::glob || *kind == target::type::pcre ||
+      *kind == target::type::list || *kind == target::type::nodegroup) {
+    return true;
+  }
+  auto grains = context_->grains();
+  try {
+    auto e = target::expression::parse(publish.value("tgt", ""), *kind);
+    // Greedy for what this minion lacks (its pillar, until it has one).
+    return e.matches(cfg_.id, {grains.get(), nullptr}, true);
+  } catch (const std::exception&) {
+    return true;  // N@ inside a compound: the master decided
+  }
 }
 
 int minion::run() {

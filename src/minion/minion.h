@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/config.h"
+#include "minion/context.h"
 #include "minion/jid_history.h"
 #include "minion/master_set.h"
 #include "minion/spool.h"
@@ -33,6 +34,8 @@ class minion {
 
  private:
   bool trust_master(EVP_PKEY* key, const std::string& where);
+  // The message every master gets on acceptance and after a refresh.
+  static net::frame_ptr grains_message(const std::shared_ptr<const nlohmann::json>& grains);
   asio::awaitable<void> trim_when_idle();
 
   base::minion_config cfg_;
@@ -44,6 +47,12 @@ class minion {
   spool spool_;
   jid_history history_;
   std::unique_ptr<master_set> masters_;
+  // Salt's minion-side check of a greedy publish against its own grains.
+  bool targeted(const nlohmann::json& publish) const;
+
+  std::unique_ptr<context> context_;  // grains, pillar, running jobs
+  mutable std::mutex grains_mu_;
+  net::frame_ptr grains_frame_;
   std::atomic<int> exit_code_{0};
   // Links to several masters may meet their first master key at once.
   std::mutex trust_mu_;

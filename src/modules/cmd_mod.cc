@@ -1,7 +1,11 @@
 // The cmd module: Salt's cmd.run, cmd.run_all and cmd.retcode. Commands run
 // through /bin/sh -c in their own process group, killed whole at the timeout.
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -220,9 +224,95 @@ asio::awaitable<outcome> retcode(call c) {
   co_return outcome{r.retcode, true, 0};
 }
 
+// PATH lookup as Salt's salt.utils.path.which: the first executable file.
+std::optional<std::string> which_path(const std::string& name) {
+  auto executable = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos) {
+    if (executable(name)) return name;
+    return std::nullopt;
+  }
+  const char* path = ::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  for (;;) {
+    size_t end = dirs.find(':', start);
+    std::string dir = dirs.substr(start, end == std::string::npos ? end : end - start);
+    if (!dir.empty() && executable(dir + "/" + name)) return dir + "/" + name;
+    if (end == std::string::npos) return std::nullopt;
+    start = end + 1;
+  }
+}
+
+std::string one_name(const std::string& fun, const call& c) {
+  if (c.args.size() == 1 && c.args[0].is_string() && c.kwargs.is_object()) {
+    for (const auto& [k, v] : c.kwargs.items()) {
+      if (!k.starts_with("__")) throw base::error(fun + ": unknown keyword argument '" + k + "'");
+    }
+    return c.args[0].get<std::string>();
+  }
+  throw base::error(fun + " takes one argument: the name of a command");
+}
+
+asio::awaitable<outcome> which(call c) {
+  auto p = which_path(one_name("cmd.which", c));
+  co_return outcome{p ? nlohmann::json(*p) : nlohmann::json(nullptr)};
+}
+
+asio::awaitable<outcome> has_exec(call c) {
+  co_return outcome{which_path(one_name("cmd.has_exec", c)).has_value()};
+}
+
+// Salt's cmd.script: a script copied to the minion and run; brine runs a
+// script that is already on the minion (salt:// needs the file server).
+asio::awaitable<outcome> script(call c) {
+  if (c.args.empty() || !c.args[0].is_string()) {
+    throw base::error("cmd.script needs the path of a script: cmd.script /srv/scripts/x.sh");
+  }
+  std::string source = c.args[0].get<std::string>();
+  if (source.starts_with("salt://")) {
+    throw base::error("cmd.script: " + source +
+                      " needs the master's file server, which brine does not have yet; give "
+                      "the path of a script on the minion");
+  }
+  if (source.empty() || source[0] != '/') {
+    throw base::error("cmd.script: the script must be an absolute path, got '" + source + "'");
+  }
+  struct stat st {};
+  if (::stat(source.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw base::error("cmd.script: no script file at " + source);
+  }
+  call inner = c;
+  inner.args = nlohmann::json::array();
+  std::string command = "/bin/sh '" + source + "'";
+  if (::access(source.c_str(), X_OK) == 0) command = "'" + source + "'";
+  for (size_t i = 1; i < c.args.size(); ++i) command += " " + scalar_text(c.args[i]);
+  if (auto a = inner.kwargs.find("args"); a != inner.kwargs.end()) {
+    command += " " + scalar_text(*a);
+    inner.kwargs.erase(a);
+  }
+  inner.args.push_back(command);
+  outcome out = co_await run_all(std::move(inner));
+  co_return out;
+}
+
 }  // namespace
 
 void register_cmd_module(registry& reg) {
+  reg.add("cmd.shell", run,
+          "cmd.shell CMD [cwd= env= stdin= timeout=]: cmd.run through the shell (brine's "
+          "cmd.run always uses /bin/sh).");
+  reg.add("cmd.which", which,
+          "cmd.which NAME: the path of the executable NAME found in PATH, or None.",
+          registry::kind::instant);
+  reg.add("cmd.has_exec", has_exec, "cmd.has_exec NAME: whether NAME is an executable in PATH.",
+          registry::kind::instant);
+  reg.add("cmd.script", script,
+          "cmd.script PATH [ARGS] [args=] [cwd= env= timeout=]: runs a script on the minion, "
+          "returns pid, retcode, stdout, stderr (salt:// sources need the file server, not "
+          "there yet).");
   reg.add("cmd.run", run,
           "cmd.run CMD [cwd= env= stdin= timeout=]: runs CMD with /bin/sh, returns its output "
           "(stderr merged in).");

@@ -69,6 +69,14 @@ outcome error_outcome(const std::string& message, int retcode) {
 void register_builtin_modules(registry& reg) {
   register_test_module(reg);
   register_cmd_module(reg);
+  register_file_module(reg);
+  register_pkg_module(reg);
+  register_service_module(reg);
+  register_user_module(reg);
+  register_network_module(reg);
+  register_grains_module(reg);
+  register_pillar_module(reg);
+  register_sys_module(reg);
 }
 
 asio::awaitable<outcome> execute(const registry& reg, call c) {

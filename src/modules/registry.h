@@ -11,6 +11,8 @@
 
 namespace brine::modules {
 
+class minion_context;
+
 // One invocation of an execution function, as a minion received it.
 struct call {
   std::string fun;                                   // "cmd.run"
@@ -18,6 +20,9 @@ struct call {
   nlohmann::json kwargs = nlohmann::json::object();  // keyword
   std::string jid;
   std::chrono::seconds timeout{3600};                // the job's limit
+  // The minion running it; null outside one (functions that need it fail
+  // with a message saying so).
+  minion_context* context = nullptr;
 };
 
 // What a function produced. `success` false marks a failed job (the CLI exits
@@ -64,6 +69,14 @@ void register_builtin_modules(registry& reg);
 // One module each; register_builtin_modules calls them all.
 void register_test_module(registry& reg);
 void register_cmd_module(registry& reg);
+void register_file_module(registry& reg);
+void register_pkg_module(registry& reg);
+void register_service_module(registry& reg);
+void register_user_module(registry& reg);  // user.* and group.*
+void register_network_module(registry& reg);
+void register_grains_module(registry& reg);
+void register_pillar_module(registry& reg);  // pillar.* and config.get
+void register_sys_module(registry& reg);     // sys.* and saltutil.*
 
 // Runs `c` with `c.timeout` as its limit. An unknown function, an exception,
 // a bad argument or the limit each give an outcome with success == false and a

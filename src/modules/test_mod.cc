@@ -1,6 +1,8 @@
 // The test module: Salt's test.* functions that check the job pipeline end to
 // end without touching the machine.
 
+#include <sys/utsname.h>
+
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -72,6 +74,42 @@ asio::awaitable<outcome> exception(call c) {
   co_return outcome{};
 }
 
+asio::awaitable<outcome> kwarg(call c) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, v] : c.kwargs.items()) out[k] = v;
+  co_return outcome{std::move(out)};
+}
+
+// Salt's test.retcode: returns True and sets the job's retcode.
+asio::awaitable<outcome> retcode(call c) {
+  int code = 42;
+  if (const nlohmann::json* v = single_argument(c, "code")) {
+    std::optional<double> n = as_number(*v);
+    if (!n || *n != std::floor(*n) || *n < 0 || *n > 255) {
+      throw base::error("test.retcode: code must be an integer from 0 to 255, got " + v->dump());
+    }
+    code = static_cast<int>(*n);
+  } else if (!c.args.empty() || !c.kwargs.empty()) {
+    throw base::error("test.retcode takes one argument: code (default 42)");
+  }
+  co_return outcome{true, code == 0, code};
+}
+
+asio::awaitable<outcome> versions_report(call) {
+  struct utsname u {};
+  ::uname(&u);
+  nlohmann::json lines = nlohmann::json::array();
+  lines.push_back("Brine Version:");
+  lines.push_back(std::string("           brine: ") + BRINE_VERSION);
+  lines.push_back("");
+  lines.push_back("System Versions:");
+  lines.push_back(std::string("          kernel: ") + u.release);
+  lines.push_back(std::string("         machine: ") + u.machine);
+  lines.push_back(std::string("         release: ") + u.version);
+  lines.push_back(std::string("        compiler: ") + __VERSION__);
+  co_return outcome{std::move(lines)};
+}
+
 asio::awaitable<outcome> true_(call) { co_return outcome{true}; }
 
 asio::awaitable<outcome> false_(call) { co_return outcome{false}; }
@@ -90,6 +128,13 @@ void register_test_module(registry& reg) {
   reg.add("test.exception", exception,
           "test.exception [MESSAGE]: fails with MESSAGE, to test error reporting.");
   reg.add("test.true", true_, "Returns true.", instant);
+  reg.add("test.kwarg", kwarg, "Returns the keyword arguments it was given, as a map.", instant);
+  reg.add("test.retcode", retcode,
+          "test.retcode [CODE=42]: returns true with CODE as the job's retcode (non-zero fails "
+          "the job).",
+          instant);
+  reg.add("test.versions_report", versions_report,
+          "Returns the brine version and the system's, one line each.", instant);
   reg.add("test.false", false_, "Returns false (the job itself succeeds).", instant);
 }
 

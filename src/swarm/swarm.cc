@@ -25,6 +25,7 @@
 #include "base/error.h"
 #include "base/fs.h"
 #include "base/log.h"
+#include "base/yaml_json.h"
 #include "minion/master_set.h"
 #include "net/connection.h"
 
@@ -218,6 +219,15 @@ int run_swarm(const swarm_options& o) {
     throw base::error("--count " + std::to_string(o.count) + " needs more descriptors than the " +
                       "limit of " + std::to_string(fds) + "; run several swarm processes");
   }
+  nlohmann::json grains = nlohmann::json::object();
+  if (!o.grains_file.empty()) {
+    try {
+      grains = base::yaml_to_json(YAML::LoadFile(o.grains_file));
+    } catch (const YAML::Exception& e) {
+      throw base::error("--grains " + o.grains_file + ": " + e.what());
+    }
+    if (!grains.is_object()) throw base::error("--grains " + o.grains_file + ": not a YAML map");
+  }
   auto t_keys = std::chrono::steady_clock::now();
   auto keys = load_keys(o.keys_dir, o.id_prefix, o.count);
   std::fprintf(stderr, "swarm: %u keys ready in %.2f s\n", o.count,
@@ -305,6 +315,10 @@ int run_swarm(const swarm_options& o) {
         tls,     identities.back().get(), functions, *spools.back(), *histories.back(), nullptr,
         trust_fn};
     link.on_publish = [&publishes](const std::string& jid) { publishes.received(jid); };
+    grains["id"] = s.link.id;
+    link.grains = [frame = net::make_frame({proto::msg_type::grains, 0, {{"grains", grains}}})] {
+      return frame;
+    };
     sets.push_back(std::make_unique<minion::master_set>(
         io.get_executor(), std::move(s), minion::master_set::deps{link, on_serving, nullptr}));
   }

@@ -23,6 +23,9 @@ struct swarm_options {
   uint32_t master_alive_interval = 30;
   double seconds = 0;  // stop after this long; 0: until a signal
   std::string log_level = "error";
+  // YAML map of grains every minion sends (with its own `id`); empty: just
+  // the id.
+  std::string grains_file;
 };
 
 // Runs `count` simulated minions in this process against real masters: each

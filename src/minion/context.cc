@@ -1,0 +1,100 @@
+#include "minion/context.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include <yaml-cpp/yaml.h>
+
+#include "base/error.h"
+#include "base/fs.h"
+#include "base/yaml_json.h"
+#include "grains/core.h"
+
+namespace brine::minion {
+
+nlohmann::json opts_of(const base::minion_config& cfg) {
+  nlohmann::json masters = nlohmann::json::array();
+  for (const auto& m : cfg.masters) masters.push_back(m.text());
+  return {{"id", cfg.id},
+          {"conf_file", cfg.source},
+          {"master", masters.size() == 1 ? masters[0] : masters},
+          {"master_port", cfg.master_port},
+          {"master_type", cfg.master_type == base::master_mode::failover ? "failover" : "str"},
+          {"pki_dir", cfg.pki_dir},
+          {"cachedir", cfg.cachedir},
+          {"file_roots", cfg.file_roots},
+          {"pillar_roots", cfg.pillar_roots},
+          {"master_alive_interval", cfg.master_alive_interval},
+          {"grains_blacklist", cfg.grains_blacklist}};
+}
+
+context::context(const base::minion_config& cfg, const modules::registry& functions, hooks h)
+    : cfg_(cfg), functions_(functions), hooks_(std::move(h)), opts_(opts_of(cfg)) {
+  grains_ = std::make_shared<const nlohmann::json>(collect());
+  pillar_ = std::make_shared<const nlohmann::json>(nlohmann::json::object());
+}
+
+std::string context::grains_file() const {
+  // Salt: the file `grains` in the directory of the minion config.
+  std::filesystem::path conf = std::filesystem::absolute(cfg_.source.empty() ? "minion" : cfg_.source);
+  return (conf.parent_path() / "grains").string();
+}
+
+nlohmann::json context::collect() const {
+  nlohmann::json custom = nlohmann::json::object();
+  std::string file = grains_file();
+  if (base::file_exists(file)) {
+    try {
+      auto v = base::yaml_to_json(YAML::LoadFile(file));
+      if (v.is_object()) {
+        custom = std::move(v);
+      } else if (!v.is_null()) {
+        spdlog::error("minion {}: grains file {} is not a mapping; ignored", cfg_.id, file);
+      }
+    } catch (const YAML::Exception& e) {
+      spdlog::error("minion {}: grains file {}: {}; ignored", cfg_.id, file, e.what());
+    }
+  }
+  // The config's grains win over the file's, key by key (Salt).
+  if (cfg_.grains.is_object()) {
+    for (const auto& [k, v] : cfg_.grains.items()) custom[k] = v;
+  }
+  return grains::apply_custom(grains::core_grains({cfg_.id, BRINE_VERSION, "/"}), custom,
+                              cfg_.grains_blacklist);
+}
+
+std::shared_ptr<const nlohmann::json> context::grains() const {
+  std::lock_guard lock(mu_);
+  return grains_;
+}
+
+std::shared_ptr<const nlohmann::json> context::pillar() const {
+  std::lock_guard lock(mu_);
+  return pillar_;
+}
+
+void context::refresh_grains() {
+  auto fresh = std::make_shared<const nlohmann::json>(collect());
+  {
+    std::lock_guard lock(mu_);
+    grains_ = fresh;
+  }
+  if (hooks_.grains_changed) hooks_.grains_changed(fresh);
+}
+
+bool context::refresh_pillar(std::string& why) {
+  if (!hooks_.request_pillar) {
+    why = "no master to ask for a pillar";
+    return false;
+  }
+  return hooks_.request_pillar(why);
+}
+
+void context::set_pillar(nlohmann::json pillar) {
+  auto p = std::make_shared<const nlohmann::json>(std::move(pillar));
+  std::lock_guard lock(mu_);
+  pillar_ = std::move(p);
+}
+
+}  // namespace brine::minion

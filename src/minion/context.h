@@ -1,0 +1,65 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/config.h"
+#include "minion/job_table.h"
+#include "modules/context.h"
+#include "modules/registry.h"
+
+namespace brine::minion {
+
+// What execution functions see of a minion (modules::minion_context): its
+// grains (core, then the grains file beside its config, then `grains:` of the
+// config, less grains_blacklist), the pillar it was given, its options and
+// its running jobs. The daemon and `brine call` each hold one; they say how
+// grains and pillar refreshes travel (to the masters, or nowhere).
+class context : public modules::minion_context {
+ public:
+  struct hooks {
+    // The grains were collected again (send them to the masters).
+    std::function<void(const std::shared_ptr<const nlohmann::json>& grains)> grains_changed;
+    // saltutil.refresh_pillar: ask for the pillar; false with why if no one
+    // can be asked.
+    std::function<bool(std::string& why)> request_pillar;
+  };
+
+  // Collects the grains now (blocking: the resolver, /proc, /sys).
+  context(const base::minion_config& cfg, const modules::registry& functions, hooks h);
+
+  const std::string& id() const override { return cfg_.id; }
+  std::shared_ptr<const nlohmann::json> grains() const override;
+  std::shared_ptr<const nlohmann::json> pillar() const override;
+  const nlohmann::json& opts() const override { return opts_; }
+  std::string grains_file() const override;
+  const modules::registry& functions() const override { return functions_; }
+  void refresh_grains() override;
+  bool refresh_pillar(std::string& why) override;
+  std::vector<modules::running_job> running() const override { return jobs_.list(); }
+  bool kill_job(const std::string& jid) override { return jobs_.kill(jid); }
+
+  void set_pillar(nlohmann::json pillar);
+  job_table& jobs() { return jobs_; }
+
+ private:
+  nlohmann::json collect() const;
+
+  const base::minion_config& cfg_;
+  const modules::registry& functions_;
+  hooks hooks_;
+  nlohmann::json opts_;
+  job_table jobs_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const nlohmann::json> grains_;
+  std::shared_ptr<const nlohmann::json> pillar_;
+};
+
+// The minion's options as Salt's `opts` names them (config.get reads them).
+nlohmann::json opts_of(const base::minion_config& cfg);
+
+}  // namespace brine::minion

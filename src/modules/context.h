@@ -1,0 +1,53 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace brine::modules {
+
+class registry;
+
+// One job the minion is running, as saltutil.running shows it.
+struct running_job {
+  std::string jid;
+  std::string fun;
+  nlohmann::json args = nlohmann::json::array();
+  nlohmann::json kwargs = nlohmann::json::object();
+  double started = 0;  // unix time
+};
+
+// What an execution function may know of, and ask of, the minion that runs
+// it: its identity, grains, pillar and options, its jobs, its function
+// table. The minion daemon implements it, and so does `brine call`. Every
+// method is safe from any thread.
+class minion_context {
+ public:
+  virtual ~minion_context() = default;
+
+  virtual const std::string& id() const = 0;
+  // Immutable snapshots: a refresh swaps them, a reader keeps its copy.
+  virtual std::shared_ptr<const nlohmann::json> grains() const = 0;
+  virtual std::shared_ptr<const nlohmann::json> pillar() const = 0;
+  // The minion's options as Salt's `opts` shows them (config.get reads them).
+  virtual const nlohmann::json& opts() const = 0;
+  // Where grains.setval / grains.delval keep grains (Salt: /etc/salt/grains).
+  virtual std::string grains_file() const = 0;
+  virtual const registry& functions() const = 0;
+
+  // Collects the grains again (core, the grains file, the configuration) and
+  // sends them to the masters.
+  virtual void refresh_grains() = 0;
+  // Asks the masters for a freshly compiled pillar; false with `why` when
+  // none can be asked (masterless: compiled locally instead).
+  virtual bool refresh_pillar(std::string& why) = 0;
+
+  virtual std::vector<running_job> running() const = 0;
+  // Cancels the job `jid` (its children are killed); false if it is not
+  // running.
+  virtual bool kill_job(const std::string& jid) = 0;
+};
+
+}  // namespace brine::modules

@@ -1,0 +1,212 @@
+// The grains module: Salt's grains.* over the minion's grains, and
+// grains.setval/delval into the grains file beside the minion config.
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "base/error.h"
+#include "base/fs.h"
+#include "base/yaml_json.h"
+#include "modules/context.h"
+#include "modules/data.h"
+#include "modules/registry.h"
+
+namespace brine::modules {
+namespace {
+
+constexpr auto instant = registry::kind::instant;
+
+std::shared_ptr<const nlohmann::json> grains_of(const call& c) {
+  auto g = need_context(c).grains();
+  return g ? g : std::make_shared<const nlohmann::json>(nlohmann::json::object());
+}
+
+asio::awaitable<outcome> items(call c) {
+  signature s("grains.items", {"sanitize"}, c);
+  auto data = grains_of(c);
+  co_return outcome{*data};
+}
+
+asio::awaitable<outcome> get(call c) {
+  signature s("grains.get", {"key", "default", "delimiter", "ordered"}, c);
+  std::string key = s.text("key", "");
+  if (s.get("key") == nullptr) throw base::error("grains.get needs a key: grains.get os");
+  auto g = grains_of(c);
+  const auto* v = traverse(*g, key, s.text("delimiter", ":"));
+  const auto* fallback = s.get("default");
+  co_return outcome{v ? *v : (fallback ? *fallback : nlohmann::json(""))};
+}
+
+asio::awaitable<outcome> item(call c) {
+  signature s("grains.item", {"default", "delimiter", "sanitize"}, c, true);
+  // Salt: item(*args, **kwargs), default and delimiter by keyword only.
+  auto g = grains_of(c);
+  nlohmann::json ret = nlohmann::json::object();
+  const auto* fallback = s.get("default");
+  for (const auto& a : s.rest()) {
+    std::string key = a.is_string() ? a.get<std::string>() : a.dump();
+    const auto* v = traverse(*g, key, s.text("delimiter", ":"));
+    ret[key] = v ? *v : (fallback ? *fallback : nlohmann::json(""));
+  }
+  co_return outcome{std::move(ret)};
+}
+
+asio::awaitable<outcome> ls(call c) {
+  signature s("grains.ls", {}, c);
+  nlohmann::json names = nlohmann::json::array();
+  auto data = grains_of(c);  // kept alive through the loop
+  for (const auto& [k, v] : data->items()) names.push_back(k);
+  co_return outcome{std::move(names)};
+}
+
+// Salt's salt.utils.data.filter_by.
+nlohmann::json filter_by(const std::string& fun, const nlohmann::json& lookup_dict,
+                         const nlohmann::json& traversed, const nlohmann::json* merge,
+                         const std::string& fallback, const std::string& base) {
+  if (!lookup_dict.is_object()) {
+    throw base::error(fun + ": lookup_dict must be a mapping, got " + lookup_dict.dump());
+  }
+  nlohmann::json ret;  // null: nothing found yet
+  auto values = traversed.is_array() ? traversed : nlohmann::json::array({traversed});
+  for (const auto& each : values) {
+    std::string text = each.is_string() ? each.get<std::string>() : each.dump();
+    for (const auto& [key, value] : lookup_dict.items()) {
+      if (fnmatch(key, text)) {
+        ret = value;
+        break;
+      }
+    }
+    if (!ret.is_null()) break;
+  }
+  if (ret.is_null()) {
+    if (auto d = lookup_dict.find(fallback); d != lookup_dict.end()) ret = *d;
+  }
+  if (!base.empty()) {
+    if (auto b = lookup_dict.find(base); b != lookup_dict.end()) {
+      if (ret.is_null()) {
+        ret = *b;
+      } else if (b->is_object()) {
+        if (!ret.is_object()) {
+          throw base::error(fun + ": filter_by default and look-up values must both be "
+                                  "dictionaries.");
+        }
+        nlohmann::json merged = *b;
+        dict_update(merged, ret);
+        ret = std::move(merged);
+      }
+    }
+  }
+  if (merge != nullptr && !merge->is_null()) {
+    if (!merge->is_object()) throw base::error(fun + ": filter_by merge argument must be a dictionary.");
+    if (ret.is_null()) {
+      ret = *merge;
+    } else {
+      dict_update(ret, *merge);
+    }
+  }
+  return ret;
+}
+
+asio::awaitable<outcome> filter_by_fn(call c) {
+  signature s("grains.filter_by", {"lookup_dict", "grain", "merge", "default", "base"}, c);
+  auto g = grains_of(c);
+  const auto* traversed = traverse(*g, s.text("grain", "os_family"));
+  co_return outcome{filter_by("grains.filter_by", s.need("lookup_dict"),
+                              traversed ? *traversed : nlohmann::json::array(), s.get("merge"),
+                              s.text("default", "default"), s.text("base", ""))};
+}
+
+nlohmann::json read_grains_file(const std::string& path) {
+  if (!base::file_exists(path)) return nlohmann::json::object();
+  try {
+    auto v = base::yaml_to_json(YAML::LoadFile(path));
+    if (v.is_null()) return nlohmann::json::object();
+    if (!v.is_object()) throw base::error("grains file " + path + " is not a YAML mapping");
+    return v;
+  } catch (const YAML::Exception& e) {
+    throw base::error("grains file " + path + ": " + e.what());
+  }
+}
+
+// YAML is a superset of JSON: the file stays readable by both and by Salt.
+void write_grains_file(const std::string& path, const nlohmann::json& grains) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw base::error("cannot write the grains file " + tmp);
+    out << grains.dump(2) << "\n";
+    if (!out.flush()) throw base::error("cannot write the grains file " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw base::error("cannot replace the grains file " + path + ": " + ec.message());
+}
+
+// Salt's setval: a key's value in the grains file (a nested key with
+// `:`), then the grains are refreshed.
+nlohmann::json set_value(minion_context& ctx, const std::string& key, const nlohmann::json& val,
+                         bool destructive) {
+  std::string path = ctx.grains_file();
+  nlohmann::json grains = read_grains_file(path);
+  if (val.is_null() && destructive) {
+    grains.erase(key);
+  } else {
+    grains[key] = val;
+  }
+  write_grains_file(path, grains);
+  ctx.refresh_grains();
+  return {{key, val}};
+}
+
+asio::awaitable<outcome> setval(call c) {
+  signature s("grains.setval", {"key", "val", "destructive", "refresh_pillar"}, c);
+  std::string key = s.text("key", "");
+  if (key.empty()) throw base::error("grains.setval needs a key and a value: grains.setval role web");
+  co_return outcome{set_value(need_context(c), key, s.need("val"), s.flag("destructive", false))};
+}
+
+asio::awaitable<outcome> delval(call c) {
+  signature s("grains.delval", {"key", "destructive", "refresh_pillar"}, c);
+  std::string key = s.text("key", "");
+  if (key.empty()) throw base::error("grains.delval needs a key: grains.delval role");
+  co_return outcome{set_value(need_context(c), key, nullptr, s.flag("destructive", false))};
+}
+
+}  // namespace
+
+void register_grains_module(registry& reg) {
+  reg.add("grains.items", items,
+          "grains.items: returns all of the minion's grains.\n\nCLI example: brine '*' "
+          "grains.items",
+          instant);
+  reg.add("grains.get", get,
+          "grains.get KEY [default=''] [delimiter=':']: the value of a grain; ':' walks into "
+          "nested maps and lists.\n\nCLI example: brine '*' grains.get ip_interfaces:eth0",
+          instant);
+  reg.add("grains.item", item,
+          "grains.item KEY... [default=''] [delimiter=':']: a map of the named grains.\n\nCLI "
+          "example: brine '*' grains.item os osrelease",
+          instant);
+  reg.add("grains.ls", ls,
+          "grains.ls: the sorted names of the minion's grains.\n\nCLI example: brine '*' grains.ls",
+          instant);
+  reg.add("grains.filter_by", filter_by_fn,
+          "grains.filter_by LOOKUP_DICT [grain=os_family] [merge=] [default=default] [base=]: "
+          "the entry of LOOKUP_DICT whose key (a glob) matches the grain's value.\n\nCLI "
+          "example: brine '*' grains.filter_by '{Debian: apache2, RedHat: httpd}'",
+          instant);
+  reg.add("grains.setval", setval,
+          "grains.setval KEY VAL [destructive=False]: sets a grain in the grains file beside "
+          "the minion config and refreshes the grains; returns {KEY: VAL}.\n\nCLI example: "
+          "brine '*' grains.setval role web");
+  reg.add("grains.delval", delval,
+          "grains.delval KEY [destructive=False]: sets the grain to None in the grains file "
+          "(removes it with destructive=True) and refreshes.\n\nCLI example: brine '*' "
+          "grains.delval role");
+}
+
+}  // namespace brine::modules

@@ -1,0 +1,153 @@
+// The pillar module: Salt's pillar.* over the pillar the master compiled for
+// this minion (sent to it alone), and config.get over options, grains and
+// pillar.
+
+#include "base/error.h"
+#include "modules/context.h"
+#include "modules/data.h"
+#include "modules/registry.h"
+
+namespace brine::modules {
+namespace {
+
+constexpr auto instant = registry::kind::instant;
+
+std::shared_ptr<const nlohmann::json> pillar_of(const call& c) {
+  auto p = need_context(c).pillar();
+  return p ? p : std::make_shared<const nlohmann::json>(nlohmann::json::object());
+}
+
+asio::awaitable<outcome> items(call c) {
+  // Salt's pillar.items compiles afresh; brine's minion holds what its
+  // master compiled last (saltutil.refresh_pillar asks again).
+  signature s("pillar.items", {"pillar", "pillarenv", "pillar_enc"}, c, true);
+  auto data = pillar_of(c);
+  co_return outcome{*data};
+}
+
+// Salt's pillar.get: with merge, a map default is merged under the value.
+asio::awaitable<outcome> get(call c) {
+  signature s("pillar.get",
+              {"key", "default", "merge", "merge_nested_lists", "delimiter", "pillarenv",
+               "saltenv"},
+              c);
+  if (s.get("key") == nullptr) throw base::error("pillar.get needs a key: pillar.get users:alice");
+  std::string key = s.text("key", "");
+  auto p = pillar_of(c);
+  const auto* v = traverse(*p, key, s.text("delimiter", ":"));
+  const nlohmann::json* fallback = s.get("default");
+  nlohmann::json dflt = fallback ? *fallback : nlohmann::json("");
+  if (s.flag("merge", false)) {
+    if (v == nullptr) co_return outcome{dflt};
+    if (dflt.is_object() && v->is_object()) {
+      nlohmann::json merged = dflt;
+      dict_update(merged, *v, s.flag("merge_nested_lists", false));
+      co_return outcome{std::move(merged)};
+    }
+    if (dflt.is_array() && v->is_array()) {
+      nlohmann::json merged = dflt;
+      for (const auto& item : *v) merged.push_back(item);
+      co_return outcome{std::move(merged)};
+    }
+    if (fallback != nullptr && dflt.type() != v->type()) {
+      throw base::error("pillar.get: default and pillar value of '" + key +
+                        "' must both be dictionaries or lists to merge");
+    }
+  }
+  co_return outcome{v ? *v : dflt};
+}
+
+asio::awaitable<outcome> item(call c) {
+  signature s("pillar.item", {"default", "delimiter", "pillarenv", "saltenv"}, c, true);
+  auto p = pillar_of(c);
+  nlohmann::json ret = nlohmann::json::object();
+  const auto* fallback = s.get("default");
+  for (const auto& a : s.rest()) {
+    std::string key = a.is_string() ? a.get<std::string>() : a.dump();
+    const auto* v = traverse(*p, key, s.text("delimiter", ":"));
+    ret[key] = v ? *v : (fallback ? *fallback : nlohmann::json(""));
+  }
+  co_return outcome{std::move(ret)};
+}
+
+asio::awaitable<outcome> ls(call c) {
+  signature s("pillar.ls", {}, c, true);
+  nlohmann::json names = nlohmann::json::array();
+  auto data = pillar_of(c);  // kept alive through the loop
+  for (const auto& [k, v] : data->items()) names.push_back(k);
+  co_return outcome{std::move(names)};
+}
+
+// Salt's config.get: the minion options, then grains, then pillar (and the
+// master's options under pillar 'master', which brine does not send).
+asio::awaitable<outcome> config_get(call c) {
+  signature s("config.get", {"key", "default", "delimiter", "merge", "omit_opts",
+                             "omit_pillar", "omit_master", "omit_grains"},
+              c);
+  if (s.get("key") == nullptr) throw base::error("config.get needs a key: config.get pki_dir");
+  std::string key = s.text("key", "");
+  std::string delimiter = s.text("delimiter", ":");
+  auto& ctx = need_context(c);
+  auto grains = ctx.grains();
+  auto pillar = ctx.pillar();
+  std::string merge = s.text("merge", "");
+  const nlohmann::json* fallback = s.get("default");
+  nlohmann::json dflt = fallback ? *fallback : nlohmann::json("");
+  std::vector<const nlohmann::json*> sources;
+  if (!s.flag("omit_opts", false)) sources.push_back(&ctx.opts());
+  if (grains && !s.flag("omit_grains", false)) sources.push_back(grains.get());
+  if (pillar && !s.flag("omit_pillar", false)) sources.push_back(pillar.get());
+  if (merge.empty()) {
+    for (const auto* src : sources) {
+      if (const auto* v = traverse(*src, key, delimiter)) co_return outcome{*v};
+    }
+    co_return outcome{dflt};
+  }
+  if (merge != "recurse" && merge != "overwrite") {
+    throw base::error("config.get: merge must be recurse or overwrite, got '" + merge + "'");
+  }
+  // Merged from the lowest precedence up: pillar, grains, options.
+  nlohmann::json ret;
+  for (auto it = sources.rbegin(); it != sources.rend(); ++it) {
+    const auto* v = traverse(**it, key, delimiter);
+    if (v == nullptr) continue;
+    if (ret.is_null() || merge == "overwrite" || !ret.is_object() || !v->is_object()) {
+      if (ret.is_object() && v->is_object() && merge == "overwrite") {
+        for (const auto& [k, val] : v->items()) ret[k] = val;
+      } else {
+        ret = *v;
+      }
+    } else {
+      dict_update(ret, *v);
+    }
+  }
+  co_return outcome{ret.is_null() ? dflt : ret};
+}
+
+}  // namespace
+
+void register_pillar_module(registry& reg) {
+  reg.add("pillar.items", items,
+          "pillar.items: the pillar the master compiled for this minion.\n\nCLI example: brine "
+          "'*' pillar.items",
+          instant);
+  reg.add("pillar.get", get,
+          "pillar.get KEY [default=''] [merge=False] [delimiter=':']: a pillar value; ':' walks "
+          "into nested maps and lists; with merge, a map default is merged under it.\n\nCLI "
+          "example: brine '*' pillar.get users:alice:uid default=1000",
+          instant);
+  reg.add("pillar.item", item,
+          "pillar.item KEY... [default='']: a map of the named pillar keys.\n\nCLI example: "
+          "brine '*' pillar.item users apps",
+          instant);
+  reg.add("pillar.ls", ls,
+          "pillar.ls: the sorted top-level pillar keys.\n\nCLI example: brine '*' pillar.ls",
+          instant);
+  reg.add("config.get", config_get,
+          "config.get KEY [default=''] [delimiter=':'] [merge=recurse|overwrite]: the first of "
+          "the minion's options, grains and pillar that has KEY.\n\nCLI example: brine '*' "
+          "config.get master",
+          instant);
+}
+
+}  // namespace brine::modules

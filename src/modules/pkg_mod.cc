@@ -1,0 +1,856 @@
+// The pkg module: Salt's aptpkg for Debian and its derivatives. What is
+// installed comes from dpkg-query, candidates from apt-cache, changes from
+// apt-get; functions that change packages return Salt's diff
+// {name: {old, new}} computed from the package lists before and after.
+
+#include <fnmatch.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstddef>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+#include "modules/args.h"
+#include "modules/process.h"
+#include "modules/registry.h"
+
+namespace brine::modules {
+namespace {
+
+using json = nlohmann::json;
+
+// Salt's calling convention, checked: positional arguments fill `params` in
+// order (or, for a function taking *names, are all collected in rest()),
+// keyword arguments go by name, and `__`-prefixed keys are Salt's bookkeeping.
+// A null is Salt's None: the parameter's default. Anything else is refused
+// with a message naming the argument.
+class arguments {
+ public:
+  arguments(std::string fun, const call& c, std::vector<std::string> params, bool varargs = false)
+      : fun_(std::move(fun)), params_(std::move(params)) {
+    if (!c.args.is_array() || !c.kwargs.is_object()) {
+      fail("malformed call: args must be a list and kwargs a mapping");
+    }
+    if (varargs) {
+      rest_.assign(c.args.begin(), c.args.end());
+    } else {
+      if (c.args.size() > params_.size()) {
+        fail("takes at most " + std::to_string(params_.size()) + " positional argument(s)" +
+             accepted() + ", got " + std::to_string(c.args.size()));
+      }
+      for (std::size_t i = 0; i < c.args.size(); ++i) values_[params_[i]] = c.args[i];
+    }
+    for (const auto& [key, value] : c.kwargs.items()) {
+      if (key.starts_with("__")) continue;
+      if (std::find(params_.begin(), params_.end(), key) == params_.end()) {
+        fail("unknown keyword argument '" + key + "'" + accepted());
+      }
+      if (values_.contains(key)) fail(key + " was given twice: positionally and as " + key + "=");
+      values_[key] = value;
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw base::error(fun_ + ": " + message);
+  }
+  const std::string& fun() const { return fun_; }
+  const std::vector<json>& rest() const { return rest_; }
+
+  // nullptr when not given or given as null.
+  const json* get(const std::string& name) const {
+    auto it = values_.find(name);
+    return it == values_.end() || it->second.is_null() ? nullptr : &it->second;
+  }
+  // Strings, or numbers as YAML turned them (a version 1.2 arrives as 1.2).
+  std::string text_of(const std::string& what, const json& v) const {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number()) return v.dump();
+    fail(what + " must be a string, got " + v.dump());
+  }
+  std::optional<std::string> text(const std::string& name) const {
+    const json* v = get(name);
+    if (v == nullptr) return std::nullopt;
+    return text_of(name, *v);
+  }
+  bool flag(const std::string& name, bool fallback) const {
+    const json* v = get(name);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) fail(name + " must be true or false, got " + v->dump());
+    return v->get<bool>();
+  }
+  // Seconds, >= 0.
+  double seconds(const std::string& name) const {
+    const json* v = get(name);
+    if (v == nullptr) return 0;
+    std::optional<double> s = as_number(*v);
+    if (!s || !(*s >= 0)) fail(name + " must be a number of seconds >= 0, got " + v->dump());
+    return *s;
+  }
+
+ private:
+  std::string accepted() const {
+    if (params_.empty()) return " (it takes no keyword arguments)";
+    std::string out = " (accepted: ";
+    for (std::size_t i = 0; i < params_.size(); ++i) out += (i ? ", " : "") + params_[i];
+    return out + ")";
+  }
+
+  std::string fun_;
+  std::vector<std::string> params_;
+  std::map<std::string, json> values_;
+  std::vector<json> rest_;
+};
+
+// A tool that ran and failed: the job fails with this message. Bad arguments
+// are base::error instead, thrown before anything runs.
+class tool_failure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+template <asio::awaitable<outcome> (*F)(call)>
+asio::awaitable<outcome> failures_as_outcomes(call c) {
+  try {
+    co_return co_await F(std::move(c));
+  } catch (const tool_failure& e) {
+    co_return error_outcome(e.what());
+  }
+}
+
+// What Salt's aptpkg exports so that apt and debconf never ask questions.
+const std::map<std::string, std::string>& apt_env() {
+  static const std::map<std::string, std::string> env = {
+      {"APT_LISTBUGS_FRONTEND", "none"},
+      {"APT_LISTCHANGES_FRONTEND", "none"},
+      {"DEBIAN_FRONTEND", "noninteractive"},
+      {"UCF_FORCE_CONFFOLD", "1"},
+      // Output is parsed in English (Salt resets the locale to C too).
+      {"LC_ALL", "C"},
+      {"LANGUAGE", "C"},
+  };
+  return env;
+}
+
+asio::awaitable<process_result> run_tool(std::chrono::seconds limit,
+                                         std::vector<std::string> argv) {
+  process_options opts;
+  opts.argv = std::move(argv);
+  opts.env = apt_env();
+  // The job's limit also bounds the child; execute() races the same limit.
+  opts.timeout = limit > std::chrono::seconds::zero()
+                     ? std::chrono::duration_cast<std::chrono::milliseconds>(limit)
+                     : std::chrono::milliseconds(std::chrono::hours(24 * 365));
+  process_result r = co_await run_process(std::move(opts));
+  co_return r;
+}
+
+std::string trim(std::string s) {
+  auto end = s.find_last_not_of(" \t\r\n");
+  s.erase(end == std::string::npos ? 0 : end + 1);
+  auto begin = s.find_first_not_of(" \t\r\n");
+  return begin == std::string::npos ? std::string() : s.substr(begin);
+}
+
+// "apt-get exited 100: E: Unable to locate package nope" — stderr, or the
+// end of stdout when the tool wrote nothing to stderr.
+std::string tool_error(const std::string& tool, const process_result& r) {
+  if (r.timed_out) return tool + " timed out and was killed";
+  std::string detail = trim(r.stderr_text);
+  if (detail.empty()) {
+    detail = trim(r.stdout_text);
+    if (detail.size() > 2000) detail = "..." + detail.substr(detail.size() - 2000);
+  }
+  return tool + " exited " + std::to_string(r.retcode) + (detail.empty() ? "" : ": " + detail);
+}
+
+std::vector<std::string> split_words(std::string_view line) {
+  std::vector<std::string> words;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    std::size_t start = i;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i > start) words.emplace_back(line.substr(start, i - start));
+  }
+  return words;
+}
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    auto nl = text.find('\n');
+    lines.push_back(text.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+  return lines;
+}
+
+bool has_glob(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
+
+// Debian version ordering, as dpkg's verrevcmp: letters sort before
+// non-letters, '~' before everything (even the end), digit runs numerically.
+int char_order(char c) {
+  if (std::isdigit(static_cast<unsigned char>(c))) return 0;
+  if (std::isalpha(static_cast<unsigned char>(c))) return static_cast<unsigned char>(c);
+  if (c == '~') return -1;
+  if (c != '\0') return static_cast<unsigned char>(c) + 256;
+  return 0;
+}
+
+int compare_fragment(std::string_view a, std::string_view b) {
+  std::size_t i = 0, j = 0;
+  auto at = [](std::string_view s, std::size_t k) { return k < s.size() ? s[k] : '\0'; };
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  while (i < a.size() || j < b.size()) {
+    while ((at(a, i) != '\0' && !digit(at(a, i))) || (at(b, j) != '\0' && !digit(at(b, j)))) {
+      int ac = char_order(at(a, i));
+      int bc = char_order(at(b, j));
+      if (ac != bc) return ac < bc ? -1 : 1;
+      ++i;
+      ++j;
+    }
+    while (at(a, i) == '0') ++i;
+    while (at(b, j) == '0') ++j;
+    int first_diff = 0;
+    while (digit(at(a, i)) && digit(at(b, j))) {
+      if (first_diff == 0) first_diff = at(a, i) - at(b, j);
+      ++i;
+      ++j;
+    }
+    if (digit(at(a, i))) return 1;
+    if (digit(at(b, j))) return -1;
+    if (first_diff != 0) return first_diff < 0 ? -1 : 1;
+  }
+  return 0;
+}
+
+struct debian_version {
+  unsigned long epoch = 0;
+  std::string_view upstream;
+  std::string_view revision;
+};
+
+debian_version parse_version(std::string_view v) {
+  debian_version out;
+  auto colon = v.find(':');
+  if (colon != std::string_view::npos) {
+    for (char ch : v.substr(0, colon)) {
+      if (!std::isdigit(static_cast<unsigned char>(ch))) break;
+      out.epoch = out.epoch * 10 + static_cast<unsigned long>(ch - '0');
+    }
+    v.remove_prefix(colon + 1);
+  }
+  auto dash = v.rfind('-');
+  out.upstream = v.substr(0, dash);
+  if (dash != std::string_view::npos) out.revision = v.substr(dash + 1);
+  return out;
+}
+
+// -1, 0 or 1, as `dpkg --compare-versions`.
+int compare_versions(std::string_view a, std::string_view b) {
+  debian_version va = parse_version(a), vb = parse_version(b);
+  if (va.epoch != vb.epoch) return va.epoch < vb.epoch ? -1 : 1;
+  if (int r = compare_fragment(va.upstream, vb.upstream); r != 0) return r;
+  return compare_fragment(va.revision, vb.revision);
+}
+
+// name -> versions (usually one; several for a package installed for two
+// architectures without a suffix to tell them apart).
+using pkg_list = std::map<std::string, std::vector<std::string>>;
+
+struct pkg_db {
+  pkg_list installed;      // status "installed"
+  pkg_list removed;        // removed, configuration files left
+  pkg_list purge_desired;  // marked for purge but still installed (also in installed)
+};
+
+std::mutex native_arch_mutex;
+std::optional<std::string> native_arch_cache;
+
+asio::awaitable<std::string> native_arch(std::chrono::seconds limit) {
+  {
+    std::lock_guard lock(native_arch_mutex);
+    if (native_arch_cache) co_return *native_arch_cache;
+  }
+  // (A braced list inside a co_await expression trips GCC 12's coroutines.)
+  std::vector<std::string> argv = {"dpkg", "--print-architecture"};
+  process_result r = co_await run_tool(limit, std::move(argv));
+  if (r.retcode != 0) throw tool_failure(tool_error("dpkg --print-architecture", r));
+  std::string arch = trim(r.stdout_text);
+  std::lock_guard lock(native_arch_mutex);
+  native_arch_cache = arch;
+  co_return arch;
+}
+
+asio::awaitable<pkg_db> read_pkg_db(std::chrono::seconds limit) {
+  const std::string arch_native = co_await native_arch(limit);
+  std::vector<std::string> argv = {"dpkg-query", "--showformat",
+                                   "${Status}\t${Package}\t${Version}\t${Architecture}\n", "-W"};
+  process_result r = co_await run_tool(limit, std::move(argv));
+  if (r.retcode != 0) throw tool_failure(tool_error("dpkg-query", r));
+  pkg_db db;
+  for (std::string_view line : split_lines(r.stdout_text)) {
+    // "install ok installed\tzsh\t5.9-4+b2\tamd64"; "deinstall ok config-files\tmc\t..."
+    std::vector<std::string> fields;
+    std::size_t start = 0;
+    while (true) {
+      auto tab = line.find('\t', start);
+      fields.emplace_back(line.substr(start, tab - start));
+      if (tab == std::string_view::npos) break;
+      start = tab + 1;
+    }
+    if (fields.size() != 4) continue;
+    std::vector<std::string> status = split_words(fields[0]);
+    if (status.size() != 3 || fields[1].empty() || fields[2].empty()) continue;
+    const std::string& want = status[0];
+    const std::string& state = status[2];
+    std::string name = fields[1];
+    // A package of a foreign architecture is named with it, as apt names it.
+    if (fields[3] != "all" && !fields[3].empty() && fields[3] != arch_native) {
+      name += ":" + fields[3];
+    }
+    if (state == "installed") {
+      db.installed[name].push_back(fields[2]);
+      if (want == "purge") db.purge_desired[name].push_back(fields[2]);
+    } else if (state == "config-files") {
+      db.removed[name].push_back(fields[2]);
+    }
+  }
+  for (pkg_list* list : {&db.installed, &db.removed, &db.purge_desired}) {
+    for (auto& [name, versions] : *list) {
+      std::sort(versions.begin(), versions.end());
+      versions.erase(std::unique(versions.begin(), versions.end()), versions.end());
+    }
+  }
+  co_return db;
+}
+
+// Salt's pkg_resource.stringify: several versions joined by commas.
+std::string joined(const std::vector<std::string>& versions) {
+  std::string out;
+  for (const auto& v : versions) out += (out.empty() ? "" : ",") + v;
+  return out;
+}
+
+json as_json(const pkg_list& list, bool versions_as_list) {
+  json out = json::object();
+  for (const auto& [name, versions] : list) {
+    out[name] = versions_as_list ? json(versions) : json(joined(versions));
+  }
+  return out;
+}
+
+// Salt's salt.utils.data.compare_dicts on two stringified package lists.
+json diff(const pkg_list& before, const pkg_list& after) {
+  json out = json::object();
+  std::set<std::string> names;
+  for (const auto& [n, v] : before) names.insert(n);
+  for (const auto& [n, v] : after) names.insert(n);
+  for (const auto& name : names) {
+    auto b = before.find(name);
+    auto a = after.find(name);
+    std::string old_v = b == before.end() ? "" : joined(b->second);
+    std::string new_v = a == after.end() ? "" : joined(a->second);
+    if (old_v != new_v) out[name] = {{"old", old_v}, {"new", new_v}};
+  }
+  return out;
+}
+
+// A package name as apt-get and apt-cache take it; a leading '-' would be
+// read as an option.
+std::string package_name(const arguments& a, const std::string& what, const json& v) {
+  std::string name = a.text_of(what, v);
+  if (name.empty()) a.fail(what + " must be a package name, got an empty string");
+  if (name.front() == '-') a.fail(what + " must be a package name, got '" + name + "'");
+  for (char ch : name) {
+    if (std::isspace(static_cast<unsigned char>(ch)) ||
+        std::iscntrl(static_cast<unsigned char>(ch))) {
+      a.fail(what + " must be a package name without spaces, got '" + name + "'");
+    }
+  }
+  return name;
+}
+
+std::vector<std::string> package_names(const arguments& a) {
+  if (a.rest().empty()) {
+    a.fail("needs at least one package name, e.g. " + a.fun() + " bash");
+  }
+  std::vector<std::string> names;
+  for (const json& v : a.rest()) names.push_back(package_name(a, "package name", v));
+  return names;
+}
+
+asio::awaitable<outcome> list_pkgs(call c) {
+  arguments a("pkg.list_pkgs", c, {"versions_as_list", "removed", "purge_desired"});
+  const bool as_list = a.flag("versions_as_list", false);
+  const bool removed = a.flag("removed", false);
+  const bool purge_desired = a.flag("purge_desired", false);
+  pkg_db db = co_await read_pkg_db(c.timeout);
+  if (removed) co_return outcome{as_json(db.removed, as_list)};
+  co_return outcome{as_json(purge_desired ? db.purge_desired : db.installed, as_list)};
+}
+
+asio::awaitable<outcome> version(call c) {
+  arguments a("pkg.version", c, {"versions_as_list"}, true);
+  const bool as_list = a.flag("versions_as_list", false);
+  std::vector<std::string> names = package_names(a);
+  pkg_db db = co_await read_pkg_db(c.timeout);
+  json ret = json::object();
+  bool glob = false;
+  for (const auto& name : names) {
+    if (has_glob(name)) {
+      glob = true;
+      for (const auto& [pkg, versions] : db.installed) {
+        if (::fnmatch(name.c_str(), pkg.c_str(), 0) == 0) {
+          ret[pkg] = as_list ? json(versions) : json(joined(versions));
+        }
+      }
+      continue;
+    }
+    auto it = db.installed.find(name);
+    std::vector<std::string> versions =
+        it == db.installed.end() ? std::vector<std::string>{} : it->second;
+    ret[name] = as_list ? json(versions) : json(joined(versions));
+  }
+  if (ret.size() == 1 && !glob) co_return outcome{ret.begin().value()};
+  co_return outcome{std::move(ret)};
+}
+
+const char* const k_apt_lists = "/var/lib/apt/lists";
+
+// Salt's refresh_db: {source: True (fetched), None (unchanged), False
+// (ignored or failed)}.
+asio::awaitable<json> refresh(std::chrono::seconds limit, double cache_valid_time, bool failhard) {
+  if (cache_valid_time > 0) {
+    struct stat st {};
+    if (::stat(k_apt_lists, &st) == 0 && static_cast<double>(st.st_mtime) + cache_valid_time >
+                                             static_cast<double>(std::time(nullptr))) {
+      co_return json::object();
+    }
+  }
+  std::vector<std::string> argv = {"apt-get", "-q", "update"};
+  process_result r = co_await run_tool(limit, std::move(argv));
+  if (r.retcode != 0 || r.timed_out) throw tool_failure(tool_error("apt-get update", r));
+  json ret = json::object();
+  std::vector<std::string> errors;
+  for (std::string_view line : split_lines(r.stdout_text)) {
+    std::vector<std::string> cols = split_words(line);
+    if (cols.empty()) continue;
+    std::string ident;
+    for (std::size_t i = 1; i < cols.size(); ++i) ident += (i > 1 ? " " : "") + cols[i];
+    const std::string& kind = cols[0];
+    if (kind.find("Get") != std::string::npos) {
+      // "Get:2 http://deb.debian.org/debian bookworm-updates InRelease [55.4 kB]"
+      auto size = ident.find(" [");
+      if (size != std::string::npos && ident.ends_with("B]")) ident.erase(size);
+      ret[ident] = true;
+    } else if (kind.find("Ign") != std::string::npos) {
+      ret[ident] = false;
+    } else if (kind.find("Hit") != std::string::npos) {
+      ret[ident] = nullptr;
+    } else if (kind.find("Err") != std::string::npos) {
+      ret[ident] = false;
+      errors.push_back(ident);
+    }
+  }
+  if (failhard && !errors.empty()) {
+    std::string list;
+    for (const auto& e : errors) list += (list.empty() ? "" : ", ") + e;
+    throw tool_failure("Error getting repos: " + list);
+  }
+  co_return ret;
+}
+
+asio::awaitable<outcome> refresh_db(call c) {
+  arguments a("pkg.refresh_db", c, {"cache_valid_time", "failhard"});
+  const double valid = a.seconds("cache_valid_time");
+  const bool failhard = a.flag("failhard", false);
+  // (co_await inside a braced co_return operand frees the result twice with GCC 12.)
+  json ret = co_await refresh(c.timeout, valid, failhard);
+  co_return outcome{std::move(ret)};
+}
+
+asio::awaitable<outcome> latest_version(call c) {
+  arguments a("pkg.latest_version", c,
+              {"refresh", "show_installed", "fromrepo", "cache_valid_time"}, true);
+  std::vector<std::string> names = package_names(a);
+  const bool do_refresh = a.flag("refresh", true);
+  const bool show_installed = a.flag("show_installed", false);
+  const double valid = a.seconds("cache_valid_time");
+  std::optional<std::string> fromrepo = a.text("fromrepo");
+  if (fromrepo && (fromrepo->empty() || fromrepo->front() == '-')) {
+    a.fail("fromrepo must be a release name such as bookworm-backports, got '" + *fromrepo + "'");
+  }
+
+  pkg_db db = co_await read_pkg_db(c.timeout);
+  if (do_refresh) co_await refresh(c.timeout, valid, false);
+
+  std::vector<std::string> argv = {"apt-cache", "-q", "policy"};
+  argv.insert(argv.end(), names.begin(), names.end());
+  if (fromrepo) {
+    argv.push_back("-o");
+    argv.push_back("APT::Default-Release=" + *fromrepo);
+  }
+  process_result r = co_await run_tool(c.timeout, std::move(argv));
+  if (r.retcode != 0) throw tool_failure(tool_error("apt-cache policy", r));
+
+  // "bash:\n  Installed: 5.2-1\n  Candidate: 5.2-2\n  Version table: ..."
+  std::map<std::string, std::string> candidates;
+  std::optional<std::string> current;
+  for (std::string_view line : split_lines(r.stdout_text)) {
+    if (!line.empty() && line.back() == ':' && line.front() != ' ') {
+      std::string_view head = line.substr(0, line.size() - 1);
+      current.reset();
+      for (const auto& name : names) {
+        if (head == name || head == std::string_view(name).substr(0, name.find(':'))) {
+          current = name;
+          break;
+        }
+      }
+    } else if (current && line.find("Candidate") != std::string_view::npos) {
+      std::vector<std::string> words = split_words(line);
+      std::string candidate = words.size() >= 2 ? words.back() : "";
+      if (candidate == "(none)") candidate.clear();
+      candidates[*current] = candidate;
+    }
+  }
+
+  json ret = json::object();
+  for (const auto& name : names) {
+    std::string candidate = candidates.contains(name) ? candidates[name] : "";
+    auto it = db.installed.find(name);
+    if (it == db.installed.end() || show_installed) {
+      ret[name] = candidate;
+      continue;
+    }
+    // An upgrade only: no installed version is already at least the candidate.
+    bool newer = !candidate.empty() &&
+                 std::none_of(it->second.begin(), it->second.end(), [&](const std::string& v) {
+                   return compare_versions(v, candidate) >= 0;
+                 });
+    ret[name] = newer ? candidate : "";
+  }
+  if (names.size() == 1) co_return outcome{ret[names.front()]};
+  co_return outcome{std::move(ret)};
+}
+
+// Salt's pkg_resource.parse_targets for repository packages: pkgs (names or
+// one-key {name: version} mappings) wins over name (a comma-separated list).
+std::vector<std::pair<std::string, std::optional<std::string>>> parse_targets(const arguments& a,
+                                                                              bool with_versions) {
+  std::vector<std::pair<std::string, std::optional<std::string>>> targets;
+  if (const json* pkgs = a.get("pkgs")) {
+    const std::string expected =
+        with_versions ? "pkgs must be a list of package names or {name: version} mappings, got "
+                      : "pkgs must be a list of package names, got ";
+    if (!pkgs->is_array() || pkgs->empty()) a.fail(expected + pkgs->dump());
+    for (const json& item : *pkgs) {
+      if (item.is_object() && with_versions) {
+        if (item.size() != 1) a.fail(expected + pkgs->dump());
+        std::string name = package_name(a, "pkgs entry", item.begin().key());
+        const json& v = item.begin().value();
+        if (v.is_null()) {
+          targets.emplace_back(name, std::nullopt);
+        } else {
+          targets.emplace_back(name, a.text_of("version of " + name + " in pkgs", v));
+        }
+      } else if (item.is_string() || item.is_number()) {
+        targets.emplace_back(package_name(a, "pkgs entry", item), std::nullopt);
+      } else {
+        a.fail(expected + pkgs->dump());
+      }
+    }
+  } else if (const json* name = a.get("name")) {
+    std::string names = a.text_of("name", *name);
+    std::size_t start = 0;
+    while (true) {
+      auto comma = names.find(',', start);
+      targets.emplace_back(package_name(a, "name", names.substr(start, comma - start)),
+                           std::nullopt);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  } else {
+    a.fail("needs a package: name=PACKAGE or pkgs='[\"a\", \"b\"]'");
+  }
+  std::set<std::string> seen;
+  for (const auto& [name, v] : targets) {
+    if (!seen.insert(name).second) a.fail("package " + name + " is given twice");
+  }
+  return targets;
+}
+
+std::string exact_version(const arguments& a, const std::string& pkg, std::string v) {
+  // Salt strips leading '=' ("=1.2" means 1.2).
+  v.erase(0, v.find_first_not_of('='));
+  if (v.empty()) a.fail("the version of " + pkg + " is empty");
+  if (v.front() == '<' || v.front() == '>') {
+    a.fail("the version of " + pkg + " must be an exact version; comparisons such as '" + v +
+           "' are not supported");
+  }
+  for (char ch : v) {
+    if (std::isspace(static_cast<unsigned char>(ch)) ||
+        std::iscntrl(static_cast<unsigned char>(ch))) {
+      a.fail("the version of " + pkg + " must not contain spaces, got '" + v + "'");
+    }
+  }
+  return v;
+}
+
+std::vector<std::string> dpkg_options(bool force_conf_new) {
+  if (force_conf_new) return {"-o", "DPkg::Options::=--force-confnew"};
+  return {"-o", "DPkg::Options::=--force-confold", "-o", "DPkg::Options::=--force-confdef"};
+}
+
+std::string failure_message(const std::string& what, const std::vector<std::string>& errors,
+                            const json& changes) {
+  std::string msg = what;
+  for (const auto& e : errors) msg += ": " + e;
+  if (!changes.empty()) msg += " (changes made: " + changes.dump() + ")";
+  return msg;
+}
+
+asio::awaitable<outcome> install(call c) {
+  arguments a("pkg.install", c,
+              {"name", "refresh", "fromrepo", "skip_verify", "debconf", "pkgs", "sources",
+               "reinstall", "downloadonly", "ignore_epoch", "version", "install_recommends",
+               "only_upgrade", "force_conf_new", "cache_valid_time"});
+  for (const char* unsupported : {"debconf", "sources"}) {
+    if (a.get(unsupported) != nullptr) {
+      a.fail(std::string(unsupported) +
+             " is not supported by brine; install packages from a repository with name= or "
+             "pkgs=");
+    }
+  }
+  const bool do_refresh = a.flag("refresh", false);
+  const bool skip_verify = a.flag("skip_verify", false);
+  const bool reinstall = a.flag("reinstall", false);
+  const bool downloadonly = a.flag("downloadonly", false);
+  a.flag("ignore_epoch", false);  // only meaningful with version comparisons
+  const bool only_upgrade = a.flag("only_upgrade", false);
+  const bool force_conf_new = a.flag("force_conf_new", false);
+  const double valid = a.seconds("cache_valid_time");
+  std::optional<bool> recommends;
+  if (a.get("install_recommends") != nullptr) recommends = a.flag("install_recommends", true);
+  std::optional<std::string> fromrepo = a.text("fromrepo");
+  if (fromrepo && (fromrepo->empty() || fromrepo->front() == '-')) {
+    a.fail("fromrepo must be a release name such as bookworm-backports, got '" + *fromrepo + "'");
+  }
+
+  auto targets = parse_targets(a, true);
+  if (std::optional<std::string> v = a.text("version")) {
+    if (a.get("pkgs") != nullptr || targets.size() != 1) {
+      a.fail("version= applies to a single name=; give versions in pkgs='[{\"name\": \"1.2\"}]'");
+    }
+    targets.front().second = *v;
+  }
+
+  std::vector<std::string> prefix = {"apt-get", "-q", "-y"};
+  for (auto& o : dpkg_options(force_conf_new)) prefix.push_back(std::move(o));
+  if (recommends)
+    prefix.push_back(*recommends ? "--install-recommends" : "--no-install-recommends");
+  if (only_upgrade) prefix.push_back("--only-upgrade");
+  if (skip_verify) prefix.push_back("--allow-unauthenticated");
+  if (downloadonly) prefix.push_back("--download-only");
+  if (fromrepo) {
+    prefix.push_back("-t");
+    prefix.push_back(*fromrepo);
+  }
+
+  pkg_db old = co_await read_pkg_db(c.timeout);
+  std::vector<std::string> install_targets, downgrades, reinstalls;
+  std::vector<std::string> reinstalled_names;
+  for (auto& [name, version] : targets) {
+    auto it = old.installed.find(name);
+    const bool installed = it != old.installed.end();
+    if (!version) {
+      if (reinstall && installed) {
+        reinstalls.push_back(name);
+        reinstalled_names.push_back(name);
+      } else {
+        install_targets.push_back(name);
+      }
+      continue;
+    }
+    std::string v = exact_version(a, name, *version);
+    std::string target = name + "=" + v;
+    std::string current = installed ? joined(it->second) : "";
+    if (reinstall && installed && compare_versions(v, current) == 0) {
+      reinstalls.push_back(target);
+      reinstalled_names.push_back(name);
+    } else if (!installed || compare_versions(v, current) >= 0) {
+      install_targets.push_back(target);
+    } else {
+      downgrades.push_back(target);
+    }
+  }
+
+  std::vector<std::vector<std::string>> commands;
+  auto command = [&](std::vector<std::string> extra, const std::vector<std::string>& pkgs) {
+    std::vector<std::string> argv = prefix;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back("install");
+    argv.insert(argv.end(), pkgs.begin(), pkgs.end());
+    commands.push_back(std::move(argv));
+  };
+  if (!install_targets.empty()) command({}, install_targets);
+  // Salt passes --force-yes, which apt deprecated for this narrower flag.
+  if (!downgrades.empty()) command({"--allow-downgrades"}, downgrades);
+  if (!reinstalls.empty()) command({"--reinstall"}, reinstalls);
+  if (commands.empty()) co_return outcome{json::object()};
+
+  if (do_refresh) co_await refresh(c.timeout, valid, false);
+  std::vector<std::string> errors;
+  for (auto& argv : commands) {
+    process_result r = co_await run_tool(c.timeout, std::move(argv));
+    if (r.retcode != 0 || r.timed_out) errors.push_back(tool_error("apt-get install", r));
+  }
+  pkg_db now = co_await read_pkg_db(c.timeout);
+  json ret = diff(old.installed, now.installed);
+  for (const auto& name : reinstalled_names) {
+    auto o = old.installed.find(name);
+    auto n = now.installed.find(name);
+    ret[name] = {{"old", o == old.installed.end() ? "" : joined(o->second)},
+                 {"new", n == now.installed.end() ? "" : joined(n->second)}};
+  }
+  if (!errors.empty()) {
+    throw tool_failure(failure_message("Problem encountered installing package(s)", errors, ret));
+  }
+  co_return outcome{std::move(ret)};
+}
+
+asio::awaitable<outcome> uninstall(call c, const char* action_name) {
+  const std::string action = action_name;
+  arguments a("pkg." + action, c, {"name", "pkgs"});
+  auto params = parse_targets(a, false);
+  pkg_db old = co_await read_pkg_db(c.timeout);
+  // Salt's match_wildcard: globs match installed names; a name that is not
+  // installed has nothing to remove.
+  std::set<std::string> targets;
+  auto match = [&](const pkg_list& list) {
+    for (const auto& [param, v] : params) {
+      if (has_glob(param)) {
+        for (const auto& [name, versions] : list) {
+          if (::fnmatch(param.c_str(), name.c_str(), 0) == 0) targets.insert(name);
+        }
+      } else if (list.contains(param)) {
+        targets.insert(param);
+      }
+    }
+  };
+  match(old.installed);
+  if (action == "purge") match(old.removed);
+  if (targets.empty()) co_return outcome{json::object()};
+
+  std::vector<std::string> argv = {"apt-get", "-q", "-y", action};
+  argv.insert(argv.end(), targets.begin(), targets.end());
+  process_result r = co_await run_tool(c.timeout, std::move(argv));
+  pkg_db now = co_await read_pkg_db(c.timeout);
+  json changes = diff(old.installed, now.installed);
+  json ret = action == "purge"
+                 ? json{{"removed", diff(old.removed, now.removed)}, {"installed", changes}}
+                 : changes;
+  if (r.retcode != 0 || r.timed_out) {
+    throw tool_failure(failure_message("Problem encountered removing package(s)",
+                                       {tool_error("apt-get " + action, r)}, ret));
+  }
+  co_return outcome{std::move(ret)};
+}
+
+asio::awaitable<outcome> remove(call c) { co_return co_await uninstall(std::move(c), "remove"); }
+
+asio::awaitable<outcome> purge(call c) { co_return co_await uninstall(std::move(c), "purge"); }
+
+asio::awaitable<outcome> upgrade(call c) {
+  arguments a("pkg.upgrade", c,
+              {"refresh", "dist_upgrade", "cache_valid_time", "force_conf_new", "skip_verify",
+               "download_only", "downloadonly", "allow_downgrades"});
+  const bool do_refresh = a.flag("refresh", true);
+  const bool dist = a.flag("dist_upgrade", false);
+  const double valid = a.seconds("cache_valid_time");
+  const bool force_conf_new = a.flag("force_conf_new", false);
+  const bool skip_verify = a.flag("skip_verify", false);
+  const bool download_only = a.flag("download_only", false) || a.flag("downloadonly", false);
+  const bool allow_downgrades = a.flag("allow_downgrades", false);
+
+  if (do_refresh) co_await refresh(c.timeout, valid, false);
+  pkg_db old = co_await read_pkg_db(c.timeout);
+  std::vector<std::string> argv = {"apt-get", "-q", "-y"};
+  for (auto& o : dpkg_options(force_conf_new)) argv.push_back(std::move(o));
+  if (skip_verify) argv.push_back("--allow-unauthenticated");
+  if (download_only) argv.push_back("--download-only");
+  if (allow_downgrades) argv.push_back("--allow-downgrades");
+  argv.push_back(dist ? "dist-upgrade" : "upgrade");
+  process_result r = co_await run_tool(c.timeout, std::move(argv));
+  pkg_db now = co_await read_pkg_db(c.timeout);
+  json ret = diff(old.installed, now.installed);
+  if (r.retcode != 0 || r.timed_out) {
+    throw tool_failure(
+        failure_message("Problem encountered upgrading packages",
+                        {tool_error(dist ? "apt-get dist-upgrade" : "apt-get upgrade", r)}, ret));
+  }
+  co_return outcome{std::move(ret)};
+}
+
+}  // namespace
+
+void register_pkg_module(registry& reg) {
+  reg.add("pkg.list_pkgs", failures_as_outcomes<list_pkgs>,
+          "pkg.list_pkgs [versions_as_list=False] [removed=False] [purge_desired=False]: returns "
+          "the installed packages as {name: version} (from dpkg-query; several versions are "
+          "comma-joined, or a list with versions_as_list=True; removed=True lists packages "
+          "removed with their configuration files left).\n"
+          "CLI Example: brine '*' pkg.list_pkgs");
+  reg.add("pkg.version", failures_as_outcomes<version>,
+          "pkg.version NAME [NAME...] [versions_as_list=False]: returns the installed version "
+          "of one package as a string ('' when not installed), or {name: version} for several "
+          "names or a glob.\n"
+          "CLI Example: brine '*' pkg.version bash");
+  reg.add("pkg.latest_version", failures_as_outcomes<latest_version>,
+          "pkg.latest_version NAME [NAME...] [refresh=True] [show_installed=False] [fromrepo=] "
+          "[cache_valid_time=0]: returns the candidate version apt would install, or '' when "
+          "the installed version is already the latest (a string for one name, a dict for "
+          "several).\n"
+          "CLI Example: brine '*' pkg.latest_version bash refresh=False");
+  reg.add("pkg.install", failures_as_outcomes<install>,
+          "pkg.install NAME | pkgs='[\"a\", {\"b\": \"1.2-1\"}]' [version=] [refresh=False] "
+          "[fromrepo=] [reinstall=False] [skip_verify=False] [install_recommends=] "
+          "[only_upgrade=False] [force_conf_new=False] [downloadonly=False]: installs with "
+          "apt-get (non-interactive, keeping changed configuration files), returns "
+          "{name: {'old': '', 'new': '1.2-1'}} for every package that changed.\n"
+          "CLI Example: brine '*' pkg.install nginx");
+  reg.add("pkg.remove", failures_as_outcomes<remove>,
+          "pkg.remove NAME[,NAME...] | pkgs='[\"a\", \"b\"]': removes with apt-get remove "
+          "(configuration files stay), returns {name: {'old': '1.2-1', 'new': ''}}.\n"
+          "CLI Example: brine '*' pkg.remove nginx");
+  reg.add("pkg.purge", failures_as_outcomes<purge>,
+          "pkg.purge NAME[,NAME...] | pkgs='[\"a\", \"b\"]': removes with apt-get purge, "
+          "configuration files too; returns Salt's {'installed': {name: {'old', 'new'}}, "
+          "'removed': {...}} (removed: packages whose leftover configuration was purged).\n"
+          "CLI Example: brine '*' pkg.purge nginx");
+  reg.add("pkg.refresh_db", failures_as_outcomes<refresh_db>,
+          "pkg.refresh_db [cache_valid_time=0] [failhard=False]: runs apt-get update, returns "
+          "{source: True (fetched) | None (already up to date) | False (ignored or failed)}; "
+          "failhard=True fails the job when a source failed.\n"
+          "CLI Example: brine '*' pkg.refresh_db");
+  reg.add("pkg.upgrade", failures_as_outcomes<upgrade>,
+          "pkg.upgrade [refresh=True] [dist_upgrade=False] [force_conf_new=False] "
+          "[download_only=False] [allow_downgrades=False]: upgrades every package with apt-get "
+          "upgrade (or dist-upgrade), returns {name: {'old', 'new'}} for what changed.\n"
+          "CLI Example: brine '*' pkg.upgrade dist_upgrade=True");
+}
+
+}  // namespace brine::modules

@@ -1,0 +1,438 @@
+// The service module: Salt's systemd_service. Units are driven with
+// systemctl; a name without a unit type is a service ("nginx" is
+// nginx.service). On a host not booted with systemd every function fails
+// saying so, as Salt does not load the module there.
+
+#include <fnmatch.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+#include "modules/args.h"
+#include "modules/process.h"
+#include "modules/registry.h"
+
+namespace brine::modules {
+namespace {
+
+using json = nlohmann::json;
+
+// Salt's calling convention, checked: positional arguments fill `params` in
+// order (or, for a function taking *names, are all collected in rest()),
+// keyword arguments go by name, and `__`-prefixed keys are Salt's bookkeeping.
+// A null is Salt's None: the parameter's default. Anything else is refused
+// with a message naming the argument.
+class arguments {
+ public:
+  arguments(std::string fun, const call& c, std::vector<std::string> params, bool varargs = false)
+      : fun_(std::move(fun)), params_(std::move(params)) {
+    if (!c.args.is_array() || !c.kwargs.is_object()) {
+      fail("malformed call: args must be a list and kwargs a mapping");
+    }
+    if (varargs) {
+      rest_.assign(c.args.begin(), c.args.end());
+    } else {
+      if (c.args.size() > params_.size()) {
+        fail("takes at most " + std::to_string(params_.size()) + " positional argument(s)" +
+             accepted() + ", got " + std::to_string(c.args.size()));
+      }
+      for (std::size_t i = 0; i < c.args.size(); ++i) values_[params_[i]] = c.args[i];
+    }
+    for (const auto& [key, value] : c.kwargs.items()) {
+      if (key.starts_with("__")) continue;
+      if (std::find(params_.begin(), params_.end(), key) == params_.end()) {
+        fail("unknown keyword argument '" + key + "'" + accepted());
+      }
+      if (values_.contains(key)) fail(key + " was given twice: positionally and as " + key + "=");
+      values_[key] = value;
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw base::error(fun_ + ": " + message);
+  }
+  const std::string& fun() const { return fun_; }
+  const std::vector<json>& rest() const { return rest_; }
+
+  // nullptr when not given or given as null.
+  const json* get(const std::string& name) const {
+    auto it = values_.find(name);
+    return it == values_.end() || it->second.is_null() ? nullptr : &it->second;
+  }
+  // Strings, or numbers as YAML turned them (a version 1.2 arrives as 1.2).
+  std::string text_of(const std::string& what, const json& v) const {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number()) return v.dump();
+    fail(what + " must be a string, got " + v.dump());
+  }
+  std::optional<std::string> text(const std::string& name) const {
+    const json* v = get(name);
+    if (v == nullptr) return std::nullopt;
+    return text_of(name, *v);
+  }
+  bool flag(const std::string& name, bool fallback) const {
+    const json* v = get(name);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) fail(name + " must be true or false, got " + v->dump());
+    return v->get<bool>();
+  }
+  // Seconds, >= 0.
+  double seconds(const std::string& name) const {
+    const json* v = get(name);
+    if (v == nullptr) return 0;
+    std::optional<double> s = as_number(*v);
+    if (!s || !(*s >= 0)) fail(name + " must be a number of seconds >= 0, got " + v->dump());
+    return *s;
+  }
+
+ private:
+  std::string accepted() const {
+    if (params_.empty()) return " (it takes no keyword arguments)";
+    std::string out = " (accepted: ";
+    for (std::size_t i = 0; i < params_.size(); ++i) out += (i ? ", " : "") + params_[i];
+    return out + ")";
+  }
+
+  std::string fun_;
+  std::vector<std::string> params_;
+  std::map<std::string, json> values_;
+  std::vector<json> rest_;
+};
+
+// A command that ran and failed, or a host that cannot run it: the job fails
+// with this message. Bad arguments are base::error instead.
+class tool_failure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+template <asio::awaitable<outcome> (*F)(call)>
+asio::awaitable<outcome> failures_as_outcomes(call c) {
+  try {
+    co_return co_await F(std::move(c));
+  } catch (const tool_failure& e) {
+    co_return error_outcome(e.what());
+  }
+}
+
+// Salt's __virtual__ test (salt.utils.systemd.booted).
+constexpr const char* k_systemd_marker = "/run/systemd/system";
+
+void require_systemd(const std::string& fun) {
+  struct stat st {};
+  if (::stat(k_systemd_marker, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw tool_failure(fun + ": systemd is not running on this host (" + k_systemd_marker +
+                       " is missing); the service module manages systemd services only");
+  }
+}
+
+asio::awaitable<process_result> systemctl(std::chrono::seconds limit,
+                                          std::vector<std::string> args) {
+  process_options opts;
+  opts.argv = {"systemctl"};
+  opts.argv.insert(opts.argv.end(), args.begin(), args.end());
+  // Output is parsed in English.
+  opts.env = {{"LC_ALL", "C"}, {"LANGUAGE", "C"}};
+  opts.timeout = limit > std::chrono::seconds::zero()
+                     ? std::chrono::duration_cast<std::chrono::milliseconds>(limit)
+                     : std::chrono::milliseconds(std::chrono::hours(24 * 365));
+  process_result r = co_await run_process(std::move(opts));
+  co_return r;
+}
+
+std::string trim(std::string s) {
+  auto end = s.find_last_not_of(" \t\r\n");
+  s.erase(end == std::string::npos ? 0 : end + 1);
+  auto begin = s.find_first_not_of(" \t\r\n");
+  return begin == std::string::npos ? std::string() : s.substr(begin);
+}
+
+std::string failure_text(const process_result& r) {
+  if (r.timed_out) return "systemctl timed out and was killed";
+  std::string err = trim(r.stderr_text);
+  if (err.empty()) err = trim(r.stdout_text);
+  return err.empty() ? "systemctl exited " + std::to_string(r.retcode) : err;
+}
+
+constexpr std::string_view k_unit_types[] = {"service", "socket", "device", "mount", "automount",
+                                             "swap",    "target", "path",   "timer"};
+
+// Salt's _canonical_unit_name: a name without a unit type is a service.
+std::string canonical_unit(const std::string& name) {
+  for (std::string_view type : k_unit_types) {
+    if (name.size() > type.size() && name.ends_with(type) &&
+        name[name.size() - type.size() - 1] == '.') {
+      return name;
+    }
+  }
+  return name + ".service";
+}
+
+// The unit argument; a leading '-' would be read by systemctl as an option.
+std::string unit_argument(const arguments& a) {
+  const json* v = a.get("name");
+  if (v == nullptr) a.fail("needs the name of a service, e.g. " + a.fun() + " nginx");
+  std::string name = a.text_of("name", *v);
+  if (name.empty() || name.front() == '-') {
+    a.fail("name must be a unit name such as nginx or nginx.service, got '" + name + "'");
+  }
+  for (char ch : name) {
+    if (std::isspace(static_cast<unsigned char>(ch)) ||
+        std::iscntrl(static_cast<unsigned char>(ch))) {
+      a.fail("name must be a unit name without spaces, got '" + name + "'");
+    }
+  }
+  return name;
+}
+
+// systemctl [--no-block] ACTION UNIT: true, or a failure carrying
+// systemctl's message (Salt raises with its stderr for start, restart,
+// reload and enable).
+asio::awaitable<bool> change(std::chrono::seconds limit, std::string fun, std::string action,
+                             std::string name, bool no_block) {
+  std::vector<std::string> args;
+  if (no_block) args.push_back("--no-block");
+  args.push_back(action);
+  args.push_back(canonical_unit(name));
+  process_result r = co_await systemctl(limit, std::move(args));
+  if (r.retcode != 0 || r.timed_out) throw tool_failure(fun + " " + name + ": " + failure_text(r));
+  co_return true;
+}
+
+asio::awaitable<void> unmask_if_asked(std::chrono::seconds limit, std::string fun, std::string name,
+                                      bool unmask, bool unmask_runtime) {
+  for (bool runtime : {false, true}) {
+    if (!(runtime ? unmask_runtime : unmask)) continue;
+    std::vector<std::string> args = {"unmask"};
+    if (runtime) args.push_back("--runtime");
+    args.push_back(canonical_unit(name));
+    process_result r = co_await systemctl(limit, std::move(args));
+    if (r.retcode != 0 || r.timed_out) {
+      throw tool_failure(fun + ": failed to unmask service '" + name + "': " + failure_text(r));
+    }
+  }
+}
+
+// start, restart, reload, enable: name, no_block, unmask, unmask_runtime.
+asio::awaitable<outcome> unmasking_change(call c, const char* action_name) {
+  const std::string action = action_name;
+  arguments a("service." + action, c, {"name", "no_block", "unmask", "unmask_runtime"});
+  const std::string name = unit_argument(a);
+  const bool no_block = a.flag("no_block", false);
+  const bool unmask = a.flag("unmask", false);
+  const bool unmask_runtime = a.flag("unmask_runtime", false);
+  require_systemd(a.fun());
+  co_await unmask_if_asked(c.timeout, a.fun(), name, unmask, unmask_runtime);
+  // (co_await inside a braced co_return operand is miscompiled by GCC 12.)
+  bool done = co_await change(c.timeout, a.fun(), action, name, no_block);
+  co_return outcome{done};
+}
+
+asio::awaitable<outcome> start(call c) {
+  co_return co_await unmasking_change(std::move(c), "start");
+}
+asio::awaitable<outcome> restart(call c) {
+  co_return co_await unmasking_change(std::move(c), "restart");
+}
+asio::awaitable<outcome> reload(call c) {
+  co_return co_await unmasking_change(std::move(c), "reload");
+}
+asio::awaitable<outcome> enable(call c) {
+  co_return co_await unmasking_change(std::move(c), "enable");
+}
+
+// stop, disable: name, no_block.
+asio::awaitable<outcome> plain_change(call c, const char* action_name) {
+  const std::string action = action_name;
+  arguments a("service." + action, c, {"name", "no_block"});
+  const std::string name = unit_argument(a);
+  const bool no_block = a.flag("no_block", false);
+  require_systemd(a.fun());
+  // (co_await inside a braced co_return operand is miscompiled by GCC 12.)
+  bool done = co_await change(c.timeout, a.fun(), action, name, no_block);
+  co_return outcome{done};
+}
+
+asio::awaitable<outcome> stop(call c) { co_return co_await plain_change(std::move(c), "stop"); }
+asio::awaitable<outcome> disable(call c) {
+  co_return co_await plain_change(std::move(c), "disable");
+}
+
+std::vector<std::string> split_words(std::string_view line) {
+  std::vector<std::string> words;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    std::size_t start = i;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i > start) words.emplace_back(line.substr(start, i - start));
+  }
+  return words;
+}
+
+// Service names (without .service) from list-unit-files and list-units
+// output: the first word of a line that names a service, past the "●" that
+// marks failed or missing units.
+void collect_services(const std::string& output, std::set<std::string>& out) {
+  std::string_view text = output;
+  while (!text.empty()) {
+    auto nl = text.find('\n');
+    for (const auto& word : split_words(text.substr(0, nl))) {
+      if (word.size() > 8 && word.ends_with(".service")) {
+        out.insert(word.substr(0, word.size() - 8));
+        break;
+      }
+      if (word.find('.') != std::string::npos) break;  // another unit type
+    }
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+}
+
+asio::awaitable<std::vector<std::string>> all_services(std::chrono::seconds limit) {
+  std::set<std::string> services;
+  std::vector<std::string> files_args = {"--full", "--no-legend", "--no-pager", "list-unit-files",
+                                         "--type=service"};
+  process_result files = co_await systemctl(limit, std::move(files_args));
+  if (files.retcode != 0 || files.timed_out) {
+    throw tool_failure("service.get_all: systemctl list-unit-files: " + failure_text(files));
+  }
+  collect_services(files.stdout_text, services);
+  // Units loaded without a unit file of their own (generated, transient).
+  std::vector<std::string> units_args = {"--full",     "--no-legend",    "--no-pager",
+                                         "list-units", "--type=service", "--all"};
+  process_result units = co_await systemctl(limit, std::move(units_args));
+  if (units.retcode != 0 || units.timed_out) {
+    throw tool_failure("service.get_all: systemctl list-units: " + failure_text(units));
+  }
+  collect_services(units.stdout_text, services);
+  co_return std::vector<std::string>(services.begin(), services.end());
+}
+
+asio::awaitable<outcome> get_all(call c) {
+  arguments a("service.get_all", c, {});
+  require_systemd(a.fun());
+  std::vector<std::string> services = co_await all_services(c.timeout);
+  co_return outcome{std::move(services)};
+}
+
+asio::awaitable<bool> is_active(std::chrono::seconds limit, std::string name) {
+  std::vector<std::string> args = {"is-active", canonical_unit(name)};
+  process_result r = co_await systemctl(limit, std::move(args));
+  if (r.timed_out) throw tool_failure("service.status " + name + ": " + failure_text(r));
+  co_return r.retcode == 0;
+}
+
+// Salt's status: a bool, or {service: bool} when the name is a glob.
+asio::awaitable<outcome> status(call c) {
+  arguments a("service.status", c, {"name", "sig"});
+  const std::string name = unit_argument(a);
+  a.text("sig");  // Salt's API keeps it; systemd needs no process signature
+  require_systemd(a.fun());
+  const bool glob = name.find_first_of("*?") != std::string::npos ||
+                    (name.find('[') != std::string::npos && name.find(']') != std::string::npos);
+  if (!glob) {
+    bool active = co_await is_active(c.timeout, name);
+    co_return outcome{active};
+  }
+  json ret = json::object();
+  std::vector<std::string> services = co_await all_services(c.timeout);
+  for (const auto& service : services) {
+    if (::fnmatch(name.c_str(), service.c_str(), 0) == 0) {
+      ret[service] = co_await is_active(c.timeout, service);
+    }
+  }
+  co_return outcome{std::move(ret)};
+}
+
+// Salt's enabled: `systemctl is-enabled` succeeds (enabled, static,
+// indirect, generated...), following an alias to the unit behind it.
+asio::awaitable<outcome> enabled(call c) {
+  arguments a("service.enabled", c, {"name"});
+  const std::string name = unit_argument(a);
+  require_systemd(a.fun());
+  std::vector<std::string> args = {"is-enabled", canonical_unit(name)};
+  process_result r = co_await systemctl(c.timeout, std::move(args));
+  if (r.timed_out) throw tool_failure(a.fun() + " " + name + ": " + failure_text(r));
+  if (trim(r.stdout_text) != "alias") co_return outcome{r.retcode == 0};
+  std::vector<std::string> show_args = {"show", canonical_unit(name), "-P", "Id"};
+  process_result id = co_await systemctl(c.timeout, std::move(show_args));
+  const std::string target = trim(id.stdout_text);
+  if (id.retcode != 0 || target.empty() || target.front() == '-') co_return outcome{false};
+  std::vector<std::string> target_args = {"is-enabled", target};
+  process_result t = co_await systemctl(c.timeout, std::move(target_args));
+  co_return outcome{t.retcode == 0 && !t.timed_out};
+}
+
+// Salt's _check_available on systemd >= 231: `systemctl status` exits 4 for
+// a unit that does not exist, 0-3 for one that does (running or not).
+asio::awaitable<outcome> available(call c) {
+  arguments a("service.available", c, {"name"});
+  const std::string name = unit_argument(a);
+  require_systemd(a.fun());
+  std::vector<std::string> args = {"status", canonical_unit(name), "-n", "0", "--no-pager"};
+  process_result r = co_await systemctl(c.timeout, std::move(args));
+  if (r.timed_out) throw tool_failure(a.fun() + " " + name + ": " + failure_text(r));
+  co_return outcome{r.retcode >= 0 && r.retcode < 4};
+}
+
+}  // namespace
+
+void register_service_module(registry& reg) {
+  reg.add("service.start", failures_as_outcomes<start>,
+          "service.start NAME [no_block=False] [unmask=False] [unmask_runtime=False]: starts the "
+          "unit (NAME without a type is NAME.service) with systemctl, returns True; fails with "
+          "systemctl's message.\n"
+          "CLI Example: brine '*' service.start nginx");
+  reg.add("service.stop", failures_as_outcomes<stop>,
+          "service.stop NAME [no_block=False]: stops the unit with systemctl, returns True; "
+          "fails with systemctl's message.\n"
+          "CLI Example: brine '*' service.stop nginx");
+  reg.add("service.restart", failures_as_outcomes<restart>,
+          "service.restart NAME [no_block=False] [unmask=False] [unmask_runtime=False]: restarts "
+          "the unit with systemctl, returns True; fails with systemctl's message.\n"
+          "CLI Example: brine '*' service.restart nginx");
+  reg.add("service.reload", failures_as_outcomes<reload>,
+          "service.reload NAME [no_block=False] [unmask=False] [unmask_runtime=False]: reloads "
+          "the unit's configuration with systemctl, returns True; fails with systemctl's "
+          "message.\n"
+          "CLI Example: brine '*' service.reload nginx");
+  reg.add("service.status", failures_as_outcomes<status>,
+          "service.status NAME [sig]: returns True when the unit is active (systemctl "
+          "is-active), False otherwise; a glob NAME returns {service: bool}.\n"
+          "CLI Example: brine '*' service.status nginx");
+  reg.add("service.enable", failures_as_outcomes<enable>,
+          "service.enable NAME [no_block=False] [unmask=False] [unmask_runtime=False]: enables "
+          "the unit at boot, returns True; fails with systemctl's message.\n"
+          "CLI Example: brine '*' service.enable nginx");
+  reg.add("service.disable", failures_as_outcomes<disable>,
+          "service.disable NAME [no_block=False]: disables the unit at boot, returns True; "
+          "fails with systemctl's message.\n"
+          "CLI Example: brine '*' service.disable nginx");
+  reg.add("service.enabled", failures_as_outcomes<enabled>,
+          "service.enabled NAME: returns True when the unit starts at boot (systemctl "
+          "is-enabled succeeds: enabled, static, indirect...), False otherwise.\n"
+          "CLI Example: brine '*' service.enabled nginx");
+  reg.add("service.available", failures_as_outcomes<available>,
+          "service.available NAME: returns True when systemd knows the unit (running or not), "
+          "False otherwise.\n"
+          "CLI Example: brine '*' service.available nginx");
+  reg.add("service.get_all", failures_as_outcomes<get_all>,
+          "service.get_all: returns the sorted names of all service units (without .service), "
+          "from systemctl list-unit-files and list-units.\n"
+          "CLI Example: brine '*' service.get_all");
+}
+
+}  // namespace brine::modules

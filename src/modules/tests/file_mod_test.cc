@@ -1,0 +1,1 @@
+// Tests of the file module (being written).

@@ -1,0 +1,249 @@
+// Tests of the modules that read the minion (grains, pillar, config, sys,
+// saltutil) through a context the test controls, and of the data helpers
+// they share.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "modules/context.h"
+#include "modules/data.h"
+#include "modules/registry.h"
+#include "test_util.h"
+
+namespace brine::modules {
+namespace {
+
+using nlohmann::json;
+using testing::run_sync;
+
+class fake_context : public minion_context {
+ public:
+  fake_context(const registry& reg, std::string dir) : reg_(reg), dir_(std::move(dir)) {}
+  const std::string& id() const override { return id_; }
+  std::shared_ptr<const json> grains() const override { return std::make_shared<json>(grains_); }
+  std::shared_ptr<const json> pillar() const override { return std::make_shared<json>(pillar_); }
+  const json& opts() const override { return opts_; }
+  std::string grains_file() const override { return dir_ + "/grains"; }
+  const registry& functions() const override { return reg_; }
+  void refresh_grains() override { ++grain_refreshes; }
+  bool refresh_pillar(std::string& why) override {
+    why = "no master in this test";
+    return false;
+  }
+  std::vector<running_job> running() const override { return jobs; }
+  bool kill_job(const std::string& jid) override {
+    killed.push_back(jid);
+    return jid == "1";
+  }
+
+  std::string id_ = "web1";
+  json grains_ = {{"id", "web1"},
+                  {"os_family", "Debian"},
+                  {"roles", {"web", "cache"}},
+                  {"ip_interfaces", {{"eth0", {"10.0.0.5", "fe80::1"}}}},
+                  {"disks", json::array({{{"name", "sda"}}, {{"size", 10}}})}};
+  json pillar_ = {{"users", {{"alice", {{"uid", 1000}}}}}, {"apps", {"nginx"}}};
+  json opts_ = {{"id", "web1"}, {"master", "salt"}, {"shared", "from-opts"}};
+  std::vector<running_job> jobs;
+  std::vector<std::string> killed;
+  int grain_refreshes = 0;
+
+ private:
+  const registry& reg_;
+  std::string dir_;
+};
+
+class minion_mods : public ::testing::Test {
+ protected:
+  minion_mods() { register_builtin_modules(reg_); }
+  outcome run(std::string fun, json args = json::array(), json kwargs = json::object()) {
+    call c;
+    c.fun = std::move(fun);
+    c.args = std::move(args);
+    c.kwargs = std::move(kwargs);
+    c.context = &ctx_;
+    return run_sync(execute(reg_, std::move(c)));
+  }
+  registry reg_;
+  testing::temp_dir dir_;
+  fake_context ctx_{reg_, dir_.path()};
+};
+
+TEST(data, traverse_walks_maps_lists_and_maps_in_lists) {
+  json d = {{"a", {{"b", {10, 20, 30}}}}, {"l", json::array({{{"x", 1}}, {{"y", 2}}})}};
+  struct row {
+    const char* key;
+    json want;  // null: not found
+  } rows[] = {{"a:b:0", 10}, {"a:b:-1", 30}, {"a:b:3", nullptr}, {"a:b:z", nullptr},
+              {"l:y", 2},    {"l:1", {{"y", 2}}}, {"a:c", nullptr}, {"a:b:0:x", nullptr}};
+  for (const auto& r : rows) {
+    const json* v = traverse(d, r.key);
+    if (r.want.is_null()) {
+      EXPECT_EQ(v, nullptr) << r.key;
+    } else {
+      ASSERT_NE(v, nullptr) << r.key;
+      EXPECT_EQ(*v, r.want) << r.key;
+    }
+  }
+  ASSERT_NE(traverse(d, "a|b|1", "|"), nullptr);
+  EXPECT_EQ(*traverse(d, "a|b|1", "|"), 20);
+}
+
+TEST(data, dict_update_recurses_and_merges_lists_when_asked) {
+  json dest = {{"a", {{"x", 1}, {"l", {1}}}}, {"s", "old"}};
+  json upd = {{"a", {{"y", 2}, {"l", {2}}}}, {"s", {{"now", "map"}}}};
+  json plain = dest;
+  dict_update(plain, upd);
+  EXPECT_EQ(plain, json({{"a", {{"x", 1}, {"y", 2}, {"l", {2}}}}, {"s", {{"now", "map"}}}}));
+  dict_update(dest, upd, true);
+  EXPECT_EQ(dest["a"]["l"], json({1, 2}));
+}
+
+TEST_F(minion_mods, grains_get_traverses_with_default_and_delimiter) {
+  EXPECT_EQ(run("grains.get", {"os_family"}).ret, "Debian");
+  EXPECT_EQ(run("grains.get", {"ip_interfaces:eth0:0"}).ret, "10.0.0.5");
+  EXPECT_EQ(run("grains.get", {"disks:size"}).ret, 10);
+  EXPECT_EQ(run("grains.get", {"nope"}).ret, "");
+  EXPECT_EQ(run("grains.get", {"nope"}, {{"default", "x"}}).ret, "x");
+  EXPECT_EQ(run("grains.get", {"ip_interfaces|eth0|1"}, {{"delimiter", "|"}}).ret, "fe80::1");
+  outcome bad = run("grains.get", {"os"}, {{"colour", "red"}});
+  EXPECT_FALSE(bad.success);
+  EXPECT_NE(bad.ret.get<std::string>().find("unknown keyword argument 'colour'"),
+            std::string::npos)
+      << bad.ret;
+}
+
+TEST_F(minion_mods, grains_items_item_ls) {
+  EXPECT_EQ(run("grains.items").ret, ctx_.grains_);
+  EXPECT_EQ(run("grains.item", {"os_family", "missing"}).ret,
+            json({{"os_family", "Debian"}, {"missing", ""}}));
+  EXPECT_EQ(run("grains.ls").ret, json({"disks", "id", "ip_interfaces", "os_family", "roles"}));
+}
+
+TEST_F(minion_mods, grains_filter_by_globs_default_base_and_merge) {
+  json lookup = {{"Deb*", {{"pkg", "apache2"}}},
+                 {"RedHat", {{"pkg", "httpd"}}},
+                 {"default", {{"pkg", "none"}}},
+                 {"common", {{"port", 80}, {"pkg", "base"}}}};
+  EXPECT_EQ(run("grains.filter_by", {lookup}).ret, json({{"pkg", "apache2"}}));
+  EXPECT_EQ(run("grains.filter_by", {lookup}, {{"grain", "id"}}).ret, json({{"pkg", "none"}}));
+  EXPECT_EQ(run("grains.filter_by", {lookup}, {{"base", "common"}}).ret,
+            json({{"pkg", "apache2"}, {"port", 80}}));
+  EXPECT_EQ(run("grains.filter_by", {lookup}, {{"merge", {{"port", 8080}}}}).ret,
+            json({{"pkg", "apache2"}, {"port", 8080}}));
+  // A list grain: the first value that matches a key.
+  EXPECT_EQ(run("grains.filter_by", {{{"cache", 1}, {"web", 2}}}, {{"grain", "roles"}}).ret, 2);
+  EXPECT_FALSE(run("grains.filter_by", {"not a map"}).success);
+}
+
+TEST_F(minion_mods, grains_setval_and_delval_write_the_grains_file_and_refresh) {
+  EXPECT_EQ(run("grains.setval", {"role", "web"}).ret, json({{"role", "web"}}));
+  EXPECT_EQ(run("grains.setval", {"ports", json::array({80, 443})}).ret,
+            json({{"ports", {80, 443}}}));
+  std::ifstream in(ctx_.grains_file());
+  json file = json::parse(in);
+  EXPECT_EQ(file, json({{"role", "web"}, {"ports", {80, 443}}}));
+  EXPECT_EQ(run("grains.delval", {"role"}).ret, json({{"role", nullptr}}));
+  EXPECT_TRUE(run("grains.delval", {"ports"}, {{"destructive", true}}).success);
+  std::ifstream again(ctx_.grains_file());
+  EXPECT_EQ(json::parse(again), json({{"role", nullptr}}));
+  EXPECT_EQ(ctx_.grain_refreshes, 4);
+  EXPECT_FALSE(run("grains.setval", {"only-key"}).success);
+}
+
+TEST_F(minion_mods, pillar_functions) {
+  EXPECT_EQ(run("pillar.items").ret, ctx_.pillar_);
+  EXPECT_EQ(run("pillar.get", {"users:alice:uid"}).ret, 1000);
+  EXPECT_EQ(run("pillar.get", {"users:bob"}, {{"default", "none"}}).ret, "none");
+  EXPECT_EQ(run("pillar.get", {"users:alice"}, {{"default", {{"shell", "/bin/sh"}}}, {"merge", true}})
+                .ret,
+            json({{"uid", 1000}, {"shell", "/bin/sh"}}));
+  EXPECT_EQ(run("pillar.get", {"apps"}, {{"default", {"vim"}}, {"merge", true}}).ret,
+            json({"vim", "nginx"}));
+  EXPECT_EQ(run("pillar.item", {"apps", "nope"}).ret, json({{"apps", {"nginx"}}, {"nope", ""}}));
+  EXPECT_EQ(run("pillar.ls").ret, json({"apps", "users"}));
+  EXPECT_FALSE(run("pillar.get").success);
+}
+
+TEST_F(minion_mods, config_get_reads_opts_then_grains_then_pillar) {
+  ctx_.grains_["shared"] = "from-grains";
+  ctx_.pillar_["shared"] = "from-pillar";
+  ctx_.pillar_["only_pillar"] = {{"a", 1}};
+  ctx_.grains_["only_pillar"] = {{"b", 2}};
+  EXPECT_EQ(run("config.get", {"shared"}).ret, "from-opts");
+  EXPECT_EQ(run("config.get", {"os_family"}).ret, "Debian");
+  EXPECT_EQ(run("config.get", {"users:alice:uid"}).ret, 1000);
+  EXPECT_EQ(run("config.get", {"nope"}, {{"default", 5}}).ret, 5);
+  EXPECT_EQ(run("config.get", {"only_pillar"}, {{"merge", "recurse"}}).ret,
+            json({{"a", 1}, {"b", 2}}));
+  EXPECT_FALSE(run("config.get", {"x"}, {{"merge", "sideways"}}).success);
+}
+
+TEST_F(minion_mods, sys_lists_and_documents_functions) {
+  json grains_funs = run("sys.list_functions", {"grains"}).ret;
+  EXPECT_NE(std::find(grains_funs.begin(), grains_funs.end(), "grains.get"), grains_funs.end());
+  for (const auto& f : grains_funs) EXPECT_TRUE(f.get<std::string>().starts_with("grains."));
+  json mods = run("sys.list_modules").ret;
+  for (const char* m : {"cmd", "config", "grains", "pillar", "saltutil", "sys", "test"}) {
+    EXPECT_NE(std::find(mods.begin(), mods.end(), m), mods.end()) << m;
+  }
+  json doc = run("sys.doc", {"test.ping"}).ret;
+  ASSERT_EQ(doc.size(), 1u);
+  EXPECT_EQ(doc["test.ping"], reg_.doc("test.ping"));
+}
+
+TEST_F(minion_mods, saltutil_running_find_and_kill) {
+  ctx_.jobs.push_back({"1", "test.sleep", {30}, json::object(), 1.5});
+  json running = run("saltutil.running").ret;
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0]["jid"], "1");
+  EXPECT_EQ(running[0]["fun"], "test.sleep");
+  EXPECT_EQ(run("saltutil.find_job", {"1"}).ret["fun"], "test.sleep");
+  EXPECT_EQ(run("saltutil.find_job", {"2"}).ret, json::object());
+  EXPECT_EQ(run("saltutil.kill_job", {"1"}).ret, "Signal 9 sent to job 1");
+  EXPECT_EQ(run("saltutil.kill_job", {"2"}).ret, "");
+  EXPECT_EQ(ctx_.killed, std::vector<std::string>({"1", "2"}));
+  EXPECT_TRUE(run("saltutil.refresh_grains").ret.get<bool>());
+  outcome p = run("saltutil.refresh_pillar");
+  EXPECT_FALSE(p.success);
+  EXPECT_NE(p.ret.get<std::string>().find("no master in this test"), std::string::npos);
+}
+
+TEST(minion_mods_without_context, say_they_need_a_minion) {
+  registry reg;
+  register_builtin_modules(reg);
+  call c;
+  c.fun = "grains.items";
+  outcome o = run_sync(execute(reg, c));
+  EXPECT_FALSE(o.success);
+  EXPECT_NE(o.ret.get<std::string>().find("runs on a minion"), std::string::npos) << o.ret;
+}
+
+TEST(test_module_extras, retcode_kwarg_versions) {
+  registry reg;
+  register_builtin_modules(reg);
+  auto exec = [&](std::string fun, json args, json kwargs = json::object()) {
+    call c;
+    c.fun = std::move(fun);
+    c.args = std::move(args);
+    c.kwargs = std::move(kwargs);
+    return run_sync(execute(reg, c));
+  };
+  outcome r = exec("test.retcode", json::array({3}));
+  EXPECT_EQ(r.ret, true);
+  EXPECT_EQ(r.retcode, 3);
+  EXPECT_FALSE(r.success);
+  EXPECT_EQ(exec("test.retcode", json::array()).retcode, 42);
+  EXPECT_TRUE(exec("test.retcode", json::array({0})).success);
+  EXPECT_EQ(exec("test.kwarg", json::array(), {{"a", 1}}).ret, json({{"a", 1}}));
+  json lines = exec("test.versions_report", json::array()).ret;
+  ASSERT_TRUE(lines.is_array());
+  EXPECT_EQ(lines[0], "Brine Version:");
+  EXPECT_EQ(exec("cmd.which", json::array({"sh"})).ret.get<std::string>().substr(0, 1), "/");
+  EXPECT_EQ(exec("cmd.which", json::array({"no-such-exe-brine"})).ret, nullptr);
+  EXPECT_EQ(exec("cmd.has_exec", json::array({"sh"})).ret, true);
+}
+
+}  // namespace
+}  // namespace brine::modules

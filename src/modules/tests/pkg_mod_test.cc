@@ -1,0 +1,291 @@
+// Tests of the pkg module against this machine's dpkg database. Read-only
+// functions use packages every Debian system has (dpkg, bash); nothing is
+// installed or removed unless BRINE_TEST_PKG_INSTALL=1 says the network and
+// the machine may be used for it.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "modules/process.h"
+#include "modules/registry.h"
+#include "modules/tests/test_util.h"
+
+namespace brine::modules {
+namespace {
+
+using namespace testing;
+using json = nlohmann::json;
+
+call make_call(std::string fun, json args = json::array(), json kwargs = json::object()) {
+  call c;
+  c.fun = std::move(fun);
+  c.args = std::move(args);
+  c.kwargs = std::move(kwargs);
+  c.timeout = std::chrono::seconds(600);
+  return c;
+}
+
+// Runs a command without a shell, for facts checked independently of the module.
+process_result run_argv(std::vector<std::string> argv) {
+  process_options opts;
+  opts.argv = std::move(argv);
+  opts.env = {{"LC_ALL", "C"}};
+  opts.timeout = std::chrono::seconds(120);
+  return run_sync(run_process(std::move(opts)), std::chrono::seconds(130));
+}
+
+// The version dpkg has installed, or "" (also for a package removed with
+// its configuration files left).
+std::string installed_version(const std::string& pkg) {
+  process_result r = run_argv({"dpkg-query", "-W", "-f", "${Status}\t${Version}", pkg});
+  const std::string installed = "ok installed\t";
+  auto at = r.stdout_text.find(installed);
+  if (r.retcode != 0 || at == std::string::npos) return "";
+  return r.stdout_text.substr(at + installed.size());
+}
+
+bool version_greater(const std::string& a, const std::string& b) {
+  return run_argv({"dpkg", "--compare-versions", a, "gt", b}).retcode == 0;
+}
+
+const std::string k_missing = "brine-no-such-package-" + std::to_string(::getpid());
+
+class pkg_mod_test : public ::testing::Test {
+ protected:
+  pkg_mod_test() { register_pkg_module(reg_); }
+  void TearDown() override { EXPECT_TRUE(no_children_left()); }
+
+  outcome call_fn(call c) {
+    const function* fn = reg_.find(c.fun);
+    if (fn == nullptr) throw std::runtime_error(c.fun + " not registered");
+    return run_sync((*fn)(std::move(c)), std::chrono::seconds(900));
+  }
+  outcome execute_call(call c) {
+    return run_sync(execute(reg_, std::move(c)), std::chrono::seconds(900));
+  }
+  std::string error_of(call c) {
+    try {
+      outcome o = call_fn(std::move(c));
+      return "(no error: " + o.ret.dump() + ")";
+    } catch (const base::error& e) {
+      return e.what();
+    }
+  }
+
+  registry reg_;
+};
+
+TEST_F(pkg_mod_test, every_function_is_registered_with_a_cli_example) {
+  for (const char* fun : {"pkg.list_pkgs", "pkg.version", "pkg.latest_version", "pkg.install",
+                          "pkg.remove", "pkg.purge", "pkg.refresh_db", "pkg.upgrade"}) {
+    ASSERT_NE(reg_.find(fun), nullptr) << fun;
+    EXPECT_NE(reg_.doc(fun).find("brine '*' " + std::string(fun)), std::string::npos)
+        << fun << ": " << reg_.doc(fun);
+    EXPECT_TRUE(reg_.doc(fun).starts_with(fun)) << reg_.doc(fun);
+  }
+}
+
+TEST_F(pkg_mod_test, list_pkgs_matches_dpkg) {
+  const std::string bash = installed_version("bash");
+  ASSERT_FALSE(bash.empty());
+  outcome o = call_fn(make_call("pkg.list_pkgs"));
+  ASSERT_TRUE(o.success) << o.ret.dump();
+  ASSERT_TRUE(o.ret.is_object());
+  EXPECT_EQ(o.ret.value("bash", ""), bash);
+  EXPECT_EQ(o.ret.value("dpkg", ""), installed_version("dpkg"));
+  EXPECT_FALSE(o.ret.contains(k_missing));
+  for (const auto& [name, version] : o.ret.items()) {
+    ASSERT_TRUE(version.is_string()) << name;
+    EXPECT_FALSE(version.get<std::string>().empty()) << name;
+  }
+
+  outcome lists = call_fn(make_call("pkg.list_pkgs", json::array(), {{"versions_as_list", true}}));
+  ASSERT_TRUE(lists.ret.contains("bash"));
+  EXPECT_EQ(lists.ret["bash"], json::array({bash}));
+  EXPECT_EQ(lists.ret.size(), o.ret.size());
+}
+
+TEST_F(pkg_mod_test, version_of_one_name_is_a_string) {
+  EXPECT_EQ(call_fn(make_call("pkg.version", {"bash"})).ret, installed_version("bash"));
+  EXPECT_EQ(call_fn(make_call("pkg.version", {k_missing})).ret, "");
+}
+
+TEST_F(pkg_mod_test, version_of_several_names_or_a_glob_is_a_dict) {
+  outcome o = call_fn(make_call("pkg.version", {"bash", "dpkg", k_missing}));
+  EXPECT_EQ(o.ret, (json{{"bash", installed_version("bash")},
+                         {"dpkg", installed_version("dpkg")},
+                         {k_missing, ""}}));
+
+  outcome glob = call_fn(make_call("pkg.version", {"dpk?"}));
+  ASSERT_TRUE(glob.ret.is_object()) << glob.ret.dump();
+  EXPECT_EQ(glob.ret.value("dpkg", ""), installed_version("dpkg"));
+  EXPECT_FALSE(glob.ret.contains("bash"));
+}
+
+TEST_F(pkg_mod_test, latest_version_is_empty_or_newer_than_installed) {
+  // refresh=False: the lists on disk, no network.
+  outcome one = call_fn(make_call("pkg.latest_version", {"bash"}, {{"refresh", false}}));
+  ASSERT_TRUE(one.success) << one.ret.dump();
+  ASSERT_TRUE(one.ret.is_string()) << one.ret.dump();
+  const std::string latest = one.ret.get<std::string>();
+  if (!latest.empty()) {
+    EXPECT_TRUE(version_greater(latest, installed_version("bash")))
+        << latest << " offered though " << installed_version("bash") << " is installed";
+  }
+
+  outcome several =
+      call_fn(make_call("pkg.latest_version", {"bash", k_missing}, {{"refresh", false}}));
+  ASSERT_TRUE(several.ret.is_object()) << several.ret.dump();
+  EXPECT_EQ(several.ret.size(), 2u);
+  EXPECT_EQ(several.ret.value("bash", "?"), latest);
+  EXPECT_EQ(several.ret.value(k_missing, "?"), "");
+
+  // refresh=True with lists fresher than cache_valid_time: no network either.
+  outcome fresh = call_fn(make_call("pkg.latest_version", {"bash"},
+                                    {{"refresh", true}, {"cache_valid_time", 315360000}}));
+  EXPECT_EQ(fresh.ret, latest);
+
+  // show_installed: the candidate even when it is what is installed.
+  outcome shown = call_fn(
+      make_call("pkg.latest_version", {"bash"}, {{"refresh", false}, {"show_installed", true}}));
+  if (shown.ret != "") {
+    EXPECT_FALSE(version_greater(installed_version("bash"), shown.ret.get<std::string>()));
+  }
+}
+
+TEST_F(pkg_mod_test, refresh_db_within_cache_valid_time_does_nothing) {
+  // Ten years: the lists on disk count as fresh, so apt-get update is not run.
+  outcome o =
+      call_fn(make_call("pkg.refresh_db", json::array(), {{"cache_valid_time", 315360000}}));
+  EXPECT_TRUE(o.success);
+  EXPECT_EQ(o.ret, json::object());
+}
+
+TEST_F(pkg_mod_test, removing_what_is_not_installed_changes_nothing) {
+  EXPECT_EQ(call_fn(make_call("pkg.remove", {k_missing})).ret, json::object());
+  EXPECT_EQ(call_fn(make_call("pkg.purge", json::array(), {{"pkgs", {k_missing}}})).ret,
+            json::object());
+  EXPECT_EQ(installed_version("bash").empty(), false);
+}
+
+TEST_F(pkg_mod_test, install_of_an_unknown_package_fails_with_apts_message) {
+  if (::geteuid() != 0) GTEST_SKIP() << "apt-get install needs root";
+  outcome o = execute_call(make_call("pkg.install", {k_missing}));
+  EXPECT_FALSE(o.success);
+  EXPECT_EQ(o.retcode, 1);
+  ASSERT_TRUE(o.ret.is_string());
+  const std::string msg = o.ret.get<std::string>();
+  EXPECT_TRUE(msg.starts_with("ERROR: Problem encountered installing package(s)")) << msg;
+  EXPECT_NE(msg.find("Unable to locate package " + k_missing), std::string::npos) << msg;
+}
+
+TEST_F(pkg_mod_test, bad_arguments_name_the_argument) {
+  EXPECT_NE(error_of(make_call("pkg.version")).find("needs at least one package name"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_call("pkg.latest_version", json::array(), {{"refresh", false}}))
+                .find("needs at least one package name"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_call("pkg.list_pkgs", json::array(), {{"bogus", 1}}))
+                .find("unknown keyword argument 'bogus'"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(make_call("pkg.list_pkgs", {"yes"})).find("versions_as_list must be true or false"),
+      std::string::npos)
+      << "a positional argument fills the first parameter";
+  EXPECT_NE(error_of(make_call("pkg.list_pkgs", {true, false, false, 1}))
+                .find("takes at most 3 positional argument(s)"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_call("pkg.latest_version", {"bash"}, {{"refresh", "yes"}}))
+                .find("refresh must be true or false"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_call("pkg.install")).find("needs a package: name="), std::string::npos);
+  EXPECT_NE(error_of(make_call("pkg.install", json::array(), {{"pkgs", "bash"}}))
+                .find("pkgs must be a list"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(make_call("pkg.install", {"-oAPT::Foo=1"})).find("name must be a package name"),
+      std::string::npos);
+  EXPECT_NE(error_of(make_call("pkg.install", {"bash"}, {{"name", "bash"}})).find("given twice"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(make_call("pkg.install", json::array(), {{"pkgs", {"bash"}}, {"version", "1.0"}}))
+          .find("version= applies to a single name="),
+      std::string::npos);
+  EXPECT_NE(error_of(make_call("pkg.install", {"bash"}, {{"version", ">=5"}}))
+                .find("must be an exact version"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_call("pkg.install", json::array(),
+                               {{"sources", {{{"foo", "salt://foo.deb"}}}}}))
+                .find("sources is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_call("pkg.remove", json::array(), {{"pkgs", {{{"bash", "1"}}}}}))
+                .find("pkgs must be a list of package names"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_call("pkg.refresh_db", json::array(), {{"cache_valid_time", -1}}))
+                .find("cache_valid_time must be a number of seconds"),
+            std::string::npos);
+  // Checked before anything runs: no upgrade happens here.
+  EXPECT_NE(error_of(make_call("pkg.upgrade", json::array(), {{"dist_upgrade", "yes"}}))
+                .find("dist_upgrade must be true or false"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_call("pkg.upgrade", json::array(), {{"refresh", false}, {"yes", 1}}))
+                .find("unknown keyword argument 'yes'"),
+            std::string::npos);
+}
+
+TEST_F(pkg_mod_test, bad_arguments_through_execute_are_error_outcomes) {
+  outcome o = execute_call(make_call("pkg.version", {"bash"}, {{"bogus", true}}));
+  EXPECT_FALSE(o.success);
+  EXPECT_EQ(o.ret,
+            "ERROR: pkg.version: unknown keyword argument 'bogus' (accepted: "
+            "versions_as_list)");
+}
+
+TEST_F(pkg_mod_test, salt_bookkeeping_kwargs_are_ignored) {
+  outcome o = call_fn(make_call("pkg.version", {"bash"}, {{"__pub_jid", "20260101"}}));
+  EXPECT_EQ(o.ret, installed_version("bash"));
+}
+
+// Installs and removes one small package from the network: only when asked.
+TEST_F(pkg_mod_test, install_and_remove_a_package) {
+  const char* enabled = std::getenv("BRINE_TEST_PKG_INSTALL");
+  if (enabled == nullptr || std::string(enabled) != "1") {
+    GTEST_SKIP() << "set BRINE_TEST_PKG_INSTALL=1 to install and remove a package from the "
+                    "network (BRINE_TEST_PKG names it; default hello)";
+  }
+  if (::geteuid() != 0) GTEST_SKIP() << "installing packages needs root";
+  const char* named = std::getenv("BRINE_TEST_PKG");
+  const std::string pkg = named != nullptr && *named != '\0' ? named : "hello";
+  if (!installed_version(pkg).empty()) {
+    GTEST_SKIP() << pkg << " is already installed; this test removes only what it installed";
+  }
+
+  outcome refreshed = call_fn(make_call("pkg.refresh_db"));
+  ASSERT_TRUE(refreshed.success) << refreshed.ret.dump();
+  ASSERT_TRUE(refreshed.ret.is_object());
+  EXPECT_FALSE(refreshed.ret.empty());
+
+  outcome installed = call_fn(make_call("pkg.install", {pkg}));
+  const std::string version = installed_version(pkg);
+  ASSERT_TRUE(installed.success) << installed.ret.dump();
+  ASSERT_FALSE(version.empty()) << installed.ret.dump();
+  ASSERT_TRUE(installed.ret.contains(pkg)) << installed.ret.dump();
+  EXPECT_EQ(installed.ret[pkg], (json{{"old", ""}, {"new", version}}));
+  EXPECT_EQ(call_fn(make_call("pkg.version", {pkg})).ret, version);
+  EXPECT_EQ(call_fn(make_call("pkg.install", {pkg}, {{"version", version}})).ret, json::object())
+      << "installing what is installed changes nothing";
+
+  outcome removed = call_fn(make_call("pkg.remove", {pkg}));
+  ASSERT_TRUE(removed.success) << removed.ret.dump();
+  EXPECT_EQ(removed.ret[pkg], (json{{"old", version}, {"new", ""}}));
+  EXPECT_EQ(installed_version(pkg), "");
+  EXPECT_EQ(call_fn(make_call("pkg.version", {pkg})).ret, "");
+}
+
+}  // namespace
+}  // namespace brine::modules

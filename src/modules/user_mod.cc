@@ -1,0 +1,676 @@
+// The user module: Salt's useradd and groupadd, user.* and group.*. Reads
+// go through NSS (getpwnam_r, getgrouplist, getpwent_r, getgrent_r), so they
+// see LDAP or SSSD accounts as the system does; changes run the shadow
+// tools (useradd, userdel, groupadd, groupdel).
+
+#include <grp.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <asio/thread_pool.hpp>
+#include <asio/use_awaitable.hpp>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+#include "modules/args.h"
+#include "modules/process.h"
+#include "modules/registry.h"
+
+namespace brine::modules {
+namespace {
+
+using json = nlohmann::json;
+
+// Salt's calling convention, checked: positional arguments fill `params` in
+// order (or, for a function taking *names, are all collected in rest()),
+// keyword arguments go by name, and `__`-prefixed keys are Salt's bookkeeping.
+// A null is Salt's None: the parameter's default. Anything else is refused
+// with a message naming the argument.
+class arguments {
+ public:
+  arguments(std::string fun, const call& c, std::vector<std::string> params, bool varargs = false)
+      : fun_(std::move(fun)), params_(std::move(params)) {
+    if (!c.args.is_array() || !c.kwargs.is_object()) {
+      fail("malformed call: args must be a list and kwargs a mapping");
+    }
+    if (varargs) {
+      rest_.assign(c.args.begin(), c.args.end());
+    } else {
+      if (c.args.size() > params_.size()) {
+        fail("takes at most " + std::to_string(params_.size()) + " positional argument(s)" +
+             accepted() + ", got " + std::to_string(c.args.size()));
+      }
+      for (std::size_t i = 0; i < c.args.size(); ++i) values_[params_[i]] = c.args[i];
+    }
+    for (const auto& [key, value] : c.kwargs.items()) {
+      if (key.starts_with("__")) continue;
+      if (std::find(params_.begin(), params_.end(), key) == params_.end()) {
+        fail("unknown keyword argument '" + key + "'" + accepted());
+      }
+      if (values_.contains(key)) fail(key + " was given twice: positionally and as " + key + "=");
+      values_[key] = value;
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw base::error(fun_ + ": " + message);
+  }
+  const std::string& fun() const { return fun_; }
+  const std::vector<json>& rest() const { return rest_; }
+
+  // nullptr when not given or given as null.
+  const json* get(const std::string& name) const {
+    auto it = values_.find(name);
+    return it == values_.end() || it->second.is_null() ? nullptr : &it->second;
+  }
+  // Strings, or numbers as YAML turned them (a version 1.2 arrives as 1.2).
+  std::string text_of(const std::string& what, const json& v) const {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number()) return v.dump();
+    fail(what + " must be a string, got " + v.dump());
+  }
+  std::optional<std::string> text(const std::string& name) const {
+    const json* v = get(name);
+    if (v == nullptr) return std::nullopt;
+    return text_of(name, *v);
+  }
+  bool flag(const std::string& name, bool fallback) const {
+    const json* v = get(name);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) fail(name + " must be true or false, got " + v->dump());
+    return v->get<bool>();
+  }
+  // Seconds, >= 0.
+  double seconds(const std::string& name) const {
+    const json* v = get(name);
+    if (v == nullptr) return 0;
+    std::optional<double> s = as_number(*v);
+    if (!s || !(*s >= 0)) fail(name + " must be a number of seconds >= 0, got " + v->dump());
+    return *s;
+  }
+
+ private:
+  std::string accepted() const {
+    if (params_.empty()) return " (it takes no keyword arguments)";
+    std::string out = " (accepted: ";
+    for (std::size_t i = 0; i < params_.size(); ++i) out += (i ? ", " : "") + params_[i];
+    return out + ")";
+  }
+
+  std::string fun_;
+  std::vector<std::string> params_;
+  std::map<std::string, json> values_;
+  std::vector<json> rest_;
+};
+
+// A command or lookup that ran and failed: the job fails with this message.
+// Bad arguments are base::error instead, thrown before anything runs.
+class tool_failure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+template <asio::awaitable<outcome> (*F)(call)>
+asio::awaitable<outcome> failures_as_outcomes(call c) {
+  try {
+    co_return co_await F(std::move(c));
+  } catch (const tool_failure& e) {
+    co_return error_outcome(e.what());
+  }
+}
+
+// NSS may ask LDAP or SSSD over the network, so lookups never run on the
+// caller's executor. One thread: getpwent and getgrent enumerate through
+// process-wide state, which one thread keeps unshared. Lives until exit.
+asio::thread_pool& nss_pool() {
+  static asio::thread_pool pool(1);
+  return pool;
+}
+
+template <typename T>
+asio::awaitable<T> run_work(std::function<T()> work) {
+  co_return work();
+}
+
+// GCC 12 destroys a temporary lambda or std::function in a co_await
+// expression twice, so callers pass a named std::function, moved.
+template <typename T>
+asio::awaitable<T> on_nss_thread(std::function<T()> work) {
+  asio::awaitable<T> task = run_work<T>(std::move(work));
+  T result = co_await asio::co_spawn(nss_pool(), std::move(task), asio::use_awaitable);
+  co_return result;
+}
+
+// Buffers for the *_r calls, grown on ERANGE.
+std::size_t initial_buffer(int name) {
+  long n = ::sysconf(name);
+  return n > 0 ? static_cast<std::size_t>(n) : 16384;
+}
+
+constexpr std::size_t k_max_buffer = std::size_t{64} << 20;
+
+struct user_entry {
+  std::string name, passwd, gecos, home, shell;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+struct group_entry {
+  std::string name, passwd;
+  gid_t gid = 0;
+  std::vector<std::string> members;
+};
+
+user_entry to_user(const passwd& pw) {
+  return user_entry{pw.pw_name ? pw.pw_name : "",
+                    pw.pw_passwd ? pw.pw_passwd : "",
+                    pw.pw_gecos ? pw.pw_gecos : "",
+                    pw.pw_dir ? pw.pw_dir : "",
+                    pw.pw_shell ? pw.pw_shell : "",
+                    pw.pw_uid,
+                    pw.pw_gid};
+}
+
+group_entry to_group(const group& gr) {
+  group_entry g{gr.gr_name ? gr.gr_name : "", gr.gr_passwd ? gr.gr_passwd : "", gr.gr_gid, {}};
+  for (char** m = gr.gr_mem; m != nullptr && *m != nullptr; ++m) g.members.emplace_back(*m);
+  return g;
+}
+
+// Not found is not an error; glibc says so with 0, some NSS modules with these.
+bool not_found(int rc) {
+  return rc == 0 || rc == ENOENT || rc == ESRCH || rc == EBADF || rc == EPERM;
+}
+
+std::optional<user_entry> find_user(const std::string& name) {
+  std::vector<char> buf(initial_buffer(_SC_GETPW_R_SIZE_MAX));
+  while (true) {
+    passwd pw{};
+    passwd* result = nullptr;
+    int rc = ::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &result);
+    if (rc == ERANGE && buf.size() < k_max_buffer) {
+      buf.resize(buf.size() * 2);
+      continue;
+    }
+    if (result != nullptr) return to_user(pw);
+    if (not_found(rc)) return std::nullopt;
+    throw tool_failure("looking up user " + name + ": " + std::strerror(rc));
+  }
+}
+
+template <typename Lookup>
+std::optional<group_entry> find_group_by(Lookup lookup, const std::string& what) {
+  std::vector<char> buf(initial_buffer(_SC_GETGR_R_SIZE_MAX));
+  while (true) {
+    group gr{};
+    group* result = nullptr;
+    int rc = lookup(&gr, buf.data(), buf.size(), &result);
+    if (rc == ERANGE && buf.size() < k_max_buffer) {
+      buf.resize(buf.size() * 2);
+      continue;
+    }
+    if (result != nullptr) return to_group(gr);
+    if (not_found(rc)) return std::nullopt;
+    throw tool_failure("looking up group " + what + ": " + std::strerror(rc));
+  }
+}
+
+std::optional<group_entry> find_group(const std::string& name) {
+  return find_group_by(
+      [&](group* gr, char* buf, std::size_t size, group** result) {
+        return ::getgrnam_r(name.c_str(), gr, buf, size, result);
+      },
+      name);
+}
+
+std::optional<group_entry> find_group(gid_t gid) {
+  return find_group_by([&](group* gr, char* buf, std::size_t size,
+                           group** result) { return ::getgrgid_r(gid, gr, buf, size, result); },
+                       std::to_string(gid));
+}
+
+// Salt's salt.utils.user.get_group_list: the names of every group the user
+// is in, the primary one included, sorted.
+std::vector<std::string> groups_of(const user_entry& u) {
+  int count = 32;
+  std::vector<gid_t> gids;
+  while (true) {
+    gids.resize(static_cast<std::size_t>(count));
+    int wanted = count;
+    if (::getgrouplist(u.name.c_str(), u.gid, gids.data(), &wanted) >= 0) {
+      gids.resize(static_cast<std::size_t>(wanted));
+      break;
+    }
+    if (wanted <= count)
+      count *= 2;
+    else
+      count = wanted;
+    if (count > 1 << 20) throw tool_failure("listing the groups of " + u.name + ": too many");
+  }
+  std::set<std::string> names;
+  for (gid_t gid : gids) {
+    if (std::optional<group_entry> g = find_group(gid)) names.insert(g->name);
+  }
+  return {names.begin(), names.end()};
+}
+
+std::vector<user_entry> all_users() {
+  std::vector<user_entry> out;
+  std::vector<char> buf(initial_buffer(_SC_GETPW_R_SIZE_MAX));
+  ::setpwent();
+  while (true) {
+    passwd pw{};
+    passwd* result = nullptr;
+    int rc = ::getpwent_r(&pw, buf.data(), buf.size(), &result);
+    if (rc == ERANGE && buf.size() < k_max_buffer) {
+      buf.resize(buf.size() * 2);
+      continue;
+    }
+    if (result == nullptr) {
+      ::endpwent();
+      if (rc == 0 || rc == ENOENT) break;
+      throw tool_failure(std::string("listing users: ") + std::strerror(rc));
+    }
+    out.push_back(to_user(pw));
+  }
+  return out;
+}
+
+std::vector<group_entry> all_groups() {
+  std::vector<group_entry> out;
+  std::vector<char> buf(initial_buffer(_SC_GETGR_R_SIZE_MAX));
+  ::setgrent();
+  while (true) {
+    group gr{};
+    group* result = nullptr;
+    int rc = ::getgrent_r(&gr, buf.data(), buf.size(), &result);
+    if (rc == ERANGE && buf.size() < k_max_buffer) {
+      buf.resize(buf.size() * 2);
+      continue;
+    }
+    if (result == nullptr) {
+      ::endgrent();
+      if (rc == 0 || rc == ENOENT) break;
+      throw tool_failure(std::string("listing groups: ") + std::strerror(rc));
+    }
+    out.push_back(to_group(gr));
+  }
+  return out;
+}
+
+json user_json(const user_entry& u, std::vector<std::string> groups) {
+  // GECOS: full name, room, work phone, home phone, and the rest as other.
+  std::vector<std::string> gecos;
+  std::size_t start = 0;
+  while (gecos.size() < 4) {
+    auto comma = u.gecos.find(',', start);
+    if (comma == std::string::npos) break;
+    gecos.push_back(u.gecos.substr(start, comma - start));
+    start = comma + 1;
+  }
+  gecos.push_back(u.gecos.substr(std::min(start, u.gecos.size())));
+  gecos.resize(5);
+  return json{{"name", u.name},        {"passwd", u.passwd},     {"uid", u.uid},
+              {"gid", u.gid},          {"home", u.home},         {"shell", u.shell},
+              {"fullname", gecos[0]},  {"roomnumber", gecos[1]}, {"workphone", gecos[2]},
+              {"homephone", gecos[3]}, {"other", gecos[4]},      {"groups", std::move(groups)}};
+}
+
+json group_json(const group_entry& g) {
+  return json{{"name", g.name}, {"passwd", g.passwd}, {"gid", g.gid}, {"members", g.members}};
+}
+
+// Parameters brine recognizes but does not implement: refused unless left at
+// Salt's default (None or False), rather than silently ignored.
+void refuse(const arguments& a, const std::string& name) {
+  const json* v = a.get(name);
+  if (v == nullptr || (v->is_boolean() && !v->get<bool>())) return;
+  a.fail(name + " is not supported by brine");
+}
+
+// A user or group name; a leading '-' would be read by the tools as an
+// option, and ':' ',' or whitespace break /etc/passwd and /etc/group.
+std::string account_name(const arguments& a, const std::string& what, const json* v) {
+  if (v == nullptr) a.fail("needs the " + what + ": " + a.fun() + " NAME");
+  std::string name = a.text_of(what, *v);
+  if (name.empty() || name.front() == '-') {
+    a.fail(what + " must not be empty or start with '-', got '" + name + "'");
+  }
+  for (char ch : name) {
+    if (ch == ':' || ch == ',' || ch == '/' || std::isspace(static_cast<unsigned char>(ch)) ||
+        std::iscntrl(static_cast<unsigned char>(ch))) {
+      a.fail(what + " must not contain ':', ',', '/' or whitespace, got '" + name + "'");
+    }
+  }
+  return name;
+}
+
+// The name looked up by info; any text is a harmless lookup.
+std::string lookup_name(const arguments& a, const std::string& what) {
+  const json* v = a.get("name");
+  if (v == nullptr) a.fail("needs the " + what + ": " + a.fun() + " NAME");
+  return a.text_of("name", *v);
+}
+
+// A uid or gid: a number or a string of digits (YAML may give either).
+std::optional<std::string> id_argument(const arguments& a, const std::string& name,
+                                       bool names_allowed) {
+  const json* v = a.get(name);
+  if (v == nullptr) return std::nullopt;
+  const std::string expected = name + " must be a number from 0 to 4294967294" +
+                               (names_allowed ? " or a group name" : "") + ", got " + v->dump();
+  if (v->is_number_unsigned() || v->is_number_integer()) {
+    if (v->is_number_integer() && v->get<long long>() < 0) a.fail(expected);
+    if (v->get<unsigned long long>() > 4294967294ULL) a.fail(expected);
+    return std::to_string(v->get<unsigned long long>());
+  }
+  if (!v->is_string()) a.fail(expected);
+  std::string text = v->get<std::string>();
+  if (text.empty()) return std::nullopt;  // Salt treats "" as not given
+  bool digits = std::all_of(text.begin(), text.end(),
+                            [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+  if (digits) {
+    if (text.size() > 10 || std::stoull(text) > 4294967294ULL) a.fail(expected);
+    return text;
+  }
+  if (!names_allowed) a.fail(expected);
+  return account_name(a, name, v);
+}
+
+asio::awaitable<process_result> run_tool(std::chrono::seconds limit,
+                                         std::vector<std::string> argv) {
+  process_options opts;
+  opts.argv = std::move(argv);
+  opts.env = {{"LC_ALL", "C"}, {"LANGUAGE", "C"}};
+  opts.timeout = limit > std::chrono::seconds::zero()
+                     ? std::chrono::duration_cast<std::chrono::milliseconds>(limit)
+                     : std::chrono::milliseconds(std::chrono::hours(24 * 365));
+  process_result r = co_await run_process(std::move(opts));
+  co_return r;
+}
+
+std::string trim(std::string s) {
+  auto end = s.find_last_not_of(" \t\r\n");
+  s.erase(end == std::string::npos ? 0 : end + 1);
+  auto begin = s.find_first_not_of(" \t\r\n");
+  return begin == std::string::npos ? std::string() : s.substr(begin);
+}
+
+std::string tool_error(const std::string& tool, const process_result& r) {
+  if (r.timed_out) return tool + " timed out and was killed";
+  std::string detail = trim(r.stderr_text);
+  if (detail.empty()) detail = trim(r.stdout_text);
+  return detail.empty() ? tool + " exited " + std::to_string(r.retcode) : detail;
+}
+
+asio::awaitable<outcome> user_info(call c) {
+  arguments a("user.info", c, {"name", "root"});
+  const std::string name = lookup_name(a, "user name");
+  refuse(a, "root");
+  std::function<json()> lookup = [name]() -> json {
+    std::optional<user_entry> u = find_user(name);
+    if (!u) return json::object();
+    return user_json(*u, groups_of(*u));
+  };
+  json ret = co_await on_nss_thread(std::move(lookup));
+  co_return outcome{std::move(ret)};
+}
+
+asio::awaitable<outcome> list_users(call c) {
+  arguments a("user.list_users", c, {"root"});
+  refuse(a, "root");
+  std::function<std::vector<std::string>()> list = [] {
+    std::set<std::string> sorted;
+    for (const auto& u : all_users()) sorted.insert(u.name);
+    return std::vector<std::string>(sorted.begin(), sorted.end());
+  };
+  std::vector<std::string> names = co_await on_nss_thread(std::move(list));
+  co_return outcome{std::move(names)};
+}
+
+std::vector<std::string> group_list(const arguments& a) {
+  std::vector<std::string> out;
+  const json* v = a.get("groups");
+  if (v == nullptr) return out;
+  const std::string expected =
+      "groups must be a list of group names or a comma-separated string, got ";
+  if (v->is_string()) {
+    std::string text = v->get<std::string>();
+    std::size_t start = 0;
+    while (!text.empty()) {
+      auto comma = text.find(',', start);
+      json item = text.substr(start, comma - start);
+      out.push_back(account_name(a, "group name in groups", &item));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  } else if (v->is_array()) {
+    for (const json& item : *v) {
+      if (!item.is_string()) a.fail(expected + v->dump());
+      out.push_back(account_name(a, "group name in groups", &item));
+    }
+  } else {
+    a.fail(expected + v->dump());
+  }
+  return out;
+}
+
+std::string gecos_field(const arguments& a, const std::string& name) {
+  std::string text = a.text(name).value_or("");
+  for (char ch : text) {
+    if (ch == ',' || ch == ':' || ch == '\n' || std::iscntrl(static_cast<unsigned char>(ch))) {
+      a.fail(name + " must not contain ',', ':' or control characters, got '" + text + "'");
+    }
+  }
+  return text;
+}
+
+asio::awaitable<outcome> user_add(call c) {
+  arguments a("user.add", c,
+              {"name", "uid", "gid", "groups", "home", "shell", "unique", "system", "fullname",
+               "roomnumber", "workphone", "homephone", "other", "createhome", "loginclass",
+               "nologinit", "root", "usergroup"});
+  const std::string name = account_name(a, "user name", a.get("name"));
+  std::optional<std::string> uid = id_argument(a, "uid", false);
+  std::optional<std::string> gid = id_argument(a, "gid", true);
+  std::vector<std::string> groups = group_list(a);
+  std::optional<std::string> home = a.text("home");
+  std::optional<std::string> shell = a.text("shell");
+  const bool unique = a.flag("unique", true);
+  const bool system = a.flag("system", false);
+  const bool createhome = a.flag("createhome", true);
+  const bool nologinit = a.flag("nologinit", false);
+  std::optional<bool> usergroup;
+  if (a.get("usergroup") != nullptr) usergroup = a.flag("usergroup", false);
+  // Salt's _build_gecos: the five fields, trailing empty ones dropped.
+  std::string gecos = gecos_field(a, "fullname") + "," + gecos_field(a, "roomnumber") + "," +
+                      gecos_field(a, "workphone") + "," + gecos_field(a, "homephone") + "," +
+                      gecos_field(a, "other");
+  gecos.erase(gecos.find_last_not_of(',') + 1);  // npos + 1: all empty, erase all
+  refuse(a, "loginclass");
+  refuse(a, "root");
+  if (home && home->empty()) a.fail("home must be a directory path, got ''");
+  if (shell && shell->empty()) a.fail("shell must be a program path, got ''");
+  if (!unique && !uid) a.fail("unique=False needs uid= (it allows a uid that is already used)");
+
+  // Salt: when the user is to be in a group of its own name that already
+  // exists, make it the primary group, or useradd refuses (USERGROUPS_ENAB).
+  // One that does not exist yet is the group useradd creates for the user.
+  if (std::find(groups.begin(), groups.end(), name) != groups.end()) {
+    std::function<bool()> lookup = [name] { return find_group(name).has_value(); };
+    bool exists = co_await on_nss_thread(std::move(lookup));
+    if (!exists) {
+      groups.erase(std::remove(groups.begin(), groups.end(), name), groups.end());
+    } else if (!gid && usergroup != true) {
+      gid = name;
+    }
+  }
+
+  std::vector<std::string> argv = {"useradd"};
+  if (shell) argv.insert(argv.end(), {"-s", *shell});
+  if (uid) argv.insert(argv.end(), {"-u", *uid});
+  if (gid) {
+    argv.insert(argv.end(), {"-g", *gid});
+  } else if (usergroup == true) {
+    argv.push_back("-U");
+  }
+  if (usergroup == false) argv.push_back("-N");
+  if (!groups.empty()) {
+    std::string list;
+    for (const auto& g : groups) list += (list.empty() ? "" : ",") + g;
+    argv.insert(argv.end(), {"-G", list});
+  }
+  argv.push_back(createhome ? "-m" : "-M");
+  if (nologinit) argv.push_back("-l");
+  if (home) argv.insert(argv.end(), {"-d", *home});
+  if (!unique) argv.push_back("-o");
+  if (system) argv.push_back("-r");
+  if (!gecos.empty()) argv.insert(argv.end(), {"-c", gecos});
+  argv.push_back(name);
+  process_result r = co_await run_tool(c.timeout, std::move(argv));
+  if (r.retcode != 0 || r.timed_out) {
+    throw tool_failure("user.add " + name + ": " + tool_error("useradd", r));
+  }
+  co_return outcome{true};
+}
+
+asio::awaitable<outcome> user_delete(call c) {
+  arguments a("user.delete", c, {"name", "remove", "force", "root", "local"});
+  const std::string name = account_name(a, "user name", a.get("name"));
+  const bool remove = a.flag("remove", false);
+  const bool force = a.flag("force", false);
+  refuse(a, "root");
+  refuse(a, "local");
+  std::vector<std::string> argv = {"userdel"};
+  if (remove) argv.push_back("-r");
+  if (force) argv.push_back("-f");
+  argv.push_back(name);
+  process_result r = co_await run_tool(c.timeout, std::move(argv));
+  // Debian's userdel -r exits 12 when the user had no mail spool, after
+  // deleting everything else (Salt treats that as success too).
+  if (r.retcode == 12 && !r.timed_out &&
+      (r.stderr_text.find("var/mail") != std::string::npos ||
+       r.stderr_text.find("var/spool/mail") != std::string::npos)) {
+    co_return outcome{true};
+  }
+  if (r.retcode != 0 || r.timed_out) {
+    throw tool_failure("user.delete " + name + ": " + tool_error("userdel", r));
+  }
+  co_return outcome{true};
+}
+
+asio::awaitable<outcome> group_info(call c) {
+  arguments a("group.info", c, {"name", "root"});
+  const std::string name = lookup_name(a, "group name");
+  refuse(a, "root");
+  std::function<json()> lookup = [name]() -> json {
+    std::optional<group_entry> g = find_group(name);
+    return g ? group_json(*g) : json::object();
+  };
+  json ret = co_await on_nss_thread(std::move(lookup));
+  co_return outcome{std::move(ret)};
+}
+
+asio::awaitable<outcome> group_getent(call c) {
+  arguments a("group.getent", c, {"refresh", "root"});
+  a.flag("refresh", false);  // brine keeps no cache to refresh
+  refuse(a, "root");
+  std::function<json()> list = []() -> json {
+    json out = json::array();
+    for (const auto& g : all_groups()) out.push_back(group_json(g));
+    return out;
+  };
+  json ret = co_await on_nss_thread(std::move(list));
+  co_return outcome{std::move(ret)};
+}
+
+asio::awaitable<outcome> group_add(call c) {
+  arguments a("group.add", c, {"name", "gid", "system", "root", "non_unique", "local"});
+  const std::string name = account_name(a, "group name", a.get("name"));
+  std::optional<std::string> gid = id_argument(a, "gid", false);
+  const bool system = a.flag("system", false);
+  const bool non_unique = a.flag("non_unique", false);
+  refuse(a, "root");
+  refuse(a, "local");
+  std::vector<std::string> argv = {"groupadd"};
+  if (gid) {
+    argv.insert(argv.end(), {"-g", *gid});
+    if (non_unique) argv.push_back("-o");
+  }
+  if (system) argv.push_back("-r");
+  argv.push_back(name);
+  process_result r = co_await run_tool(c.timeout, std::move(argv));
+  if (r.retcode != 0 || r.timed_out) {
+    throw tool_failure("group.add " + name + ": " + tool_error("groupadd", r));
+  }
+  co_return outcome{true};
+}
+
+asio::awaitable<outcome> group_delete(call c) {
+  arguments a("group.delete", c, {"name", "root", "local"});
+  const std::string name = account_name(a, "group name", a.get("name"));
+  refuse(a, "root");
+  refuse(a, "local");
+  std::vector<std::string> argv = {"groupdel", name};
+  process_result r = co_await run_tool(c.timeout, std::move(argv));
+  if (r.retcode != 0 || r.timed_out) {
+    throw tool_failure("group.delete " + name + ": " + tool_error("groupdel", r));
+  }
+  co_return outcome{true};
+}
+
+}  // namespace
+
+void register_user_module(registry& reg) {
+  reg.add("user.info", failures_as_outcomes<user_info>,
+          "user.info NAME: returns the account as {name, passwd, uid, gid, home, shell, "
+          "fullname, roomnumber, workphone, homephone, other, groups (sorted, the primary one "
+          "included)}, or {} when there is no such user.\n"
+          "CLI Example: brine '*' user.info root");
+  reg.add("user.list_users", failures_as_outcomes<list_users>,
+          "user.list_users: returns the sorted names of all users (local and from NSS).\n"
+          "CLI Example: brine '*' user.list_users");
+  reg.add("user.add", failures_as_outcomes<user_add>,
+          "user.add NAME [uid] [gid] [groups] [home] [shell] [unique=True] [system=False] "
+          "[fullname=''] [roomnumber=''] [workphone=''] [homephone=''] [other=''] "
+          "[createhome=True] [nologinit=False] [usergroup=]: creates the user with useradd, "
+          "returns True; fails with useradd's message.\n"
+          "CLI Example: brine '*' user.add alice groups='[\"sudo\"]' fullname='Alice Liddell'");
+  reg.add("user.delete", failures_as_outcomes<user_delete>,
+          "user.delete NAME [remove=False] [force=False]: deletes the user with userdel "
+          "(remove=True deletes the home directory and mail spool too), returns True; fails "
+          "with userdel's message.\n"
+          "CLI Example: brine '*' user.delete alice remove=True");
+  reg.add("group.info", failures_as_outcomes<group_info>,
+          "group.info NAME: returns the group as {name, passwd, gid, members}, or {} when there "
+          "is no such group.\n"
+          "CLI Example: brine '*' group.info sudo");
+  reg.add("group.getent", failures_as_outcomes<group_getent>,
+          "group.getent [refresh=False]: returns every group (local and from NSS) as a list of "
+          "{name, passwd, gid, members}.\n"
+          "CLI Example: brine '*' group.getent");
+  reg.add("group.add", failures_as_outcomes<group_add>,
+          "group.add NAME [gid] [system=False] [non_unique=False]: creates the group with "
+          "groupadd, returns True; fails with groupadd's message.\n"
+          "CLI Example: brine '*' group.add developers 4242");
+  reg.add("group.delete", failures_as_outcomes<group_delete>,
+          "group.delete NAME: deletes the group with groupdel, returns True; fails with "
+          "groupdel's message.\n"
+          "CLI Example: brine '*' group.delete developers");
+}
+
+}  // namespace brine::modules
