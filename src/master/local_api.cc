@@ -1,6 +1,7 @@
 #include "master/local_api.h"
 
 #include <spdlog/spdlog.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +27,17 @@ proto::message api_reply(uint64_t id, json body) {
 }
 
 json error_body(const std::string& message) { return {{"ok", false}, {"error", message}}; }
+
+std::string user_name(long uid) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (uid >= 0 && ::getpwuid_r(static_cast<uid_t>(uid), &pw, buf.data(), buf.size(), &found) == 0 &&
+      found != nullptr) {
+    return found->pw_name;
+  }
+  return "uid " + std::to_string(uid);
+}
 
 }  // namespace
 
@@ -63,7 +75,7 @@ void local_api::listen() {
   path_ = path;  // ours from here on: the destructor removes it
   acceptor_.open(asio::local::stream_protocol(), ec);
   if (!ec) acceptor_.bind(asio::local::stream_protocol::endpoint(path_), ec);
-  if (!ec) ::chmod(path_.c_str(), 0600);
+  if (!ec) ::chmod(path_.c_str(), cfg_.publisher_acl.empty() ? 0600 : 0666);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) throw base::error("cannot listen on " + path_ + ": " + ec.message());
 }
@@ -89,8 +101,10 @@ asio::awaitable<void> local_api::accept_loop() {
     auto executor = socket.get_executor();
     auto stream =
         std::make_unique<net::unix_stream>(std::move(socket), "local uid " + std::to_string(uid));
-    if (uid != static_cast<long>(::geteuid()) && uid != 0) {
-      spdlog::warn("local API: refused a client with uid {} (only uid {} and root may connect)",
+    client who{uid, user_name(uid), uid == static_cast<long>(::geteuid()) || uid == 0};
+    if (!who.privileged && cfg_.publisher_acl.empty()) {
+      spdlog::warn("local API: refused a client with uid {} (only uid {} and root may connect; "
+                   "a publisher_acl in the master config lets other users publish)",
                    uid, ::geteuid());
       stream->close();
       continue;
@@ -100,8 +114,8 @@ asio::awaitable<void> local_api::accept_loop() {
     auto subs = std::make_shared<std::vector<uint64_t>>();
     std::weak_ptr<net::connection> weak = conn;
     conn->start(
-        [this, weak, subs](proto::message&& m) {
-          if (auto c = weak.lock()) on_message(c, std::move(m), subs);
+        [this, weak, subs, who](proto::message&& m) {
+          if (auto c = weak.lock()) on_message(c, who, std::move(m), subs);
         },
         [this, subs](std::error_code, const std::string&) {
           for (uint64_t t : *subs) events_.unsubscribe(t);
@@ -109,8 +123,8 @@ asio::awaitable<void> local_api::accept_loop() {
   }
 }
 
-void local_api::on_message(const std::shared_ptr<net::connection>& c, proto::message&& m,
-                           const subscriptions& subs) {
+void local_api::on_message(const std::shared_ptr<net::connection>& c, const client& who,
+                           proto::message&& m, const subscriptions& subs) {
   if (m.type != msg_type::api_request) {
     c->send({msg_type::error, m.id, {{"message", "local API takes api_request messages only"}}});
     c->close_after_flush();
@@ -119,10 +133,18 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, proto::mes
   std::string op = m.body.value("op", "");
   json reply;
   try {
+    if (!who.privileged && op != "ping" && op != "publish") {
+      spdlog::warn("local API: user {} (uid {}) refused '{}': publisher_acl grants publishing only",
+                   who.user, who.uid, op);
+      c->send(api_reply(m.id, error_body("user " + who.user + " may only publish jobs that the "
+                                         "master's publisher_acl allows ('" + op +
+                                         "' needs root or the master's user)")));
+      return;
+    }
     if (op == "ping") {
       reply = {{"ok", true}, {"fingerprint", identity_.fingerprint()}};
     } else if (op == "publish") {
-      publish(c, m.id, m.body, subs);
+      publish(c, who, m.id, std::move(m.body), subs);
       return;  // publish replies itself
     } else if (op == "events") {
       std::string prefix = m.body.value("prefix", "brine/");
@@ -146,8 +168,11 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, proto::mes
   c->send(api_reply(m.id, std::move(reply)));
 }
 
-void local_api::publish(const std::shared_ptr<net::connection>& c, uint64_t request_id,
-                        const json& body, const subscriptions& subs) {
+void local_api::publish(const std::shared_ptr<net::connection>& c, const client& who,
+                        uint64_t request_id, json body, const subscriptions& subs) {
+  // Who publishes is what the socket says, never what the client claims.
+  body["user"] = who.user;
+  body["restricted"] = !who.privileged;
   std::weak_ptr<net::connection> weak = c;
   jobs_.publish(body, [this, c, weak, request_id, subs](const json& reply) {
     if (reply.value("ok", false)) {

@@ -22,7 +22,9 @@
 namespace brine::master {
 
 // The master's local API: the Unix socket `<sock_dir>/master.sock` (mode
-// 0600; only the master's uid and root may connect) that `brine cmd`,
+// 0600: only the master's uid and root may connect; 0666 when the master
+// config has a publisher_acl, and then other users may publish what it
+// allows them, and nothing else) that `brine cmd`,
 // `brine key` and the other client commands use; see docs/protocol.md for its
 // operations.
 //
@@ -43,12 +45,18 @@ class local_api {
 
  private:
   using subscriptions = std::shared_ptr<std::vector<uint64_t>>;
+  // Who is on the other end, from the socket's peer credentials.
+  struct client {
+    long uid = -1;
+    std::string user;
+    bool privileged = false;  // root or the master's own user
+  };
 
   asio::awaitable<void> accept_loop();
-  void on_message(const std::shared_ptr<net::connection>& c, proto::message&& m,
-                  const subscriptions& subs);
-  void publish(const std::shared_ptr<net::connection>& c, uint64_t request_id,
-               const nlohmann::json& body, const subscriptions& subs);
+  void on_message(const std::shared_ptr<net::connection>& c, const client& who,
+                  proto::message&& m, const subscriptions& subs);
+  void publish(const std::shared_ptr<net::connection>& c, const client& who, uint64_t request_id,
+               nlohmann::json body, const subscriptions& subs);
   nlohmann::json keys(const std::string& op, const nlohmann::json& body);
 
   asio::io_context& io_;

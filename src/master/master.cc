@@ -1,5 +1,7 @@
 #include "master/master.h"
 
+#include <sys/stat.h>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -44,8 +46,11 @@ master::master(base::master_config cfg)
       returns_(*store_, events_),
       deliveries_(sessions_, *store_, events_),
       jobs_(io_, cfg_, keys_, cache_, deliveries_, *store_, events_),
+      pillar_(cfg_, jobs_.nodegroups(), cache_),
       api_(io_, cfg_, identity_, keys_, sessions_, deliveries_, jobs_, events_, cache_) {
   base::ensure_dir(cfg_.sock_dir, 0700, "sock_dir");
+  // Other users reach the socket only when a publisher_acl lets them in.
+  if (!cfg_.publisher_acl.empty()) ::chmod(cfg_.sock_dir.c_str(), 0755);
   sessions_.listen();
   api_.listen();
   sessions_.set_handlers({
@@ -72,8 +77,13 @@ void master::on_minion_message(const std::shared_ptr<session>& s, proto::message
         return;
       }
       cache_.set_grains(s->id, std::move(*g));
+      // Its pillar follows its grains (the top file targets by them).
+      pillar_.serve(s, false);
       return;
     }
+    case proto::msg_type::pillar_request:
+      pillar_.serve(s, true);
+      return;
     case proto::msg_type::job_return:
       deliveries_.on_acknowledged(s->id, jid);
       returns_.on_return(s, std::move(m));

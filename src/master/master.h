@@ -11,6 +11,7 @@
 #include "master/local_api.h"
 #include "master/minion_cache.h"
 #include "master/minion_sessions.h"
+#include "master/pillar_service.h"
 #include "master/publisher.h"
 #include "master/returns.h"
 #include "master/store_worker.h"
@@ -55,6 +56,7 @@ class master {
   returns returns_;
   delivery deliveries_;
   publisher jobs_;
+  pillar_service pillar_;
   local_api api_;
   std::atomic<bool> stopping_{false};
 };

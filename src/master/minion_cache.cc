@@ -33,6 +33,17 @@ void minion_cache::set_grains(const std::string& id, nlohmann::json grains) {
   d.grains = *v;
 }
 
+void minion_cache::set_pillar(const std::string& id, value pillar) {
+  {
+    std::unique_lock lock(mu_);
+    entries_[id].pillar = pillar;
+  }
+  std::lock_guard lock(dirty_mu_);
+  auto& d = dirty_[id];
+  d.id = id;
+  d.pillar = *pillar;
+}
+
 void minion_cache::seen(const std::string& id, int64_t when) {
   std::lock_guard lock(dirty_mu_);
   auto& d = dirty_[id];

@@ -35,6 +35,8 @@ class minion_cache {
   // What the store held at start.
   void load(std::vector<store::minion_data_record> rows);
   void set_grains(const std::string& id, nlohmann::json grains);
+  // Kept for pillar targets, and in the store (never logged).
+  void set_pillar(const std::string& id, value pillar);
   // The minion connected or went away now.
   void seen(const std::string& id, int64_t when);
   // Its key was deleted: its data goes, here and in the store.

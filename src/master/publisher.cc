@@ -1,5 +1,7 @@
 #include "master/publisher.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <asio/post.hpp>
 #include <cmath>
@@ -43,7 +45,13 @@ publisher::publisher(asio::io_context& io, const base::master_config& cfg,
       cache_(cache),
       deliveries_(deliveries),
       store_(store),
-      events_(events) {
+      events_(events),
+      acl_(nlohmann::json::object()) {
+  try {
+    acl_ = publisher_acl(cfg_.publisher_acl);
+  } catch (const std::exception& e) {
+    throw base::error("config " + cfg_.source + ": " + e.what());
+  }
   try {
     nodegroups_ = target::nodegroups_from_json(cfg_.nodegroups);
     // A nodegroup that cannot be expanded (a cycle, a bad term) is a
@@ -132,6 +140,13 @@ void publisher::publish(const json& body, recorded on_recorded) {
     return on_recorded({{"ok", false}, {"error", e.what()}, {"bad_target", true}});
   }
   std::vector<std::string> minions = std::move(matched.minions);
+  if (body.value("restricted", false) && !minions.empty()) {
+    std::string why = acl_.refusal(body.value("user", ""), fun, minions);
+    if (!why.empty()) {
+      spdlog::warn("publish refused: {}", why);
+      return on_recorded(error_body(why));
+    }
+  }
   if (minions.empty()) {
     return on_recorded(
         error_body("No minions matched the target. No command was sent, no jid was assigned."));

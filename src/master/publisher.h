@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/config.h"
+#include "master/acl.h"
 #include "master/delivery.h"
 #include "master/event_bus.h"
 #include "master/jid.h"
@@ -49,6 +50,9 @@ class publisher {
   // when absent).
   void publish(const nlohmann::json& body, recorded on_recorded);
 
+  // The master's nodegroups, parsed.
+  const target::nodegroups& nodegroups() const { return nodegroups_; }
+
   // The publish frame of a recorded job (also for jobs reloaded after a
   // restart).
   static net::frame_ptr frame_of(const store::job_record& job);
@@ -59,6 +63,7 @@ class publisher {
   pki::key_registry& keys_;
   minion_cache& cache_;
   target::nodegroups nodegroups_;
+  publisher_acl acl_;
   delivery& deliveries_;
   store_worker& store_;
   event_bus& events_;

@@ -531,8 +531,12 @@ void agent::on_publish(const std::shared_ptr<net::connection>& conn, proto::mess
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count()};
   auto signal = deps_.jobs->add(std::move(info), strand);
+  // The signal outlives the coroutine its slot is bound to: the completion
+  // handler holds it (the table lets go when the job ends).
   asio::co_spawn(strand, run_job(shared_from_this(), std::move(m)),
-                 asio::bind_cancellation_slot(signal->slot(), net::logged("job")));
+                 asio::bind_cancellation_slot(signal->slot(), [signal](std::exception_ptr e) {
+                   net::log_exception("job", e);
+                 }));
 }
 
 bool agent::send(const net::frame_ptr& frame) {

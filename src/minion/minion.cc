@@ -136,8 +136,11 @@ bool minion::targeted(const nlohmann::json& publish) const {
   auto grains = context_->grains();
   try {
     auto e = target::expression::parse(publish.value("tgt", ""), *kind);
-    // Greedy for what this minion lacks (its pillar, until it has one).
-    return e.matches(cfg_.id, {grains.get(), nullptr}, true);
+    // Its own grains and pillar decide; greedy only for a pillar it has not
+    // received yet.
+    auto pillar = context_->pillar();
+    bool have_pillar = pillar && !pillar->empty();
+    return e.matches(cfg_.id, {grains.get(), have_pillar ? pillar.get() : nullptr}, true);
   } catch (const std::exception&) {
     return true;  // N@ inside a compound: the master decided
   }

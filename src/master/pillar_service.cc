@@ -1,0 +1,65 @@
+#include "master/pillar_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include "base/error.h"
+#include "net/connection.h"
+
+namespace brine::master {
+
+pillar_service::pillar_service(const base::master_config& cfg, const target::nodegroups& groups,
+                               minion_cache& cache)
+    : cfg_(cfg), cache_(cache) {
+  options_.roots = cfg.pillar_roots;
+  options_.merging_strategy = cfg.pillar_source_merging_strategy;
+  options_.merge_lists = cfg.pillar_merge_lists;
+  if (!cfg.pillarenv.empty()) options_.pillarenv = cfg.pillarenv;
+  options_.groups = groups;
+  try {
+    compiler_ = std::make_shared<const pillar::compiler>(pillar::compiler::load(options_));
+  } catch (const std::exception& e) {
+    throw base::error("config " + cfg.source + ": pillar: " + e.what());
+  }
+  loaded_ = std::chrono::steady_clock::now();
+}
+
+std::shared_ptr<const pillar::compiler> pillar_service::current(bool reload) {
+  auto asked = std::chrono::steady_clock::now();
+  std::lock_guard lock(mu_);
+  // A read that started after this request sees the files as they were
+  // asked for: thousands of minions refreshing at once share one read.
+  if (reload && loaded_ < asked) {
+    auto started = std::chrono::steady_clock::now();
+    try {
+      compiler_ = std::make_shared<const pillar::compiler>(pillar::compiler::load(options_));
+    } catch (const std::exception& e) {
+      spdlog::error("pillar: cannot read the pillar tree again ({}); serving the last one",
+                    e.what());
+    }
+    loaded_ = started;
+  }
+  return compiler_;
+}
+
+void pillar_service::serve(const std::shared_ptr<session>& s, bool reload) {
+  auto compiler = current(reload);
+  auto grains = cache_.grains(s->id);
+  auto result = compiler->compile_shared(s->id, grains.get());
+  minion_cache::value pillar;
+  if (result->errors.empty()) {
+    // Shares the compiled result: minions that match alike hold one copy.
+    pillar = minion_cache::value(result, &result->pillar);
+  } else {
+    // Salt hands the errors to the minion under _errors; their text names
+    // files and lines, never pillar values.
+    auto with_errors = std::make_shared<nlohmann::json>(result->pillar);
+    (*with_errors)["_errors"] = result->errors;
+    pillar = std::move(with_errors);
+    spdlog::warn("pillar of minion {}: {} error(s), the first: {}", s->id, result->errors.size(),
+                 result->errors.front());
+  }
+  cache_.set_pillar(s->id, pillar);
+  s->conn->send(net::make_frame({proto::msg_type::pillar, 0, {{"pillar", *pillar}}}));
+}
+
+}  // namespace brine::master

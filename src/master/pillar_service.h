@@ -1,0 +1,46 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/config.h"
+#include "master/minion_cache.h"
+#include "master/minion_sessions.h"
+#include "pillar/pillar.h"
+
+namespace brine::master {
+
+// Pillar: compiled on the master for one minion from its cached grains and
+// sent to that minion alone over its own connection (never broadcast, never
+// logged), and kept in the minion data cache for pillar targets (I@, J@).
+// A minion gets its pillar when its grains arrive and when it asks
+// (saltutil.refresh_pillar); the tree on disk is read again for a request
+// unless a read started after it arrived.
+//
+// Threading: every method is safe from any thread.
+class pillar_service {
+ public:
+  // Throws base::error for bad pillar options in `cfg`.
+  pillar_service(const base::master_config& cfg, const target::nodegroups& groups,
+                 minion_cache& cache);
+
+  // Compiles the pillar of the minion of `s` and sends it. `reload`: read the
+  // tree again first.
+  void serve(const std::shared_ptr<session>& s, bool reload);
+
+ private:
+  std::shared_ptr<const pillar::compiler> current(bool reload);
+
+  const base::master_config& cfg_;
+  pillar::options options_;
+  minion_cache& cache_;
+  std::mutex mu_;
+  std::shared_ptr<const pillar::compiler> compiler_;
+  std::chrono::steady_clock::time_point loaded_;
+};
+
+}  // namespace brine::master

@@ -1,0 +1,77 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "target/target.h"
+
+// Salt's pillar compiler (3006) for YAML pillar in pillar_roots: top files,
+// sls files, include, merging. See README.md for what is matched and what
+// is left out.
+namespace brine::pillar {
+
+// Salt's pillar_source_merging_strategy. aggregate is yamlex's merge; without
+// yamlex's !aggregate tags (brine has no yamlex renderer) it gives what
+// overwrite gives, and so it is that here.
+enum class strategy { smart, recurse, aggregate, overwrite, none };
+
+// "smart", "recurse", … as Salt spells them; nullopt for anything else.
+std::optional<strategy> parse_strategy(std::string_view name);
+
+struct options {
+  // pillar_roots: environment -> directories, searched in order.
+  std::map<std::string, std::vector<std::string>> roots = {{"base", {"/srv/pillar"}}};
+  // pillar_source_merging_strategy, checked by compiler::load.
+  std::string merging_strategy = "smart";
+  bool merge_lists = false;              // pillar_merge_lists
+  std::optional<std::string> pillarenv;  // only this environment's top file and sls
+  target::nodegroups groups;             // the master's nodegroups, for N@ and match: nodegroup
+  std::string state_top = "top.sls";     // state_top: the top file's name in each environment
+};
+
+// A pillar tree loaded once: every top file read and merged, every sls file
+// it can reach (through the top files and include) read and parsed, target
+// expressions parsed, sls globs expanded. compile() then only matches targets
+// and merges parsed data, and minions that match the same targets share one
+// result (kept in a bounded cache). Immutable after load() but for that
+// cache; copies share their state; compile() may run on any number of
+// threads at once. A changed tree on disk needs a new load().
+class compiler {
+ public:
+  // Throws base::error for bad options only (an unknown merging strategy, a
+  // pillarenv that pillar_roots does not define). Broken files, missing sls
+  // and bad targets become errors in every compile() that meets them, as
+  // Salt reports them in the pillar's `_errors`.
+  static compiler load(options o);
+
+  struct result {
+    nlohmann::json pillar;            // always an object
+    std::vector<std::string> errors;  // Salt's _errors, in Salt's order; empty when clean
+  };
+
+  // The pillar of minion `id`. `grains`: its cached grains, or null when none
+  // are cached; the top file's targets are matched against them as Salt
+  // matches a minion against its own grains when it compiles its pillar, so
+  // with null grains a grain or ipcidr term does not match (Salt: grains {}).
+  // Pillar terms (I@, match: pillar) never match: Salt matches them against
+  // the master's own opts["pillar"], which is empty.
+  result compile(std::string_view id, const nlohmann::json* grains) const;
+
+  // compile() without the copy: minions that match the same targets get the
+  // same object (a master caching 100k pillars keeps one per distinct set).
+  std::shared_ptr<const result> compile_shared(std::string_view id,
+                                               const nlohmann::json* grains) const;
+
+  struct tree;  // internal
+
+ private:
+  explicit compiler(std::shared_ptr<const tree> t) : t_(std::move(t)) {}
+  std::shared_ptr<const tree> t_;
+};
+
+}  // namespace brine::pillar
