@@ -67,16 +67,28 @@ nlohmann::json api_client::request(const std::string& op, nlohmann::json body,
   send({proto::msg_type::api_request, last_id_, std::move(body)});
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    auto m = next(deadline);
+    auto m = read(deadline);  // not next(): what is pending is not the reply
     if (!m) throw base::error("the master did not answer '" + op + "' in time");
     if (m->type == proto::msg_type::api_reply && m->id == last_id_) return std::move(m->body);
     if (m->type == proto::msg_type::error) {
       throw base::error("the master refused the request: " + m->body.value("message", "?"));
     }
+    // An event of an earlier request (a job's returns while the next batch
+    // is published): kept for next().
+    pending_.push_back(std::move(*m));
   }
 }
 
 std::optional<proto::message> api_client::next(std::chrono::steady_clock::time_point deadline) {
+  if (!pending_.empty()) {
+    proto::message first = std::move(pending_.front());
+    pending_.pop_front();
+    return first;
+  }
+  return read(deadline);
+}
+
+std::optional<proto::message> api_client::read(std::chrono::steady_clock::time_point deadline) {
   proto::message m;
   for (;;) {
     auto st = decoder_.next(m);

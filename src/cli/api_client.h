@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <optional>
 #include <string>
 
@@ -25,19 +26,22 @@ class api_client {
   // Sends a request and returns its api_reply body. Throws base::error.
   nlohmann::json request(const std::string& op, nlohmann::json body,
                          std::chrono::milliseconds timeout = std::chrono::seconds(30));
-  // The next message for the request, waiting until `deadline`; nullopt when
-  // it passed. Throws base::error when the master goes away.
+  // The next message (for any request), waiting until `deadline`; nullopt
+  // when it passed. Throws base::error when the master goes away.
   std::optional<proto::message> next(std::chrono::steady_clock::time_point deadline);
 
  private:
   api_client(int fd, std::string path);
   void send(const proto::message& m);
+  // The next message from the socket (pending_ aside).
+  std::optional<proto::message> read(std::chrono::steady_clock::time_point deadline);
 
   int fd_ = -1;
   std::string path_;
   uint64_t next_id_ = 1;
   uint64_t last_id_ = 0;
   proto::frame_decoder decoder_{64 * 1024 * 1024};
+  std::deque<proto::message> pending_;  // arrived while request() waited
 };
 
 }  // namespace brine::cli

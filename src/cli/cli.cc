@@ -105,9 +105,19 @@ int run(int argc, char** argv) {
   cmd_cmd->add_option("-t,--timeout", cmd.timeout, "Seconds to wait for returns")
       ->default_val(5)
       ->check(CLI::PositiveNumber);
-  cmd_cmd->add_option("--out", cmd.out, "Output format")
+  cmd_cmd->add_option("--out", cmd.out, "Output format: nested, json, yaml, raw, txt")
       ->default_val("nested")
-      ->check(CLI::IsMember({"nested", "json"}));
+      ->check(CLI::IsMember({"nested", "json", "yaml", "raw", "txt"}));
+  cmd_cmd->add_flag("--static", cmd.static_out,
+                    "Print every return at the end, sorted by minion id");
+  cmd_cmd->add_flag("--hide-timeout", cmd.hide_timeout,
+                    "No lines for minions that did not return (the exit status still says so)");
+  cmd_cmd->add_flag("--show-jid", cmd.show_jid, "Print the job id first");
+  cmd_cmd->add_option("-b,--batch,--batch-size", cmd.batch,
+                      "Run on N minions (or N%) at a time, a sliding window");
+  cmd_cmd->add_option("--batch-wait", cmd.batch_wait,
+                      "Seconds to wait after a minion returns before its slot takes the next")
+      ->check(CLI::NonNegativeNumber);
   // Salt's target flags: at most one.
   struct target_flag {
     const char* flags;
@@ -154,19 +164,28 @@ int run(int argc, char** argv) {
   job_cmd->fallthrough();
   auto* job_list = job_cmd->add_subcommand("list", "One line per job, newest first");
   job_list->add_option("--limit", job.limit, "At most this many jobs")->default_val(1000);
+  job_list->add_option("--function", job.function, "Only jobs of functions matching this glob");
+  job_list->add_option("--target", job.target, "Only jobs whose target matches this glob");
+  auto* job_kill = job_cmd->add_subcommand(
+      "kill", "Stop a running job on its minions (publishes saltutil.kill_job to them)");
+  job_kill->add_option("JID", job.jid, "Job id")->required();
+  job_kill->add_option("-t,--timeout", job.timeout, "Seconds to wait for the minions")
+      ->default_val(5);
   auto* job_show = job_cmd->add_subcommand("show", "A job and its returns");
   job_show->add_option("JID", job.jid, "Job id")->required();
   job_show->add_option("--out", job.out, "Output format")
       ->default_val("nested")
       ->check(CLI::IsMember({"nested", "json"}));
-  for (auto* sub : {job_list, job_show}) sub->fallthrough();
+  for (auto* sub : {job_list, job_show, job_kill}) sub->fallthrough();
 
   std::string event_prefix = "brine/";
   double event_seconds = 0;
   auto* events_cmd = app.add_subcommand("events", "Print the master's events as they happen");
   events_cmd->add_option("-c,--config", config, "Master config file (YAML)")
       ->default_val(k_master_config);
-  events_cmd->add_option("PREFIX", event_prefix, "Only events whose tag starts with this");
+  events_cmd->add_option("--tag,PREFIX", event_prefix, "Only events whose tag starts with this");
+  bool event_json = false;
+  events_cmd->add_flag("--json", event_json, "One JSON object per event: {tag, data}");
   events_cmd->add_option("--seconds", event_seconds, "Stop after this long (default: never)");
 
   masters_options masters;
@@ -283,7 +302,7 @@ int run(int argc, char** argv) {
       for (auto* sub : job_cmd->get_subcommands()) job.action = sub->get_name();
       return job_command(cfg, job);
     }
-    if (events_cmd->parsed()) return events_command(cfg, event_prefix, event_seconds);
+    if (events_cmd->parsed()) return events_command(cfg, event_prefix, event_seconds, event_json);
   } catch (const base::error& e) {
     std::cerr << "brine: " << e.what() << "\n";
     return 1;

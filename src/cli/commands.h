@@ -24,21 +24,30 @@ struct cmd_options {
   std::string fun;
   std::vector<std::string> words;  // ARG and KEY=VALUE
   double timeout = 5;
-  std::string out = "nested";
+  std::string out = "nested";  // nested, json, yaml, raw, txt
   bool async = false;
   bool progress = true;
+  bool static_out = false;     // --static: everything at the end, sorted by id
+  bool hide_timeout = false;   // --hide-timeout: no lines for minions that did not return
+  bool show_jid = false;       // --show-jid
+  std::string batch;           // --batch N or N%: a sliding window of minions
+  double batch_wait = 0;       // --batch-wait: seconds before a freed slot is used
 };
 int cmd_command(const base::master_config& cfg, const cmd_options& o);
 
 struct job_options {
-  std::string action;  // list, show
+  std::string action;  // list, show, kill
   std::string jid;
   std::string out = "nested";
   size_t limit = 1000;
+  std::string function;  // list: a glob over function names
+  std::string target;    // list: a glob over target expressions
+  double timeout = 5;    // kill
 };
 int job_command(const base::master_config& cfg, const job_options& o);
 
-int events_command(const base::master_config& cfg, const std::string& prefix, double seconds);
+int events_command(const base::master_config& cfg, const std::string& prefix, double seconds,
+                   bool json_out);
 
 struct masters_options {
   uint64_t picks = 0;  // draws of the RFC 2782 order to count first choices over

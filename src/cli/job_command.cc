@@ -1,3 +1,5 @@
+#include <fnmatch.h>
+
 #include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -33,7 +35,13 @@ int job_command(const base::master_config& cfg, const job_options& o) {
   }
   auto db = store::open_sqlite(path);
   if (o.action == "list") {
-    for (const auto& j : db->list_jobs(o.limit)) {
+    // Filters over the newest jobs; the limit counts the jobs shown.
+    size_t shown = 0;
+    for (const auto& j : db->list_jobs(o.function.empty() && o.target.empty() ? o.limit : SIZE_MAX)) {
+      if (shown >= o.limit) break;
+      if (!o.function.empty() && ::fnmatch(o.function.c_str(), j.fun.c_str(), 0) != 0) continue;
+      if (!o.target.empty() && ::fnmatch(o.target.c_str(), j.target.c_str(), 0) != 0) continue;
+      ++shown;
       std::cout << j.jid << "  " << utc(j.created) << "  " << j.fun << "  " << j.tgt_type << ":"
                 << j.target << "  " << db->count_returns(j.jid) << "/" << j.minions.size()
                 << " returned";
@@ -44,6 +52,22 @@ int job_command(const base::master_config& cfg, const job_options& o) {
   }
   auto job = db->get_job(o.jid);
   if (!job) throw base::error("no job " + o.jid + " in the job cache " + path);
+  if (o.action == "kill") {
+    // Salt's way: saltutil.kill_job published to the job's minions; each
+    // answers whether it was running it.
+    db.reset();
+    std::string list;
+    for (const auto& id : job->minions) list += (list.empty() ? "" : ",") + id;
+    cmd_options k;
+    k.target = list;
+    k.tgt_type = "list";
+    k.fun = "saltutil.kill_job";
+    k.words = {o.jid};
+    k.timeout = o.timeout;
+    k.out = o.out;
+    k.progress = false;
+    return cmd_command(cfg, k);
+  }
   auto returns = db->get_returns(o.jid);
   std::set<std::string> returned;
   json rets = json::object();

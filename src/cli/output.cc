@@ -3,6 +3,7 @@
 #include "base/yaml_json.h"
 
 #include <cctype>
+#include <cstdio>
 
 #include <yaml-cpp/yaml.h>
 
@@ -59,6 +60,142 @@ void walk(std::string& out, const nlohmann::json& v, int indent) {
 std::string nested(const std::string& id, const nlohmann::json& value) {
   std::string out = id + ":\n";
   walk(out, value, 4);
+  return out;
+}
+
+namespace {
+
+bool needs_quotes(const std::string& s) {
+  if (s.empty()) return true;
+  // A plain scalar that YAML would read as a number, boolean or null, or
+  // that holds characters with a meaning in YAML.
+  auto as_yaml = base::yaml_scalar(s);
+  if (!as_yaml.is_string() || as_yaml.get<std::string>() != s) return true;
+  static const std::string leading = "-?:,[]{}#&*!|>'\"%@` \t";
+  if (leading.find(s.front()) != std::string::npos || s.back() == ' ') return true;
+  return s.find(": ") != std::string::npos || s.find(" #") != std::string::npos ||
+         s.back() == ':' || s.find('\n') != std::string::npos;
+}
+
+std::string quoted(const std::string& s) {
+  if (s.find('\n') == std::string::npos) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
+  }
+  return nlohmann::json(s).dump();  // a JSON string is a YAML double-quoted scalar
+}
+
+std::string yaml_scalar_text(const nlohmann::json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    return needs_quotes(s) ? quoted(s) : s;
+  }
+  return v.dump();
+}
+
+void yaml_walk(std::string& out, const nlohmann::json& v, int indent) {
+  std::string pad(static_cast<size_t>(indent), ' ');
+  if (v.is_object()) {
+    for (const auto& [k, item] : v.items()) {
+      std::string key = needs_quotes(k) ? quoted(k) : k;
+      if (item.is_structured() && !item.empty()) {
+        out += pad + key + ":\n";
+        // PyYAML's block style: a list under a key is not indented further.
+        yaml_walk(out, item, item.is_array() ? indent : indent + 2);
+      } else {
+        out += pad + key + ": " +
+               (item.is_structured() ? (item.is_object() ? "{}" : "[]") : yaml_scalar_text(item)) +
+               "\n";
+      }
+    }
+  } else if (v.is_array()) {
+    for (const auto& item : v) {
+      if (item.is_structured() && !item.empty()) {
+        std::string inner;
+        yaml_walk(inner, item, indent + 2);
+        // The first line of the item goes after the dash.
+        out += pad + "- " + inner.substr(static_cast<size_t>(indent) + 2);
+      } else {
+        out += pad + "- " +
+               (item.is_structured() ? (item.is_object() ? "{}" : "[]") : yaml_scalar_text(item)) +
+               "\n";
+      }
+    }
+  } else {
+    out += pad + yaml_scalar_text(v) + "\n";
+  }
+}
+
+std::string py_string(const std::string& s) {
+  // Python prefers single quotes unless the text holds one and no double.
+  bool single = s.find('\'') == std::string::npos || s.find('"') != std::string::npos;
+  char q = single ? '\'' : '"';
+  std::string out(1, q);
+  for (unsigned char c : s) {
+    if (c == static_cast<unsigned char>(q) || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + q;
+}
+
+}  // namespace
+
+std::string yaml_out(const std::string& id, const nlohmann::json& value) {
+  std::string out;
+  yaml_walk(out, nlohmann::json{{id, value}}, 0);
+  return out;
+}
+
+std::string python_repr(const nlohmann::json& v) {
+  if (v.is_null()) return "None";
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_string()) return py_string(v.get<std::string>());
+  if (v.is_array()) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + python_repr(v[i]);
+    return out + "]";
+  }
+  if (v.is_object()) {
+    std::string out = "{";
+    bool first = true;
+    for (const auto& [k, item] : v.items()) {
+      out += (first ? "" : ", ") + py_string(k) + ": " + python_repr(item);
+      first = false;
+    }
+    return out + "}";
+  }
+  return v.dump();
+}
+
+std::string txt_out(const std::string& id, const nlohmann::json& value) {
+  if (!value.is_string()) return id + ": " + python_repr(value) + "\n";
+  // Python's str.splitlines(): no line after a final newline, none for "".
+  std::string out;
+  const auto& s = value.get_ref<const std::string&>();
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t nl = s.find('\n', start);
+    if (nl == std::string::npos) nl = s.size();
+    out += id + ": " + s.substr(start, nl - start) + "\n";
+    start = nl + 1;
+  }
   return out;
 }
 

@@ -12,6 +12,17 @@ namespace brine::cli {
 // True/False, None for null.
 std::string nested(const std::string& id, const nlohmann::json& value);
 
+// Salt's "yaml" outputter: `id: value` as a YAML document fragment (block
+// style; strings quoted where YAML would read them as something else).
+std::string yaml_out(const std::string& id, const nlohmann::json& value);
+
+// Python's repr() of a value as Salt's "raw" outputter prints it: {'id': value}.
+std::string python_repr(const nlohmann::json& value);
+
+// Salt's "txt" outputter: `id: line` for each line of a string, else
+// `id: repr(value)`.
+std::string txt_out(const std::string& id, const nlohmann::json& value);
+
 // A command-line argument as Salt reads it: YAML, so "1" is an integer,
 // "true" a boolean, "{a: 1}" a map, and anything else the string itself.
 nlohmann::json parse_arg(const std::string& text);

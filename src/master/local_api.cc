@@ -133,7 +133,7 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, const clie
   std::string op = m.body.value("op", "");
   json reply;
   try {
-    if (!who.privileged && op != "ping" && op != "publish") {
+    if (!who.privileged && op != "ping" && op != "publish" && op != "resolve") {
       spdlog::warn("local API: user {} (uid {}) refused '{}': publisher_acl grants publishing only",
                    who.user, who.uid, op);
       c->send(api_reply(m.id, error_body("user " + who.user + " may only publish jobs that the "
@@ -157,6 +157,26 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, const clie
             }
           }));
       reply = {{"ok", true}};
+    } else if (op == "resolve") {
+      // What a publish would target now, and which of those are connected
+      // (brine cmd --batch publishes to them a window at a time).
+      std::string delimiter = m.body.value("delimiter", ":");
+      target::match_result matched;
+      try {
+        matched = jobs_.resolve(m.body.value("target", ""), m.body.value("tgt_type", "glob"),
+                                delimiter.empty() ? ':' : delimiter.front());
+      } catch (const std::exception& e) {
+        c->send(api_reply(m.id, {{"ok", false}, {"error", e.what()}, {"bad_target", true}}));
+        return;
+      }
+      json connected = json::array();
+      for (const auto& id : matched.minions) {
+        if (sessions_.find_accepted(id)) connected.push_back(id);
+      }
+      reply = {{"ok", true},
+               {"minions", matched.minions},
+               {"missing", matched.missing},
+               {"connected", connected}};
     } else if (op.rfind("key_", 0) == 0) {
       reply = keys(op, m.body);
     } else {

@@ -283,9 +283,11 @@ void minion_sessions::admit(asio::any_io_executor executor, std::unique_ptr<net:
 }
 
 void minion_sessions::authenticate(const session_ptr& s, key_state state, uint64_t request_id) {
-  s->conn->send({msg_type::auth_reply,
-                 request_id,
-                 {{"status", store::to_string(state)}, {"message", auth_message(state)}}});
+  auto reply = [&] {
+    s->conn->send({msg_type::auth_reply,
+                   request_id,
+                   {{"status", store::to_string(state)}, {"message", auth_message(state)}}});
+  };
   if (state == key_state::accepted || state == key_state::pending) {
     session_ptr old;
     {
@@ -294,6 +296,9 @@ void minion_sessions::authenticate(const session_ptr& s, key_state state, uint64
       if (slot != s) old = std::exchange(slot, s);
       s->accepted = state == key_state::accepted;
     }
+    // Accepted before the minion hears it: its first messages (grains) may
+    // be read on another thread the moment the reply is out.
+    reply();
     if (old) {
       spdlog::info("minion {} reconnected from {}; closing its previous connection {}", s->id,
                    s->conn->peer(), old->conn->peer());
@@ -313,6 +318,7 @@ void minion_sessions::authenticate(const session_ptr& s, key_state state, uint64
     }
     return;
   }
+  reply();
   spdlog::warn("minion {} at {} refused: {}", s->id, s->conn->peer(), auth_message(state));
   s->conn->close_after_flush();
 }

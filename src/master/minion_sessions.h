@@ -22,14 +22,15 @@
 namespace brine::master {
 
 // One minion connection. `id`, `fingerprint` and `pubkey` come from the
-// authenticated key and never change; `accepted` is set on the session's
-// strand under minion_sessions' lock.
+// authenticated key and never change; `accepted` is set under
+// minion_sessions' lock, from the session's strand or from a key operation
+// of the local API, and read on the session's strand: atomic.
 struct session {
   std::string id;
   std::string fingerprint;
   std::string pubkey;
   std::shared_ptr<net::connection> conn;
-  bool accepted = false;
+  std::atomic<bool> accepted{false};
   // The minion connected only to deliver returns it owes this master (a
   // failover minion serving another master): no jobs go to it, and it does
   // not count as connected.

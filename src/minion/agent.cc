@@ -457,9 +457,6 @@ void agent::on_message(proto::message&& m) {
                      cfg_.id, address_);
       }
       return;
-    case msg_type::kill_job:
-      if (deps_.jobs) deps_.jobs->kill(m.body.value("jid", ""));
-      return;
     default:
       spdlog::warn("minion {}: master sent unexpected {}; ignored", cfg_.id,
                    proto::to_string(m.type));

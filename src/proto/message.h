@@ -23,7 +23,6 @@ enum class msg_type : uint16_t {
   grains = 11,       // minion → master: {grains}: its grains, after each acceptance and refresh
   pillar = 12,       // master → minion: {pillar}: compiled for it alone, never broadcast
   pillar_request = 13,  // minion → master: {}: compile my pillar again and send it
-  kill_job = 14,     // master → minion: {jid}: stop that job (its return says it was killed)
   // Local API (Unix socket, CLI ↔ master).
   api_request = 100,  // {op, ...}
   api_reply = 101,    // {ok, error?, ...}
