@@ -188,6 +188,24 @@ int run(int argc, char** argv) {
   events_cmd->add_flag("--json", event_json, "One JSON object per event: {tag, data}");
   events_cmd->add_option("--seconds", event_seconds, "Stop after this long (default: never)");
 
+  call_options call;
+  std::vector<std::string> call_words;
+  std::string call_config = k_minion_config;
+  auto* call_cmd = app.add_subcommand(
+      "call", "Run a function on this host with the minion's identity, grains and pillar "
+              "(salt-call)");
+  call_cmd->add_option("-c,--config", call_config, "Minion config file (YAML)")
+      ->default_val(k_minion_config);
+  call_cmd->add_flag("--local", call.local,
+                     "Masterless: pillar compiled here from the minion config's pillar_roots");
+  call_cmd->add_option("--out", call.out, "Output format: nested, json, yaml, raw, txt")
+      ->default_val("nested")
+      ->check(CLI::IsMember({"nested", "json", "yaml", "raw", "txt"}));
+  call_cmd->add_option("FUN ARG", call_words,
+                       "The function (e.g. grains.items), then its arguments: ARG or KEY=VALUE")
+      ->required()
+      ->expected(1, -1);
+
   masters_options masters;
   std::string minion_config = k_minion_config;
   auto* masters_cmd = app.add_subcommand(
@@ -271,6 +289,11 @@ int run(int argc, char** argv) {
       swarm_opts.source_addresses = split(swarm_sources);
       swarm_opts.masters = split(swarm_masters);
       return swarm::run_swarm(swarm_opts);
+    }
+    if (call_cmd->parsed()) {
+      call.fun = call_words[0];
+      call.words.assign(call_words.begin() + 1, call_words.end());
+      return call_command(base::load_minion_config(call_config), call);
     }
     if (masters_cmd->parsed()) {
       return masters_command(base::load_minion_config(minion_config), masters);

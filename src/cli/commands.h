@@ -46,6 +46,14 @@ struct job_options {
 };
 int job_command(const base::master_config& cfg, const job_options& o);
 
+struct call_options {
+  std::string fun;
+  std::vector<std::string> words;  // ARG and KEY=VALUE
+  bool local = false;              // masterless: pillar from the minion's pillar_roots
+  std::string out = "nested";
+};
+int call_command(const base::minion_config& cfg, const call_options& o);
+
 int events_command(const base::master_config& cfg, const std::string& prefix, double seconds,
                    bool json_out);
 

@@ -13,6 +13,10 @@
 
 namespace brine::minion {
 
+std::string pillar_cache_path(const base::minion_config& cfg) {
+  return cfg.cachedir + "/pillar.json";
+}
+
 nlohmann::json opts_of(const base::minion_config& cfg) {
   nlohmann::json masters = nlohmann::json::array();
   for (const auto& m : cfg.masters) masters.push_back(m.text());

@@ -59,6 +59,10 @@ class context : public modules::minion_context {
   std::shared_ptr<const nlohmann::json> pillar_;
 };
 
+// Where the daemon keeps the pillar its master sent (mode 0600), for brine
+// call: <cachedir>/pillar.json.
+std::string pillar_cache_path(const base::minion_config& cfg);
+
 // The minion's options as Salt's `opts` names them (config.get reads them).
 nlohmann::json opts_of(const base::minion_config& cfg);
 

@@ -1,6 +1,10 @@
 #include "minion/minion.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include <algorithm>
 #include <asio/co_spawn.hpp>
@@ -106,6 +110,7 @@ minion::minion(base::minion_config cfg)
   link.targeted = [this](const nlohmann::json& publish) { return targeted(publish); };
   link.on_pillar = [this](nlohmann::json pillar) {
     spdlog::debug("minion {}: pillar received ({} keys)", cfg_.id, pillar.size());
+    keep_pillar(pillar);
     context_->set_pillar(std::move(pillar));
   };
   link.context = context_.get();
@@ -119,6 +124,26 @@ minion::minion(base::minion_config cfg)
                          masters_->stop();
                          io_.stop();
                        }});
+}
+
+void minion::keep_pillar(const nlohmann::json& pillar) {
+  // For brine call; pillar holds secrets: 0600, written whole, then renamed.
+  std::string path = pillar_cache_path(cfg_);
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    spdlog::warn("minion {}: cannot keep the pillar in {}: {}", cfg_.id, path,
+                 std::strerror(errno));
+    return;
+  }
+  std::string text = pillar.dump();
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ok = ::close(fd) == 0 && ok;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    spdlog::warn("minion {}: cannot keep the pillar in {}: {}", cfg_.id, path,
+                 std::strerror(errno));
+    ::unlink(tmp.c_str());
+  }
 }
 
 net::frame_ptr minion::grains_message(const std::shared_ptr<const nlohmann::json>& grains) {

@@ -35,6 +35,7 @@ class minion {
  private:
   bool trust_master(EVP_PKEY* key, const std::string& where);
   // The message every master gets on acceptance and after a refresh.
+  void keep_pillar(const nlohmann::json& pillar);
   static net::frame_ptr grains_message(const std::shared_ptr<const nlohmann::json>& grains);
   asio::awaitable<void> trim_when_idle();
 

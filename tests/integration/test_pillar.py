@@ -134,6 +134,54 @@ class Pillar(unittest.TestCase):
                      "web1's pillar restored")
 
 
+    def test_brine_call_uses_the_pillar_the_master_compiled(self):
+        conf = os.path.join(self.c.minion_dir("web1"), "minion.conf")
+        cache = os.path.join(self.c.minion_dir("web1"), "cache", "pillar.json")
+        wait_for(lambda: os.path.exists(cache), 10, "the pillar kept by web1")
+        self.assertEqual(os.stat(cache).st_mode & 0o777, 0o600)
+        p = subprocess.run([BRINE_BIN, "call", "-c", conf, "--out", "json", "pillar.get",
+                            "web:port"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout), {"local": 80})
+
+
+class Masterless(unittest.TestCase):
+
+    def test_call_local_compiles_pillar_from_the_minion_config(self):
+        c = Cluster(start=False)
+        try:
+            root = c.path("pillar")
+            write_tree(root, TREE)
+            d = c.minion_dir("solo")
+            os.makedirs(d)
+            conf = os.path.join(d, "minion.conf")
+            from harness import write_config
+            write_config(conf, {"id": "db1", "pki_dir": "pki", "cachedir": "cache",
+                                "grains": {"roles": ["db"]}, "pillar_roots": {"base": [root]}})
+
+            def call(*args):
+                p = subprocess.run([BRINE_BIN, "call", "-c", conf, "--local"] + list(args),
+                                   capture_output=True, text=True, timeout=30)
+                return p.returncode, p.stdout, p.stderr
+            rc, out, err = call("--out", "json", "pillar.items")
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(json.loads(out), {"local": {
+                "common": {"ntp": "pool.ntp.org"}, "users": {"alice": {"uid": 1000}},
+                "db": {"password": SECRET}}})
+            rc, out, err = call("grains.get", "roles")
+            self.assertEqual((rc, out), (0, "local:\n    - db\n"), err)
+            rc, out, err = call("--out", "json", "grains.get", "id")
+            self.assertEqual(json.loads(out), {"local": "db1"})
+            # salt-call's exit status is the function's retcode.
+            rc, out, err = call("test.retcode", "7")
+            self.assertEqual(rc, 7)
+            rc, out, err = call("no.such_function")
+            self.assertEqual(rc, 254)
+            self.assertIn("'no.such_function' is not available.", out)
+        finally:
+            c.abort()
+
+
 class MinionModules(unittest.TestCase):
 
     def test_grains_setval_reaches_targeting_and_running_jobs_can_be_killed(self):
