@@ -44,6 +44,42 @@ json return_body(const modules::call& c, const std::string& id, const std::strin
           {"origin", origin}};
 }
 
+// Room a return frame needs beside its `ret` (ids, jid, function, framing).
+constexpr size_t k_return_overhead = 64 * 1024;
+
+// A return that would not fit a frame (max_frame_bytes) would be refused by
+// the master, and re-sent and refused for ever: a text return is cut to fit
+// with a note, anything else is replaced by an error; either way the job is
+// marked failed. Returns the encoded body.
+encoded_return fit_return(json body, size_t max_frame_bytes, const std::string& id) {
+  encoded_return bytes = json::to_msgpack(body);
+  if (bytes.size() + 16 <= max_frame_bytes) return bytes;
+  size_t limit = max_frame_bytes > 2 * k_return_overhead ? max_frame_bytes - k_return_overhead
+                                                         : max_frame_bytes / 2;
+  std::string note = "[brine: the return of " + std::to_string(bytes.size()) +
+                     " bytes exceeds max_frame_bytes (" + std::to_string(max_frame_bytes) +
+                     "); ";
+  json& ret = body["ret"];
+  if (ret.is_string() && limit > note.size() + 128) {
+    std::string& text = ret.get_ref<std::string&>();
+    size_t keep = limit - note.size() - 128;
+    // Cut on a UTF-8 character boundary.
+    while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
+    text.resize(keep);
+    text += "\n" + note + "truncated to its first " + std::to_string(keep) + " bytes]";
+  } else {
+    ret = "ERROR: " + note + "refused; return less, or raise max_frame_bytes on the master "
+          "and the minion]";
+  }
+  body["success"] = false;
+  if (body.value("retcode", 0) == 0) body["retcode"] = 1;
+  spdlog::warn("minion {}: job {}: {}", id, body.value("jid", ""),
+               note + (ret.is_string() && ret.get_ref<const std::string&>().starts_with("ERROR")
+                           ? "refused]"
+                           : "truncated]"));
+  return json::to_msgpack(body);
+}
+
 asio::awaitable<void> save_return(return_spool* s, std::string jid, std::string origin,
                                   const encoded_return* body) {
   s->save(jid, origin, *body);
@@ -575,7 +611,8 @@ asio::awaitable<void> agent::run_job(std::shared_ptr<agent> self, proto::message
   if (a.deps_.jobs) a.deps_.jobs->remove(c.jid);
   // Encoded once: the spool keeps these bytes and the frame carries them.
   spooled_return r{c.jid, a.address_,
-                   json::to_msgpack(return_body(c, a.cfg_.id, a.address_, std::move(out)))};
+                   fit_return(return_body(c, a.cfg_.id, a.address_, std::move(out)),
+                              a.cfg_.max_frame_bytes, a.cfg_.id)};
   try {
     if (a.deps_.spool.blocking() && a.deps_.blocking) {
       co_await asio::co_spawn(*a.deps_.blocking,

@@ -294,6 +294,47 @@ class ConfigErrorTest(ClusterTestCase):
         return lines[0]
 
 
+class BadCallsTest(ClusterTestCase):
+    """Bad calls fail the job with a message; the minion keeps serving."""
+
+    def test_bad_calls_and_a_huge_return(self):
+        import json
+        limit = 1048576
+        c = self.cluster(master_opts={"max_frame_bytes": limit})
+        c.add_accepted_minion("m1", max_frame_bytes=limit)
+        table = [
+            (["no.such_function"], "'no.such_function' is not available."),
+            (["test.sleep"], "test.sleep needs one argument"),
+            (["test.sleep", "soon"], "length must be a number"),
+            (["grains.get", "os", "colour=red"], "unknown keyword argument 'colour'"),
+            (["cmd.run", "true", "runas=nobody"], "unknown keyword argument 'runas'"),
+            (["test.retcode", "1", "2"], "test.retcode takes one argument"),
+        ]
+        for args, message in table:
+            with self.subTest(args=args):
+                rc, out, err = c.brine("cmd", "--out", "json", "-t", "10", "m1", *args)
+                self.assertEqual(rc, 1, out + err)
+                self.assertIn(message, json.loads(out)["m1"])
+        # Three times the frame limit: cut to fit with a note, the job failed,
+        # and the minion answers the next job (no resend loop).
+        rc, out, err = c.brine("cmd", "--out", "json", "-t", "30", "m1", "cmd.run",
+                               "yes | head -c 3000000", timeout=60)
+        self.assertEqual(rc, 1, err)
+        ret = json.loads(out)["m1"]
+        self.assertLess(len(ret), limit)
+        self.assertGreater(len(ret), limit // 2)
+        self.assertRegex(ret, r"\[brine: the return of \d+ bytes exceeds max_frame_bytes "
+                              r"\(1048576\); truncated to its first \d+ bytes\]$")
+        # A structured return that is too big is refused with an error.
+        rc, out, err = c.brine("cmd", "--out", "json", "-t", "30", "m1", "cmd.run_all",
+                               "yes | head -c 3000000", timeout=60)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("refused; return less, or raise max_frame_bytes", json.loads(out)["m1"])
+        rc, out, err = c.brine("cmd", "--out", "json", "-t", "10", "m1", "test.ping")
+        self.assertEqual((rc, json.loads(out)), (0, {"m1": True}), err)
+        self.assertNotIn("exceeds max_frame_bytes", c.master.log())
+
+
 class FilesAndSignalsTest(ClusterTestCase):
 
     def test_local_api_socket_is_private(self):
