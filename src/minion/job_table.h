@@ -13,8 +13,8 @@
 namespace brine::minion {
 
 // The jobs a minion is running now, each with the signal that cancels it:
-// saltutil.running lists them, saltutil.kill_job and the master's kill_job
-// message stop one (its coroutine is cancelled, so its children are killed
+// saltutil.running lists them, saltutil.kill_job (which `brine job kill`
+// publishes) stops one (its coroutine is cancelled, so its children are killed
 // and reaped).
 //
 // Threading: every method is safe from any thread. A job's signal is emitted

@@ -1316,75 +1316,75 @@ void register_file_module(registry& reg) {
   using k = registry::kind;
   reg.add("file.file_exists", now<file_exists>,
           "file.file_exists(path) -> True when path is a regular file (symlinks followed).\n\n"
-          "CLI example: brine '*' file.file_exists /etc/passwd",
+          "CLI example: brine cmd '*' file.file_exists /etc/passwd",
           k::may_block);
   reg.add("file.directory_exists", now<directory_exists>,
           "file.directory_exists(path) -> True when path is a directory (symlinks followed).\n\n"
-          "CLI example: brine '*' file.directory_exists /etc",
+          "CLI example: brine cmd '*' file.directory_exists /etc",
           k::may_block);
   reg.add("file.read", now<read>,
           "file.read(path, binary=False) -> the file's content as text (UTF-8 only).\n\n"
-          "CLI example: brine '*' file.read /etc/hostname",
+          "CLI example: brine cmd '*' file.read /etc/hostname",
           k::may_block);
   reg.add("file.write", now<write>,
           "file.write(path, *args) -> 'Wrote N lines to \"path\"'; replaces the file with one "
           "line per argument.\n\n"
-          "CLI example: brine '*' file.write /tmp/motd 'line one' 'line two'",
+          "CLI example: brine cmd '*' file.write /tmp/motd 'line one' 'line two'",
           k::may_block);
   reg.add("file.append", now<append>,
           "file.append(path, *args) -> 'Wrote N lines to \"path\"'; adds one line per argument "
           "to an existing file.\n\n"
-          "CLI example: brine '*' file.append /etc/motd 'welcome'",
+          "CLI example: brine cmd '*' file.append /etc/motd 'welcome'",
           k::may_block);
   reg.add("file.touch", now<touch>,
           "file.touch(name, atime=None, mtime=None) -> True; creates the file or sets its times "
           "(epoch seconds, now by default).\n\n"
-          "CLI example: brine '*' file.touch /var/log/emptyfile",
+          "CLI example: brine cmd '*' file.touch /var/log/emptyfile",
           k::may_block);
   reg.add("file.remove", now<remove>,
           "file.remove(path) -> True when removed (directories recursively), False when it did "
           "not exist.\n\n"
-          "CLI example: brine '*' file.remove /tmp/foo",
+          "CLI example: brine cmd '*' file.remove /tmp/foo",
           k::may_block);
   reg.add("file.mkdir", now<mkdir>,
           "file.mkdir(dir_path, user=None, group=None, mode=None) -> True; creates the directory "
           "and its missing parents, each with the owner and mode given.\n\n"
-          "CLI example: brine '*' file.mkdir /opt/app/data user=app mode=750",
+          "CLI example: brine cmd '*' file.mkdir /opt/app/data user=app mode=750",
           k::may_block);
   reg.add("file.stats", stats,
           "file.stats(path, hash_type=None, follow_symlinks=True) -> {inode, uid, gid, user, "
           "group, atime, mtime, ctime, size, mode, type, target[, sum]}.\n\n"
-          "CLI example: brine '*' file.stats /etc/passwd hash_type=sha256",
+          "CLI example: brine cmd '*' file.stats /etc/passwd hash_type=sha256",
           k::may_block);
   reg.add("file.get_hash", get_hash,
           "file.get_hash(path, form='sha256', chunk_size=65536) -> the hex digest (md5, sha1, "
           "sha224, sha256, sha384 or sha512).\n\n"
-          "CLI example: brine '*' file.get_hash /etc/shadow form=sha512",
+          "CLI example: brine cmd '*' file.get_hash /etc/shadow form=sha512",
           k::may_block);
   reg.add("file.chmod", now<chmod>,
           "file.chmod(path, mode) -> the new mode, e.g. '0640'.\n\n"
-          "CLI example: brine '*' file.chmod /etc/app.conf 640",
+          "CLI example: brine cmd '*' file.chmod /etc/app.conf 640",
           k::may_block);
   reg.add("file.chown", now<chown>,
           "file.chown(path, user, group) -> None when done; Salt's message (user or group does "
           "not exist, file not found) otherwise.\n\n"
-          "CLI example: brine '*' file.chown /etc/app.conf root root",
+          "CLI example: brine cmd '*' file.chown /etc/app.conf root root",
           k::may_block);
   reg.add("file.symlink", now<symlink>,
           "file.symlink(src, path, force=False, atomic=False) -> True; creates the link path -> "
           "src (force: replaces what is at path, atomically).\n\n"
-          "CLI example: brine '*' file.symlink /opt/app/current /srv/app",
+          "CLI example: brine cmd '*' file.symlink /opt/app/current /srv/app",
           k::may_block);
   reg.add("file.readlink", now<readlink>,
           "file.readlink(path, canonicalize=False) -> the link's target (canonicalize: fully "
           "resolved).\n\n"
-          "CLI example: brine '*' file.readlink /etc/localtime",
+          "CLI example: brine cmd '*' file.readlink /etc/localtime",
           k::may_block);
   reg.add("file.find", find,
           "file.find(path, name=, iname=, regex=, iregex=, type=, maxdepth=, mindepth=, "
           "print='path') -> the sorted list of matching paths (type: letters of b c d f l p s; "
           "at most 100000 entries are examined).\n\n"
-          "CLI example: brine '*' file.find /etc name='*.conf' type=f maxdepth=2",
+          "CLI example: brine cmd '*' file.find /etc name='*.conf' type=f maxdepth=2",
           k::may_block);
   reg.add("file.replace", now<replace>,
           "file.replace(path, pattern, repl, count=0, flags=8, bufsize=1, "
@@ -1392,17 +1392,17 @@ void register_file_module(registry& reg) {
           "backup='.bak', dry_run=False, search_only=False, show_changes=True, "
           "ignore_if_missing=False, preserve_inode=True, backslash_literal=False) -> a unified "
           "diff of the change ('' when none), or True/False when show_changes=False.\n\n"
-          "CLI example: brine '*' file.replace /etc/ssh/sshd_config '^#?PermitRootLogin .*' "
+          "CLI example: brine cmd '*' file.replace /etc/ssh/sshd_config '^#?PermitRootLogin .*' "
           "'PermitRootLogin no'",
           k::may_block);
   reg.add("file.contains", now<contains>,
           "file.contains(path, text) -> True when the file contains text (stripped).\n\n"
-          "CLI example: brine '*' file.contains /etc/hosts localhost",
+          "CLI example: brine cmd '*' file.contains /etc/hosts localhost",
           k::may_block);
   reg.add("file.search", now<search>,
           "file.search(path, pattern, flags=8, bufsize=1, ignore_if_missing=False, "
           "multiline=False) -> True when the pattern matches the file's content.\n\n"
-          "CLI example: brine '*' file.search /etc/crontab 'mymaintenance.sh'",
+          "CLI example: brine cmd '*' file.search /etc/crontab 'mymaintenance.sh'",
           k::may_block);
 }
 

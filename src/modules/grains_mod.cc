@@ -180,32 +180,32 @@ asio::awaitable<outcome> delval(call c) {
 
 void register_grains_module(registry& reg) {
   reg.add("grains.items", items,
-          "grains.items: returns all of the minion's grains.\n\nCLI example: brine '*' "
+          "grains.items: returns all of the minion's grains.\n\nCLI example: brine cmd '*' "
           "grains.items",
           instant);
   reg.add("grains.get", get,
           "grains.get KEY [default=''] [delimiter=':']: the value of a grain; ':' walks into "
-          "nested maps and lists.\n\nCLI example: brine '*' grains.get ip_interfaces:eth0",
+          "nested maps and lists.\n\nCLI example: brine cmd '*' grains.get ip_interfaces:eth0",
           instant);
   reg.add("grains.item", item,
           "grains.item KEY... [default=''] [delimiter=':']: a map of the named grains.\n\nCLI "
-          "example: brine '*' grains.item os osrelease",
+          "example: brine cmd '*' grains.item os osrelease",
           instant);
   reg.add("grains.ls", ls,
-          "grains.ls: the sorted names of the minion's grains.\n\nCLI example: brine '*' grains.ls",
+          "grains.ls: the sorted names of the minion's grains.\n\nCLI example: brine cmd '*' grains.ls",
           instant);
   reg.add("grains.filter_by", filter_by_fn,
           "grains.filter_by LOOKUP_DICT [grain=os_family] [merge=] [default=default] [base=]: "
           "the entry of LOOKUP_DICT whose key (a glob) matches the grain's value.\n\nCLI "
-          "example: brine '*' grains.filter_by '{Debian: apache2, RedHat: httpd}'",
+          "example: brine cmd '*' grains.filter_by '{Debian: apache2, RedHat: httpd}'",
           instant);
   reg.add("grains.setval", setval,
           "grains.setval KEY VAL [destructive=False]: sets a grain in the grains file beside "
           "the minion config and refreshes the grains; returns {KEY: VAL}.\n\nCLI example: "
-          "brine '*' grains.setval role web");
+          "brine cmd '*' grains.setval role web");
   reg.add("grains.delval", delval,
           "grains.delval KEY [destructive=False]: sets the grain to None in the grains file "
-          "(removes it with destructive=True) and refreshes.\n\nCLI example: brine '*' "
+          "(removes it with destructive=True) and refreshes.\n\nCLI example: brine cmd '*' "
           "grains.delval role");
 }
 

@@ -450,28 +450,28 @@ void register_network_module(registry& reg) {
   reg.add("network.interfaces", interfaces,
           "network.interfaces() -> {name: {hwaddr, up, inet: [{address, netmask, broadcast, "
           "label}], inet6: [{address, prefixlen, scope}]}} for every interface.\n\n"
-          "CLI example: brine '*' network.interfaces",
+          "CLI example: brine cmd '*' network.interfaces",
           k::instant);
   reg.add("network.ip_addrs", ip_addrs4,
           "network.ip_addrs(interface=None, include_loopback=False, cidr=None, type=None) -> the "
           "sorted IPv4 addresses (type: 'public' or 'private').\n\n"
-          "CLI example: brine '*' network.ip_addrs cidr=10.0.0.0/8",
+          "CLI example: brine cmd '*' network.ip_addrs cidr=10.0.0.0/8",
           k::instant);
   reg.add("network.ip_addrs6", ip_addrs6,
           "network.ip_addrs6(interface=None, include_loopback=False, cidr=None, type=None) -> the "
           "sorted IPv6 addresses.\n\n"
-          "CLI example: brine '*' network.ip_addrs6 interface=eth0",
+          "CLI example: brine cmd '*' network.ip_addrs6 interface=eth0",
           k::instant);
   reg.add("network.ping", ping,
           "network.ping(host, return_boolean=False, timeout=0) -> ping's output (4 packets), or "
           "True/False with return_boolean.\n\n"
-          "CLI example: brine '*' network.ping archlinux.org return_boolean=True",
+          "CLI example: brine cmd '*' network.ping archlinux.org return_boolean=True",
           k::may_block);
   reg.add("network.connect", connect,
           "network.connect(host, port, proto='tcp', timeout=5, family=None) -> {result, "
           "comment}: whether a connection (tcp) or an answer (udp) was had within timeout "
           "seconds.\n\n"
-          "CLI example: brine '*' network.connect archlinux.org 80 timeout=3",
+          "CLI example: brine cmd '*' network.connect archlinux.org 80 timeout=3",
           k::may_block);
 }
 

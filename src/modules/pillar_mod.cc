@@ -134,18 +134,18 @@ void register_pillar_module(registry& reg) {
   reg.add("pillar.get", get,
           "pillar.get KEY [default=''] [merge=False] [delimiter=':']: a pillar value; ':' walks "
           "into nested maps and lists; with merge, a map default is merged under it.\n\nCLI "
-          "example: brine '*' pillar.get users:alice:uid default=1000",
+          "example: brine cmd '*' pillar.get users:alice:uid default=1000",
           instant);
   reg.add("pillar.item", item,
           "pillar.item KEY... [default='']: a map of the named pillar keys.\n\nCLI example: "
-          "brine '*' pillar.item users apps",
+          "brine cmd '*' pillar.item users apps",
           instant);
   reg.add("pillar.ls", ls,
-          "pillar.ls: the sorted top-level pillar keys.\n\nCLI example: brine '*' pillar.ls",
+          "pillar.ls: the sorted top-level pillar keys.\n\nCLI example: brine cmd '*' pillar.ls",
           instant);
   reg.add("config.get", config_get,
           "config.get KEY [default=''] [delimiter=':'] [merge=recurse|overwrite]: the first of "
-          "the minion's options, grains and pillar that has KEY.\n\nCLI example: brine '*' "
+          "the minion's options, grains and pillar that has KEY.\n\nCLI example: brine cmd '*' "
           "config.get master",
           instant);
 }

@@ -23,6 +23,7 @@
 
 #include "base/error.h"
 #include "modules/args.h"
+#include "modules/arguments.h"
 #include "modules/process.h"
 #include "modules/registry.h"
 
@@ -30,105 +31,6 @@ namespace brine::modules {
 namespace {
 
 using json = nlohmann::json;
-
-// Salt's calling convention, checked: positional arguments fill `params` in
-// order (or, for a function taking *names, are all collected in rest()),
-// keyword arguments go by name, and `__`-prefixed keys are Salt's bookkeeping.
-// A null is Salt's None: the parameter's default. Anything else is refused
-// with a message naming the argument.
-class arguments {
- public:
-  arguments(std::string fun, const call& c, std::vector<std::string> params, bool varargs = false)
-      : fun_(std::move(fun)), params_(std::move(params)) {
-    if (!c.args.is_array() || !c.kwargs.is_object()) {
-      fail("malformed call: args must be a list and kwargs a mapping");
-    }
-    if (varargs) {
-      rest_.assign(c.args.begin(), c.args.end());
-    } else {
-      if (c.args.size() > params_.size()) {
-        fail("takes at most " + std::to_string(params_.size()) + " positional argument(s)" +
-             accepted() + ", got " + std::to_string(c.args.size()));
-      }
-      for (std::size_t i = 0; i < c.args.size(); ++i) values_[params_[i]] = c.args[i];
-    }
-    for (const auto& [key, value] : c.kwargs.items()) {
-      if (key.starts_with("__")) continue;
-      if (std::find(params_.begin(), params_.end(), key) == params_.end()) {
-        fail("unknown keyword argument '" + key + "'" + accepted());
-      }
-      if (values_.contains(key)) fail(key + " was given twice: positionally and as " + key + "=");
-      values_[key] = value;
-    }
-  }
-
-  [[noreturn]] void fail(const std::string& message) const {
-    throw base::error(fun_ + ": " + message);
-  }
-  const std::string& fun() const { return fun_; }
-  const std::vector<json>& rest() const { return rest_; }
-
-  // nullptr when not given or given as null.
-  const json* get(const std::string& name) const {
-    auto it = values_.find(name);
-    return it == values_.end() || it->second.is_null() ? nullptr : &it->second;
-  }
-  // Strings, or numbers as YAML turned them (a version 1.2 arrives as 1.2).
-  std::string text_of(const std::string& what, const json& v) const {
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_number()) return v.dump();
-    fail(what + " must be a string, got " + v.dump());
-  }
-  std::optional<std::string> text(const std::string& name) const {
-    const json* v = get(name);
-    if (v == nullptr) return std::nullopt;
-    return text_of(name, *v);
-  }
-  bool flag(const std::string& name, bool fallback) const {
-    const json* v = get(name);
-    if (v == nullptr) return fallback;
-    if (!v->is_boolean()) fail(name + " must be true or false, got " + v->dump());
-    return v->get<bool>();
-  }
-  // Seconds, >= 0.
-  double seconds(const std::string& name) const {
-    const json* v = get(name);
-    if (v == nullptr) return 0;
-    std::optional<double> s = as_number(*v);
-    if (!s || !(*s >= 0)) fail(name + " must be a number of seconds >= 0, got " + v->dump());
-    return *s;
-  }
-
- private:
-  std::string accepted() const {
-    if (params_.empty()) return " (it takes no keyword arguments)";
-    std::string out = " (accepted: ";
-    for (std::size_t i = 0; i < params_.size(); ++i) out += (i ? ", " : "") + params_[i];
-    return out + ")";
-  }
-
-  std::string fun_;
-  std::vector<std::string> params_;
-  std::map<std::string, json> values_;
-  std::vector<json> rest_;
-};
-
-// A tool that ran and failed: the job fails with this message. Bad arguments
-// are base::error instead, thrown before anything runs.
-class tool_failure : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-template <asio::awaitable<outcome> (*F)(call)>
-asio::awaitable<outcome> failures_as_outcomes(call c) {
-  try {
-    co_return co_await F(std::move(c));
-  } catch (const tool_failure& e) {
-    co_return error_outcome(e.what());
-  }
-}
-
 // What Salt's aptpkg exports so that apt and debconf never ask questions.
 const std::map<std::string, std::string>& apt_env() {
   static const std::map<std::string, std::string> env = {
@@ -813,44 +715,44 @@ void register_pkg_module(registry& reg) {
           "the installed packages as {name: version} (from dpkg-query; several versions are "
           "comma-joined, or a list with versions_as_list=True; removed=True lists packages "
           "removed with their configuration files left).\n"
-          "CLI Example: brine '*' pkg.list_pkgs");
+          "CLI Example: brine cmd '*' pkg.list_pkgs");
   reg.add("pkg.version", failures_as_outcomes<version>,
           "pkg.version NAME [NAME...] [versions_as_list=False]: returns the installed version "
           "of one package as a string ('' when not installed), or {name: version} for several "
           "names or a glob.\n"
-          "CLI Example: brine '*' pkg.version bash");
+          "CLI Example: brine cmd '*' pkg.version bash");
   reg.add("pkg.latest_version", failures_as_outcomes<latest_version>,
           "pkg.latest_version NAME [NAME...] [refresh=True] [show_installed=False] [fromrepo=] "
           "[cache_valid_time=0]: returns the candidate version apt would install, or '' when "
           "the installed version is already the latest (a string for one name, a dict for "
           "several).\n"
-          "CLI Example: brine '*' pkg.latest_version bash refresh=False");
+          "CLI Example: brine cmd '*' pkg.latest_version bash refresh=False");
   reg.add("pkg.install", failures_as_outcomes<install>,
           "pkg.install NAME | pkgs='[\"a\", {\"b\": \"1.2-1\"}]' [version=] [refresh=False] "
           "[fromrepo=] [reinstall=False] [skip_verify=False] [install_recommends=] "
           "[only_upgrade=False] [force_conf_new=False] [downloadonly=False]: installs with "
           "apt-get (non-interactive, keeping changed configuration files), returns "
           "{name: {'old': '', 'new': '1.2-1'}} for every package that changed.\n"
-          "CLI Example: brine '*' pkg.install nginx");
+          "CLI Example: brine cmd '*' pkg.install nginx");
   reg.add("pkg.remove", failures_as_outcomes<remove>,
           "pkg.remove NAME[,NAME...] | pkgs='[\"a\", \"b\"]': removes with apt-get remove "
           "(configuration files stay), returns {name: {'old': '1.2-1', 'new': ''}}.\n"
-          "CLI Example: brine '*' pkg.remove nginx");
+          "CLI Example: brine cmd '*' pkg.remove nginx");
   reg.add("pkg.purge", failures_as_outcomes<purge>,
           "pkg.purge NAME[,NAME...] | pkgs='[\"a\", \"b\"]': removes with apt-get purge, "
           "configuration files too; returns Salt's {'installed': {name: {'old', 'new'}}, "
           "'removed': {...}} (removed: packages whose leftover configuration was purged).\n"
-          "CLI Example: brine '*' pkg.purge nginx");
+          "CLI Example: brine cmd '*' pkg.purge nginx");
   reg.add("pkg.refresh_db", failures_as_outcomes<refresh_db>,
           "pkg.refresh_db [cache_valid_time=0] [failhard=False]: runs apt-get update, returns "
           "{source: True (fetched) | None (already up to date) | False (ignored or failed)}; "
           "failhard=True fails the job when a source failed.\n"
-          "CLI Example: brine '*' pkg.refresh_db");
+          "CLI Example: brine cmd '*' pkg.refresh_db");
   reg.add("pkg.upgrade", failures_as_outcomes<upgrade>,
           "pkg.upgrade [refresh=True] [dist_upgrade=False] [force_conf_new=False] "
           "[download_only=False] [allow_downgrades=False]: upgrades every package with apt-get "
           "upgrade (or dist-upgrade), returns {name: {'old', 'new'}} for what changed.\n"
-          "CLI Example: brine '*' pkg.upgrade dist_upgrade=True");
+          "CLI Example: brine cmd '*' pkg.upgrade dist_upgrade=True");
 }
 
 }  // namespace brine::modules

@@ -21,6 +21,7 @@
 
 #include "base/error.h"
 #include "modules/args.h"
+#include "modules/arguments.h"
 #include "modules/process.h"
 #include "modules/registry.h"
 
@@ -28,104 +29,6 @@ namespace brine::modules {
 namespace {
 
 using json = nlohmann::json;
-
-// Salt's calling convention, checked: positional arguments fill `params` in
-// order (or, for a function taking *names, are all collected in rest()),
-// keyword arguments go by name, and `__`-prefixed keys are Salt's bookkeeping.
-// A null is Salt's None: the parameter's default. Anything else is refused
-// with a message naming the argument.
-class arguments {
- public:
-  arguments(std::string fun, const call& c, std::vector<std::string> params, bool varargs = false)
-      : fun_(std::move(fun)), params_(std::move(params)) {
-    if (!c.args.is_array() || !c.kwargs.is_object()) {
-      fail("malformed call: args must be a list and kwargs a mapping");
-    }
-    if (varargs) {
-      rest_.assign(c.args.begin(), c.args.end());
-    } else {
-      if (c.args.size() > params_.size()) {
-        fail("takes at most " + std::to_string(params_.size()) + " positional argument(s)" +
-             accepted() + ", got " + std::to_string(c.args.size()));
-      }
-      for (std::size_t i = 0; i < c.args.size(); ++i) values_[params_[i]] = c.args[i];
-    }
-    for (const auto& [key, value] : c.kwargs.items()) {
-      if (key.starts_with("__")) continue;
-      if (std::find(params_.begin(), params_.end(), key) == params_.end()) {
-        fail("unknown keyword argument '" + key + "'" + accepted());
-      }
-      if (values_.contains(key)) fail(key + " was given twice: positionally and as " + key + "=");
-      values_[key] = value;
-    }
-  }
-
-  [[noreturn]] void fail(const std::string& message) const {
-    throw base::error(fun_ + ": " + message);
-  }
-  const std::string& fun() const { return fun_; }
-  const std::vector<json>& rest() const { return rest_; }
-
-  // nullptr when not given or given as null.
-  const json* get(const std::string& name) const {
-    auto it = values_.find(name);
-    return it == values_.end() || it->second.is_null() ? nullptr : &it->second;
-  }
-  // Strings, or numbers as YAML turned them (a version 1.2 arrives as 1.2).
-  std::string text_of(const std::string& what, const json& v) const {
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_number()) return v.dump();
-    fail(what + " must be a string, got " + v.dump());
-  }
-  std::optional<std::string> text(const std::string& name) const {
-    const json* v = get(name);
-    if (v == nullptr) return std::nullopt;
-    return text_of(name, *v);
-  }
-  bool flag(const std::string& name, bool fallback) const {
-    const json* v = get(name);
-    if (v == nullptr) return fallback;
-    if (!v->is_boolean()) fail(name + " must be true or false, got " + v->dump());
-    return v->get<bool>();
-  }
-  // Seconds, >= 0.
-  double seconds(const std::string& name) const {
-    const json* v = get(name);
-    if (v == nullptr) return 0;
-    std::optional<double> s = as_number(*v);
-    if (!s || !(*s >= 0)) fail(name + " must be a number of seconds >= 0, got " + v->dump());
-    return *s;
-  }
-
- private:
-  std::string accepted() const {
-    if (params_.empty()) return " (it takes no keyword arguments)";
-    std::string out = " (accepted: ";
-    for (std::size_t i = 0; i < params_.size(); ++i) out += (i ? ", " : "") + params_[i];
-    return out + ")";
-  }
-
-  std::string fun_;
-  std::vector<std::string> params_;
-  std::map<std::string, json> values_;
-  std::vector<json> rest_;
-};
-
-// A command that ran and failed, or a host that cannot run it: the job fails
-// with this message. Bad arguments are base::error instead.
-class tool_failure : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-template <asio::awaitable<outcome> (*F)(call)>
-asio::awaitable<outcome> failures_as_outcomes(call c) {
-  try {
-    co_return co_await F(std::move(c));
-  } catch (const tool_failure& e) {
-    co_return error_outcome(e.what());
-  }
-}
 
 // Salt's __virtual__ test (salt.utils.systemd.booted).
 constexpr const char* k_systemd_marker = "/run/systemd/system";
@@ -395,44 +298,44 @@ void register_service_module(registry& reg) {
           "service.start NAME [no_block=False] [unmask=False] [unmask_runtime=False]: starts the "
           "unit (NAME without a type is NAME.service) with systemctl, returns True; fails with "
           "systemctl's message.\n"
-          "CLI Example: brine '*' service.start nginx");
+          "CLI Example: brine cmd '*' service.start nginx");
   reg.add("service.stop", failures_as_outcomes<stop>,
           "service.stop NAME [no_block=False]: stops the unit with systemctl, returns True; "
           "fails with systemctl's message.\n"
-          "CLI Example: brine '*' service.stop nginx");
+          "CLI Example: brine cmd '*' service.stop nginx");
   reg.add("service.restart", failures_as_outcomes<restart>,
           "service.restart NAME [no_block=False] [unmask=False] [unmask_runtime=False]: restarts "
           "the unit with systemctl, returns True; fails with systemctl's message.\n"
-          "CLI Example: brine '*' service.restart nginx");
+          "CLI Example: brine cmd '*' service.restart nginx");
   reg.add("service.reload", failures_as_outcomes<reload>,
           "service.reload NAME [no_block=False] [unmask=False] [unmask_runtime=False]: reloads "
           "the unit's configuration with systemctl, returns True; fails with systemctl's "
           "message.\n"
-          "CLI Example: brine '*' service.reload nginx");
+          "CLI Example: brine cmd '*' service.reload nginx");
   reg.add("service.status", failures_as_outcomes<status>,
           "service.status NAME [sig]: returns True when the unit is active (systemctl "
           "is-active), False otherwise; a glob NAME returns {service: bool}.\n"
-          "CLI Example: brine '*' service.status nginx");
+          "CLI Example: brine cmd '*' service.status nginx");
   reg.add("service.enable", failures_as_outcomes<enable>,
           "service.enable NAME [no_block=False] [unmask=False] [unmask_runtime=False]: enables "
           "the unit at boot, returns True; fails with systemctl's message.\n"
-          "CLI Example: brine '*' service.enable nginx");
+          "CLI Example: brine cmd '*' service.enable nginx");
   reg.add("service.disable", failures_as_outcomes<disable>,
           "service.disable NAME [no_block=False]: disables the unit at boot, returns True; "
           "fails with systemctl's message.\n"
-          "CLI Example: brine '*' service.disable nginx");
+          "CLI Example: brine cmd '*' service.disable nginx");
   reg.add("service.enabled", failures_as_outcomes<enabled>,
           "service.enabled NAME: returns True when the unit starts at boot (systemctl "
           "is-enabled succeeds: enabled, static, indirect...), False otherwise.\n"
-          "CLI Example: brine '*' service.enabled nginx");
+          "CLI Example: brine cmd '*' service.enabled nginx");
   reg.add("service.available", failures_as_outcomes<available>,
           "service.available NAME: returns True when systemd knows the unit (running or not), "
           "False otherwise.\n"
-          "CLI Example: brine '*' service.available nginx");
+          "CLI Example: brine cmd '*' service.available nginx");
   reg.add("service.get_all", failures_as_outcomes<get_all>,
           "service.get_all: returns the sorted names of all service units (without .service), "
           "from systemctl list-unit-files and list-units.\n"
-          "CLI Example: brine '*' service.get_all");
+          "CLI Example: brine cmd '*' service.get_all");
 }
 
 }  // namespace brine::modules

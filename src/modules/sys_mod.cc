@@ -122,10 +122,10 @@ asio::awaitable<outcome> sync_all(call c) {
 void register_sys_module(registry& reg) {
   reg.add("sys.list_functions", list_functions,
           "sys.list_functions [GLOB...]: the functions this minion has (a module name stands "
-          "for all of its functions).\n\nCLI example: brine '*' sys.list_functions file",
+          "for all of its functions).\n\nCLI example: brine cmd '*' sys.list_functions file",
           instant);
   reg.add("sys.list_modules", list_modules,
-          "sys.list_modules [GLOB...]: the modules this minion has.\n\nCLI example: brine '*' "
+          "sys.list_modules [GLOB...]: the modules this minion has.\n\nCLI example: brine cmd '*' "
           "sys.list_modules",
           instant);
   reg.add("sys.doc", doc,
@@ -134,27 +134,27 @@ void register_sys_module(registry& reg) {
           instant);
   reg.add("saltutil.running", running,
           "saltutil.running: the jobs this minion is running now (jid, fun, arg, started).\n\nCLI "
-          "example: brine '*' saltutil.running",
+          "example: brine cmd '*' saltutil.running",
           instant);
   reg.add("saltutil.find_job", find_job,
           "saltutil.find_job JID: the running job JID, or {} if it is not running.\n\nCLI example: "
-          "brine '*' saltutil.find_job 20261123120000123456",
+          "brine cmd '*' saltutil.find_job 20261123120000123456",
           instant);
   reg.add("saltutil.kill_job", kill_job,
           "saltutil.kill_job JID: stops the running job JID (its processes are killed).\n\nCLI "
-          "example: brine '*' saltutil.kill_job 20261123120000123456",
+          "example: brine cmd '*' saltutil.kill_job 20261123120000123456",
           instant);
   reg.add("saltutil.refresh_grains", refresh_grains,
           "saltutil.refresh_grains: collects the grains again and sends them to the "
-          "masters.\n\nCLI example: brine '*' saltutil.refresh_grains",
+          "masters.\n\nCLI example: brine cmd '*' saltutil.refresh_grains",
           instant);
   reg.add("saltutil.refresh_pillar", refresh_pillar,
           "saltutil.refresh_pillar: asks the masters to compile this minion's pillar "
-          "again.\n\nCLI example: brine '*' saltutil.refresh_pillar",
+          "again.\n\nCLI example: brine cmd '*' saltutil.refresh_pillar",
           instant);
   reg.add("saltutil.sync_all", sync_all,
           "saltutil.sync_all: a no-op kept for Salt's habits: brine's modules are built in, so "
-          "nothing is synced.\n\nCLI example: brine '*' saltutil.sync_all",
+          "nothing is synced.\n\nCLI example: brine cmd '*' saltutil.sync_all",
           instant);
 }
 

@@ -99,7 +99,7 @@ TEST_F(file_mod_test, every_function_is_registered_with_a_cli_example) {
         "file.search"}) {
     ASSERT_NE(reg_.find(fun), nullptr) << fun;
     EXPECT_TRUE(reg_.doc(fun).starts_with(std::string(fun) + "(")) << reg_.doc(fun);
-    EXPECT_CONTAINS(reg_.doc(fun), "\n\nCLI example: brine '*' " + std::string(fun));
+    EXPECT_CONTAINS(reg_.doc(fun), "\n\nCLI example: brine cmd '*' " + std::string(fun));
   }
 }
 

@@ -80,7 +80,7 @@ TEST_F(network_mod_test, every_function_is_registered_with_a_cli_example) {
                           "network.ping", "network.connect"}) {
     ASSERT_NE(reg_.find(fun), nullptr) << fun;
     EXPECT_TRUE(reg_.doc(fun).starts_with(std::string(fun) + "(")) << reg_.doc(fun);
-    EXPECT_CONTAINS(reg_.doc(fun), "\n\nCLI example: brine '*' " + std::string(fun));
+    EXPECT_CONTAINS(reg_.doc(fun), "\n\nCLI example: brine cmd '*' " + std::string(fun));
   }
 }
 

@@ -84,7 +84,7 @@ TEST_F(pkg_mod_test, every_function_is_registered_with_a_cli_example) {
   for (const char* fun : {"pkg.list_pkgs", "pkg.version", "pkg.latest_version", "pkg.install",
                           "pkg.remove", "pkg.purge", "pkg.refresh_db", "pkg.upgrade"}) {
     ASSERT_NE(reg_.find(fun), nullptr) << fun;
-    EXPECT_NE(reg_.doc(fun).find("brine '*' " + std::string(fun)), std::string::npos)
+    EXPECT_NE(reg_.doc(fun).find("brine cmd '*' " + std::string(fun)), std::string::npos)
         << fun << ": " << reg_.doc(fun);
     EXPECT_TRUE(reg_.doc(fun).starts_with(fun)) << reg_.doc(fun);
   }

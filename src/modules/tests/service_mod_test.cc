@@ -68,11 +68,11 @@ TEST_F(service_mod_test, every_function_is_registered_with_a_cli_example) {
   for (const char* fun : k_unit_functions) {
     ASSERT_NE(reg_.find(fun), nullptr) << fun;
     EXPECT_TRUE(reg_.doc(fun).starts_with(fun)) << reg_.doc(fun);
-    EXPECT_NE(reg_.doc(fun).find("brine '*' " + std::string(fun)), std::string::npos)
+    EXPECT_NE(reg_.doc(fun).find("brine cmd '*' " + std::string(fun)), std::string::npos)
         << reg_.doc(fun);
   }
   ASSERT_NE(reg_.find("service.get_all"), nullptr);
-  EXPECT_NE(reg_.doc("service.get_all").find("brine '*' service.get_all"), std::string::npos);
+  EXPECT_NE(reg_.doc("service.get_all").find("brine cmd '*' service.get_all"), std::string::npos);
 }
 
 TEST_F(service_mod_test, without_systemd_every_function_says_so) {

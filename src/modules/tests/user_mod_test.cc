@@ -82,7 +82,7 @@ TEST_F(user_mod_test, every_function_is_registered_with_a_cli_example) {
                           "group.getent", "group.add", "group.delete"}) {
     ASSERT_NE(reg_.find(fun), nullptr) << fun;
     EXPECT_TRUE(reg_.doc(fun).starts_with(fun)) << reg_.doc(fun);
-    EXPECT_NE(reg_.doc(fun).find("brine '*' " + std::string(fun)), std::string::npos)
+    EXPECT_NE(reg_.doc(fun).find("brine cmd '*' " + std::string(fun)), std::string::npos)
         << reg_.doc(fun);
   }
 }
