@@ -257,6 +257,26 @@ size_t batch_size(const std::string& text, size_t total) {
 // Salt's batch: the targets a window at a time; a slot that frees up (a
 // minion returned, or did not within -t) takes the next minion, after
 // --batch-wait. Minions that are not connected are reported, not waited for.
+// One window's publish: its minions as a list, and the user's expression
+// beside it where it reads grains or pillar, so that a minion the master
+// matched greedily (no grains cached) still decides for itself.
+json window_body(const cmd_options& o, const std::string& list) {
+  static const std::map<std::string, std::string, std::less<>> letters = {
+      {"grain", "G"}, {"grain_pcre", "P"}, {"pillar", "I"}, {"pillar_pcre", "J"},
+      {"ipcidr", "S"}};
+  std::string term;
+  if (auto l = letters.find(o.tgt_type); l != letters.end()) {
+    term = l->second + (o.delimiter == ":" || o.tgt_type == "ipcidr" ? "" : o.delimiter) + "@" +
+           o.target;
+  } else if (o.tgt_type == "compound") {
+    term = "( " + o.target + " )";
+  }
+  if (term.empty()) return publish_body(o, list, "list");
+  json body = publish_body(o, "L@" + list + " and " + term, "compound");
+  body["delimiter"] = ":";
+  return body;
+}
+
 int run_batch(api_client& client, const base::master_config&, const cmd_options& o) {
   json resolved = client.request(
       "resolve", {{"target", o.target}, {"tgt_type", o.tgt_type}, {"delimiter", o.delimiter}});
@@ -301,7 +321,7 @@ int run_batch(api_client& client, const base::master_config&, const cmd_options&
       std::string list;
       for (const auto& id : take) list += (list.empty() ? "" : ",") + id;
       if (o.out != "json") std::cerr << "Executing run on " << python_repr(json(take)) << "\n";
-      json reply = client.request("publish", publish_body(o, list, "list"));
+      json reply = client.request("publish", window_body(o, list));
       if (!reply.value("ok", false)) {
         std::cerr << reply.value("error", "publish failed") << "\n";
         for (const auto& id : take) {

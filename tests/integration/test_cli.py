@@ -93,6 +93,13 @@ class Cli(unittest.TestCase):
         # 34% of 3 is 2 at a time (rounded up); the third waits for a slot and
         # then half a second.
         self.assertGreaterEqual(time.monotonic() - start, 0.5)
+        # A grain target: each window is published as its list and the
+        # expression, which every minion checks against its own grains too.
+        rc, out, err = self.cmd("--batch", "1", "--out", "json", "-G", "id:m[12]", "test.ping")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out), {"m1": True, "m2": True})
+        rc, out, err = self.c.brine("job", "list", "--limit", "1")
+        self.assertIn("compound:L@m2 and G@id:m[12]", out)
         rc, out, err = self.cmd("--batch", "0", "*", "test.ping")
         self.assertNotEqual(rc, 0)
         self.assertIn("--batch must be", err)

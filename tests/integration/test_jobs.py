@@ -86,8 +86,12 @@ class SharedClusterJobs(unittest.TestCase):
 
     def test_list_target(self):
         self.assertEqual(self.cmd_json("-L", "m1,m3", "test.ping"), {"m1": True, "m3": True})
-        # Ids in the list that are not accepted minions are left out.
-        self.assertEqual(self.cmd_json("-L", "m2,nosuch", "test.ping"), {"m2": True})
+        # Ids in the list that are not accepted minions get no job and are
+        # reported (Salt's "missing"), with exit status 2.
+        code, out, err = self.cmd("--out", "json", "-L", "m2,nosuch", "test.ping")
+        self.assertEqual(code, 2, err)
+        self.assertEqual(json.loads(out), {"m2": True})
+        self.assertIn("nosuch: Minion did not return. [No accepted key]", err)
 
     def test_echo(self):
         self.assertEqual(self.cmd_json("m1", "test.echo", "hello"), {"m1": "hello"})
