@@ -654,10 +654,79 @@ class Suite:
         self.record(f"master memory per held job ({n} minions away)", "KiB",
                     [(after - before) / jobs])
 
+    def client_start(self, runs):
+        """CPU (user + sys, from wait4) of one `brine --help` and of one `brine
+        cmd` against a master that is not running (it fails at once), each
+        beside a /bin/true: interleaved, so that the machine's drift hits all
+        three alike. Nearly all of it is the start before main (loading and
+        relocating libraries); the ratios are per pair."""
+        m = Master(self.brine, self.work)
+        m.stop()
+        true = shutil.which("true") or "/bin/true"
+        commands = {"/bin/true": [true],
+                    "brine --help": [self.brine, "--help"],
+                    "brine cmd, master down": [self.brine, "cmd", "-c", m.config, "-t", "5",
+                                               "*", "test.ping"]}
+
+        def cpu_ms(argv):
+            devnull = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_WRONLY, 0) for fd in (1, 2)]
+            pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=devnull)
+            _, status, usage = os.wait4(pid, 0)
+            return (usage.ru_utime + usage.ru_stime) * 1e3, os.waitstatus_to_exitcode(status)
+
+        r = subprocess.run(commands["brine cmd, master down"], capture_output=True, text=True,
+                           timeout=30)
+        if r.returncode == 0 or not r.stderr.strip():
+            raise BenchError(f"brine cmd with its master down: exit {r.returncode} and "
+                             f"{r.stderr.strip()[:200]!r}; expected an error at once")
+        times = {name: [] for name in commands}
+        for _ in range(runs):
+            for name, argv in commands.items():
+                ms, rc = cpu_ms(argv)
+                if (rc == 0) != (name != "brine cmd, master down"):
+                    raise BenchError(f"{' '.join(argv)}: exit {rc}")
+                times[name].append(ms)
+        for name, values in times.items():
+            self.record(f"client start: {name}, CPU", "ms", values)
+        for name in ("brine --help", "brine cmd, master down"):
+            self.record(f"client start: {name} / /bin/true, CPU", "x",
+                        [a / b for a, b in zip(times[name], times["/bin/true"]) if b > 0],
+                        "<= 1.5")
+
+    def microbench(self, rounds, pillar_rounds):
+        """In process, from bench/brine_microbench (built beside brine): each
+        target expression parsed and matched against 10,000 cached minions
+        with Salt's own grain sets, and the pillar of 10,000 minions compiled
+        from 10 sls files and a top file with mixed targets."""
+        exe = os.path.join(os.path.dirname(self.brine), "..", "..", "bench", "brine_microbench")
+        r = subprocess.run([exe, "--rounds", str(rounds), "--pillar-rounds", str(pillar_rounds)],
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            raise BenchError(f"{exe}: exit {r.returncode}: {r.stderr.strip()[-500:]}")
+        parse = []
+        for line in r.stdout.splitlines():
+            d = json.loads(line)
+            if d["bench"] == "target_floor":
+                self.record(f"grains floor: one grain lookup, {d['minions']} cached minions",
+                            "ms", d["match_ms"])
+            elif d["bench"] == "target":
+                self.record(f"target {d['label']}: {d['matched']}/{d['minions']}", "ms",
+                            d["match_ms"], "<= 20 ms")
+                parse.append(statistics.median(d["parse_ms"]))
+            elif d["bench"] == "pillar_load":
+                self.record(f"pillar tree load ({d['sls']} sls, mixed top file)", "ms", d["ms"])
+            elif d["bench"] == "pillar_compile":
+                self.record(f"pillar {d['method']}, {d['minions']} minions", "1/s",
+                            d["minions_per_s"])
+        if parse:
+            self.record(f"target parse, median of each of {len(parse)} expressions", "ms", parse)
+
     def plan(self):
         """(group, figures) in order; --only runs one group."""
         if self.quick:
-            return [("auth", lambda: self.auth_storm(1000, 1)),
+            return [("client", lambda: self.client_start(100)),
+                    ("micro", lambda: self.microbench(5, 1)),
+                    ("auth", lambda: self.auth_storm(1000, 1)),
                     ("accept", lambda: self.accept_all(1000)),
                     ("swarm", lambda: self.swarm_figures([1, 100, 1000], 5, 5, 3)),
                     ("real", lambda: self.real_minions([10, 50], 5, 12)),
@@ -665,7 +734,9 @@ class Suite:
                     ("failover-swarm", lambda: self.failover_swarm(1000, 1, 60)),
                     ("hot", lambda: self.hot_multi_master(1000, 5)),
                     ("publish-hold", lambda: self.publish_hold(1000, 50))]
-        return [("auth", lambda: self.auth_storm(1000, 3)),
+        return [("client", lambda: self.client_start(200)),
+                ("micro", lambda: self.microbench(20, 5)),
+                ("auth", lambda: self.auth_storm(1000, 3)),
                 ("auth", lambda: self.auth_storm(10000, 3)),
                 ("accept", lambda: self.accept_all(10000)),
                 ("swarm", lambda: self.swarm_figures([1, 100, 1000, 10000], 7, 30, 10)),
@@ -711,8 +782,8 @@ class Suite:
         print(f"results: {path}")
 
 
-GROUPS = ["auth", "accept", "swarm", "real", "failover-real", "failover-swarm", "hot",
-          "publish-hold"]
+GROUPS = ["client", "micro", "auth", "accept", "swarm", "real", "failover-real", "failover-swarm",
+          "hot", "publish-hold"]
 
 
 def main():

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release -j"$(nproc)" --target brine >/dev/null
+cmake --build --preset release -j"$(nproc)" --target brine brine_microbench >/dev/null
 # Simulated minions need descriptors: raise the soft limit to the hard one.
 ulimit -n "$(ulimit -Hn)"
 exec python3 bench/run.py --brine build/release/src/app/brine "$@"

@@ -8,11 +8,14 @@ function(brine_library name)
 endfunction()
 
 # brine_test(NAME SOURCES ... DEPS ...): a GoogleTest binary registered with CTest.
+# Without BRINE_TESTS the target is still declared, but never built, so that a
+# test's own lines (target_compile_definitions ...) need no guard of their own.
 function(brine_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   if(NOT BRINE_TESTS)
+    add_executable(${name} EXCLUDE_FROM_ALL ${ARG_SOURCES})
     return()
   endif()
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
@@ -28,3 +31,48 @@ if(BRINE_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# brine_static_imports(): the targets yaml-cpp, fmt::fmt and spdlog::spdlog
+# for BRINE_STATIC, in place of their packages' CMake files, which name only
+# the shared libraries. Debian 12 ships yaml-cpp's archive but no archive of
+# fmt or spdlog: those two are compiled in from their headers (their
+# header-only modes).
+function(brine_static_imports)
+  find_library(BRINE_YAML_CPP_ARCHIVE NAMES libyaml-cpp.a)
+  find_path(BRINE_FMT_INCLUDE_DIR fmt/format.h)
+  find_path(BRINE_SPDLOG_INCLUDE_DIR spdlog/spdlog.h)
+  if(NOT BRINE_YAML_CPP_ARCHIVE OR NOT BRINE_FMT_INCLUDE_DIR OR NOT BRINE_SPDLOG_INCLUDE_DIR)
+    message(FATAL_ERROR "BRINE_STATIC: libyaml-cpp.a, fmt or spdlog headers not found: install "
+                        "libyaml-cpp-dev, libfmt-dev and libspdlog-dev (scripts/deps.sh does)")
+  endif()
+  add_library(yaml-cpp STATIC IMPORTED GLOBAL)
+  set_target_properties(yaml-cpp PROPERTIES IMPORTED_LOCATION ${BRINE_YAML_CPP_ARCHIVE})
+  add_library(fmt::fmt INTERFACE IMPORTED GLOBAL)
+  set_target_properties(fmt::fmt PROPERTIES INTERFACE_COMPILE_DEFINITIONS FMT_HEADER_ONLY=1)
+  add_library(spdlog::spdlog INTERFACE IMPORTED GLOBAL)
+  set_target_properties(spdlog::spdlog PROPERTIES
+    INTERFACE_COMPILE_DEFINITIONS SPDLOG_FMT_EXTERNAL
+    INTERFACE_LINK_LIBRARIES "fmt::fmt;Threads::Threads")
+endfunction()
+
+# brine_forget_libraries_if_link_mode_changed(): library paths are cached, so a
+# build directory configured before BRINE_STATIC was switched (or before it
+# existed) would keep linking the shared libraries it found then. When the
+# mode changes, every cached library path is dropped and found again.
+function(brine_forget_libraries_if_link_mode_changed)
+  if(BRINE_STATIC)
+    set(mode static)
+  else()
+    set(mode shared)
+  endif()
+  if(NOT "${BRINE_LIBRARIES_FOUND_FOR}" STREQUAL mode)
+    get_cmake_property(variables CACHE_VARIABLES)
+    foreach(variable IN LISTS variables)
+      get_property(type CACHE ${variable} PROPERTY TYPE)
+      if(type STREQUAL "FILEPATH" AND "$CACHE{${variable}}" MATCHES "\\.(a|so)(\\.[0-9.]+)?$")
+        unset(${variable} CACHE)
+      endif()
+    endforeach()
+    set(BRINE_LIBRARIES_FOUND_FOR ${mode} CACHE INTERNAL "static or shared: how the cached library paths were found")
+  endif()
+endfunction()

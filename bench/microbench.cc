@@ -1,0 +1,387 @@
+// brine_microbench: in-process figures of the master's targeting and pillar
+// compilation, for bench/run.py. Prints one JSON object per line on stdout
+// (every sample, in ms or minions per second, so the caller computes
+// min/median/max); progress and failures go to stderr. Exits 1 when a figure
+// measures nothing (an expression that targets no minion, a pillar with
+// errors): a benchmark that hides that is worse than none.
+//
+// Targeting: N cached minions (default 10,000) whose grains are Salt 3006's
+// own grain sets for Debian 12, Ubuntu 22.04 and Rocky 9 (the fixtures in
+// src/grains/tests/fixtures/expected; --grains-dir for others), each with its own id,
+// addresses, machine id, roles and environment; every expression is parsed
+// and then matched against all of them through target::match, as a publish
+// is. Pillar: a tree of 10 sls files in a top file with glob, grain,
+// compound, list, pcre, ipcidr and nodegroup targets (plus one sls included),
+// loaded, then compiled for every minion with compile() and compile_shared().
+//
+//   cmake --preset release && cmake --build --preset release --target brine_microbench
+//   build/release/bench/brine_microbench [--rounds N] [--pillar-rounds N] [--only target|pillar]
+//     [--filter TEXT]   (only the target expressions containing TEXT: for perf record)
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/yaml_json.h"
+#include "pillar/pillar.h"
+#include "support/temp_dir.h"
+#include "target/target.h"
+
+namespace {
+
+using nlohmann::json;
+namespace pillar = brine::pillar;
+namespace target = brine::target;
+using clock_type = std::chrono::steady_clock;
+
+double ms_since(clock_type::time_point t0) {
+  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+struct options {
+  size_t minions = 10000;
+  int rounds = 20;        // matches of each target expression
+  int pillar_rounds = 3;  // loads, and passes over all minions per compile method
+  std::string only;       // "", "target" or "pillar"
+  std::string filter;     // only target expressions containing this (for a profiler)
+  std::string grains_dir = BRINE_GRAIN_TEMPLATES;
+};
+
+// A master's grains cache: every minion's grains, walked in id order as the
+// master walks its own storage.
+class fleet : public target::cache_view {
+ public:
+  struct entry {
+    std::string id;
+    json grains;
+  };
+
+  fleet(size_t n, const std::string& grains_dir) {
+    // The mix of a typical estate: half Debian, a third Ubuntu, the rest Rocky.
+    std::vector<json> templates;
+    for (const char* name : {"debian-12", "ubuntu-22", "rocky-9"}) {
+      templates.push_back(
+          brine::base::yaml_to_json(YAML::LoadFile(grains_dir + "/" + name + ".yaml")));
+    }
+    std::mt19937 rng(42);
+    const char* roles[] = {"web", "db", "app", "cache"};
+    for (size_t i = 0; i < n; ++i) {
+      size_t decile = i % 10;
+      json g = templates[decile < 5 ? 0 : decile < 8 ? 1 : 2];
+      std::string role = roles[rng() % 4];
+      char id[32];
+      std::snprintf(id, sizeof id, "%s%05zu", role.c_str(), i);
+      std::string ip = "10." + std::to_string(i / 65536 % 256) + "." +
+                       std::to_string(i / 256 % 256) + "." + std::to_string(i % 256);
+      char ip6[40], mac[24], machine_id[40];
+      std::snprintf(ip6, sizeof ip6, "fd00::%zx", i);
+      std::snprintf(mac, sizeof mac, "52:54:00:%02zx:%02zx:%02zx", i >> 16 & 0xff, i >> 8 & 0xff,
+                    i & 0xff);
+      std::snprintf(machine_id, sizeof machine_id, "%032zx", i * 2654435761u);
+      g["id"] = g["host"] = g["localhost"] = g["nodename"] = id;
+      g["domain"] = "dc1.example.com";
+      g["fqdn"] = std::string(id) + ".dc1.example.com";
+      g["fqdn_ip4"] = {ip};
+      g["ipv4"] = {ip, "127.0.0.1"};
+      g["ipv6"] = {"::1", ip6};
+      g["ip4_interfaces"] = {{"eth0", {ip}}, {"lo", {"127.0.0.1"}}};
+      g["ip6_interfaces"] = {{"eth0", {ip6}}, {"lo", {"::1"}}};
+      g["ip_interfaces"] = {{"eth0", {ip, ip6}}, {"lo", {"127.0.0.1", "::1"}}};
+      g["hwaddr_interfaces"] = {{"eth0", mac}, {"lo", "00:00:00:00:00:00"}};
+      g["machine_id"] = machine_id;
+      g["num_cpus"] = 2 << (rng() % 4);
+      g["mem_total"] = 3915 << (rng() % 4);
+      // Custom grains, as a grains file or a grains module sets them.
+      g["roles"] = {role, "monitored"};
+      g["environment"] = i % 3 ? "production" : "staging";
+      minions_.push_back({id, std::move(g)});
+    }
+    std::sort(minions_.begin(), minions_.end(),
+              [](const entry& a, const entry& b) { return a.id < b.id; });
+  }
+
+  void for_each(const visitor& fn) const override {
+    for (const auto& m : minions_) fn(m.id, {&m.grains, nullptr});
+  }
+  const std::vector<entry>& minions() const { return minions_; }
+
+  // Every `step`-th id (in id order), `count` of them, joined by `sep`.
+  std::string ids(size_t count, size_t step, char sep) const {
+    std::string out;
+    for (size_t k = 0; k < count && k * step < minions_.size(); ++k) {
+      if (k > 0) out += sep;
+      out += minions_[k * step].id;
+    }
+    return out;
+  }
+
+ private:
+  std::vector<entry> minions_;
+};
+
+void emit(const json& line) { std::cout << line.dump() << '\n' << std::flush; }
+
+int bench_targets(const fleet& f, const options& o) {
+  const size_t n = f.minions().size();
+  const target::nodegroups groups = {
+      {"debian_web", std::string("G@os_family:Debian and G@roles:web")},
+      {"prod_debian_web", std::string("N@debian_web and not G@environment:staging")},
+  };
+  // `label`: the name of its figure in bench/run.py's table (short, stable).
+  struct bench {
+    std::string text;
+    target::type kind;
+    std::string label;
+  };
+  const size_t listed = std::min<size_t>(100, n);
+  const std::vector<bench> benches = {
+      {"web*", target::type::glob, "glob web*"},
+      {"*1?3", target::type::glob, "glob *1?3"},
+      {"(web|db)\\d+0$", target::type::pcre, "pcre (web|db)\\d+0$"},
+      {f.ids(listed, n / listed, ','), target::type::list,
+       "list of " + std::to_string(listed) + " ids"},
+      {"os:Debian", target::type::grain, "grain os:Debian"},
+      {"os_family:deb*", target::type::grain, "grain os_family:deb*"},
+      {"ip_interfaces:eth0:10.0.1*", target::type::grain, "grain ip_interfaces:eth0:10.0.1*"},
+      // Salt's `*:` walks every grain of every minion.
+      {"*:eth0:10.0.1*", target::type::grain, "grain *:eth0:10.0.1* (all grains)"},
+      {"os:(debian|ubuntu)", target::type::grain_pcre, "grain_pcre os:(debian|ubuntu)"},
+      {"10.0.0.0/21", target::type::ipcidr, "ipcidr 10.0.0.0/21"},
+      {"G@os:Debian and not L@m1,m2 or E@web\\d+", target::type::compound,
+       "compound G@ and not L@ or E@"},
+      {"( G@roles:web or G@roles:db ) and not ( G@environment:staging or G@os:Rocky )",
+       target::type::compound, "compound (G@ or G@) and not (G@ or G@)"},
+      {"prod_debian_web", target::type::nodegroup, "nodegroup N@ and not G@ (3 grains)"},
+  };
+
+  // The floor: one lookup of a top-level grain per minion (nlohmann objects
+  // are std::maps: this is memory latency, not matching).
+  {
+    std::vector<double> samples;
+    size_t found = 0;
+    for (int r = 0; r < o.rounds; ++r) {
+      auto t0 = clock_type::now();
+      found = 0;
+      f.for_each([&](const std::string&, const target::minion_data& d) {
+        auto it = d.grains->find("os");
+        found += it != d.grains->end() && it->get_ref<const std::string&>() == "Debian";
+      });
+      samples.push_back(ms_since(t0));
+    }
+    emit({{"bench", "target_floor"},
+          {"expr", "grains.find(\"os\") == \"Debian\""},
+          {"minions", n},
+          {"matched", found},
+          {"match_ms", samples}});
+  }
+
+  int failures = 0;
+  for (const auto& b : benches) {
+    if (b.text.find(o.filter) == std::string::npos) continue;
+    std::vector<double> parse, match;
+    target::match_result result;
+    for (int r = 0; r < std::max(o.rounds, 10); ++r) {
+      auto t0 = clock_type::now();
+      auto e = target::expression::parse(b.text, b.kind, groups);
+      parse.push_back(ms_since(t0));
+    }
+    auto e = target::expression::parse(b.text, b.kind, groups);
+    for (int r = 0; r < o.rounds; ++r) {
+      auto t0 = clock_type::now();
+      result = target::match(e, f);
+      match.push_back(ms_since(t0));
+    }
+    emit({{"bench", "target"},
+          {"type", target::type_name(b.kind)},
+          {"label", b.label},
+          {"expr", b.text},
+          {"minions", n},
+          {"matched", result.minions.size()},
+          {"missing", result.missing.size()},
+          {"parse_ms", parse},
+          {"match_ms", match}});
+    bool wrong =
+        result.minions.empty() || (b.kind == target::type::list &&
+                                   (result.minions.size() != listed || !result.missing.empty()));
+    if (wrong) {
+      std::cerr << "brine_microbench: target " << b.label << " matched " << result.minions.size()
+                << " of " << n << " minions (" << result.missing.size()
+                << " missing): the fleet or the matcher is broken\n";
+      ++failures;
+    }
+  }
+  return failures;
+}
+
+void write(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+// A block of `n` nested settings under `name`, so files hold data of a
+// realistic size (a few KiB each).
+std::string settings(const std::string& name, int n) {
+  std::string s = name + ":\n";
+  for (int i = 0; i < n; ++i) {
+    s += "  key" + std::to_string(i) + ":\n    value: v" + std::to_string(i) +
+         "\n    enabled: yes\n    limit: " + std::to_string(i * 10) + "\n    tags: [a, b, c]\n";
+  }
+  return s;
+}
+
+// The top file names the 10 sls files below (web includes web.tls, common
+// includes users, which the top file names too).
+pillar::options write_pillar_tree(const std::string& root, const fleet& f) {
+  const size_t n = f.minions().size();
+  write(root + "/top.sls", R"(base:
+  '*':
+    - common
+    - users
+  'web*':
+    - web
+  'G@os:Debian':
+    - debian
+  'os_family:RedHat':
+    - match: grain
+    - redhat
+  'G@roles:db and not G@os:Windows':
+    - db
+  ')" + f.ids(std::min<size_t>(100, n), std::max<size_t>(1, n / 100), ',') +
+                               R"(':
+    - match: list
+    - special
+  '^cache\d+$':
+    - match: pcre
+    - cache
+  '10.0.0.0/21':
+    - match: ipcidr
+    - net
+  'web* and G@roles:web or N@monitored':
+    - monitoring
+)");
+  write(root + "/common.sls", "include:\n  - .users\n" + settings("common", 40));
+  write(root + "/users.sls", settings("users", 30) + "admins: [alice, bob]\n");
+  write(root + "/web/init.sls", "include:\n  - .tls\n" + settings("web", 20));
+  write(root + "/web/tls.sls", settings("tls", 5));
+  write(root + "/debian.sls", settings("apt", 10));
+  write(root + "/redhat.sls", settings("yum", 10));
+  write(root + "/db.sls", settings("postgres", 25));
+  write(root + "/special.sls", settings("special", 5));
+  write(root + "/cache.sls", settings("redis", 10));
+  write(root + "/net.sls", settings("routes", 8));
+  write(root + "/monitoring.sls", settings("checks", 15));
+  pillar::options opts;
+  opts.roots = {{"base", {root}}};
+  opts.groups = {{"monitored", std::string("G@os:Debian and G@roles:web")}};
+  return opts;
+}
+
+int bench_pillar(const fleet& f, const options& o) {
+  brine::test::temp_dir dir{"brine-microbench"};
+  pillar::options opts = write_pillar_tree(dir.file("base"), f);
+  const auto& minions = f.minions();
+  const double n = static_cast<double>(minions.size());
+
+  std::vector<double> load_ms, first_pass, copied, shared;
+  size_t keys = 0, errors = 0;
+  std::string first_error;
+  auto note = [&](const pillar::compiler::result& r) {
+    keys += r.pillar.size();
+    errors += r.errors.size();
+    if (!r.errors.empty() && first_error.empty()) first_error = r.errors.front();
+  };
+  for (int round = 0; round < o.pillar_rounds; ++round) {
+    auto t0 = clock_type::now();
+    pillar::compiler c = pillar::compiler::load(opts);
+    load_ms.push_back(ms_since(t0));
+
+    // After a load no result is cached yet: each distinct set of matched
+    // targets is merged once here.
+    t0 = clock_type::now();
+    for (const auto& m : minions) note(*c.compile_shared(m.id, &m.grains));
+    first_pass.push_back(n / (ms_since(t0) / 1000));
+
+    t0 = clock_type::now();
+    for (const auto& m : minions) note(c.compile(m.id, &m.grains));
+    copied.push_back(n / (ms_since(t0) / 1000));
+
+    t0 = clock_type::now();
+    for (const auto& m : minions) note(*c.compile_shared(m.id, &m.grains));
+    shared.push_back(n / (ms_since(t0) / 1000));
+  }
+  emit({{"bench", "pillar_load"}, {"sls", 11}, {"ms", load_ms}});
+  emit({{"bench", "pillar_compile"},
+        {"method", "compile_shared, first pass after load"},
+        {"minions", minions.size()},
+        {"minions_per_s", first_pass}});
+  emit({{"bench", "pillar_compile"},
+        {"method", "compile"},
+        {"minions", minions.size()},
+        {"minions_per_s", copied}});
+  emit({{"bench", "pillar_compile"},
+        {"method", "compile_shared"},
+        {"minions", minions.size()},
+        {"minions_per_s", shared}});
+  if (errors > 0 || keys == 0) {
+    std::cerr << "brine_microbench: pillar: " << errors << " errors (first: " << first_error
+              << "), " << keys << " top-level keys in all\n";
+    return 1;
+  }
+  return 0;
+}
+
+int usage(const char* argv0) {
+  std::cerr << "usage: " << argv0
+            << " [--minions N] [--rounds N] [--pillar-rounds N] [--only target|pillar]"
+               " [--filter TEXT] [--grains-dir DIR]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) return usage(argv[0]);
+    std::string v = argv[++i];
+    if (a == "--minions") {
+      o.minions = std::strtoul(v.c_str(), nullptr, 10);
+    } else if (a == "--rounds") {
+      o.rounds = std::atoi(v.c_str());
+    } else if (a == "--pillar-rounds") {
+      o.pillar_rounds = std::atoi(v.c_str());
+    } else if (a == "--only" && (v == "target" || v == "pillar")) {
+      o.only = v;
+    } else if (a == "--filter") {
+      o.filter = v;
+    } else if (a == "--grains-dir") {
+      o.grains_dir = v;
+    } else {
+      return usage(argv[0]);
+    }
+  }
+  if (o.minions < 100 || o.rounds < 1 || o.pillar_rounds < 1) return usage(argv[0]);
+  try {
+    auto t0 = clock_type::now();
+    fleet f(o.minions, o.grains_dir);
+    std::cerr << "brine_microbench: " << o.minions << " minions' grains built in "
+              << static_cast<int>(ms_since(t0)) << " ms\n";
+    int failures = 0;
+    if (o.only != "pillar") failures += bench_targets(f, o);
+    if (o.only != "target") failures += bench_pillar(f, o);
+    return failures > 0 ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::cerr << "brine_microbench: " << e.what() << '\n';
+    return 1;
+  }
+}
