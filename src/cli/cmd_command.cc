@@ -319,7 +319,10 @@ int run_batch(api_client& client, const base::master_config&, const cmd_options&
     }
     if (!take.empty()) {
       std::string list;
-      for (const auto& id : take) list += (list.empty() ? "" : ",") + id;
+      for (const auto& id : take) {
+        if (!list.empty()) list += ',';
+        list += id;
+      }
       if (o.out != "json") std::cerr << "Executing run on " << python_repr(json(take)) << "\n";
       json reply = client.request("publish", window_body(o, list));
       if (!reply.value("ok", false)) {

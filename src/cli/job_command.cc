@@ -57,7 +57,10 @@ int job_command(const base::master_config& cfg, const job_options& o) {
     // answers whether it was running it.
     db.reset();
     std::string list;
-    for (const auto& id : job->minions) list += (list.empty() ? "" : ",") + id;
+    for (const auto& id : job->minions) {
+      if (!list.empty()) list += ',';
+      list += id;
+    }
     cmd_options k;
     k.target = list;
     k.tgt_type = "list";

@@ -43,10 +43,10 @@ publisher::publisher(asio::io_context& io, const base::master_config& cfg,
       cfg_(cfg),
       keys_(keys),
       cache_(cache),
+      acl_(nlohmann::json::object()),
       deliveries_(deliveries),
       store_(store),
-      events_(events),
-      acl_(nlohmann::json::object()) {
+      events_(events) {
   try {
     acl_ = publisher_acl(cfg_.publisher_acl);
   } catch (const std::exception& e) {
