@@ -33,6 +33,8 @@ master_port: $port
 pki_dir: pki
 cachedir: cache
 log_file: minion.log
+grains:
+  roles: [${id%%[0-9]*}]
 YAML
   "$brine" minion -c "$dir/$id/minion" &
   pids+=($!)
@@ -58,5 +60,7 @@ echo "\$ brine cmd '*' test.ping"
 "$brine" cmd -c "$dir/master" '*' test.ping
 echo "\$ brine cmd '*' cmd.run 'echo \"\$(uname -sr) on \$(hostname), shell pid \$\$\"'"
 "$brine" cmd -c "$dir/master" '*' cmd.run 'echo "$(uname -sr) on $(hostname), shell pid $$"'
+echo "\$ brine cmd -G roles:web grains.item os osrelease roles"
+"$brine" cmd -c "$dir/master" -G roles:web grains.item os osrelease roles
 echo "\$ brine job list"
 "$brine" job -c "$dir/master" list
