@@ -447,10 +447,25 @@ class Suite:
                                 "<= 2 %" if n == 10000 else None)
                 if n == 1000:
                     self.returns_per_second(m, n, returns_seconds)
+                    self.batch_wall(m, n, 1 if self.quick else 3)
         finally:
             for s in swarms:
                 s.stop()
             m.stop()
+
+    def batch_wall(self, m, n, runs):
+        """`brine cmd --batch 10% '*' test.ping` across n swarm minions: ten
+        windows of n/10, each slot refilled as its minion returns."""
+        walls = []
+        for _ in range(runs):
+            t0 = time.monotonic()
+            rc, out, err = m.cli("cmd", "-t", "30", "--out", "json", "--batch", "10%", "*",
+                                 "test.ping")
+            walls.append(time.monotonic() - t0)
+            got = json.loads(out) if out.strip() else {}
+            if rc != 0 or len(got) != n:
+                raise BenchError(f"--batch 10%: {len(got)} of {n} returned: {err.strip()[:200]}")
+        self.record(f"--batch 10% test.ping across {n} swarm minions (CLI wall)", "s", walls)
 
     def returns_per_second(self, m, n, seconds):
         total, t0 = 0, time.monotonic()
