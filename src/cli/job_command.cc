@@ -9,6 +9,7 @@
 #include "base/fs.h"
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "proto/message.h"
 #include "store/store.h"
 
 namespace brine::cli {
@@ -79,9 +80,15 @@ int job_command(const base::master_config& cfg, const job_options& o) {
     rets[r.minion] = r.ret;
   }
   json undelivered = json::object();
+  std::set<std::string> not_targeted;  // greedy publishes their grains turned down
   for (const auto& u : db->get_undelivered(o.jid)) {
-    if (!returned.count(u.minion)) undelivered[u.minion] = u.reason;
+    if (u.reason == proto::k_not_targeted) {
+      not_targeted.insert(u.minion);
+    } else if (!returned.count(u.minion)) {
+      undelivered[u.minion] = u.reason;
+    }
   }
+  std::erase_if(job->minions, [&](const std::string& id) { return not_targeted.count(id) > 0; });
   // Neither returned nor recorded as undelivered: running, or (before the
   // delivery deadline) held for a minion that is not connected.
   std::vector<std::string> running;

@@ -180,6 +180,10 @@ class Cache(unittest.TestCase):
                              (out, err, tail(c.master.log())))
             self.assertEqual(json.loads(out), {"a2": True})
             self.assertNotIn("a3", err)
+            # The job cache leaves a3 out too: not a target after all.
+            rc, out, _ = c.brine("job", "list", "--limit", "1")
+            job = c.job(out.split()[0])
+            self.assertEqual((job["minions"], job["undelivered"]), (["a2"], {}), job)
         finally:
             c.stop()
 
