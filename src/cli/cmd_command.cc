@@ -278,8 +278,10 @@ json window_body(const cmd_options& o, const std::string& list) {
 }
 
 int run_batch(api_client& client, const base::master_config&, const cmd_options& o) {
-  json resolved = client.request(
-      "resolve", {{"target", o.target}, {"tgt_type", o.tgt_type}, {"delimiter", o.delimiter}});
+  json resolved = client.request("resolve", {{"target", o.target},
+                                             {"tgt_type", o.tgt_type},
+                                             {"delimiter", o.delimiter},
+                                             {"fun", o.fun}});
   if (!resolved.value("ok", false)) {
     std::cerr << resolved.value("error", "cannot resolve the target") << "\n";
     return resolved.value("bad_target", false) ? k_exit_usage : k_exit_missing;

@@ -43,10 +43,22 @@ int job_command(const base::master_config& cfg, const job_options& o) {
       if (!o.function.empty() && ::fnmatch(o.function.c_str(), j.fun.c_str(), 0) != 0) continue;
       if (!o.target.empty() && ::fnmatch(o.target.c_str(), j.target.c_str(), 0) != 0) continue;
       ++shown;
+      // Minions a greedy publish reached that their own grains turned down
+      // were no targets.
+      size_t targets = j.minions.size();
+      size_t undelivered = 0;
+      if (db->count_undelivered(j.jid) > 0) {
+        for (const auto& u : db->get_undelivered(j.jid)) {
+          if (u.reason == proto::k_not_targeted) {
+            --targets;
+          } else {
+            ++undelivered;
+          }
+        }
+      }
       std::cout << j.jid << "  " << utc(j.created) << "  " << j.fun << "  " << j.tgt_type << ":"
-                << j.target << "  " << db->count_returns(j.jid) << "/" << j.minions.size()
-                << " returned";
-      if (size_t u = db->count_undelivered(j.jid)) std::cout << ", " << u << " undelivered";
+                << j.target << "  " << db->count_returns(j.jid) << "/" << targets << " returned";
+      if (undelivered) std::cout << ", " << undelivered << " undelivered";
       std::cout << "\n";
     }
     return 0;

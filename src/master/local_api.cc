@@ -169,6 +169,16 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, const clie
         c->send(api_reply(m.id, {{"ok", false}, {"error", e.what()}, {"bad_target", true}}));
         return;
       }
+      if (!who.privileged) {
+        // What a restricted user may learn of the fleet: only the minions
+        // its publisher_acl lets it run the function on.
+        std::string why = jobs_.acl_refusal(who.user, m.body.value("fun", ""), matched.minions);
+        if (!why.empty()) {
+          spdlog::warn("resolve refused: {}", why);
+          c->send(api_reply(m.id, error_body(why)));
+          return;
+        }
+      }
       json connected = json::array();
       for (const auto& id : matched.minions) {
         if (sessions_.find_accepted(id)) connected.push_back(id);

@@ -50,6 +50,13 @@ class publisher {
   // when absent).
   void publish(const nlohmann::json& body, recorded on_recorded);
 
+  // Empty when publisher_acl lets `user` run `fun` on all of `minions`; else
+  // why not.
+  std::string acl_refusal(const std::string& user, const std::string& fun,
+                          const std::vector<std::string>& minions) const {
+    return acl_.refusal(user, fun, minions);
+  }
+
   // The master's nodegroups, parsed.
   const target::nodegroups& nodegroups() const { return nodegroups_; }
 

@@ -68,6 +68,15 @@ class PublisherAcl(unittest.TestCase):
         rc, out, err = self.c.brine("job", "list")
         self.assertNotIn("grains.items", out)
 
+    def test_batch_resolves_only_what_the_acl_grants(self):
+        rc, out, err = self.as_user("cmd", "--batch", "1", "-t", "10", "*", "test.ping")
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(out.count("True"), 2, out)
+        rc, out, err = self.as_user("cmd", "--batch", "1", "-t", "10", "*", "cmd.run", "id")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("publisher_acl does not allow user nobody to run cmd.run on minion m2", err)
+        self.assertNotIn("Executing run", err)
+
     def test_only_publishing(self):
         rc, out, err = self.as_user("key", "list")
         self.assertNotEqual(rc, 0)

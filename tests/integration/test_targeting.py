@@ -182,6 +182,7 @@ class Cache(unittest.TestCase):
             self.assertNotIn("a3", err)
             # The job cache leaves a3 out too: not a target after all.
             rc, out, _ = c.brine("job", "list", "--limit", "1")
+            self.assertIn("  1/1 returned", out)
             job = c.job(out.split()[0])
             self.assertEqual((job["minions"], job["undelivered"]), (["a2"], {}), job)
         finally:
