@@ -1,6 +1,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -12,10 +13,11 @@
 
 #include "base/error.h"
 #include "modules/args.h"
+#include "modules/process.h"
 #include "modules/registry.h"
 
 // The argument handling of functions with Python signatures (pkg, service,
-// user and group), and failures of the tools they run.
+// user and group), and the tools they run: limits, output, failures.
 namespace brine::modules {
 
 
@@ -120,5 +122,32 @@ asio::awaitable<outcome> failures_as_outcomes(call c) {
   }
 }
 
+
+// Without surrounding whitespace.
+inline std::string trim(std::string s) {
+  auto end = s.find_last_not_of(" \t\r\n");
+  s.erase(end == std::string::npos ? 0 : end + 1);
+  auto begin = s.find_first_not_of(" \t\r\n");
+  return begin == std::string::npos ? std::string() : s.substr(begin);
+}
+
+// A child's time limit: the job's, or a year when the job has none.
+inline std::chrono::milliseconds child_limit(std::chrono::seconds job_limit) {
+  return job_limit > std::chrono::seconds::zero()
+             ? std::chrono::duration_cast<std::chrono::milliseconds>(job_limit)
+             : std::chrono::milliseconds(std::chrono::hours(24 * 365));
+}
+
+// "apt-get exited 100: E: Unable to locate package nope": stderr, or the end
+// of stdout when the tool wrote nothing to stderr.
+inline std::string tool_error(const std::string& tool, const process_result& r) {
+  if (r.timed_out) return tool + " timed out and was killed";
+  std::string detail = trim(r.stderr_text);
+  if (detail.empty()) {
+    detail = trim(r.stdout_text);
+    if (detail.size() > 2000) detail = "..." + detail.substr(detail.size() - 2000);
+  }
+  return tool + " exited " + std::to_string(r.retcode) + (detail.empty() ? "" : ": " + detail);
+}
 
 }  // namespace brine::modules

@@ -48,19 +48,11 @@ asio::awaitable<process_result> systemctl(std::chrono::seconds limit,
   opts.argv.insert(opts.argv.end(), args.begin(), args.end());
   // Output is parsed in English.
   opts.env = {{"LC_ALL", "C"}, {"LANGUAGE", "C"}};
-  opts.timeout = limit > std::chrono::seconds::zero()
-                     ? std::chrono::duration_cast<std::chrono::milliseconds>(limit)
-                     : std::chrono::milliseconds(std::chrono::hours(24 * 365));
+  opts.timeout = child_limit(limit);
   process_result r = co_await run_process(std::move(opts));
   co_return r;
 }
 
-std::string trim(std::string s) {
-  auto end = s.find_last_not_of(" \t\r\n");
-  s.erase(end == std::string::npos ? 0 : end + 1);
-  auto begin = s.find_first_not_of(" \t\r\n");
-  return begin == std::string::npos ? std::string() : s.substr(begin);
-}
 
 std::string failure_text(const process_result& r) {
   if (r.timed_out) return "systemctl timed out and was killed";

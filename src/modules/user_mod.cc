@@ -298,26 +298,12 @@ asio::awaitable<process_result> run_tool(std::chrono::seconds limit,
   process_options opts;
   opts.argv = std::move(argv);
   opts.env = {{"LC_ALL", "C"}, {"LANGUAGE", "C"}};
-  opts.timeout = limit > std::chrono::seconds::zero()
-                     ? std::chrono::duration_cast<std::chrono::milliseconds>(limit)
-                     : std::chrono::milliseconds(std::chrono::hours(24 * 365));
+  opts.timeout = child_limit(limit);
   process_result r = co_await run_process(std::move(opts));
   co_return r;
 }
 
-std::string trim(std::string s) {
-  auto end = s.find_last_not_of(" \t\r\n");
-  s.erase(end == std::string::npos ? 0 : end + 1);
-  auto begin = s.find_first_not_of(" \t\r\n");
-  return begin == std::string::npos ? std::string() : s.substr(begin);
-}
 
-std::string tool_error(const std::string& tool, const process_result& r) {
-  if (r.timed_out) return tool + " timed out and was killed";
-  std::string detail = trim(r.stderr_text);
-  if (detail.empty()) detail = trim(r.stdout_text);
-  return detail.empty() ? tool + " exited " + std::to_string(r.retcode) : detail;
-}
 
 asio::awaitable<outcome> user_info(call c) {
   arguments a("user.info", c, {"name", "root"});

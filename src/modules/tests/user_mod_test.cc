@@ -220,7 +220,8 @@ TEST_F(user_mod_lifecycle_test, group_add_info_delete) {
   outcome again = execute_call(make_call("group.add", {group_}));
   EXPECT_FALSE(again.success);
   EXPECT_EQ(again.ret,
-            "ERROR: group.add " + group_ + ": groupadd: group '" + group_ + "' already exists");
+            "ERROR: group.add " + group_ + ": groupadd exited 9: groupadd: group '" + group_ +
+                "' already exists");
 
   outcome deleted = call_fn(make_call("group.delete", {group_}));
   EXPECT_EQ(deleted.ret, true);
@@ -277,7 +278,8 @@ TEST_F(user_mod_lifecycle_test, user_add_info_delete) {
   outcome gone = execute_call(make_call("user.delete", {user_}));
   EXPECT_FALSE(gone.success);
   EXPECT_EQ(gone.ret,
-            "ERROR: user.delete " + user_ + ": userdel: user '" + user_ + "' does not exist");
+            "ERROR: user.delete " + user_ + ": userdel exited 6: userdel: user '" + user_ +
+                "' does not exist");
   EXPECT_EQ(call_fn(make_call("group.delete", {group_})).ret, true);
 }
 
