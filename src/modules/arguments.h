@@ -1,11 +1,13 @@
 #pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <asio/awaitable.hpp>
@@ -129,6 +131,19 @@ inline std::string trim(std::string s) {
   s.erase(end == std::string::npos ? 0 : end + 1);
   auto begin = s.find_first_not_of(" \t\r\n");
   return begin == std::string::npos ? std::string() : s.substr(begin);
+}
+
+// The whitespace-separated words of a line of a tool's output.
+inline std::vector<std::string> split_words(std::string_view line) {
+  std::vector<std::string> words;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    std::size_t start = i;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i > start) words.emplace_back(line.substr(start, i - start));
+  }
+  return words;
 }
 
 // A child's time limit: the job's, or a year when the job has none.

@@ -53,7 +53,6 @@ asio::awaitable<process_result> systemctl(std::chrono::seconds limit,
   co_return r;
 }
 
-
 std::string failure_text(const process_result& r) {
   if (r.timed_out) return "systemctl timed out and was killed";
   std::string err = trim(r.stderr_text);
@@ -163,18 +162,6 @@ asio::awaitable<outcome> plain_change(call c, const char* action_name) {
 asio::awaitable<outcome> stop(call c) { co_return co_await plain_change(std::move(c), "stop"); }
 asio::awaitable<outcome> disable(call c) {
   co_return co_await plain_change(std::move(c), "disable");
-}
-
-std::vector<std::string> split_words(std::string_view line) {
-  std::vector<std::string> words;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
-    std::size_t start = i;
-    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
-    if (i > start) words.emplace_back(line.substr(start, i - start));
-  }
-  return words;
 }
 
 // Service names (without .service) from list-unit-files and list-units

@@ -303,8 +303,6 @@ asio::awaitable<process_result> run_tool(std::chrono::seconds limit,
   co_return r;
 }
 
-
-
 asio::awaitable<outcome> user_info(call c) {
   arguments a("user.info", c, {"name", "root"});
   const std::string name = lookup_name(a, "user name");
