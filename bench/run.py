@@ -708,6 +708,33 @@ class Suite:
                         [a / b for a, b in zip(times[name], times["/bin/true"]) if b > 0],
                         "<= 1.5")
 
+    def grains_memory(self, n):
+        """Master memory per minion with full grains cached (the Debian 12
+        fixture, about 4 KiB of YAML), against minions that send only their id."""
+        grains = os.path.join(ROOT, "src", "grains", "tests", "fixtures", "expected",
+                              "debian-12.yaml")
+        per = {}
+        for label, options in (("id-only grains", ()), ("Debian 12 grains", ("--grains", grains))):
+            m = Master(self.brine, self.work)
+            s = None
+            try:
+                time.sleep(0.5)
+                base_rss = proc_rss_kib(m.proc.pid)
+                s = Swarm(self.brine, m, n, prefix="grains-", options=options)
+                s.wait_connected(120)
+                # A minion's grains go before its return on its connection:
+                # once every minion answered, every minion's grains are cached.
+                m.ping(n)
+                per[label] = (proc_rss_kib(m.proc.pid) - base_rss) / n
+                self.record(f"master memory per connected minion, {label} ({n})", "KiB",
+                            [per[label]], "<= 32 KiB")
+            finally:
+                if s:
+                    s.stop()
+                m.stop()
+        self.record(f"master memory per minion for its cached Debian 12 grains ({n})", "KiB",
+                    [per["Debian 12 grains"] - per["id-only grains"]])
+
     def microbench(self, rounds, pillar_rounds):
         """In process, from bench/brine_microbench (built beside brine): each
         target expression parsed and matched against 10,000 cached minions
@@ -744,6 +771,7 @@ class Suite:
                     ("auth", lambda: self.auth_storm(1000, 1)),
                     ("accept", lambda: self.accept_all(1000)),
                     ("swarm", lambda: self.swarm_figures([1, 100, 1000], 5, 5, 3)),
+                    ("grains", lambda: self.grains_memory(1000)),
                     ("real", lambda: self.real_minions([10, 50], 5, 12)),
                     ("failover-real", lambda: self.failover_real_minion(5)),
                     ("failover-swarm", lambda: self.failover_swarm(1000, 1, 60)),
@@ -755,6 +783,7 @@ class Suite:
                 ("auth", lambda: self.auth_storm(10000, 3)),
                 ("accept", lambda: self.accept_all(10000)),
                 ("swarm", lambda: self.swarm_figures([1, 100, 1000, 10000], 7, 30, 10)),
+                ("grains", lambda: self.grains_memory(10000)),
                 ("real", lambda: self.real_minions([10, 50], 7, 30)),
                 ("failover-real", lambda: self.failover_real_minion(20)),
                 ("failover-swarm", lambda: self.failover_swarm(1000, 3, 60)),
@@ -797,7 +826,7 @@ class Suite:
         print(f"results: {path}")
 
 
-GROUPS = ["client", "micro", "auth", "accept", "swarm", "real", "failover-real", "failover-swarm",
+GROUPS = ["client", "micro", "auth", "accept", "swarm", "grains", "real", "failover-real", "failover-swarm",
           "hot", "publish-hold"]
 
 

@@ -16,27 +16,28 @@ void minion_cache::load(std::vector<store::minion_data_record> rows) {
   std::unique_lock lock(mu_);
   for (auto& r : rows) {
     auto& e = entries_[r.id];
-    if (r.grains) e.grains = std::make_shared<const nlohmann::json>(std::move(*r.grains));
-    if (r.pillar) e.pillar = std::make_shared<const nlohmann::json>(std::move(*r.pillar));
+    if (r.grains) e.grains = packed::document(*r.grains);
+    if (r.pillar) e.pillar = packed::document(*r.pillar);
   }
 }
 
 void minion_cache::set_grains(const std::string& id, nlohmann::json grains) {
-  auto v = std::make_shared<const nlohmann::json>(std::move(grains));
+  packed::document doc(grains);
   {
     std::unique_lock lock(mu_);
-    entries_[id].grains = v;
+    entries_[id].grains = std::move(doc);
   }
   std::lock_guard lock(dirty_mu_);
   auto& d = dirty_[id];
   d.id = id;
-  d.grains = *v;
+  d.grains = std::move(grains);
 }
 
 void minion_cache::set_pillar(const std::string& id, value pillar) {
+  packed::document doc(*pillar);
   {
     std::unique_lock lock(mu_);
-    entries_[id].pillar = pillar;
+    entries_[id].pillar = std::move(doc);
   }
   std::lock_guard lock(dirty_mu_);
   auto& d = dirty_[id];
@@ -69,20 +70,35 @@ void minion_cache::read(const std::function<void(const lookup&)>& fn) const {
   fn([this](const std::string& id) {
     auto it = entries_.find(id);
     if (it == entries_.end()) return view{};
-    return view{it->second.grains.get(), it->second.pillar.get()};
+    return view{it->second.grains.root(), it->second.pillar.root()};
   });
 }
 
+namespace {
+minion_cache::value unpacked(const packed::document& doc) {
+  if (!doc) return nullptr;
+  return std::make_shared<const nlohmann::json>(doc.to_json());
+}
+}  // namespace
+
 minion_cache::value minion_cache::grains(const std::string& id) const {
-  std::shared_lock lock(mu_);
-  auto it = entries_.find(id);
-  return it == entries_.end() ? nullptr : it->second.grains;
+  packed::document doc;
+  {
+    std::shared_lock lock(mu_);
+    auto it = entries_.find(id);
+    if (it != entries_.end()) doc = it->second.grains;
+  }
+  return unpacked(doc);
 }
 
 minion_cache::value minion_cache::pillar(const std::string& id) const {
-  std::shared_lock lock(mu_);
-  auto it = entries_.find(id);
-  return it == entries_.end() ? nullptr : it->second.pillar;
+  packed::document doc;
+  {
+    std::shared_lock lock(mu_);
+    auto it = entries_.find(id);
+    if (it != entries_.end()) doc = it->second.pillar;
+  }
+  return unpacked(doc);
 }
 
 size_t minion_cache::size() const {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "packed/packed.h"
 #include "pillar/merge.h"
 #include "pillar/render.h"
 
@@ -212,7 +213,7 @@ struct compiler::tree {
   mutable std::shared_mutex memo_mutex;
   mutable std::unordered_map<std::string, std::shared_ptr<const result>> memo;
 
-  std::string match_key(std::string_view id, const json* grains) const;
+  std::string match_key(std::string_view id, packed::value grains) const;
   result build(const std::string& key) const;
 
   env_data& env(const std::string& name) {
@@ -631,9 +632,9 @@ compiler compiler::load(options o) {
   return compiler(std::move(t));
 }
 
-std::string compiler::tree::match_key(std::string_view id, const json* grains) const {
-  static const json k_no_grains = json::object();
-  target::minion_data data{grains != nullptr ? grains : &k_no_grains, nullptr};
+std::string compiler::tree::match_key(std::string_view id, packed::value grains) const {
+  static const packed::document k_no_grains{json::object()};
+  target::minion_data data{grains ? grains : k_no_grains.root(), {}};
   std::string key((target_count + 7) / 8, '\0');
   size_t i = 0;
   for (const env_top& et : top) {
@@ -688,6 +689,13 @@ compiler::result compiler::tree::build(const std::string& key) const {
 
 std::shared_ptr<const compiler::result> compiler::compile_shared(std::string_view id,
                                                                  const json* grains) const {
+  packed::document packed_grains;
+  if (grains != nullptr) packed_grains = packed::document(*grains);
+  return compile_shared(id, packed_grains.root());
+}
+
+std::shared_ptr<const compiler::result> compiler::compile_shared(std::string_view id,
+                                                                 packed::value grains) const {
   const tree& t = *t_;
   std::string key = t.match_key(id, grains);
   {

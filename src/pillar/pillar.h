@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "packed/packed.h"
 #include "target/target.h"
 
 // Salt's pillar compiler (3006) for YAML pillar in pillar_roots: top files,
@@ -66,6 +67,9 @@ class compiler {
   // same object (a master caching 100k pillars keeps one per distinct set).
   std::shared_ptr<const result> compile_shared(std::string_view id,
                                                const nlohmann::json* grains) const;
+  // The same with the grains packed, as the master's cache keeps them
+  // (absent: none cached); no copy of them is made.
+  std::shared_ptr<const result> compile_shared(std::string_view id, packed::value grains) const;
 
   struct tree;  // internal
 

@@ -145,7 +145,7 @@ std::string join(const std::vector<std::string>& parts, size_t from, size_t to, 
   return out;
 }
 
-void python_quote(const std::string& s, std::string& out) {
+void python_quote(std::string_view s, std::string& out) {
   char q = s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
   out += q;
   for (char c : s) {
@@ -165,25 +165,25 @@ void python_quote(const std::string& s, std::string& out) {
   out += q;
 }
 
-void python_repr(const nlohmann::json& v, std::string& out, bool top) {
+void python_repr(packed::value v, std::string& out, bool top) {
   switch (v.type()) {
-    case nlohmann::json::value_t::null:
+    case packed::kind::null:
       out += "None";
       return;
-    case nlohmann::json::value_t::boolean:
-      out += v.get<bool>() ? "True" : "False";
+    case packed::kind::boolean:
+      out += v.boolean() ? "True" : "False";
       return;
-    case nlohmann::json::value_t::string:
+    case packed::kind::string:
       if (top) {
-        out += v.get_ref<const std::string&>();
+        out += v.string();
       } else {
-        python_quote(v.get_ref<const std::string&>(), out);
+        python_quote(v.string(), out);
       }
       return;
-    case nlohmann::json::value_t::array: {
+    case packed::kind::array: {
       out += '[';
       bool first = true;
-      for (const auto& e : v) {
+      for (packed::value e : v) {
         if (!first) out += ", ";
         first = false;
         python_repr(e, out, false);
@@ -191,32 +191,34 @@ void python_repr(const nlohmann::json& v, std::string& out, bool top) {
       out += ']';
       return;
     }
-    case nlohmann::json::value_t::object: {
+    case packed::kind::object: {
       out += '{';
       bool first = true;
-      for (const auto& [k, e] : v.items()) {
+      for (auto it = v.begin(); it != v.end(); ++it) {
         if (!first) out += ", ";
         first = false;
-        python_quote(k, out);
+        python_quote(it.key(), out);
         out += ": ";
-        python_repr(e, out, false);
+        python_repr(*it, out, false);
       }
       out += '}';
       return;
     }
     default:  // numbers: the shortest round-trip form, as Python's repr
-      out += v.dump();
+      out += v.to_json().dump();
       return;
   }
 }
 
 }  // namespace
 
-std::string python_str(const nlohmann::json& v) {
+std::string python_str(packed::value v) {
   std::string out;
   python_repr(v, out, true);
   return out;
 }
+
+std::string python_str(const nlohmann::json& v) { return python_str(packed::document(v).root()); }
 
 // --- glob
 
@@ -472,11 +474,11 @@ subdict_matcher::subdict_matcher(std::string_view expr, char delimiter, bool reg
   }
 }
 
-bool subdict_matcher::value::matches(const nlohmann::json& v) const {
+bool subdict_matcher::value::matches(packed::value v) const {
   std::string owned;
   std::string_view text;
   if (v.is_string()) {
-    text = v.get_ref<const std::string&>();
+    text = v.string();
   } else {
     owned = python_str(v);
     text = owned;
@@ -489,71 +491,70 @@ bool subdict_matcher::value::matches(const nlohmann::json& v) const {
   return re->matches(lowered);
 }
 
-const nlohmann::json* subdict_matcher::traverse(const nlohmann::json& data,
-                                                const std::vector<path_element>& path) {
-  const nlohmann::json* p = &data;
+packed::value subdict_matcher::traverse(packed::value data,
+                                        const std::vector<path_element>& path) {
+  packed::value p = data;
   for (const auto& e : path) {
-    if (p->is_array()) {
+    if (p.is_array()) {
       if (!e.index) {
         // Not a number: the first dict of the list that has the key.
-        const nlohmann::json* found = nullptr;
-        for (const auto& member : *p) {
+        packed::value found;
+        for (packed::value member : p) {
           if (!member.is_object()) continue;
-          if (auto it = member.find(e.key); it != member.end()) {
-            found = &*it;
+          if (packed::value v = member.find(e.key)) {
+            found = v;
             break;
           }
         }
-        if (!found) return nullptr;
+        if (!found) return {};
         p = found;
       } else {
-        auto size = static_cast<int64_t>(p->size());
+        auto size = static_cast<int64_t>(p.size());
         int64_t i = *e.index < 0 ? *e.index + size : *e.index;
-        if (i < 0 || i >= size) return nullptr;
-        p = &(*p)[static_cast<size_t>(i)];
+        if (i < 0 || i >= size) return {};
+        p = p.at(static_cast<size_t>(i));
       }
-    } else if (p->is_object()) {
-      auto it = p->find(e.key);
-      if (it == p->end()) return nullptr;
-      p = &*it;
+    } else if (p.is_object()) {
+      p = p.find(e.key);
+      if (!p) return {};
     } else {
-      return nullptr;
+      return {};
     }
   }
   return p;
 }
 
-bool subdict_matcher::sub_matches(uint32_t s, const nlohmann::json& data) const {
+bool subdict_matcher::sub_matches(uint32_t s, packed::value data) const {
   for (const attempt& a : subs_[s].attempts) {
-    const nlohmann::json* m = a.whole ? &data : traverse(data, a.path);
+    packed::value m = a.whole ? data : traverse(data, a.path);
     if (!m) continue;
-    if (m->is_object()) {
-      if (!m->empty() && dict_matches(a.dict, *m)) return true;
+    if (m.is_object()) {
+      if (!m.empty() && dict_matches(a.dict, m)) return true;
       continue;
     }
-    if (m->is_array()) {
-      for (const auto& member : *m) {
+    if (m.is_array()) {
+      for (packed::value member : m) {
         if (member.is_object() && dict_matches(a.dict, member)) return true;
         if (values_[a.value].matches(member)) return true;
       }
       continue;
     }
-    if (values_[a.value].matches(*m)) return true;
+    if (values_[a.value].matches(m)) return true;
   }
   return false;
 }
 
-bool subdict_matcher::dict_matches(uint32_t di, const nlohmann::json& target) const {
+bool subdict_matcher::dict_matches(uint32_t di, packed::value target) const {
   const dict& d = dicts_[di];
   if (d.any) return true;
   if (target.contains(d.key)) return true;
   if (sub_matches(d.sub, target)) return true;
   if (!d.wildcard) return false;
-  for (const auto& [k, v] : target.items()) {
+  for (packed::value v : target) {
     if (v.is_object()) {
       if (dict_matches(d.nested, v)) return true;
     } else if (v.is_array()) {
-      for (const auto& item : v) {
+      for (packed::value item : v) {
         if (values_[d.value].matches(item)) return true;
       }
     } else if (values_[d.value].matches(v)) {
@@ -563,8 +564,8 @@ bool subdict_matcher::dict_matches(uint32_t di, const nlohmann::json& target) co
   return false;
 }
 
-bool subdict_matcher::matches(const nlohmann::json& data) const {
-  return root_ != npos && sub_matches(root_, data);
+bool subdict_matcher::matches(packed::value data) const {
+  return root_ != npos && data && sub_matches(root_, data);
 }
 
 // --- cidr_matcher
@@ -655,15 +656,14 @@ bool cidr_matcher::contains(std::string_view address) const {
   return parse_ip(address, v6_, a) && in_prefix(a, net_, prefix_);
 }
 
-bool cidr_matcher::matches(const nlohmann::json& grains) const {
-  if (!grains.is_object()) return false;
-  auto it = grains.find(v6_ ? "ipv6" : "ipv4");
-  if (it == grains.end()) return false;
-  if (it->is_string()) return contains(it->get_ref<const std::string&>());
-  if (!it->is_array()) return false;
-  return std::any_of(it->begin(), it->end(), [this](const nlohmann::json& e) {
-    return e.is_string() && contains(e.get_ref<const std::string&>());
-  });
+bool cidr_matcher::matches(packed::value grains) const {
+  packed::value ips = grains.find(v6_ ? "ipv6" : "ipv4");
+  if (!ips) return false;
+  if (ips.is_string()) return contains(ips.string());
+  for (packed::value e : ips) {
+    if (e.is_string() && contains(e.string())) return true;
+  }
+  return false;
 }
 
 }  // namespace brine::target::detail

@@ -7,12 +7,15 @@
 
 #include <array>
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "packed/packed.h"
 
 namespace brine::target::detail {
 
@@ -71,7 +74,7 @@ class regex {
 class subdict_matcher {
  public:
   subdict_matcher(std::string_view expr, char delimiter, bool regex_values);
-  bool matches(const nlohmann::json& data) const;
+  bool matches(packed::value data) const;
 
   // Why the expression can never match, or empty: no delimiter, or (regex)
   // no split of it leaves a value that compiles.
@@ -107,14 +110,13 @@ class subdict_matcher {
     std::optional<glob> g;
     std::optional<regex> re;
     std::string error;  // the regex did not compile
-    bool matches(const nlohmann::json& v) const;
+    bool matches(packed::value v) const;
   };
 
   struct compiler;
-  bool sub_matches(uint32_t s, const nlohmann::json& data) const;
-  bool dict_matches(uint32_t d, const nlohmann::json& target) const;
-  static const nlohmann::json* traverse(const nlohmann::json& data,
-                                        const std::vector<path_element>& path);
+  bool sub_matches(uint32_t s, packed::value data) const;
+  bool dict_matches(uint32_t d, packed::value target) const;
+  static packed::value traverse(packed::value data, const std::vector<path_element>& path);
 
   std::vector<sub> subs_;
   std::vector<dict> dicts_;
@@ -130,7 +132,7 @@ class cidr_matcher {
  public:
   // Throws std::invalid_argument with the reason.
   explicit cidr_matcher(std::string_view text);
-  bool matches(const nlohmann::json& grains) const;
+  bool matches(packed::value grains) const;
 
  private:
   bool contains(std::string_view address) const;
@@ -140,6 +142,7 @@ class cidr_matcher {
 };
 
 // Python's str(value) of JSON data (None, True, 1.5, ['a', 'b'], {'k': 1}).
+std::string python_str(packed::value v);
 std::string python_str(const nlohmann::json& v);
 
 }  // namespace brine::target::detail

@@ -227,11 +227,11 @@ bool expression::program::eval(uint32_t n, std::string_view id, const minion_dat
     return std::binary_search(l->ids.begin(), l->ids.end(), id);
   }
   if (const auto* dt = std::get_if<detail::data_term>(&t)) {
-    const nlohmann::json* data = dt->pillar ? d.pillar : d.grains;
-    return data ? dt->matcher.matches(*data) : greedy;
+    packed::value data = dt->pillar ? d.pillar : d.grains;
+    return data ? dt->matcher.matches(data) : greedy;
   }
   if (const auto* c = std::get_if<detail::cidr_term>(&t)) {
-    return d.grains ? c->matcher.matches(*d.grains) : greedy;
+    return d.grains ? c->matcher.matches(d.grains) : greedy;
   }
   return std::get<detail::pcre_term>(t).pattern.matches(id);
 }
@@ -285,6 +285,13 @@ expression expression::parse(std::string_view text, type t, const nodegroups& gr
 
 bool expression::matches(std::string_view id, const minion_data& data, bool greedy) const {
   return p_->eval(p_->root, id, data, greedy);
+}
+
+bool expression::matches(std::string_view id, const tree_data& data, bool greedy) const {
+  packed::document grains, pillar;
+  if (data.grains && p_->uses_grains) grains = packed::document(*data.grains);
+  if (data.pillar && p_->uses_pillar) pillar = packed::document(*data.pillar);
+  return p_->eval(p_->root, id, {grains.root(), pillar.root()}, greedy);
 }
 
 const std::string& expression::text() const { return p_->text; }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "packed/packed.h"
 
 // Salt's targeting (3006): which accepted minions a target expression names,
 // resolved on the master against its minion data cache (grains, pillar).
@@ -59,12 +60,13 @@ using nodegroups = std::map<std::string, nodegroup, std::less<>>;
 // naming the bad entry.
 nodegroups nodegroups_from_json(const nlohmann::json& value);
 
-// What the master's cache holds for one minion; null: nothing cached (the
-// minion never sent it, or it was dropped). Salt caches grains and pillar in
-// one entry; here each is cached or not on its own.
+// What the master's cache holds for one minion, packed (see src/packed);
+// absent: nothing cached (the minion never sent it, or it was dropped). Salt
+// caches grains and pillar in one entry; here each is cached or not on its
+// own.
 struct minion_data {
-  const nlohmann::json* grains = nullptr;
-  const nlohmann::json* pillar = nullptr;
+  packed::value grains;
+  packed::value pillar;
 };
 
 // The accepted minions and their cached data, as the master sees them at one
@@ -110,6 +112,13 @@ class expression {
   // when `greedy` and false otherwise; see README.md. A minion matching its
   // own target passes its own grains and pillar.
   bool matches(std::string_view id, const minion_data& data, bool greedy) const;
+  // The same over a minion's own grains and pillar as trees (null: none),
+  // packed here as far as the expression reads them.
+  struct tree_data {
+    const nlohmann::json* grains = nullptr;
+    const nlohmann::json* pillar = nullptr;
+  };
+  bool matches(std::string_view id, const tree_data& data, bool greedy) const;
 
   const std::string& text() const;
   type kind() const;

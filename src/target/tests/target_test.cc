@@ -23,7 +23,10 @@ class fake_cache : public cache_view {
 
   void for_each(const visitor& fn) const override {
     for (const auto& [id, e] : minions) {
-      fn(id, {e.grains ? &*e.grains : nullptr, e.pillar ? &*e.pillar : nullptr});
+      packed::document grains, pillar;
+      if (e.grains) grains = packed::document(*e.grains);
+      if (e.pillar) pillar = packed::document(*e.pillar);
+      fn(id, {grains.root(), pillar.root()});
     }
   }
 };
@@ -370,13 +373,14 @@ TEST(target_glob, python_fnmatch_rules) {
   };
   for (const auto& c : cases) {
     auto e = expression::parse(c.pattern, type::glob);
-    EXPECT_EQ(e.matches(c.text, {}, true), c.id_match) << c.pattern << " vs " << c.text;
+    EXPECT_EQ(e.matches(c.text, minion_data{}, true), c.id_match) << c.pattern << " vs " << c.text;
   }
   // Grain values compare lowercased: a pattern in capitals matches.
-  json grains = {{"name", "Web-01.Example.COM"}};
+  packed::document grains(json{{"name", "Web-01.Example.COM"}});
+  EXPECT_TRUE(expression::parse("name:WEB-0[0-9].*.com", type::grain)
+                  .matches("x", {grains.root(), {}}, false));
   EXPECT_TRUE(
-      expression::parse("name:WEB-0[0-9].*.com", type::grain).matches("x", {&grains}, false));
-  EXPECT_TRUE(expression::parse("name:[A-Z]EB*", type::grain).matches("x", {&grains}, false));
+      expression::parse("name:[A-Z]EB*", type::grain).matches("x", {grains.root(), {}}, false));
 }
 
 TEST(target_error, names_the_word) {
@@ -424,9 +428,9 @@ TEST(target_expression, reports_what_it_reads) {
 TEST(target_expression, a_minion_checks_its_own_grains) {
   json grains = {{"os", "Debian"}, {"roles", {"web"}}};
   auto e = expression::parse("G@os:debian and G@roles:w*", type::compound);
-  EXPECT_TRUE(e.matches("any", {&grains, nullptr}, false));
+  EXPECT_TRUE(e.matches("any", {packed::document(grains).root(), {}}, false));
   grains["roles"] = {"db"};
-  EXPECT_FALSE(e.matches("any", {&grains, nullptr}, false));
+  EXPECT_FALSE(e.matches("any", {packed::document(grains).root(), {}}, false));
 }
 
 TEST(target_match, sorts_what_the_cache_gives_in_any_order) {
