@@ -82,7 +82,13 @@ void master::on_minion_message(const std::shared_ptr<session>& s, proto::message
       return;
     }
     case proto::msg_type::pillar_request:
-      pillar_.serve(s, true);
+      if (s->call) {
+        // brine call: compiled with the grains it sent, answered on its
+        // connection alone (minion_sessions checked the grains are a map).
+        pillar_.serve_call(s, m.body["grains"], m.id);
+      } else {
+        pillar_.serve(s, true);
+      }
       return;
     case proto::msg_type::job_return:
       deliveries_.on_acknowledged(s->id, jid);

@@ -113,6 +113,7 @@ void minion_sessions::stop() {
 void minion_sessions::clear() {
   std::lock_guard lock(mu_);
   sessions_.clear();
+  calls_.clear();
 }
 
 minion_sessions::session_ptr minion_sessions::find_accepted(const std::string& id) {
@@ -245,27 +246,54 @@ asio::awaitable<void> minion_sessions::handle(asio::ip::tcp::socket socket,
     co_return;
   }
 
-  bool returns_only = first.body.value("purpose", "") == "returns";
-  admit(executor, std::move(stream), std::move(decoder), id, fingerprint, pubkey, returns_only,
+  const auto purpose_field = first.body.find("purpose");
+  std::string purpose = purpose_field != first.body.end() && purpose_field->is_string()
+                            ? purpose_field->get<std::string>()
+                            : std::string();
+  if (purpose_field != first.body.end() && !purpose_field->is_null() &&
+      purpose != proto::k_purpose_returns && purpose != proto::k_purpose_call) {
+    // Never taken for a session: an unknown purpose must not replace the
+    // minion's own connection.
+    std::string why = "auth purpose '" +
+                      (purpose_field->is_string() ? purpose : purpose_field->dump()) +
+                      "' is not known (known: returns, call)";
+    spdlog::warn("minion connection from {}: {}; closing", peer, why);
+    co_await stream->write_all(error_frame(why));
+    stream->close();
+    co_return;
+  }
+  admit(executor, std::move(stream), std::move(decoder), id, fingerprint, pubkey, purpose,
         std::move(slot));
 }
 
 void minion_sessions::admit(asio::any_io_executor executor, std::unique_ptr<net::tls_stream> stream,
                             proto::frame_decoder decoder, const std::string& id,
                             const std::string& fingerprint, const std::string& pubkey,
-                            bool returns_only, std::shared_ptr<void> slot) {
+                            std::string_view purpose, std::shared_ptr<void> slot) {
   const std::string peer = stream->peer();
   auto s = std::make_shared<session>();
   s->id = id;
   s->fingerprint = fingerprint;
   s->pubkey = pubkey;
-  s->returns_only = returns_only;
+  s->returns_only = purpose == proto::k_purpose_returns;
+  s->call = purpose == proto::k_purpose_call;
   s->conn = std::make_shared<net::connection>(executor, std::move(stream), std::move(decoder));
   s->conn->attach(std::move(slot));
+  if (s->call) {
+    // Its handlers hold it weakly, as a session's: held here until it closes.
+    std::lock_guard lock(mu_);
+    calls_.insert(s);
+  }
   auto weak = std::weak_ptr<session>(s);
   s->conn->start(
       [this, weak](proto::message&& m) {
-        if (auto self = weak.lock()) on_message(self, std::move(m));
+        auto self = weak.lock();
+        if (!self) return;
+        if (self->call) {
+          on_call_message(self, std::move(m));
+        } else {
+          on_message(self, std::move(m));
+        }
       },
       [this, weak](std::error_code ec, const std::string& detail) {
         if (auto self = weak.lock()) on_closed(self, ec, detail);
@@ -279,7 +307,61 @@ void minion_sessions::admit(asio::any_io_executor executor, std::unique_ptr<net:
   if (!d.changes.empty() && d.state != key_state::denied) {
     events_.publish("brine/key", {{"act", store::to_string(d.state)}, {"id", id}});
   }
-  authenticate(s, d.state, k_first_auth);
+  if (s->call) {
+    authenticate_call(s, d.state, k_first_auth);
+  } else {
+    authenticate(s, d.state, k_first_auth);
+  }
+}
+
+void minion_sessions::authenticate_call(const session_ptr& s, key_state state,
+                                        uint64_t request_id) {
+  // Never entered in sessions_: the minion's own session (the daemon may run
+  // at the same time, with the same key) keeps its jobs, its connected state
+  // and its place in the data cache.
+  s->accepted = state == key_state::accepted;
+  s->conn->send({msg_type::auth_reply,
+                 request_id,
+                 {{"status", store::to_string(state)}, {"message", auth_message(state)}}});
+  if (state == key_state::accepted) {
+    spdlog::info("brine call from minion {} at {}: key accepted", s->id, s->conn->peer());
+    return;
+  }
+  // A pending key does not wait either: brine call fails and says why.
+  spdlog::warn("brine call from minion {} at {} refused: {}", s->id, s->conn->peer(),
+               auth_message(state));
+  s->conn->close_after_flush();
+}
+
+void minion_sessions::on_call_message(const session_ptr& s, proto::message&& m) {
+  std::string why;
+  if (m.type == msg_type::ping) {
+    s->conn->send({msg_type::pong, m.id, json::object()});
+    return;
+  }
+  if (m.type != msg_type::pillar_request) {
+    why = "message " + std::string(proto::to_string(m.type)) +
+          " on a brine call connection (only pillar_request and ping)";
+  } else if (!s->accepted) {
+    why = "pillar_request before the minion's key was accepted";
+  } else if (auto g = m.body.find("grains"); g == m.body.end() || !g->is_object()) {
+    why = "pillar_request of a brine call without a grains map";
+  } else if (!keys_.is_accepted(s->id, s->fingerprint)) {
+    // Rejected or deleted since this connection authenticated.
+    spdlog::info("brine call from minion {} at {}: its key is no longer accepted; closing", s->id,
+                 s->conn->peer());
+    s->conn->send({msg_type::auth_reply,
+                   m.id,
+                   {{"status", "rejected"}, {"message", "key no longer accepted by the master"}}});
+    s->conn->close_after_flush();
+    return;
+  } else {
+    if (handlers_.minion_message) handlers_.minion_message(s, std::move(m));
+    return;
+  }
+  spdlog::warn("minion {} at {}: {}; closing", s->id, s->conn->peer(), why);
+  s->conn->send({msg_type::error, m.id, {{"message", why}}});
+  s->conn->close_after_flush();
 }
 
 void minion_sessions::authenticate(const session_ptr& s, key_state state, uint64_t request_id) {
@@ -328,6 +410,7 @@ void minion_sessions::on_closed(const session_ptr& s, std::error_code ec,
   bool was_current = false;
   {
     std::lock_guard lock(mu_);
+    calls_.erase(s);
     auto it = sessions_.find(s->id);
     if (it != sessions_.end() && it->second == s) {
       sessions_.erase(it);

@@ -8,7 +8,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/config.h"
@@ -35,6 +37,11 @@ struct session {
   // failover minion serving another master): no jobs go to it, and it does
   // not count as connected.
   bool returns_only = false;
+  // A one-shot connection of `brine call` (auth purpose `call`): it may only
+  // ask for the pillar, with the grains it sends along. It is never the
+  // minion's session: it does not replace the daemon's connection, gets no
+  // jobs, and leaves the minion's connected state and data cache alone.
+  bool call = false;
 };
 
 // The minion side of the master: the accept loop, TLS handshakes (bounded in
@@ -56,7 +63,8 @@ class minion_sessions {
     std::function<void(const session_ptr&)> ready;
     // The session that was current for its id has ended.
     std::function<void(const session_ptr&)> gone;
-    // job_ack, job_return, job_refused and grains from an accepted minion.
+    // job_ack, job_return, job_refused, grains and pillar_request from an
+    // accepted minion; a call connection's pillar_request (s->call) too.
     std::function<void(const session_ptr&, proto::message&&)> minion_message;
   };
 
@@ -87,7 +95,9 @@ class minion_sessions {
   asio::awaitable<void> handle(asio::ip::tcp::socket socket, std::shared_ptr<void> slot);
   void admit(asio::any_io_executor executor, std::unique_ptr<net::tls_stream> stream,
              proto::frame_decoder decoder, const std::string& id, const std::string& fingerprint,
-             const std::string& pubkey, bool returns_only, std::shared_ptr<void> slot);
+             const std::string& pubkey, std::string_view purpose, std::shared_ptr<void> slot);
+  void authenticate_call(const session_ptr& s, store::key_state state, uint64_t request_id);
+  void on_call_message(const session_ptr& s, proto::message&& m);
   void authenticate(const session_ptr& s, store::key_state state, uint64_t request_id);
   void on_message(const session_ptr& s, proto::message&& m);
   void on_closed(const session_ptr& s, std::error_code ec, const std::string& detail);
@@ -113,6 +123,8 @@ class minion_sessions {
 
   std::mutex mu_;
   std::unordered_map<std::string, session_ptr> sessions_;
+  // brine call connections, held here until they close (never in sessions_).
+  std::unordered_set<session_ptr> calls_;
 };
 
 }  // namespace brine::master

@@ -41,25 +41,39 @@ std::shared_ptr<const pillar::compiler> pillar_service::current(bool reload) {
   return compiler_;
 }
 
+namespace {
+
+// The compiled pillar as the minion gets it. Salt hands compile errors to
+// the minion under _errors; their text names files and lines, never pillar
+// values, and only they are logged.
+minion_cache::value deliverable(const std::shared_ptr<const pillar::compiler::result>& result,
+                                const std::string& id, const char* why) {
+  if (result->errors.empty()) {
+    // Shares the compiled result: minions that match alike hold one copy.
+    return minion_cache::value(result, &result->pillar);
+  }
+  auto with_errors = std::make_shared<nlohmann::json>(result->pillar);
+  (*with_errors)["_errors"] = result->errors;
+  spdlog::warn("pillar of minion {}{}: {} error(s), the first: {}", id, why, result->errors.size(),
+               result->errors.front());
+  return with_errors;
+}
+
+}  // namespace
+
 void pillar_service::serve(const std::shared_ptr<session>& s, bool reload) {
   auto compiler = current(reload);
   auto grains = cache_.grains(s->id);
-  auto result = compiler->compile_shared(s->id, grains.get());
-  minion_cache::value pillar;
-  if (result->errors.empty()) {
-    // Shares the compiled result: minions that match alike hold one copy.
-    pillar = minion_cache::value(result, &result->pillar);
-  } else {
-    // Salt hands the errors to the minion under _errors; their text names
-    // files and lines, never pillar values.
-    auto with_errors = std::make_shared<nlohmann::json>(result->pillar);
-    (*with_errors)["_errors"] = result->errors;
-    pillar = std::move(with_errors);
-    spdlog::warn("pillar of minion {}: {} error(s), the first: {}", s->id, result->errors.size(),
-                 result->errors.front());
-  }
+  auto pillar = deliverable(compiler->compile_shared(s->id, grains.get()), s->id, "");
   cache_.set_pillar(s->id, pillar);
   s->conn->send(net::make_frame({proto::msg_type::pillar, 0, {{"pillar", *pillar}}}));
+}
+
+void pillar_service::serve_call(const std::shared_ptr<session>& s, const nlohmann::json& grains,
+                                uint64_t request_id) {
+  auto compiler = current(true);
+  auto pillar = deliverable(compiler->compile_shared(s->id, &grains), s->id, " (for brine call)");
+  s->conn->send(net::make_frame({proto::msg_type::pillar, request_id, {{"pillar", *pillar}}}));
 }
 
 }  // namespace brine::master

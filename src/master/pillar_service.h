@@ -31,6 +31,13 @@ class pillar_service {
   // Compiles the pillar of the minion of `s` and sends it. `reload`: read the
   // tree again first.
   void serve(const std::shared_ptr<session>& s, bool reload);
+  // A brine call's pillar_request: compiles the pillar of the minion of `s`
+  // (a call connection) from the tree as it is now, matching the top file
+  // with the `grains` the call sent, and answers on that connection only
+  // (`request_id`). The data cache is left alone: it holds what the minion's
+  // daemon has, which targeting and the daemon's own checks agree on.
+  void serve_call(const std::shared_ptr<session>& s, const nlohmann::json& grains,
+                  uint64_t request_id);
 
  private:
   std::shared_ptr<const pillar::compiler> current(bool reload);

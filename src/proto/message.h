@@ -11,7 +11,7 @@ namespace brine::proto {
 // Wire message types. Append-only: a value, once shipped, keeps its meaning.
 enum class msg_type : uint16_t {
   error = 1,         // either way: {message}; the sender closes afterwards
-  auth = 2,          // minion → master: {id, version}
+  auth = 2,          // minion → master: {id, version, purpose?: returns|call}
   auth_reply = 3,    // master → minion: {status: accepted|pending|rejected|denied, message}
   publish = 4,       // master → minion: {jid, fun, args, kwargs, tgt, tgt_type}
   job_ack = 5,       // minion → master: {jid}: received (also for a jid it already ran)
@@ -22,7 +22,10 @@ enum class msg_type : uint16_t {
   job_refused = 10,  // minion → master: {jid, reason}: the minion will not run it
   grains = 11,       // minion → master: {grains}: its grains, after each acceptance and refresh
   pillar = 12,       // master → minion: {pillar}: compiled for it alone, never broadcast
-  pillar_request = 13,  // minion → master: {}: compile my pillar again and send it
+  // minion → master: {}: compile my pillar again and send it; on a call
+  // connection {grains}: compile it with these grains, answer (pillar, same
+  // request id) on this connection only.
+  pillar_request = 13,
   // Local API (Unix socket, CLI ↔ master).
   api_request = 100,  // {op, ...}
   api_reply = 101,    // {ok, error?, ...}
@@ -33,6 +36,13 @@ enum class msg_type : uint16_t {
 // The job_refused reason of a minion that a greedy publish reached but that
 // its own grains do not target: neither run nor an error.
 inline constexpr std::string_view k_not_targeted = "not targeted";
+
+// auth's `purpose`. Absent: the minion's session (jobs, grains, pillar).
+// returns: a failover minion's link to a master it has left, delivering only
+// the returns it owes. call: a one-shot connection of `brine call` that asks
+// for the pillar and nothing else; it never replaces the minion's session.
+inline constexpr std::string_view k_purpose_returns = "returns";
+inline constexpr std::string_view k_purpose_call = "call";
 
 std::optional<msg_type> to_msg_type(uint64_t raw);
 std::string_view to_string(msg_type t);
