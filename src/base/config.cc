@@ -637,6 +637,7 @@ const option_table<minion_config>& minion_options() {
       {"acceptance_wait_time", set_int(&c::acceptance_wait_time, 1, k_u32_max, "seconds")},
       {"acceptance_wait_time_max", set_int(&c::acceptance_wait_time_max, 0, k_u32_max, "seconds")},
       {"master_alive_interval", set_int(&c::master_alive_interval, 1, k_u32_max, "seconds")},
+      {"auth_timeout", set_int(&c::auth_timeout, 1, 3600, "seconds")},
       {"job_timeout", set_int(&c::job_timeout, 1, k_u32_max, "seconds")},
       {"max_frame_bytes",
        set_int(&c::max_frame_bytes, k_min_frame_bytes, k_max_frame_bytes, "bytes")},

@@ -107,6 +107,9 @@ struct minion_config {
   uint32_t acceptance_wait_time = 10;   // seconds between retries while pending
   uint32_t acceptance_wait_time_max = 0;  // 0: no growth; else backoff cap while refused
   uint32_t master_alive_interval = 30;  // seconds; bound on detecting a dead master
+  // Seconds `brine call` waits for a master to answer its pillar request
+  // (Salt's auth_timeout, which bounds salt-call's wait for its master).
+  uint32_t auth_timeout = 5;
   uint32_t job_timeout = 3600;          // seconds; default limit for a job without timeout=
   uint64_t max_frame_bytes = 16 * 1024 * 1024;
   std::string log_file;

@@ -1,20 +1,20 @@
 // brine call: runs one execution function on this host with the minion's
-// identity, grains and pillar, as salt-call does. --local is masterless: the
-// pillar is compiled here from the minion config's pillar_roots. Without it,
-// the pillar is the one the minion's master compiled, as the minion daemon
-// last received and kept it in its cachedir.
+// identity, grains and pillar, as salt-call does. The pillar comes from the
+// minion's master, compiled for this run with the grains just collected
+// (minion/master_pillar.h); no master answering is an error, as it is for
+// salt-call. --local is masterless: the pillar is compiled here from the
+// minion config's pillar_roots.
 
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "base/fs.h"
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "minion/context.h"
+#include "minion/master_pillar.h"
 #include "modules/registry.h"
 #include "pillar/pillar.h"
 
@@ -37,41 +37,32 @@ json local_pillar(const base::minion_config& cfg, const json& grains) {
   return p;
 }
 
-json cached_pillar(const base::minion_config& cfg) {
-  std::string path = minion::pillar_cache_path(cfg);
-  if (!base::file_exists(path)) {
-    throw base::error("no pillar from a master at " + path +
-                      ": the minion daemon keeps the pillar its master compiled there once it "
-                      "has connected; start it ('brine minion -c " +
-                      cfg.source + "'), or run masterless with --local");
-  }
-  std::ifstream in(path);
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    throw base::error("the cached pillar " + path + " is unreadable (" + e.what() +
-                      "); run saltutil.refresh_pillar on the minion, or use --local");
-  }
-}
-
 }  // namespace
 
 int call_command(const base::minion_config& cfg, const call_options& o) {
   modules::registry functions;
   modules::register_builtin_modules(functions);
-  minion::context ctx(cfg, functions,
-                      minion::context::hooks{
-                          nullptr,
-                          [&](std::string& why) {
-                            // Masterless: compile again from pillar_roots.
-                            if (!o.local) {
-                              why = "brine call reads the pillar the minion daemon keeps; "
-                                    "refresh it through the daemon, or use --local";
-                              return false;
-                            }
-                            return true;
-                          }});
-  ctx.set_pillar(o.local ? local_pillar(cfg, *ctx.grains()) : cached_pillar(cfg));
+  // saltutil.refresh_pillar: the pillar was compiled for this run (by the
+  // master, or here with --local), as fresh as a refresh would make it.
+  auto already_fresh = [](std::string&) { return true; };
+  minion::context ctx(cfg, functions, minion::context::hooks{nullptr, already_fresh});
+  if (o.local) {
+    ctx.set_pillar(local_pillar(cfg, *ctx.grains()));
+  } else {
+    auto got = minion::fetch_master_pillar(cfg, *ctx.grains());
+    if (!got.pillar) {
+      // salt-call exits 2 when it cannot authenticate with a master.
+      std::cerr << "brine: " << minion::no_pillar_message(cfg, got) << "\n";
+      return 2;
+    }
+    if (auto e = got.pillar->find("_errors"); e != got.pillar->end() && e->is_array()) {
+      for (const auto& line : *e) {
+        std::cerr << "pillar (master " << got.master
+                  << "): " << (line.is_string() ? line.get<std::string>() : line.dump()) << "\n";
+      }
+    }
+    ctx.set_pillar(std::move(*got.pillar));
+  }
 
   modules::call c;
   c.fun = o.fun;

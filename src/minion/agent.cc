@@ -1,16 +1,17 @@
 #include "minion/agent.h"
 
-#include <asio/bind_cancellation_slot.hpp>
-
 #include <spdlog/spdlog.h>
 
+#include <asio/bind_cancellation_slot.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/strand.hpp>
+#include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <optional>
 #include <random>
+#include <string_view>
 
 #include "base/config.h"
 #include "net/deadline.h"
@@ -30,10 +31,75 @@ constexpr auto k_handshake_timeout = 30s;
 
 // Built outside coroutines: g++ 12 miscompiles brace-initialised json with
 // string literals inside a coroutine body ("array used as initializer").
-proto::message auth_request(const std::string& id, bool returns_only) {
+proto::message auth_request(const std::string& id, std::string_view purpose) {
   proto::message m{msg_type::auth, 1, {{"id", id}, {"version", BRINE_VERSION}}};
-  if (returns_only) m.body["purpose"] = "returns";
+  if (!purpose.empty()) m.body["purpose"] = std::string(purpose);
   return m;
+}
+
+proto::message auth_request(const std::string& id, bool returns_only) {
+  return auth_request(id, returns_only ? proto::k_purpose_returns : std::string_view());
+}
+
+net::frame_ptr call_pillar_request(nlohmann::json grains) {
+  return net::make_frame({msg_type::pillar_request, 2, {{"grains", std::move(grains)}}});
+}
+
+// A brine call connection's progress, shared by its handlers and the
+// coroutine that waits for the answer (all on the agent's strand).
+struct call_state {
+  explicit call_state(const asio::any_io_executor& ex) : wake(ex) {}
+  asio::steady_timer wake;
+  bool done = false;
+  bool asked = false;
+  call_reply reply;
+
+  void finish(call_reply::status st, std::string detail, json pillar = json()) {
+    if (done) return;
+    done = true;
+    reply.st = st;
+    reply.detail = std::move(detail);
+    reply.pillar = std::move(pillar);
+    wake.cancel();
+  }
+};
+
+void on_call_message(call_state& st, net::connection& conn, const net::frame_ptr& request,
+                     proto::message&& m) {
+  using status = call_reply::status;
+  switch (m.type) {
+    case msg_type::auth_reply: {
+      std::string result = m.body.value("status", "");
+      if (result == "accepted") {
+        if (!std::exchange(st.asked, true)) conn.send(request);
+      } else {
+        st.finish(status::not_accepted, result + ": " + m.body.value("message", ""));
+      }
+      return;
+    }
+    case msg_type::pillar:
+      if (auto p = m.body.find("pillar"); p != m.body.end() && p->is_object()) {
+        st.finish(status::answered, "", std::move(*p));
+      } else {
+        st.finish(status::failed, "the master sent a pillar message without a pillar map");
+      }
+      return;
+    case msg_type::ping:
+      conn.send({msg_type::pong, m.id, json::object()});
+      return;
+    case msg_type::error:
+      st.finish(status::failed, "the master reported an error: " + m.body.value("message", "?"));
+      return;
+    default:
+      return;  // nothing else is meant for a call connection
+  }
+}
+
+call_reply failed_call(call_reply::status st, std::string detail) {
+  call_reply r;
+  r.st = st;
+  r.detail = std::move(detail);
+  return r;
 }
 
 json return_body(const modules::call& c, const std::string& id, const std::string& origin,
@@ -206,7 +272,7 @@ asio::awaitable<bool> agent::probe(std::chrono::steady_clock::duration timeout) 
 
 asio::awaitable<std::optional<asio::ip::tcp::endpoint>> agent::connect(
     asio::ip::tcp::socket& socket, std::chrono::steady_clock::duration timeout, outcome& why,
-    bool say) {
+    bool say, std::string* error) {
   std::error_code ec;
   std::vector<asio::ip::tcp::endpoint> targets = cfg_.endpoints;
   if (targets.empty()) {
@@ -219,6 +285,10 @@ asio::awaitable<std::optional<asio::ip::tcp::endpoint>> agent::connect(
       if (say) {
         spdlog::warn("minion {}: cannot resolve master {}: {}", cfg_.id, cfg_.master,
                      ec ? ec.message() : "timed out");
+      }
+      if (error) {
+        *error =
+            "cannot resolve " + cfg_.master + ": " + (ec ? ec.message() : std::string("timed out"));
       }
       why = outcome::unresolved;
       co_return std::nullopt;
@@ -249,10 +319,105 @@ asio::awaitable<std::optional<asio::ip::tcp::endpoint>> agent::connect(
       spdlog::log(level, "minion {}: cannot connect to master {}: {}", cfg_.id, address_,
                   ec ? ec.message() : "timed out");
     }
+    if (error) *error = "cannot connect: " + (ec ? ec.message() : std::string("timed out"));
     why = outcome::connect_failed;
     co_return std::nullopt;
   }
   co_return connected;
+}
+
+asio::awaitable<agent::opened> agent::open(std::chrono::steady_clock::duration connect_timeout,
+                                           std::chrono::steady_clock::duration handshake_timeout,
+                                           bool say) {
+  opened o;
+  asio::ip::tcp::socket socket(executor_);
+  if (!co_await connect(socket, connect_timeout, o.failed, say, &o.error)) co_return o;
+  // The agent's pings notice a dead master within master_alive_interval and
+  // keep a live connection from ever being idle that long, so keepalive
+  // probes are a backstop that live connections never send;
+  // TCP_USER_TIMEOUT bounds a master that stops acknowledging.
+  const int alive_s = static_cast<int>(cfg_.master_alive_interval.count());
+  net::tune_socket(socket, net::keepalive{true, alive_s, std::max(1, alive_s / 3), 3});
+  auto stream = std::make_unique<net::tls_stream>(std::move(socket), deps_.tls,
+                                                  net::tls_context::role::client, deps_.identity);
+  auto hs = co_await net::with_deadline(stream->handshake(), handshake_timeout);
+  if (!hs || *hs) {
+    o.error = "TLS handshake failed: " + (hs ? stream->last_error() : std::string("timed out"));
+    if (say && !stopping_) spdlog::warn("minion {}: {} with master {}", cfg_.id, o.error, address_);
+    stream->close();
+    o.failed = outcome::connect_failed;
+    co_return o;
+  }
+  if (!deps_.trust(stream->peer_key(), address_)) {
+    stream->close();
+    o.failed = outcome::untrusted_master;
+    o.error = "its key is not the pinned master key";
+    co_return o;
+  }
+  o.stream = std::move(stream);
+  co_return o;
+}
+
+asio::awaitable<call_reply> agent::fetch_pillar(nlohmann::json grains,
+                                                std::chrono::steady_clock::time_point deadline) {
+  using status = call_reply::status;
+  auto left = [deadline] {
+    return std::max<std::chrono::steady_clock::duration>(
+        deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
+  };
+  if (stopping_) co_return failed_call(status::cancelled, "stopped");
+  opened o = co_await open(left(), left(), false);
+  if (!o.stream) {
+    if (stopping_) co_return failed_call(status::cancelled, "stopped");
+    status st = o.failed == outcome::untrusted_master ? status::untrusted : status::unreachable;
+    co_return failed_call(st, o.error);
+  }
+  auto conn = std::make_shared<net::connection>(executor_, std::move(o.stream),
+                                                proto::frame_decoder(cfg_.max_frame_bytes));
+  auto st = std::make_shared<call_state>(executor_);
+  {
+    std::lock_guard lock(mu_);
+    conn_ = conn;
+  }
+  // stop() may have come before conn_ was set.
+  if (stopping_) conn->close();
+  net::frame_ptr request = call_pillar_request(std::move(grains));
+  std::weak_ptr<net::connection> weak = conn;
+  // Both handlers run on this coroutine's strand (the connection's executor).
+  conn->start(
+      [st, weak, request](proto::message&& m) {
+        if (auto c = weak.lock()) on_call_message(*st, *c, request, std::move(m));
+      },
+      [st](std::error_code e, const std::string& detail) {
+        st->finish(status::failed,
+                   "the connection closed (" + (detail.empty() ? e.message() : detail) + ")");
+      });
+  conn->send(auth_request(cfg_.id, proto::k_purpose_call));
+  try {
+    while (!st->done) {
+      if (left() == std::chrono::steady_clock::duration::zero()) {
+        st->finish(status::timed_out, "no answer in time");
+        break;
+      }
+      std::error_code ec;
+      st->wake.expires_at(deadline);
+      co_await st->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      auto cs = co_await asio::this_coro::cancellation_state;
+      if (cs.cancelled() != asio::cancellation_type::none) {
+        st->finish(status::cancelled, "another master answered first");
+      }
+    }
+  } catch (const std::system_error&) {
+    // Cancelled while waiting: the connection must still be closed.
+    st->finish(status::cancelled, "another master answered first");
+  }
+  {
+    std::lock_guard lock(mu_);
+    conn_.reset();
+  }
+  if (stopping_) st->finish(status::cancelled, "stopped");
+  conn->close();
+  co_return std::move(st->reply);
 }
 
 asio::awaitable<agent::outcome> agent::serve_once(
@@ -262,32 +427,9 @@ asio::awaitable<agent::outcome> agent::serve_once(
   // one is reported again (its owner re-sends the spool then).
   set_state(agent_state::connecting);
   const std::string& where = address_;
-  asio::ip::tcp::socket socket(executor_);
-  outcome failed = outcome::connect_failed;
-  if (!co_await connect(socket, connect_timeout, failed, true)) {
-    co_return stopping_ ? outcome::stopped : failed;
-  }
-  // The agent's pings (below) notice a dead master within
-  // master_alive_interval and keep a live connection from ever being idle
-  // that long, so keepalive probes are a backstop that live connections
-  // never send; TCP_USER_TIMEOUT bounds a master that stops acknowledging.
-  const int alive_s = static_cast<int>(cfg_.master_alive_interval.count());
-  net::tune_socket(socket, net::keepalive{true, alive_s, std::max(1, alive_s / 3), 3});
-  auto stream = std::make_unique<net::tls_stream>(std::move(socket), deps_.tls,
-                                                  net::tls_context::role::client, deps_.identity);
-  auto hs = co_await net::with_deadline(stream->handshake(), k_handshake_timeout);
-  if (!hs || *hs) {
-    if (!stopping_) {
-      spdlog::warn("minion {}: TLS handshake with master {} failed: {}", cfg_.id, where,
-                   hs ? stream->last_error() : "timed out");
-    }
-    stream->close();
-    co_return stopping_ ? outcome::stopped : outcome::connect_failed;
-  }
-  if (!deps_.trust(stream->peer_key(), where)) {
-    stream->close();
-    co_return outcome::untrusted_master;
-  }
+  opened o = co_await open(connect_timeout, k_handshake_timeout, true);
+  if (!o.stream) co_return stopping_ ? outcome::stopped : o.failed;
+  auto stream = std::move(o.stream);
   if (failures_ > 0) {
     spdlog::info("minion {}: master {} answers again after {} failed attempts", cfg_.id, where,
                  std::exchange(failures_, 0));

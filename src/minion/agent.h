@@ -49,6 +49,23 @@ struct agent_settings {
 
 enum class agent_state { connecting, pending, accepted, refused };
 
+// How one master answered a brine call's pillar request, or why it did not.
+// `detail` is for messages and never holds pillar values.
+struct call_reply {
+  enum class status {
+    answered,      // `pillar` holds the pillar the master compiled
+    not_accepted,  // the master has this minion's key pending, rejected or denied
+    unreachable,   // no connection, no TLS handshake, the name does not resolve
+    untrusted,     // the master's key is not the pinned one
+    failed,        // the connection closed or the master reported an error
+    timed_out,     // no answer before the deadline
+    cancelled,     // another master answered first
+  };
+  status st = status::failed;
+  std::string detail;
+  nlohmann::json pillar;
+};
+
 // Salt's recon_default and recon_max: reconnect waits start at 1 s and
 // double up to 10 s.
 inline constexpr std::chrono::milliseconds k_recon_default{1000};
@@ -132,6 +149,14 @@ class agent : public std::enable_shared_from_this<agent> {
   // Whether the master takes connections: a TCP connect within `timeout`,
   // closed at once (failback's probe; the master logs no warning for it).
   asio::awaitable<bool> probe(std::chrono::steady_clock::duration timeout);
+  // brine call: one connection, the daemon's connect, handshake and pinning,
+  // that authenticates with purpose `call` (the master keeps the minion's own
+  // session as it is and sends no jobs on it), sends `grains` with a
+  // pillar_request and waits for the pillar, all before `deadline`. Logs
+  // nothing (a master's key that is not the pinned one aside): the caller
+  // reports. Ends early, as cancelled, on stop() or on cancellation.
+  asio::awaitable<call_reply> fetch_pillar(nlohmann::json grains,
+                                           std::chrono::steady_clock::time_point deadline);
   void stop();
   bool stopping() const { return stopping_.load(); }
 
@@ -150,9 +175,19 @@ class agent : public std::enable_shared_from_this<agent> {
   uint64_t jobs_received() const { return jobs_received_.load(std::memory_order_relaxed); }
 
  private:
+  // The first steps of every connection: connect, TLS handshake with the
+  // minion's key, the master's key checked against the pinned one. On
+  // failure `stream` is null and `failed` says why (`error`: the detail).
+  struct opened {
+    outcome failed = outcome::connect_failed;
+    std::string error;
+    std::unique_ptr<net::tls_stream> stream;
+  };
+  asio::awaitable<opened> open(std::chrono::steady_clock::duration connect_timeout,
+                               std::chrono::steady_clock::duration handshake_timeout, bool say);
   asio::awaitable<std::optional<asio::ip::tcp::endpoint>> connect(
       asio::ip::tcp::socket& socket, std::chrono::steady_clock::duration timeout, outcome& why,
-      bool say);
+      bool say, std::string* error = nullptr);
   void on_message(proto::message&& m);
   void on_publish(const std::shared_ptr<net::connection>& conn, proto::message&& m);
   static asio::awaitable<void> run_job(std::shared_ptr<agent> self, proto::message m);

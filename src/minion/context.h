@@ -59,8 +59,8 @@ class context : public modules::minion_context {
   std::shared_ptr<const nlohmann::json> pillar_;
 };
 
-// Where the daemon keeps the pillar its master sent (mode 0600), for brine
-// call: <cachedir>/pillar.json.
+// Where versions before brine call asked the master kept the pillar
+// (<cachedir>/pillar.json); the daemon removes it at start.
 std::string pillar_cache_path(const base::minion_config& cfg);
 
 // The minion's options as Salt's `opts` names them (config.get reads them).

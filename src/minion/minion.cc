@@ -1,10 +1,7 @@
 #include "minion/minion.h"
 
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
-
-#include <cstring>
 
 #include <algorithm>
 #include <asio/co_spawn.hpp>
@@ -110,7 +107,6 @@ minion::minion(base::minion_config cfg)
   link.targeted = [this](const nlohmann::json& publish) { return targeted(publish); };
   link.on_pillar = [this](nlohmann::json pillar) {
     spdlog::debug("minion {}: pillar received ({} keys)", cfg_.id, pillar.size());
-    keep_pillar(pillar);
     context_->set_pillar(std::move(pillar));
   };
   link.context = context_.get();
@@ -126,23 +122,13 @@ minion::minion(base::minion_config cfg)
                        }});
 }
 
-void minion::keep_pillar(const nlohmann::json& pillar) {
-  // For brine call; pillar holds secrets: 0600, written whole, then renamed.
+void minion::forget_kept_pillar() {
+  // Earlier versions kept the pillar on disk for brine call, which now asks
+  // a master for it: secrets with no reader are not left lying around.
   std::string path = pillar_cache_path(cfg_);
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    spdlog::warn("minion {}: cannot keep the pillar in {}: {}", cfg_.id, path,
-                 std::strerror(errno));
-    return;
-  }
-  std::string text = pillar.dump();
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ok = ::close(fd) == 0 && ok;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    spdlog::warn("minion {}: cannot keep the pillar in {}: {}", cfg_.id, path,
-                 std::strerror(errno));
-    ::unlink(tmp.c_str());
+  if (::unlink(path.c_str()) == 0) {
+    spdlog::info("minion {}: removed {}, the pillar an earlier version kept for brine call",
+                 cfg_.id, path);
   }
 }
 
@@ -179,6 +165,7 @@ int minion::run() {
     spdlog::info("minion {}: {} returns from before the restart wait in the spool", cfg_.id,
                  spool_.size());
   }
+  forget_kept_pillar();
   asio::signal_set signals(io_, SIGINT, SIGTERM);
   signals.async_wait([this](std::error_code ec, int sig) {
     if (ec) return;
@@ -223,28 +210,32 @@ asio::awaitable<void> minion::trim_when_idle() {
 }
 
 bool minion::trust_master(EVP_PKEY* key, const std::string& where) {
+  std::lock_guard lock(trust_mu_);
+  return trust_master_key(cfg_, key, where);
+}
+
+bool trust_master_key(const base::minion_config& cfg, EVP_PKEY* key, const std::string& where) {
   if (!pki::is_ed25519(key)) {
     spdlog::error("master at {} presented a non-Ed25519 key; refusing it", where);
     return false;
   }
   std::string fp = pki::fingerprint(key);
-  std::lock_guard lock(trust_mu_);
-  if (!cfg_.master_fingers.empty()) {
-    if (std::find(cfg_.master_fingers.begin(), cfg_.master_fingers.end(), fp) ==
-        cfg_.master_fingers.end()) {
+  if (!cfg.master_fingers.empty()) {
+    if (std::find(cfg.master_fingers.begin(), cfg.master_fingers.end(), fp) ==
+        cfg.master_fingers.end()) {
       std::string allowed;
-      for (const auto& f : cfg_.master_fingers) allowed += (allowed.empty() ? "" : ", ") + f;
+      for (const auto& f : cfg.master_fingers) allowed += (allowed.empty() ? "" : ", ") + f;
       spdlog::error(
           "master {} presented key fingerprint {}, but master_finger in {} allows {}; "
           "refusing to talk to it",
-          where, fp, cfg_.source, allowed);
+          where, fp, cfg.source, allowed);
       return false;
     }
     return true;
   }
   // Trust on first use: one key for every master (masters of a set share
   // their keypair, see the README), pinned at the first contact.
-  std::string saved = cfg_.pki_dir + "/minion_master.pub";
+  std::string saved = cfg.pki_dir + "/minion_master.pub";
   if (!base::file_exists(saved)) {
     base::write_file_atomic(saved, pki::public_pem(key), 0644);
     spdlog::info("trusting master at {} on first use: fingerprint {} (saved to {})", where, fp,

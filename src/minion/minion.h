@@ -34,8 +34,8 @@ class minion {
 
  private:
   bool trust_master(EVP_PKEY* key, const std::string& where);
+  void forget_kept_pillar();
   // The message every master gets on acceptance and after a refresh.
-  void keep_pillar(const nlohmann::json& pillar);
   static net::frame_ptr grains_message(const std::shared_ptr<const nlohmann::json>& grains);
   asio::awaitable<void> trim_when_idle();
 
@@ -60,5 +60,12 @@ class minion {
 };
 
 master_set_settings settings_from(const base::minion_config& cfg);
+
+// Whether the key a master presented is to be trusted: one of master_finger,
+// or else the key saved in pki_dir/minion_master.pub, saved there at first
+// contact (trust on first use). Logs why not. The daemon and brine call both
+// decide with it; callers that may meet a first master from several threads
+// serialise the calls.
+bool trust_master_key(const base::minion_config& cfg, EVP_PKEY* key, const std::string& where);
 
 }  // namespace brine::minion

@@ -12,7 +12,7 @@ import subprocess
 import textwrap
 import unittest
 
-from harness import BRINE_BIN, Cluster, wait_for
+from harness import BRINE_BIN, Cluster, MasterSet, wait_for, write_config
 
 SECRET = "s3cret-Pillar-Value"
 
@@ -68,8 +68,9 @@ class Pillar(unittest.TestCase):
             from harness import write_config
             write_config(cls.c.config, cls.c.master_options)
             cls.c.start_master()
-            cls.c.add_accepted_minion("web1", grains={"roles": ["web"]})
-            cls.c.add_accepted_minion("db1", grains={"roles": ["db"]})
+            # auth_timeout: brine call's bound, generous for loaded test machines.
+            cls.c.add_accepted_minion("web1", grains={"roles": ["web"]}, auth_timeout=20)
+            cls.c.add_accepted_minion("db1", grains={"roles": ["db"]}, auth_timeout=20)
             for mid in ("web1", "db1"):
                 wait_for(lambda: "common" in cls.call(mid, "pillar.ls"), 15,
                          "the pillar of %s" % mid)
@@ -134,15 +135,131 @@ class Pillar(unittest.TestCase):
                      "web1's pillar restored")
 
 
-    def test_brine_call_uses_the_pillar_the_master_compiled(self):
-        conf = os.path.join(self.c.minion_dir("web1"), "minion.conf")
-        cache = os.path.join(self.c.minion_dir("web1"), "cache", "pillar.json")
-        wait_for(lambda: os.path.exists(cache), 10, "the pillar kept by web1")
-        self.assertEqual(os.stat(cache).st_mode & 0o777, 0o600)
-        p = subprocess.run([BRINE_BIN, "call", "-c", conf, "--out", "json", "pillar.get",
-                            "web:port"], capture_output=True, text=True, timeout=30)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(json.loads(p.stdout), {"local": 80})
+    def brine_call(self, mid, *args):
+        return brine_call(os.path.join(self.c.minion_dir(mid), "minion.conf"), *args)
+
+    def test_brine_call_gets_a_fresh_pillar_from_the_master_beside_the_daemon(self):
+        master_mark = self.c.master.mark()
+        minion_mark = self.c.minions["web1"].mark()
+        # A job in flight on the daemon's session while brine call runs.
+        rc, out, err = self.c.brine("cmd", "--async", "web1", "test.sleep", "2")
+        self.assertEqual(rc, 0, err)
+        jid = re.search(r"job ID: (\d+)", out).group(1)
+        # Changed on the master, and no refresh: only the master has it.
+        write_tree(self.root, {"web.sls": TREE["web.sls"].replace("port: 80", "port: 9090")})
+        try:
+            rc, out, err = self.brine_call("web1", "--out", "json", "pillar.items")
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(json.loads(out), {"local": {
+                "common": {"ntp": "pool.ntp.org"},
+                "users": {"alice": {"uid": 1000}, "bob": {"uid": 1001}},
+                "web": {"port": 9090}}})
+            # The daemon still has the pillar it was given, and its session
+            # carries on: the job in flight returns, new jobs run.
+            self.assertEqual(self.call("web1", "pillar.get", "web:port"), 80)
+            wait_for(lambda: "web1" in self.c.job(jid).get("returns", {}), 15,
+                     "the return of the job in flight")
+            self.assertIs(self.c.job(jid)["returns"]["web1"], True)
+            self.assertIs(self.call("web1", "test.ping"), True)
+            # Targeting still sees the daemon's pillar (the call left the
+            # master's data cache alone).
+            rc, out, err = self.c.brine("cmd", "--out", "json", "-t", "10", "-I", "web:port:80",
+                                        "test.ping")
+            self.assertEqual((rc, json.loads(out)), (0, {"web1": True}), err)
+            log = self.c.master.log_since(master_mark)
+            self.assertIn("brine call from minion web1", log)
+            self.assertNotIn("minion web1 connected from", log)
+            self.assertNotIn("minion web1 reconnected", log)
+            self.assertNotRegex(log, r"minion web1 at \S+ disconnected")
+            self.assertNotIn("connection to master", self.c.minions["web1"].log_since(minion_mark))
+            # Another minion gets its own pillar, and the secret reaches no log.
+            rc, out, err = self.brine_call("db1", "--out", "json", "pillar.get", "db:password")
+            self.assertEqual((rc, json.loads(out)), (0, {"local": SECRET}), err)
+            self.assertNotIn(SECRET, err)
+            for d in [self.c.master] + list(self.c.minions.values()):
+                self.assertNotIn(SECRET, d.log(), "the pillar secret is in the log of %r" % d)
+        finally:
+            write_tree(self.root, {"web.sls": TREE["web.sls"]})
+            # brine call reads the tree again: the master's pillar is the
+            # original one for the tests that follow.
+            rc, out, err = self.brine_call("web1", "--out", "json", "pillar.get", "web:port")
+            self.assertEqual((rc, out.strip()), (0, '{\n    "local": 80\n}'), err)
+        self.assertFalse(os.path.exists(os.path.join(self.c.minion_dir("web1"), "cache",
+                                                     "pillar.json")))
+
+
+def brine_call(conf, *args):
+    p = subprocess.run([BRINE_BIN, "call", "-c", conf] + list(args), capture_output=True,
+                       text=True, timeout=60, cwd=os.path.dirname(conf))
+    return p.returncode, p.stdout, p.stderr
+
+
+class CallWithoutAMaster(unittest.TestCase):
+
+    def test_key_not_accepted_then_master_down_then_local(self):
+        c = Cluster(start=False)
+        try:
+            root = c.path("pillar")
+            write_tree(root, TREE)
+            c.master_options["pillar_roots"] = {"base": [root]}
+            write_config(c.config, c.master_options)
+            c.start_master()
+            c.add_accepted_minion("web1", grains={"roles": ["web"]}, auth_timeout=20,
+                                  pillar_roots={"base": [root]})
+            conf = os.path.join(c.minion_dir("web1"), "minion.conf")
+            rc, out, err = brine_call(conf, "--out", "json", "pillar.get", "web:port")
+            self.assertEqual((rc, out.strip()), (0, '{\n    "local": 80\n}'), err)
+
+            # A key the master has not accepted: said so, with the command
+            # that accepts it; the key is pending on the master now.
+            c.add_minion("stranger", start=False, auth_timeout=20)
+            rc, out, err = brine_call(os.path.join(c.minion_dir("stranger"), "minion.conf"),
+                                      "pillar.items")
+            self.assertEqual(rc, 2, err)
+            self.assertEqual(out, "")
+            self.assertIn("minion key not accepted", err)
+            self.assertIn("master 127.0.0.1:%d: the key is pending: accept it on the master "
+                          "with 'brine key accept stranger'" % c.port, err)
+            self.assertIn("stranger", c.keys()["pending"])
+
+            # The master is down: a clear failure naming it, at once (a
+            # refused connection is not waited for), not an old pillar.
+            self.assertEqual(c.master.terminate(), 0)
+            rc, out, err = brine_call(conf, "pillar.items")
+            self.assertEqual(rc, 2, err)
+            self.assertEqual(out, "")
+            self.assertIn("no master answered the pillar request of minion web1 within "
+                          "auth_timeout (20 s)", err)
+            self.assertIn("master 127.0.0.1:%d: cannot connect" % c.port, err)
+            self.assertIn("--local", err)
+
+            # Masterless still works.
+            rc, out, err = brine_call(conf, "--local", "--out", "json", "pillar.get", "web:port")
+            self.assertEqual((rc, out.strip()), (0, '{\n    "local": 80\n}'), err)
+        finally:
+            c.stop()
+
+
+class CallWithSeveralMasters(unittest.TestCase):
+
+    def test_a_master_that_is_down_is_skipped(self):
+        ms = MasterSet(2, start=False)
+        try:
+            root = os.path.join(ms.dir, "pillar")
+            write_tree(root, TREE)
+            for m in ms.masters:
+                m.options["pillar_roots"] = {"base": [root]}
+                write_config(m.config, m.options)
+                m.start()
+            ms.masters[0].kill()  # the first of the minion's list
+            ms.add_minion("web1", start=False, grains={"roles": ["web"]}, auth_timeout=20)
+            conf = os.path.join(ms.minion_dir("web1"), "minion.conf")
+            rc, out, err = brine_call(conf, "--out", "json", "pillar.get", "web:port")
+            self.assertEqual((rc, out.strip()), (0, '{\n    "local": 80\n}'), err)
+            self.assertIn("brine call from minion web1",
+                          ms.masters[1].daemon.log())
+        finally:
+            ms.stop()
 
 
 class Masterless(unittest.TestCase):
