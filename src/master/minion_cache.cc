@@ -81,14 +81,14 @@ minion_cache::value unpacked(const packed::document& doc) {
 }
 }  // namespace
 
+packed::document minion_cache::packed_grains(const std::string& id) const {
+  std::shared_lock lock(mu_);
+  auto it = entries_.find(id);
+  return it == entries_.end() ? packed::document() : it->second.grains;
+}
+
 minion_cache::value minion_cache::grains(const std::string& id) const {
-  packed::document doc;
-  {
-    std::shared_lock lock(mu_);
-    auto it = entries_.find(id);
-    if (it != entries_.end()) doc = it->second.grains;
-  }
-  return unpacked(doc);
+  return unpacked(packed_grains(id));
 }
 
 minion_cache::value minion_cache::pillar(const std::string& id) const {

@@ -60,6 +60,8 @@ class minion_cache {
   // Unpacked copies (null: not cached), for the few readers that need a tree.
   value grains(const std::string& id) const;
   value pillar(const std::string& id) const;
+  // The cached document itself (empty: not cached), shared, not copied.
+  packed::document packed_grains(const std::string& id) const;
   size_t size() const;
 
   // Writes what changed since the last flush (on the store thread).

@@ -1,0 +1,88 @@
+#include "master/minion_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/temp_dir.h"
+
+namespace brine::master {
+namespace {
+
+using nlohmann::json;
+
+json debian_grains(const std::string& id) {
+  return {{"id", id},
+          {"os", "Debian"},
+          {"osrelease_info", {12, 4}},
+          {"mem_total", 3915},
+          {"ip_interfaces", {{"eth0", {"10.0.0.1", "fd00::1"}}, {"lo", {"127.0.0.1"}}}}};
+}
+
+TEST(minion_cache, readers_see_packed_data_and_trees_come_back_unchanged) {
+  store_worker store(store::open_sqlite(":memory:"));
+  minion_cache cache(store, "m1");
+  cache.set_grains("web1", debian_grains("web1"));
+  cache.set_pillar("web1", std::make_shared<const json>(json{{"role", "web"}}));
+  cache.set_grains("db1", debian_grains("db1"));
+
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(*cache.grains("web1"), debian_grains("web1"));
+  EXPECT_EQ(*cache.pillar("web1"), (json{{"role", "web"}}));
+  EXPECT_EQ(cache.pillar("db1"), nullptr);
+  EXPECT_EQ(cache.grains("nobody"), nullptr);
+  EXPECT_EQ(cache.packed_grains("db1").root().find("id").string(), "db1");
+  EXPECT_FALSE(cache.packed_grains("nobody"));
+
+  cache.read([](const minion_cache::lookup& lookup) {
+    auto web = lookup("web1");
+    ASSERT_TRUE(web.grains);
+    EXPECT_EQ(web.grains.find("ip_interfaces").find("eth0").at(1).string(), "fd00::1");
+    EXPECT_EQ(web.pillar.find("role").string(), "web");
+    auto db = lookup("db1");
+    EXPECT_TRUE(db.grains);
+    EXPECT_FALSE(db.pillar);
+    EXPECT_FALSE(lookup("nobody").grains);
+  });
+}
+
+TEST(minion_cache, a_reader_keeps_its_document_while_grains_change) {
+  store_worker store(store::open_sqlite(":memory:"));
+  minion_cache cache(store, "m1");
+  cache.set_grains("web1", debian_grains("web1"));
+  packed::document before = cache.packed_grains("web1");
+  json changed = debian_grains("web1");
+  changed["os"] = "Ubuntu";
+  cache.set_grains("web1", changed);
+  EXPECT_EQ(before.root().find("os").string(), "Debian");
+  EXPECT_EQ(cache.packed_grains("web1").root().find("os").string(), "Ubuntu");
+}
+
+TEST(minion_cache, survives_a_restart_through_the_store_and_forgets_deleted_minions) {
+  test::temp_dir dir;
+  const std::string db = dir.file("master.db");
+  {
+    store_worker store(store::open_sqlite(db));
+    minion_cache cache(store, "m1");
+    cache.set_grains("web1", debian_grains("web1"));
+    cache.set_pillar("web1", std::make_shared<const json>(json{{"role", "web"}}));
+    cache.set_grains("gone", debian_grains("gone"));
+    cache.seen("web1", 1700000000);
+    cache.flush();
+    cache.forget("gone");
+    store.stop();
+  }
+  store_worker store(store::open_sqlite(db));
+  minion_cache cache(store, "m1");
+  std::vector<store::minion_data_record> rows;
+  store.post([&rows](store::store& s) { rows = s.load_minion_data(); });
+  store.stop();
+  cache.load(std::move(rows));
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(*cache.grains("web1"), debian_grains("web1"));
+  EXPECT_EQ(*cache.pillar("web1"), (json{{"role", "web"}}));
+  EXPECT_EQ(cache.grains("gone"), nullptr);
+}
+
+}  // namespace
+}  // namespace brine::master
