@@ -18,92 +18,54 @@
 #include "modules/process.h"
 #include "modules/registry.h"
 
-// The argument handling of functions with Python signatures (pkg, service,
-// user and group), and the tools they run: limits, output, failures.
+// The argument checks of functions with Python signatures (every module but
+// test and cmd, whose calling conventions are their own), and the tools pkg,
+// service, user and group run: limits, output, failures.
 namespace brine::modules {
 
-
-// Salt's calling convention, checked: positional arguments fill `params` in
-// order (or, for a function taking *names, are all collected in rest()),
-// keyword arguments go by name, and `__`-prefixed keys are Salt's bookkeeping.
-// A null is Salt's None: the parameter's default. Anything else is refused
-// with a message naming the argument.
+// The arguments of a function with a Python signature, checked as Salt
+// calls it: positional arguments fill `params` in order (or, for a function
+// taking *args, are all collected in rest()), keyword arguments go by name,
+// and `__`-prefixed keys are Salt's bookkeeping. An unknown keyword, a name
+// given twice or too many positional arguments is a base::error naming it.
+// A null is Salt's None: get() and the typed readers take it for the
+// parameter's default; given() shows it, for the few parameters where None
+// means something of its own (file.replace's backup=None, a default=None).
 class arguments {
  public:
   using json = nlohmann::json;
 
-  arguments(std::string fun, const call& c, std::vector<std::string> params, bool varargs = false)
-      : fun_(std::move(fun)), params_(std::move(params)) {
-    if (!c.args.is_array() || !c.kwargs.is_object()) {
-      fail("malformed call: args must be a list and kwargs a mapping");
-    }
-    if (varargs) {
-      rest_.assign(c.args.begin(), c.args.end());
-    } else {
-      if (c.args.size() > params_.size()) {
-        fail("takes at most " + std::to_string(params_.size()) + " positional argument(s)" +
-             accepted() + ", got " + std::to_string(c.args.size()));
-      }
-      for (std::size_t i = 0; i < c.args.size(); ++i) values_[params_[i]] = c.args[i];
-    }
-    for (const auto& [key, value] : c.kwargs.items()) {
-      if (key.starts_with("__")) continue;
-      if (std::find(params_.begin(), params_.end(), key) == params_.end()) {
-        fail("unknown keyword argument '" + key + "'" + accepted());
-      }
-      if (values_.contains(key)) fail(key + " was given twice: positionally and as " + key + "=");
-      values_[key] = value;
-    }
-  }
+  arguments(std::string fun, const call& c, std::vector<std::string> params, bool varargs = false);
 
-  [[noreturn]] void fail(const std::string& message) const {
-    throw base::error(fun_ + ": " + message);
-  }
+  // A base::error "<fun>: <message>".
+  [[noreturn]] void fail(const std::string& message) const;
   const std::string& fun() const { return fun_; }
   const std::vector<json>& rest() const { return rest_; }
 
+  // As given, a null included; nullptr when not given.
+  const json* given(std::string_view name) const;
   // nullptr when not given or given as null.
-  const json* get(const std::string& name) const {
-    auto it = values_.find(name);
-    return it == values_.end() || it->second.is_null() ? nullptr : &it->second;
-  }
-  // Strings, or numbers as YAML turned them (a version 1.2 arrives as 1.2).
-  std::string text_of(const std::string& what, const json& v) const {
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_number()) return v.dump();
-    fail(what + " must be a string, got " + v.dump());
-  }
-  std::optional<std::string> text(const std::string& name) const {
-    const json* v = get(name);
-    if (v == nullptr) return std::nullopt;
-    return text_of(name, *v);
-  }
-  bool flag(const std::string& name, bool fallback) const {
-    const json* v = get(name);
-    if (v == nullptr) return fallback;
-    if (!v->is_boolean()) fail(name + " must be true or false, got " + v->dump());
-    return v->get<bool>();
-  }
-  // Seconds, >= 0.
-  double seconds(const std::string& name) const {
-    const json* v = get(name);
-    if (v == nullptr) return 0;
-    std::optional<double> s = as_number(*v);
-    if (!s || !(*s >= 0)) fail(name + " must be a number of seconds >= 0, got " + v->dump());
-    return *s;
-  }
+  const json* get(std::string_view name) const;
+  // Given, maybe as null; "missing argument 'name'" otherwise.
+  const json& need(std::string_view name) const;
+
+  // Strings, or numbers as YAML turned them (a version 1.2 arrives as 1.2);
+  // "<what> must be a string" otherwise.
+  std::string text_of(const std::string& what, const json& v) const;
+  std::optional<std::string> text(std::string_view name) const;
+  // Any scalar as text (true is "true"), `fallback` when not given or null;
+  // "<name> must be text" for a list or a mapping.
+  std::string scalar_text(std::string_view name, std::string fallback) const;
+  bool flag(std::string_view name, bool fallback) const;
+  // Seconds, >= 0; 0 when not given.
+  double seconds(std::string_view name) const;
 
  private:
-  std::string accepted() const {
-    if (params_.empty()) return " (it takes no keyword arguments)";
-    std::string out = " (accepted: ";
-    for (std::size_t i = 0; i < params_.size(); ++i) out += (i ? ", " : "") + params_[i];
-    return out + ")";
-  }
+  std::string accepted() const;
 
   std::string fun_;
   std::vector<std::string> params_;
-  std::map<std::string, json> values_;
+  std::map<std::string, json, std::less<>> values_;
   std::vector<json> rest_;
 };
 

@@ -72,66 +72,6 @@ bool fnmatch(std::string_view pattern, std::string_view text) {
   return ::fnmatch(std::string(pattern).c_str(), std::string(text).c_str(), FNM_NOESCAPE) == 0;
 }
 
-signature::signature(std::string fun, std::vector<std::string> names, const call& c,
-                     bool varargs)
-    : fun_(std::move(fun)), names_(std::move(names)) {
-  if (!c.args.is_array() || !c.kwargs.is_object()) {
-    throw base::error(fun_ + ": malformed call: args must be a list and kwargs a mapping");
-  }
-  for (size_t i = 0; i < c.args.size(); ++i) {
-    if (varargs || i >= names_.size()) {
-      if (!varargs) {
-        throw base::error(fun_ + " takes at most " + std::to_string(names_.size()) +
-                          " positional argument(s), got " + std::to_string(c.args.size()));
-      }
-      rest_.push_back(c.args[i]);
-    } else {
-      given_.emplace(names_[i], c.args[i]);
-    }
-  }
-  for (const auto& [k, v] : c.kwargs.items()) {
-    if (k.starts_with("__")) continue;
-    if (std::find(names_.begin(), names_.end(), k) == names_.end()) {
-      std::string accepted;
-      for (const auto& n : names_) accepted += (accepted.empty() ? "" : ", ") + n;
-      throw base::error(fun_ + ": unknown keyword argument '" + k + "'" +
-                        (accepted.empty() ? " (it takes none)" : " (accepted: " + accepted + ")"));
-    }
-    if (!given_.emplace(k, v).second) {
-      throw base::error(fun_ + ": argument '" + k + "' given twice (by position and as " + k +
-                        "=)");
-    }
-  }
-}
-
-const nlohmann::json* signature::get(std::string_view name) const {
-  auto it = given_.find(name);
-  return it == given_.end() ? nullptr : &it->second;
-}
-
-const nlohmann::json& signature::need(std::string_view name) const {
-  if (const auto* v = get(name)) return *v;
-  throw base::error(fun_ + ": missing argument '" + std::string(name) + "'");
-}
-
-std::string signature::text(std::string_view name, std::string fallback) const {
-  const auto* v = get(name);
-  if (v == nullptr || v->is_null()) return fallback;
-  if (v->is_string()) return v->get<std::string>();
-  if (v->is_primitive()) return v->dump();
-  throw base::error(fun_ + ": " + std::string(name) + " must be text, got " + v->dump());
-}
-
-bool signature::flag(std::string_view name, bool fallback) const {
-  const auto* v = get(name);
-  if (v == nullptr || v->is_null()) return fallback;
-  if (!v->is_boolean()) {
-    throw base::error(fun_ + ": " + std::string(name) + " must be true or false, got " +
-                      v->dump());
-  }
-  return v->get<bool>();
-}
-
 minion_context& need_context(const call& c) {
   if (c.context == nullptr) {
     throw base::error(c.fun + " runs on a minion (it needs the minion's grains, pillar or jobs)");

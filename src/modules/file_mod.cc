@@ -34,6 +34,7 @@
 
 #include "base/error.h"
 #include "modules/args.h"
+#include "modules/arguments.h"
 #include "modules/data.h"
 #include "modules/registry.h"
 
@@ -78,36 +79,36 @@ std::string expand_user(const std::string& path) {
   return home + (slash == std::string::npos ? "" : path.substr(slash));
 }
 
-std::string text_arg(const signature& sig, std::string_view name, const json& v) {
+std::string text_arg(const arguments& sig, std::string_view name, const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number()) return v.dump();
-  fail(sig.fun(), std::string(name) + " must be text, got " + v.dump());
+  sig.fail(std::string(name) + " must be text, got " + v.dump());
 }
 
-std::string path_arg(const signature& sig, std::string_view name) {
+std::string path_arg(const arguments& sig, std::string_view name) {
   const json& v = sig.need(name);
   std::string p = expand_user(text_arg(sig, name, v));
-  if (p.empty()) fail(sig.fun(), std::string(name) + " must not be empty");
+  if (p.empty()) sig.fail(std::string(name) + " must not be empty");
   return p;
 }
 
-void need_absolute(const signature& sig, const std::string& path, const std::string& what) {
-  if (path.empty() || path[0] != '/') fail(sig.fun(), what + " must be absolute: " + path);
+void need_absolute(const arguments& sig, const std::string& path, const std::string& what) {
+  if (path.empty() || path[0] != '/') sig.fail(what + " must be absolute: " + path);
 }
 
-std::optional<long long> int_arg(const signature& sig, std::string_view name) {
+std::optional<long long> int_arg(const arguments& sig, std::string_view name) {
   const json* v = sig.get(name);
-  if (v == nullptr || v->is_null()) return std::nullopt;
+  if (v == nullptr) return std::nullopt;
   if (v->is_number_integer()) return v->get<long long>();
   if (auto d = as_number(*v); d && *d == static_cast<double>(static_cast<long long>(*d))) {
     return static_cast<long long>(*d);
   }
-  fail(sig.fun(), std::string(name) + " must be an integer, got " + v->dump());
+  sig.fail(std::string(name) + " must be an integer, got " + v->dump());
 }
 
 // A mode as Salt takes it: the digits are octal, whether they came as text
 // ("0644", "755") or as a number YAML made of them (644).
-mode_t mode_arg(const signature& sig, std::string_view name, const json& v) {
+mode_t mode_arg(const arguments& sig, std::string_view name, const json& v) {
   std::string s = v.is_number_integer() ? std::to_string(v.get<long long>())
                   : v.is_string()       ? v.get<std::string>()
                                         : std::string();
@@ -116,7 +117,7 @@ mode_t mode_arg(const signature& sig, std::string_view name, const json& v) {
             std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '7'; });
   unsigned long m = ok ? std::stoul(s, nullptr, 8) : 0;
   if (!ok || m > 07777) {
-    fail(sig.fun(), std::string(name) + " must be an octal mode such as '0644', got " + v.dump());
+    sig.fail(std::string(name) + " must be an octal mode such as '0644', got " + v.dump());
   }
   return static_cast<mode_t>(m);
 }
@@ -272,9 +273,9 @@ bool looks_binary(std::string_view data) {
 constexpr long long k_re_ignorecase = 2, k_re_multiline = 8, k_re_dotall = 16, k_re_verbose = 64;
 
 // Salt's _get_flags: a number, or names of re's flags (a list, or one name).
-long long re_flags(const signature& sig, std::string_view name, long long fallback) {
+long long re_flags(const arguments& sig, std::string_view name, long long fallback) {
   const json* v = sig.get(name);
-  if (v == nullptr || v->is_null()) return fallback;
+  if (v == nullptr) return fallback;
   if (auto n = as_number(*v); n && *n == static_cast<double>(static_cast<long long>(*n))) {
     return static_cast<long long>(*n);
   }
@@ -290,11 +291,11 @@ long long re_flags(const signature& sig, std::string_view name, long long fallba
     }
   } else if (v->is_array()) {
     for (const auto& item : *v) {
-      if (!item.is_string()) fail(sig.fun(), "flags must be names of re flags, got " + v->dump());
+      if (!item.is_string()) sig.fail("flags must be names of re flags, got " + v->dump());
       names.push_back(item.get<std::string>());
     }
   } else {
-    fail(sig.fun(), "flags must be a number or a list of re flag names, got " + v->dump());
+    sig.fail("flags must be a number or a list of re flag names, got " + v->dump());
   }
   static const std::vector<std::pair<std::string, long long>> known = {
       {"T", 1},      {"TEMPLATE", 1}, {"I", 2},         {"IGNORECASE", 2}, {"L", 4},
@@ -308,7 +309,7 @@ long long re_flags(const signature& sig, std::string_view name, long long fallba
     for (char& ch : n) ch = (ch >= 'a' && ch <= 'z') ? static_cast<char>(ch - 'a' + 'A') : ch;
     if (n.starts_with("RE.")) n = n.substr(3);
     auto it = std::find_if(known.begin(), known.end(), [&](const auto& k) { return k.first == n; });
-    if (it == known.end()) fail(sig.fun(), "invalid re flag given: " + n);
+    if (it == known.end()) sig.fail("invalid re flag given: " + n);
     out |= it->second;
   }
   return out;
@@ -640,24 +641,23 @@ std::string unified_diff(std::string_view before, std::string_view after) {
 outcome ok(json ret) { return outcome{std::move(ret)}; }
 
 outcome file_exists(const call& c) {
-  signature sig("file.file_exists", {"path"}, c);
+  arguments sig("file.file_exists", c, {"path"});
   std::error_code ec;
   return ok(fs::is_regular_file(path_arg(sig, "path"), ec));
 }
 
 outcome directory_exists(const call& c) {
-  signature sig("file.directory_exists", {"path"}, c);
+  arguments sig("file.directory_exists", c, {"path"});
   std::error_code ec;
   return ok(fs::is_directory(path_arg(sig, "path"), ec));
 }
 
 outcome read(const call& c) {
-  signature sig("file.read", {"path", "binary"}, c);
+  arguments sig("file.read", c, {"path", "binary"});
   std::string path = path_arg(sig, "path");
   sig.flag("binary", false);
   std::string data = read_file(sig.fun(), path);
-  if (!valid_utf8(data))
-    fail(sig.fun(), path + " is not UTF-8 text, which a job's return cannot carry");
+  if (!valid_utf8(data)) sig.fail(path + " is not UTF-8 text, which a job's return cannot carry");
   return ok(std::move(data));
 }
 
@@ -676,10 +676,10 @@ struct path_and_lines {
 };
 
 path_and_lines lines_call(const call& c, const std::string& fun) {
-  signature sig(fun, {"path", "args"}, c, true);
+  arguments sig(fun, c, {"path", "args"}, true);
   std::vector<json> rest = sig.rest();
   path_and_lines out;
-  if (sig.get("path") != nullptr) {
+  if (sig.given("path") != nullptr) {
     out.path = path_arg(sig, "path");
   } else {
     if (rest.empty()) fail(fun, "missing argument 'path'");
@@ -687,7 +687,7 @@ path_and_lines lines_call(const call& c, const std::string& fun) {
     rest.erase(rest.begin());
     if (out.path.empty()) fail(fun, "path must not be empty");
   }
-  if (const json* a = sig.get("args"); a != nullptr && !a->is_null()) {
+  if (const json* a = sig.get("args"); a != nullptr) {
     if (a->is_array()) {
       rest.insert(rest.end(), a->begin(), a->end());
     } else {
@@ -729,13 +729,13 @@ outcome append(const call& c) {
 }
 
 outcome touch(const call& c) {
-  signature sig("file.touch", {"name", "atime", "mtime"}, c);
+  arguments sig("file.touch", c, {"name", "atime", "mtime"});
   std::string path = path_arg(sig, "name");
   std::optional<long long> atime = int_arg(sig, "atime"), mtime = int_arg(sig, "mtime");
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     fd_guard fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666));
-    if (fd.get() < 0) fail(sig.fun(), path + ": " + errno_text(errno));
+    if (fd.get() < 0) sig.fail(path + ": " + errno_text(errno));
   }
   timespec times[2];
   times[0].tv_sec = atime.value_or(0);
@@ -743,13 +743,13 @@ outcome touch(const call& c) {
   times[1].tv_sec = mtime.value_or(0);
   times[1].tv_nsec = mtime ? 0 : UTIME_NOW;
   if (::utimensat(AT_FDCWD, path.c_str(), times, 0) != 0) {
-    fail(sig.fun(), path + ": " + errno_text(errno));
+    sig.fail(path + ": " + errno_text(errno));
   }
   return ok(true);
 }
 
 outcome remove(const call& c) {
-  signature sig("file.remove", {"path"}, c);
+  arguments sig("file.remove", c, {"path"});
   std::string path = path_arg(sig, "path");
   need_absolute(sig, path, "File path");
   struct stat st {};
@@ -760,7 +760,7 @@ outcome remove(const call& c) {
   } else if (::unlink(path.c_str()) != 0) {
     ec.assign(errno, std::generic_category());
   }
-  if (ec) fail(sig.fun(), "Could not remove '" + path + "': " + ec.message());
+  if (ec) sig.fail("Could not remove '" + path + "': " + ec.message());
   return ok(true);
 }
 
@@ -770,23 +770,22 @@ struct owner_change {
 };
 
 outcome mkdir(const call& c) {
-  signature sig("file.mkdir", {"dir_path", "user", "group", "mode"}, c);
+  arguments sig("file.mkdir", c, {"dir_path", "user", "group", "mode"});
   std::string path = fs::path(path_arg(sig, "dir_path")).lexically_normal().string();
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   owner_change owner;
-  if (const json* u = sig.get("user"); u != nullptr && !u->is_null()) {
+  if (const json* u = sig.get("user"); u != nullptr) {
     auto uid = lookup_uid(text_arg(sig, "user", *u));
-    if (!uid) fail(sig.fun(), "User does not exist: " + text_arg(sig, "user", *u));
+    if (!uid) sig.fail("User does not exist: " + text_arg(sig, "user", *u));
     owner.uid = *uid;
   }
-  if (const json* g = sig.get("group"); g != nullptr && !g->is_null()) {
+  if (const json* g = sig.get("group"); g != nullptr) {
     auto gid = lookup_gid(text_arg(sig, "group", *g));
-    if (!gid) fail(sig.fun(), "Group does not exist: " + text_arg(sig, "group", *g));
+    if (!gid) sig.fail("Group does not exist: " + text_arg(sig, "group", *g));
     owner.gid = *gid;
   }
   std::optional<mode_t> mode;
-  if (const json* m = sig.get("mode"); m != nullptr && !m->is_null())
-    mode = mode_arg(sig, "mode", *m);
+  if (const json* m = sig.get("mode"); m != nullptr) mode = mode_arg(sig, "mode", *m);
   std::error_code ec;
   if (fs::is_directory(path, ec)) return ok(true);
   // Salt's makedirs_perms: every directory it creates gets the owner and mode.
@@ -798,17 +797,17 @@ outcome mkdir(const call& c) {
   }
   for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
     if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST) {
-      fail(sig.fun(), *it + ": " + errno_text(errno));
+      sig.fail(*it + ": " + errno_text(errno));
     }
     if ((owner.uid != static_cast<uid_t>(-1) || owner.gid != static_cast<gid_t>(-1)) &&
         ::chown(it->c_str(), owner.uid, owner.gid) != 0) {
-      fail(sig.fun(), "chown " + *it + ": " + errno_text(errno));
+      sig.fail("chown " + *it + ": " + errno_text(errno));
     }
     if (mode && ::chmod(it->c_str(), *mode) != 0) {
-      fail(sig.fun(), "chmod " + *it + ": " + errno_text(errno));
+      sig.fail("chmod " + *it + ": " + errno_text(errno));
     }
   }
-  if (!fs::is_directory(path, ec)) fail(sig.fun(), path + " exists and is not a directory");
+  if (!fs::is_directory(path, ec)) sig.fail(path + " exists and is not a directory");
   return ok(true);
 }
 
@@ -864,9 +863,9 @@ asio::awaitable<std::string> hash_file(std::string fun, std::string path, std::s
 }
 
 asio::awaitable<outcome> get_hash(call c) {
-  signature sig("file.get_hash", {"path", "form", "chunk_size"}, c);
+  arguments sig("file.get_hash", c, {"path", "form", "chunk_size"});
   std::string path = path_arg(sig, "path");
-  std::string form = sig.text("form", "sha256");
+  std::string form = sig.scalar_text("form", "sha256");
   int_arg(sig, "chunk_size");
   std::string digest = co_await hash_file(sig.fun(), path, form);
   outcome o;
@@ -891,16 +890,16 @@ std::string real_path(const std::string& path) {
 }
 
 asio::awaitable<outcome> stats(call c) {
-  signature sig("file.stats", {"path", "hash_type", "follow_symlinks"}, c);
+  arguments sig("file.stats", c, {"path", "hash_type", "follow_symlinks"});
   std::string path = path_arg(sig, "path");
-  std::string hash_type = sig.text("hash_type", "");
+  std::string hash_type = sig.scalar_text("hash_type", "");
   bool follow = sig.flag("follow_symlinks", true);
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     // A broken symlink has an owner too.
-    if (::lstat(path.c_str(), &st) != 0) fail(sig.fun(), "Path not found: " + path);
+    if (::lstat(path.c_str(), &st) != 0) sig.fail("Path not found: " + path);
   } else if (!follow && ::lstat(path.c_str(), &st) != 0) {
-    fail(sig.fun(), "Path not found: " + path);
+    sig.fail("Path not found: " + path);
   }
   json ret = json::object();
   ret["inode"] = static_cast<unsigned long long>(st.st_ino);
@@ -932,18 +931,18 @@ asio::awaitable<outcome> stats(call c) {
 }
 
 outcome chmod(const call& c) {
-  signature sig("file.chmod", {"path", "mode"}, c);
+  arguments sig("file.chmod", c, {"path", "mode"});
   std::string path = path_arg(sig, "path");
   mode_t mode = mode_arg(sig, "mode", sig.need("mode"));
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) fail(sig.fun(), path + " does not exist");
-  if (::chmod(path.c_str(), mode) != 0) fail(sig.fun(), path + ": " + errno_text(errno));
-  if (::stat(path.c_str(), &st) != 0) fail(sig.fun(), path + ": " + errno_text(errno));
+  if (::stat(path.c_str(), &st) != 0) sig.fail(path + " does not exist");
+  if (::chmod(path.c_str(), mode) != 0) sig.fail(path + ": " + errno_text(errno));
+  if (::stat(path.c_str(), &st) != 0) sig.fail(path + ": " + errno_text(errno));
   return ok(mode_text(st.st_mode));
 }
 
 outcome chown(const call& c) {
-  signature sig("file.chown", {"path", "user", "group"}, c);
+  arguments sig("file.chown", c, {"path", "user", "group"});
   std::string path = path_arg(sig, "path");
   const json& user = sig.need("user");
   const json& group = sig.need("group");
@@ -971,7 +970,7 @@ outcome chown(const call& c) {
   }
   if (!err.empty()) return outcome{err, false, 1};
   if (::chown(path.c_str(), owner.uid, owner.gid) != 0) {
-    fail(sig.fun(), path + ": " + errno_text(errno));
+    sig.fail(path + ": " + errno_text(errno));
   }
   return ok(nullptr);
 }
@@ -991,7 +990,7 @@ std::optional<std::string> read_link(const std::string& path) {
 }
 
 outcome symlink(const call& c) {
-  signature sig("file.symlink", {"src", "path", "force", "atomic"}, c);
+  arguments sig("file.symlink", c, {"src", "path", "force", "atomic"});
   std::string src = text_arg(sig, "src", sig.need("src"));
   std::string path = path_arg(sig, "path");
   bool force = sig.flag("force", false);
@@ -1002,14 +1001,14 @@ outcome symlink(const call& c) {
   bool is_link = ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
   if (is_link) {
     if (auto target = read_link(path); target && norm(*target) == norm(src)) return ok(true);
-    if (!force && !atomic) fail(sig.fun(), "Found existing symlink: " + path);
+    if (!force && !atomic) sig.fail("Found existing symlink: " + path);
   }
   bool exists = ::stat(path.c_str(), &st) == 0;
-  if (exists && !force && !atomic) fail(sig.fun(), "Existing path is not a symlink: " + path);
+  if (exists && !force && !atomic) sig.fail("Existing path is not a symlink: " + path);
   if (is_link || exists) {
     // Replaced through a rename, so the path never goes missing meanwhile.
     if (!is_link && S_ISDIR(st.st_mode)) {
-      fail(sig.fun(), "Could not create '" + path + "': it is a directory");
+      sig.fail("Could not create '" + path + "': it is a directory");
     }
     fs::path p(path);
     std::string tmp =
@@ -1019,28 +1018,28 @@ outcome symlink(const call& c) {
     if (::symlink(src.c_str(), tmp.c_str()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
       int err = errno;
       ::unlink(tmp.c_str());
-      fail(sig.fun(), "Could not create '" + path + "': " + errno_text(err));
+      sig.fail("Could not create '" + path + "': " + errno_text(err));
     }
     return ok(true);
   }
   if (::symlink(src.c_str(), path.c_str()) != 0) {
-    fail(sig.fun(), "Could not create '" + path + "': " + errno_text(errno));
+    sig.fail("Could not create '" + path + "': " + errno_text(errno));
   }
   return ok(true);
 }
 
 outcome readlink(const call& c) {
-  signature sig("file.readlink", {"path", "canonicalize"}, c);
+  arguments sig("file.readlink", c, {"path", "canonicalize"});
   std::string path = path_arg(sig, "path");
   bool canonicalize = sig.flag("canonicalize", false);
   need_absolute(sig, path, "Path to link");
   struct stat lst {};
   if (::lstat(path.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) {
-    fail(sig.fun(), "A valid link was not specified: " + path);
+    sig.fail("A valid link was not specified: " + path);
   }
   if (canonicalize) return ok(real_path(path));
   auto target = read_link(path);
-  if (!target) fail(sig.fun(), path + ": " + errno_text(errno));
+  if (!target) sig.fail(path + ": " + errno_text(errno));
   return ok(*target);
 }
 
@@ -1060,28 +1059,26 @@ struct find_criteria {
 };
 
 asio::awaitable<outcome> find(call c) {
-  signature sig(
-      "file.find",
-      {"path", "name", "iname", "regex", "iregex", "type", "maxdepth", "mindepth", "print"}, c);
+  arguments sig(
+      "file.find", c,
+      {"path", "name", "iname", "regex", "iregex", "type", "maxdepth", "mindepth", "print"});
   std::string root = path_arg(sig, "path");
   find_criteria crit;
-  if (const json* v = sig.get("name"); v != nullptr && !v->is_null()) {
+  if (const json* v = sig.get("name"); v != nullptr) {
     crit.name = text_arg(sig, "name", *v);
   }
-  if (const json* v = sig.get("iname"); v != nullptr && !v->is_null()) {
+  if (const json* v = sig.get("iname"); v != nullptr) {
     crit.iname = lower(text_arg(sig, "iname", *v));
   }
   const json* rx = sig.get("regex");
   const json* irx = sig.get("iregex");
-  if (rx != nullptr && !rx->is_null() && irx != nullptr && !irx->is_null()) {
-    fail(sig.fun(), "give regex or iregex, not both");
-  }
-  if (rx != nullptr && !rx->is_null()) {
+  if (rx != nullptr && irx != nullptr) sig.fail("give regex or iregex, not both");
+  if (rx != nullptr) {
     crit.re = std::make_unique<regex>(sig.fun(), text_arg(sig, "regex", *rx), 0);
-  } else if (irx != nullptr && !irx->is_null()) {
+  } else if (irx != nullptr) {
     crit.re = std::make_unique<regex>(sig.fun(), text_arg(sig, "iregex", *irx), k_re_ignorecase);
   }
-  if (const json* v = sig.get("type"); v != nullptr && !v->is_null()) {
+  if (const json* v = sig.get("type"); v != nullptr) {
     static const std::map<char, mode_t> k_types = {{'b', S_IFBLK}, {'c', S_IFCHR}, {'d', S_IFDIR},
                                                    {'f', S_IFREG}, {'l', S_IFLNK}, {'p', S_IFIFO},
                                                    {'s', S_IFSOCK}};
@@ -1089,16 +1086,16 @@ asio::awaitable<outcome> find(call c) {
       if (ch == ',' || ch == ' ') continue;
       auto it = k_types.find(ch);
       if (it == k_types.end()) {
-        fail(sig.fun(), std::string("invalid file type \"") + ch + "\" (type takes b c d f l p s)");
+        sig.fail(std::string("invalid file type \"") + ch + "\" (type takes b c d f l p s)");
       }
       crit.types.insert(it->second);
     }
   }
   long long maxdepth = int_arg(sig, "maxdepth").value_or(-1);
   long long mindepth = int_arg(sig, "mindepth").value_or(0);
-  std::string print = sig.text("print", "path");
+  std::string print = sig.scalar_text("print", "path");
   if (print != "path" && print != "name") {
-    fail(sig.fun(), "print must be 'path' or 'name' (others are not supported), got " + print);
+    sig.fail("print must be 'path' or 'name' (others are not supported), got " + print);
   }
   crit.print_name = print == "name";
 
@@ -1135,8 +1132,8 @@ asio::awaitable<outcome> find(call c) {
     }
     for (const auto& n : names) {
       if (++visited > k_find_limit) {
-        fail(sig.fun(), "more than " + std::to_string(k_find_limit) + " entries under " + root +
-                            "; narrow the search (a deeper path or maxdepth)");
+        sig.fail("more than " + std::to_string(k_find_limit) + " entries under " + root +
+                 "; narrow the search (a deeper path or maxdepth)");
       }
       if (visited % 1000 == 0) co_await yield_now();
       std::string full = dir.dir == "/" ? "/" + n : dir.dir + "/" + n;
@@ -1235,11 +1232,10 @@ json do_replace(const std::string& fun, const replace_request& r) {
 }
 
 outcome replace(const call& c) {
-  signature sig("file.replace",
+  arguments sig("file.replace", c,
                 {"path", "pattern", "repl", "count", "flags", "bufsize", "append_if_not_found",
                  "prepend_if_not_found", "not_found_content", "backup", "dry_run", "search_only",
-                 "show_changes", "ignore_if_missing", "preserve_inode", "backslash_literal"},
-                c);
+                 "show_changes", "ignore_if_missing", "preserve_inode", "backslash_literal"});
   replace_request r;
   r.path = path_arg(sig, "path");
   r.pattern = text_arg(sig, "pattern", sig.need("pattern"));
@@ -1248,16 +1244,16 @@ outcome replace(const call& c) {
   r.flags = re_flags(sig, "flags", k_re_multiline);
   r.append_if_not_found = sig.flag("append_if_not_found", false);
   r.prepend_if_not_found = sig.flag("prepend_if_not_found", false);
-  if (const json* v = sig.get("not_found_content"); v != nullptr && !v->is_null()) {
+  if (const json* v = sig.get("not_found_content"); v != nullptr) {
     r.not_found_content = text_arg(sig, "not_found_content", *v);
   }
-  if (const json* v = sig.get("backup"); v != nullptr) {
+  if (const json* v = sig.given("backup"); v != nullptr) {
     if (v->is_null() || (v->is_boolean() && !v->get<bool>())) {
       r.backup.clear();
     } else if (v->is_string()) {
       r.backup = v->get<std::string>();
     } else {
-      fail(sig.fun(), "backup must be a suffix such as '.bak' or false, got " + v->dump());
+      sig.fail("backup must be a suffix such as '.bak' or false, got " + v->dump());
     }
   }
   r.dry_run = sig.flag("dry_run", false);
@@ -1270,8 +1266,8 @@ outcome replace(const call& c) {
 }
 
 outcome search(const call& c) {
-  signature sig("file.search",
-                {"path", "pattern", "flags", "bufsize", "ignore_if_missing", "multiline"}, c);
+  arguments sig("file.search", c,
+                {"path", "pattern", "flags", "bufsize", "ignore_if_missing", "multiline"});
   replace_request r;
   r.path = path_arg(sig, "path");
   r.pattern = text_arg(sig, "pattern", sig.need("pattern"));
@@ -1285,7 +1281,7 @@ outcome search(const call& c) {
 }
 
 outcome contains(const call& c) {
-  signature sig("file.contains", {"path", "text"}, c);
+  arguments sig("file.contains", c, {"path", "text"});
   std::string path = path_arg(sig, "path");
   std::string text = python_str(sig.need("text"));
   text.erase(0, text.find_first_not_of(" \t\n\r\v\f"));

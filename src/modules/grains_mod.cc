@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/fs.h"
 #include "base/yaml_json.h"
+#include "modules/arguments.h"
 #include "modules/context.h"
 #include "modules/data.h"
 #include "modules/registry.h"
@@ -25,37 +26,37 @@ std::shared_ptr<const nlohmann::json> grains_of(const call& c) {
 }
 
 asio::awaitable<outcome> items(call c) {
-  signature s("grains.items", {"sanitize"}, c);
+  arguments s("grains.items", c, {"sanitize"});
   auto data = grains_of(c);
   co_return outcome{*data};
 }
 
 asio::awaitable<outcome> get(call c) {
-  signature s("grains.get", {"key", "default", "delimiter", "ordered"}, c);
-  std::string key = s.text("key", "");
-  if (s.get("key") == nullptr) throw base::error("grains.get needs a key: grains.get os");
+  arguments s("grains.get", c, {"key", "default", "delimiter", "ordered"});
+  std::string key = s.scalar_text("key", "");
+  if (s.given("key") == nullptr) throw base::error("grains.get needs a key: grains.get os");
   auto g = grains_of(c);
-  const auto* v = traverse(*g, key, s.text("delimiter", ":"));
-  const auto* fallback = s.get("default");
+  const auto* v = traverse(*g, key, s.scalar_text("delimiter", ":"));
+  const auto* fallback = s.given("default");
   co_return outcome{v ? *v : (fallback ? *fallback : nlohmann::json(""))};
 }
 
 asio::awaitable<outcome> item(call c) {
-  signature s("grains.item", {"default", "delimiter", "sanitize"}, c, true);
+  arguments s("grains.item", c, {"default", "delimiter", "sanitize"}, true);
   // Salt: item(*args, **kwargs), default and delimiter by keyword only.
   auto g = grains_of(c);
   nlohmann::json ret = nlohmann::json::object();
-  const auto* fallback = s.get("default");
+  const auto* fallback = s.given("default");
   for (const auto& a : s.rest()) {
     std::string key = a.is_string() ? a.get<std::string>() : a.dump();
-    const auto* v = traverse(*g, key, s.text("delimiter", ":"));
+    const auto* v = traverse(*g, key, s.scalar_text("delimiter", ":"));
     ret[key] = v ? *v : (fallback ? *fallback : nlohmann::json(""));
   }
   co_return outcome{std::move(ret)};
 }
 
 asio::awaitable<outcome> ls(call c) {
-  signature s("grains.ls", {}, c);
+  arguments s("grains.ls", c, {});
   nlohmann::json names = nlohmann::json::array();
   auto data = grains_of(c);  // kept alive through the loop
   for (const auto& [k, v] : data->items()) names.push_back(k);
@@ -111,12 +112,12 @@ nlohmann::json filter_by(const std::string& fun, const nlohmann::json& lookup_di
 }
 
 asio::awaitable<outcome> filter_by_fn(call c) {
-  signature s("grains.filter_by", {"lookup_dict", "grain", "merge", "default", "base"}, c);
+  arguments s("grains.filter_by", c, {"lookup_dict", "grain", "merge", "default", "base"});
   auto g = grains_of(c);
-  const auto* traversed = traverse(*g, s.text("grain", "os_family"));
+  const auto* traversed = traverse(*g, s.scalar_text("grain", "os_family"));
   co_return outcome{filter_by("grains.filter_by", s.need("lookup_dict"),
-                              traversed ? *traversed : nlohmann::json::array(), s.get("merge"),
-                              s.text("default", "default"), s.text("base", ""))};
+                              traversed ? *traversed : nlohmann::json::array(), s.given("merge"),
+                              s.scalar_text("default", "default"), s.scalar_text("base", ""))};
 }
 
 nlohmann::json read_grains_file(const std::string& path) {
@@ -163,15 +164,15 @@ nlohmann::json set_value(minion_context& ctx, const std::string& key, const nloh
 }
 
 asio::awaitable<outcome> setval(call c) {
-  signature s("grains.setval", {"key", "val", "destructive", "refresh_pillar"}, c);
-  std::string key = s.text("key", "");
+  arguments s("grains.setval", c, {"key", "val", "destructive", "refresh_pillar"});
+  std::string key = s.scalar_text("key", "");
   if (key.empty()) throw base::error("grains.setval needs a key and a value: grains.setval role web");
   co_return outcome{set_value(need_context(c), key, s.need("val"), s.flag("destructive", false))};
 }
 
 asio::awaitable<outcome> delval(call c) {
-  signature s("grains.delval", {"key", "destructive", "refresh_pillar"}, c);
-  std::string key = s.text("key", "");
+  arguments s("grains.delval", c, {"key", "destructive", "refresh_pillar"});
+  std::string key = s.scalar_text("key", "");
   if (key.empty()) throw base::error("grains.delval needs a key: grains.delval role");
   co_return outcome{set_value(need_context(c), key, nullptr, s.flag("destructive", false))};
 }

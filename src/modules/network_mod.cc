@@ -33,6 +33,7 @@
 
 #include "base/error.h"
 #include "modules/args.h"
+#include "modules/arguments.h"
 #include "modules/data.h"
 #include "modules/process.h"
 #include "modules/registry.h"
@@ -46,10 +47,10 @@ using json = nlohmann::json;
   throw base::error(fun + ": " + message);
 }
 
-std::string text_arg(const signature& sig, std::string_view name, const json& v) {
+std::string text_arg(const arguments& sig, std::string_view name, const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number()) return v.dump();
-  fail(sig.fun(), std::string(name) + " must be text, got " + v.dump());
+  sig.fail(std::string(name) + " must be text, got " + v.dump());
 }
 
 std::string address_text(const sockaddr* sa) {
@@ -217,11 +218,11 @@ bool is_loopback(const ip_address& a) {
 
 // network.ip_addrs and network.ip_addrs6.
 outcome ip_addrs(const call& c, const std::string& fun, int family) {
-  signature sig(fun, {"interface", "include_loopback", "cidr", "type"}, c);
-  std::string interface = sig.text("interface", "");
+  arguments sig(fun, c, {"interface", "include_loopback", "cidr", "type"});
+  std::string interface = sig.scalar_text("interface", "");
   bool include_loopback = sig.flag("include_loopback", false);
-  std::string cidr = sig.text("cidr", "");
-  std::string type = sig.text("type", "");
+  std::string cidr = sig.scalar_text("cidr", "");
+  std::string type = sig.scalar_text("type", "");
   std::optional<network> subnet;
   if (!cidr.empty()) {
     subnet = parse_network(cidr);
@@ -263,7 +264,7 @@ outcome ip_addrs(const call& c, const std::string& fun, int family) {
 }
 
 asio::awaitable<outcome> interfaces(call c) {
-  signature sig("network.interfaces", {}, c);
+  arguments sig("network.interfaces", c, {});
   outcome o;
   o.ret = interfaces_json();
   co_return o;
@@ -275,7 +276,7 @@ asio::awaitable<outcome> ip_addrs6(call c) { co_return ip_addrs(c, "network.ip_a
 
 // Salt's sanitize_host keeps letters, digits and ".-_"; ':' is kept too, for
 // IPv6 addresses. A leading '-' would be an option to ping: refused.
-std::string host_arg(const signature& sig) {
+std::string host_arg(const arguments& sig) {
   std::string host;
   for (char ch : text_arg(sig, "host", sig.need("host")).substr(0, 255)) {
     if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_' ||
@@ -283,20 +284,20 @@ std::string host_arg(const signature& sig) {
       host += ch;
     }
   }
-  if (host.empty()) fail(sig.fun(), "host must be a host name or an address");
-  if (host.front() == '-') fail(sig.fun(), "host must not start with '-': " + host);
+  if (host.empty()) sig.fail("host must be a host name or an address");
+  if (host.front() == '-') sig.fail("host must not start with '-': " + host);
   return host;
 }
 
 asio::awaitable<outcome> ping(call c) {
-  signature sig("network.ping", {"host", "return_boolean", "timeout"}, c);
+  arguments sig("network.ping", c, {"host", "return_boolean", "timeout"});
   std::string host = host_arg(sig);
   bool return_boolean = sig.flag("return_boolean", false);
   long wait = 2;
-  if (const json* t = sig.get("timeout"); t != nullptr && !t->is_null()) {
+  if (const json* t = sig.get("timeout"); t != nullptr) {
     auto n = as_number(*t);
     if (!n || *n < 0 || *n != static_cast<double>(static_cast<long>(*n))) {
-      fail(sig.fun(), "timeout must be a whole number of seconds >= 0, got " + t->dump());
+      sig.fail("timeout must be a whole number of seconds >= 0, got " + t->dump());
     }
     if (*n > 0) wait = static_cast<long>(*n);
   }
@@ -312,9 +313,9 @@ asio::awaitable<outcome> ping(call c) {
     r = co_await run_process(std::move(opts));
   } catch (const base::error& e) {
     if (std::string(e.what()).find("not found in PATH") == std::string::npos) throw;
-    fail(sig.fun(), "ping is not installed on this minion (Debian package iputils-ping)");
+    sig.fail("ping is not installed on this minion (Debian package iputils-ping)");
   }
-  if (r.timed_out) fail(sig.fun(), "ping " + host + " timed out and was killed");
+  if (r.timed_out) sig.fail("ping " + host + " timed out and was killed");
   if (return_boolean) co_return outcome{r.retcode == 0};
   std::string out = std::move(r.stdout_text);
   while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
@@ -382,18 +383,16 @@ asio::awaitable<probe> probe_endpoint(std::string host, std::string port, int fa
 }
 
 asio::awaitable<outcome> connect(call c) {
-  signature sig("network.connect", {"host", "port", "proto", "timeout", "family"}, c);
+  arguments sig("network.connect", c, {"host", "port", "proto", "timeout", "family"});
   json ret = json::object();
   const json* host_v = sig.get("host");
   const json* port_v = sig.get("port");
-  if (host_v == nullptr || host_v->is_null() ||
-      (host_v->is_string() && host_v->get<std::string>().empty())) {
+  if (host_v == nullptr || (host_v->is_string() && host_v->get<std::string>().empty())) {
     ret["result"] = false;
     ret["comment"] = "Required argument, host, is missing.";
     co_return outcome{std::move(ret)};
   }
-  if (port_v == nullptr || port_v->is_null() ||
-      (port_v->is_string() && port_v->get<std::string>().empty())) {
+  if (port_v == nullptr || (port_v->is_string() && port_v->get<std::string>().empty())) {
     ret["result"] = false;
     ret["comment"] = "Required argument, port, is missing.";
     co_return outcome{std::move(ret)};
@@ -402,26 +401,25 @@ asio::awaitable<outcome> connect(call c) {
   auto port_n = as_number(*port_v);
   if (!port_n || *port_n < 1 || *port_n > 65535 ||
       *port_n != static_cast<double>(static_cast<int>(*port_n))) {
-    fail(sig.fun(), "port must be 1..65535, got " + port_v->dump());
+    sig.fail("port must be 1..65535, got " + port_v->dump());
   }
   const std::string port = std::to_string(static_cast<int>(*port_n));
-  std::string proto = sig.text("proto", "tcp");
+  std::string proto = sig.scalar_text("proto", "tcp");
   if (proto != "udp") proto = "tcp";
   double timeout = 5;
-  if (const json* t = sig.get("timeout"); t != nullptr && !t->is_null()) {
+  if (const json* t = sig.get("timeout"); t != nullptr) {
     auto n = as_number(*t);
-    if (!n || !(*n > 0))
-      fail(sig.fun(), "timeout must be a number of seconds > 0, got " + t->dump());
+    if (!n || !(*n > 0)) sig.fail("timeout must be a number of seconds > 0, got " + t->dump());
     timeout = *n;
   }
   int family = 0;
-  std::string fam = sig.text("family", "");
+  std::string fam = sig.scalar_text("family", "");
   if (fam == "ipv4") {
     family = AF_INET;
   } else if (fam == "ipv6") {
     family = AF_INET6;
   } else if (!fam.empty()) {
-    fail(sig.fun(), "family must be 'ipv4' or 'ipv6', got " + fam);
+    sig.fail("family must be 'ipv4' or 'ipv6', got " + fam);
   }
 
   using namespace asio::experimental::awaitable_operators;

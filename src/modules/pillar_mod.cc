@@ -3,6 +3,7 @@
 // pillar.
 
 #include "base/error.h"
+#include "modules/arguments.h"
 #include "modules/context.h"
 #include "modules/data.h"
 #include "modules/registry.h"
@@ -20,22 +21,22 @@ std::shared_ptr<const nlohmann::json> pillar_of(const call& c) {
 asio::awaitable<outcome> items(call c) {
   // Salt's pillar.items compiles afresh; brine's minion holds what its
   // master compiled last (saltutil.refresh_pillar asks again).
-  signature s("pillar.items", {"pillar", "pillarenv", "pillar_enc"}, c, true);
+  arguments s("pillar.items", c, {"pillar", "pillarenv", "pillar_enc"}, true);
   auto data = pillar_of(c);
   co_return outcome{*data};
 }
 
 // Salt's pillar.get: with merge, a map default is merged under the value.
 asio::awaitable<outcome> get(call c) {
-  signature s("pillar.get",
-              {"key", "default", "merge", "merge_nested_lists", "delimiter", "pillarenv",
-               "saltenv"},
-              c);
-  if (s.get("key") == nullptr) throw base::error("pillar.get needs a key: pillar.get users:alice");
-  std::string key = s.text("key", "");
+  arguments s(
+      "pillar.get", c,
+      {"key", "default", "merge", "merge_nested_lists", "delimiter", "pillarenv", "saltenv"});
+  if (s.given("key") == nullptr)
+    throw base::error("pillar.get needs a key: pillar.get users:alice");
+  std::string key = s.scalar_text("key", "");
   auto p = pillar_of(c);
-  const auto* v = traverse(*p, key, s.text("delimiter", ":"));
-  const nlohmann::json* fallback = s.get("default");
+  const auto* v = traverse(*p, key, s.scalar_text("delimiter", ":"));
+  const nlohmann::json* fallback = s.given("default");
   nlohmann::json dflt = fallback ? *fallback : nlohmann::json("");
   if (s.flag("merge", false)) {
     if (v == nullptr) co_return outcome{dflt};
@@ -58,20 +59,20 @@ asio::awaitable<outcome> get(call c) {
 }
 
 asio::awaitable<outcome> item(call c) {
-  signature s("pillar.item", {"default", "delimiter", "pillarenv", "saltenv"}, c, true);
+  arguments s("pillar.item", c, {"default", "delimiter", "pillarenv", "saltenv"}, true);
   auto p = pillar_of(c);
   nlohmann::json ret = nlohmann::json::object();
-  const auto* fallback = s.get("default");
+  const auto* fallback = s.given("default");
   for (const auto& a : s.rest()) {
     std::string key = a.is_string() ? a.get<std::string>() : a.dump();
-    const auto* v = traverse(*p, key, s.text("delimiter", ":"));
+    const auto* v = traverse(*p, key, s.scalar_text("delimiter", ":"));
     ret[key] = v ? *v : (fallback ? *fallback : nlohmann::json(""));
   }
   co_return outcome{std::move(ret)};
 }
 
 asio::awaitable<outcome> ls(call c) {
-  signature s("pillar.ls", {}, c, true);
+  arguments s("pillar.ls", c, {}, true);
   nlohmann::json names = nlohmann::json::array();
   auto data = pillar_of(c);  // kept alive through the loop
   for (const auto& [k, v] : data->items()) names.push_back(k);
@@ -81,17 +82,17 @@ asio::awaitable<outcome> ls(call c) {
 // Salt's config.get: the minion options, then grains, then pillar (and the
 // master's options under pillar 'master', which brine does not send).
 asio::awaitable<outcome> config_get(call c) {
-  signature s("config.get", {"key", "default", "delimiter", "merge", "omit_opts",
-                             "omit_pillar", "omit_master", "omit_grains"},
-              c);
-  if (s.get("key") == nullptr) throw base::error("config.get needs a key: config.get pki_dir");
-  std::string key = s.text("key", "");
-  std::string delimiter = s.text("delimiter", ":");
+  arguments s("config.get", c,
+              {"key", "default", "delimiter", "merge", "omit_opts", "omit_pillar", "omit_master",
+               "omit_grains"});
+  if (s.given("key") == nullptr) throw base::error("config.get needs a key: config.get pki_dir");
+  std::string key = s.scalar_text("key", "");
+  std::string delimiter = s.scalar_text("delimiter", ":");
   auto& ctx = need_context(c);
   auto grains = ctx.grains();
   auto pillar = ctx.pillar();
-  std::string merge = s.text("merge", "");
-  const nlohmann::json* fallback = s.get("default");
+  std::string merge = s.scalar_text("merge", "");
+  const nlohmann::json* fallback = s.given("default");
   nlohmann::json dflt = fallback ? *fallback : nlohmann::json("");
   std::vector<const nlohmann::json*> sources;
   if (!s.flag("omit_opts", false)) sources.push_back(&ctx.opts());

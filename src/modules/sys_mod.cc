@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "modules/arguments.h"
 #include "modules/context.h"
 #include "modules/data.h"
 #include "modules/registry.h"
@@ -27,7 +28,7 @@ bool wanted(const std::vector<nlohmann::json>& globs, const std::string& fun) {
 }
 
 asio::awaitable<outcome> list_functions(call c) {
-  signature s("sys.list_functions", {}, c, true);
+  arguments s("sys.list_functions", c, {}, true);
   nlohmann::json out = nlohmann::json::array();
   for (const auto& name : need_context(c).functions().names()) {
     if (wanted(s.rest(), name)) out.push_back(name);
@@ -36,7 +37,7 @@ asio::awaitable<outcome> list_functions(call c) {
 }
 
 asio::awaitable<outcome> list_modules(call c) {
-  signature s("sys.list_modules", {}, c, true);
+  arguments s("sys.list_modules", c, {}, true);
   std::set<std::string> mods;
   for (const auto& name : need_context(c).functions().names()) {
     std::string mod = name.substr(0, name.find('.'));
@@ -48,7 +49,7 @@ asio::awaitable<outcome> list_modules(call c) {
 }
 
 asio::awaitable<outcome> doc(call c) {
-  signature s("sys.doc", {}, c, true);
+  arguments s("sys.doc", c, {}, true);
   const registry& reg = need_context(c).functions();
   nlohmann::json out = nlohmann::json::object();
   for (const auto& name : reg.names()) {
@@ -63,7 +64,7 @@ nlohmann::json job_entry(const running_job& j) {
 }
 
 asio::awaitable<outcome> running(call c) {
-  signature s("saltutil.running", {}, c);
+  arguments s("saltutil.running", c, {});
   nlohmann::json out = nlohmann::json::array();
   for (const auto& j : need_context(c).running()) {
     if (j.jid != c.jid) out.push_back(job_entry(j));  // not this very call
@@ -72,8 +73,8 @@ asio::awaitable<outcome> running(call c) {
 }
 
 asio::awaitable<outcome> find_job(call c) {
-  signature s("saltutil.find_job", {"jid"}, c);
-  std::string jid = s.text("jid", "");
+  arguments s("saltutil.find_job", c, {"jid"});
+  std::string jid = s.scalar_text("jid", "");
   if (jid.empty()) throw base::error("saltutil.find_job needs a jid");
   for (const auto& j : need_context(c).running()) {
     if (j.jid == jid) co_return outcome{job_entry(j)};
@@ -82,29 +83,29 @@ asio::awaitable<outcome> find_job(call c) {
 }
 
 asio::awaitable<outcome> kill_job(call c) {
-  signature s("saltutil.kill_job", {"jid"}, c);
-  std::string jid = s.text("jid", "");
+  arguments s("saltutil.kill_job", c, {"jid"});
+  std::string jid = s.scalar_text("jid", "");
   if (jid.empty()) throw base::error("saltutil.kill_job needs a jid");
   if (!need_context(c).kill_job(jid)) co_return outcome{""};  // Salt: nothing to kill
   co_return outcome{"Signal 9 sent to job " + jid};
 }
 
 asio::awaitable<outcome> refresh_grains(call c) {
-  signature s("saltutil.refresh_grains", {"refresh_pillar"}, c);
+  arguments s("saltutil.refresh_grains", c, {"refresh_pillar"});
   need_context(c).refresh_grains();
   co_return outcome{true};
 }
 
 asio::awaitable<outcome> refresh_pillar(call c) {
-  signature s("saltutil.refresh_pillar", {"wait", "timeout", "clean_cache"}, c);
+  arguments s("saltutil.refresh_pillar", c, {"wait", "timeout", "clean_cache"});
   std::string why;
   if (!need_context(c).refresh_pillar(why)) co_return error_outcome(why);
   co_return outcome{true};
 }
 
 asio::awaitable<outcome> sync_all(call c) {
-  signature s("saltutil.sync_all", {"saltenv", "refresh", "extmod_whitelist", "extmod_blacklist"},
-              c);
+  arguments s("saltutil.sync_all", c,
+              {"saltenv", "refresh", "extmod_whitelist", "extmod_blacklist"});
   // Salt copies custom modules from the file server; brine's modules are
   // built in, so there is nothing to copy.
   co_return outcome{nlohmann::json{{"beacons", nlohmann::json::array()},
