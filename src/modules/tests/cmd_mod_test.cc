@@ -12,42 +12,13 @@ namespace {
 
 using namespace testing;
 
-call make_call(std::string fun, nlohmann::json args,
-               nlohmann::json kwargs = nlohmann::json::object()) {
-  call c;
-  c.fun = std::move(fun);
-  c.args = std::move(args);
-  c.kwargs = std::move(kwargs);
-  return c;
-}
-
-class cmd_mod_test : public ::testing::Test {
+class cmd_mod_test : public module_test {
  protected:
-  cmd_mod_test() { register_builtin_modules(reg_); }
-  void TearDown() override { EXPECT_TRUE(no_children_left()); }
+  cmd_mod_test() : module_test(register_builtin_modules) {}
 
-  // Direct call: bad arguments surface as base::error.
-  outcome call_fn(call c) {
-    const function* fn = reg_.find(c.fun);
-    if (fn == nullptr) throw std::runtime_error(c.fun + " not registered");
-    return run_sync((*fn)(std::move(c)));
-  }
   outcome run(std::string command, nlohmann::json kwargs = nlohmann::json::object()) {
     return call_fn(make_call("cmd.run", {std::move(command)}, std::move(kwargs)));
   }
-  // Through execute(): bad arguments surface as error outcomes.
-  outcome execute_call(call c) { return run_sync(execute(reg_, std::move(c))); }
-
-  std::string error_of(call c) {
-    try {
-      call_fn(std::move(c));
-    } catch (const base::error& e) {
-      return e.what();
-    }
-    return "(no error)";
-  }
-
-  registry reg_;
 };
 
 TEST_F(cmd_mod_test, run_returns_stripped_stdout) {

@@ -33,15 +33,6 @@ using namespace testing;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-call make_call(std::string fun, json args = json::array(), json kwargs = json::object()) {
-  call c;
-  c.fun = std::move(fun);
-  c.args = std::move(args);
-  c.kwargs = std::move(kwargs);
-  c.timeout = std::chrono::seconds(60);
-  return c;
-}
-
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -60,36 +51,13 @@ mode_t mode_of(const std::string& path) {
   return st.st_mode & 07777;
 }
 
-class file_mod_test : public ::testing::Test {
+class file_mod_test : public module_test {
  protected:
-  file_mod_test() { register_file_module(reg_); }
-
-  outcome call_fn(call c) {
-    const function* fn = reg_.find(c.fun);
-    if (fn == nullptr) throw std::runtime_error(c.fun + " not registered");
-    return run_sync((*fn)(std::move(c)));
-  }
-  json ret(std::string fun, json args = json::array(), json kwargs = json::object()) {
-    outcome o = call_fn(make_call(std::move(fun), std::move(args), std::move(kwargs)));
-    EXPECT_TRUE(o.success) << o.ret.dump();
-    return o.ret;
-  }
-  std::string error_of(std::string fun, json args = json::array(), json kwargs = json::object()) {
-    try {
-      outcome o = call_fn(make_call(std::move(fun), std::move(args), std::move(kwargs)));
-      return "(no error: " + o.ret.dump() + ")";
-    } catch (const base::error& e) {
-      return e.what();
-    }
-  }
+  file_mod_test() : module_test(register_file_module, 60s) {}
   std::string path(const std::string& name) const { return dir_.file(name); }
 
-  registry reg_;
   temp_dir dir_;
 };
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 TEST_F(file_mod_test, every_function_is_registered_with_a_cli_example) {
   for (const char* fun :
@@ -263,9 +231,7 @@ TEST_F(file_mod_test, get_hash_of_a_big_file_lets_others_run) {
   std::string big;
   for (int i = 0; big.size() < (std::size_t{20} << 20); ++i) big += std::to_string(i) + "\n";
   write_text(path("big"), big);
-  process_options opts;
-  opts.argv = {"sha256sum", path("big")};
-  process_result sum = run_sync(run_process(std::move(opts)));
+  process_result sum = run_argv({"sha256sum", path("big")});
   ASSERT_EQ(sum.retcode, 0);
   const std::string expected = sum.stdout_text.substr(0, 64);
 

@@ -54,18 +54,14 @@ class fake_context : public minion_context {
   std::string dir_;
 };
 
-class minion_mods : public ::testing::Test {
+class minion_mods : public testing::module_test {
  protected:
-  minion_mods() { register_builtin_modules(reg_); }
+  minion_mods() : module_test(register_builtin_modules) {}
   outcome run(std::string fun, json args = json::array(), json kwargs = json::object()) {
-    call c;
-    c.fun = std::move(fun);
-    c.args = std::move(args);
-    c.kwargs = std::move(kwargs);
+    call c = make_call(std::move(fun), std::move(args), std::move(kwargs));
     c.context = &ctx_;
-    return run_sync(execute(reg_, std::move(c)));
+    return execute_call(std::move(c));
   }
-  registry reg_;
   testing::temp_dir dir_;
   fake_context ctx_{reg_, dir_.path()};
 };

@@ -24,15 +24,6 @@ namespace {
 using namespace testing;
 using json = nlohmann::json;
 
-call make_call(std::string fun, json args = json::array(), json kwargs = json::object()) {
-  call c;
-  c.fun = std::move(fun);
-  c.args = std::move(args);
-  c.kwargs = std::move(kwargs);
-  c.timeout = std::chrono::seconds(60);
-  return c;
-}
-
 bool on_path(const std::string& program) {
   const char* path = ::getenv("PATH");
   std::string dirs = path ? path : "/usr/bin:/bin";
@@ -46,34 +37,10 @@ bool on_path(const std::string& program) {
   }
 }
 
-class network_mod_test : public ::testing::Test {
+class network_mod_test : public module_test {
  protected:
-  network_mod_test() { register_network_module(reg_); }
-
-  outcome call_fn(call c) {
-    const function* fn = reg_.find(c.fun);
-    if (fn == nullptr) throw std::runtime_error(c.fun + " not registered");
-    return run_sync((*fn)(std::move(c)));
-  }
-  json ret(std::string fun, json args = json::array(), json kwargs = json::object()) {
-    outcome o = call_fn(make_call(std::move(fun), std::move(args), std::move(kwargs)));
-    EXPECT_TRUE(o.success) << o.ret.dump();
-    return o.ret;
-  }
-  std::string error_of(std::string fun, json args = json::array(), json kwargs = json::object()) {
-    try {
-      outcome o = call_fn(make_call(std::move(fun), std::move(args), std::move(kwargs)));
-      return "(no error: " + o.ret.dump() + ")";
-    } catch (const base::error& e) {
-      return e.what();
-    }
-  }
-
-  registry reg_;
+  network_mod_test() : module_test(register_network_module, 60s) {}
 };
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 TEST_F(network_mod_test, every_function_is_registered_with_a_cli_example) {
   for (const char* fun : {"network.interfaces", "network.ip_addrs", "network.ip_addrs6",

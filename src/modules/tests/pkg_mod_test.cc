@@ -21,24 +21,6 @@ namespace {
 using namespace testing;
 using json = nlohmann::json;
 
-call make_call(std::string fun, json args = json::array(), json kwargs = json::object()) {
-  call c;
-  c.fun = std::move(fun);
-  c.args = std::move(args);
-  c.kwargs = std::move(kwargs);
-  c.timeout = std::chrono::seconds(600);
-  return c;
-}
-
-// Runs a command without a shell, for facts checked independently of the module.
-process_result run_argv(std::vector<std::string> argv) {
-  process_options opts;
-  opts.argv = std::move(argv);
-  opts.env = {{"LC_ALL", "C"}};
-  opts.timeout = std::chrono::seconds(120);
-  return run_sync(run_process(std::move(opts)), std::chrono::seconds(130));
-}
-
 // The version dpkg has installed, or "" (also for a package removed with
 // its configuration files left).
 std::string installed_version(const std::string& pkg) {
@@ -55,29 +37,10 @@ bool version_greater(const std::string& a, const std::string& b) {
 
 const std::string k_missing = "brine-no-such-package-" + std::to_string(::getpid());
 
-class pkg_mod_test : public ::testing::Test {
+// A package operation may download: a long job limit.
+class pkg_mod_test : public module_test {
  protected:
-  pkg_mod_test() { register_pkg_module(reg_); }
-  void TearDown() override { EXPECT_TRUE(no_children_left()); }
-
-  outcome call_fn(call c) {
-    const function* fn = reg_.find(c.fun);
-    if (fn == nullptr) throw std::runtime_error(c.fun + " not registered");
-    return run_sync((*fn)(std::move(c)), std::chrono::seconds(900));
-  }
-  outcome execute_call(call c) {
-    return run_sync(execute(reg_, std::move(c)), std::chrono::seconds(900));
-  }
-  std::string error_of(call c) {
-    try {
-      outcome o = call_fn(std::move(c));
-      return "(no error: " + o.ret.dump() + ")";
-    } catch (const base::error& e) {
-      return e.what();
-    }
-  }
-
-  registry reg_;
+  pkg_mod_test() : module_test(register_pkg_module, 600s, 900s) {}
 };
 
 TEST_F(pkg_mod_test, every_function_is_registered_with_a_cli_example) {

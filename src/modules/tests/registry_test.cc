@@ -12,27 +12,14 @@ namespace {
 
 using namespace testing;
 
-class registry_test : public ::testing::Test {
+class registry_test : public module_test {
  protected:
-  registry_test() { register_builtin_modules(reg_); }
-  void TearDown() override { EXPECT_TRUE(no_children_left()); }
+  registry_test() : module_test(register_builtin_modules) {}
 
   outcome run(call c, std::chrono::steady_clock::duration limit = 30s) {
     return run_sync(execute(reg_, std::move(c)), limit);
   }
-
-  registry reg_;
 };
-
-call make_call(std::string fun, nlohmann::json args = nlohmann::json::array(),
-               nlohmann::json kwargs = nlohmann::json::object()) {
-  call c;
-  c.fun = std::move(fun);
-  c.args = std::move(args);
-  c.kwargs = std::move(kwargs);
-  c.jid = "20240101000000000000";
-  return c;
-}
 
 asio::awaitable<outcome> answer(call c) { co_return outcome{c.args, true, 0}; }
 

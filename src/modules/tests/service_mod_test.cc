@@ -19,15 +19,6 @@ namespace {
 using namespace testing;
 using json = nlohmann::json;
 
-call make_call(std::string fun, json args = json::array(), json kwargs = json::object()) {
-  call c;
-  c.fun = std::move(fun);
-  c.args = std::move(args);
-  c.kwargs = std::move(kwargs);
-  c.timeout = std::chrono::seconds(120);
-  return c;
-}
-
 bool systemd_running() {
   struct stat st {};
   return ::stat("/run/systemd/system", &st) == 0 && S_ISDIR(st.st_mode);
@@ -35,29 +26,9 @@ bool systemd_running() {
 
 const std::string k_missing_unit = "brine-no-such-unit-" + std::to_string(::getpid());
 
-class service_mod_test : public ::testing::Test {
+class service_mod_test : public module_test {
  protected:
-  service_mod_test() { register_service_module(reg_); }
-  void TearDown() override { EXPECT_TRUE(no_children_left()); }
-
-  outcome call_fn(call c) {
-    const function* fn = reg_.find(c.fun);
-    if (fn == nullptr) throw std::runtime_error(c.fun + " not registered");
-    return run_sync((*fn)(std::move(c)), std::chrono::seconds(150));
-  }
-  outcome execute_call(call c) {
-    return run_sync(execute(reg_, std::move(c)), std::chrono::seconds(150));
-  }
-  std::string error_of(call c) {
-    try {
-      outcome o = call_fn(std::move(c));
-      return "(no error: " + o.ret.dump() + ")";
-    } catch (const base::error& e) {
-      return e.what();
-    }
-  }
-
-  registry reg_;
+  service_mod_test() : module_test(register_service_module, 120s, 150s) {}
 };
 
 const char* const k_unit_functions[] = {"service.start",   "service.stop",    "service.restart",

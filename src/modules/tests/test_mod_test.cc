@@ -12,23 +12,9 @@ namespace {
 
 using namespace testing;
 
-class test_mod_test : public ::testing::Test {
+class test_mod_test : public module_test {
  protected:
-  test_mod_test() { register_builtin_modules(reg_); }
-
-  // Calls the function directly, as execute() would, without its guard.
-  outcome call_fn(const std::string& fun, nlohmann::json args = nlohmann::json::array(),
-                  nlohmann::json kwargs = nlohmann::json::object()) {
-    const function* fn = reg_.find(fun);
-    if (fn == nullptr) throw std::runtime_error(fun + " not registered");
-    call c;
-    c.fun = fun;
-    c.args = std::move(args);
-    c.kwargs = std::move(kwargs);
-    return run_sync((*fn)(std::move(c)));
-  }
-
-  registry reg_;
+  test_mod_test() : module_test(register_builtin_modules) {}
 };
 
 TEST_F(test_mod_test, ping_is_true) {

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <asio/awaitable.hpp>
 #include <asio/co_spawn.hpp>
@@ -21,7 +22,12 @@
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include "base/error.h"
+#include "modules/process.h"
+#include "modules/registry.h"
 #include "support/temp_dir.h"
 
 namespace brine::modules::testing {
@@ -90,5 +96,90 @@ inline pid_t read_pid(const std::string& path) {
   return static_cast<pid_t>(pid);
 }
 
+// Runs a command without a shell, for facts checked independently of the
+// module under test.
+inline process_result run_argv(std::vector<std::string> argv,
+                               std::chrono::seconds limit = std::chrono::seconds(120)) {
+  process_options opts;
+  opts.argv = std::move(argv);
+  opts.env = {{"LC_ALL", "C"}};
+  opts.timeout = limit;
+  return run_sync(run_process(std::move(opts)), limit + std::chrono::seconds(10));
+}
+
+// A call as a job brings it; `timeout` is the job's limit.
+inline call make_call(std::string fun, nlohmann::json args = nlohmann::json::array(),
+                      nlohmann::json kwargs = nlohmann::json::object(),
+                      std::chrono::seconds timeout = call{}.timeout) {
+  call c;
+  c.fun = std::move(fun);
+  c.args = std::move(args);
+  c.kwargs = std::move(kwargs);
+  c.timeout = timeout;
+  return c;
+}
+
+// The fixture of a module's tests: a registry with the module (or all of
+// them) registered. Its calls carry the job limit `job_limit`; each is
+// awaited at most `wait`, so that a hang fails the test. A test must leave
+// no child process behind.
+class module_test : public ::testing::Test {
+ protected:
+  using json = nlohmann::json;
+
+  explicit module_test(void (*register_module)(registry&),
+                       std::chrono::seconds job_limit = call{}.timeout,
+                       std::chrono::steady_clock::duration wait = 30s)
+      : job_limit_(job_limit), wait_(wait) {
+    register_module(reg_);
+  }
+  void TearDown() override { EXPECT_TRUE(no_children_left()); }
+
+  call make_call(std::string fun, json args = json::array(), json kwargs = json::object()) const {
+    return testing::make_call(std::move(fun), std::move(args), std::move(kwargs), job_limit_);
+  }
+
+  // Direct call, without execute()'s guard: bad arguments surface as
+  // base::error.
+  outcome call_fn(call c) {
+    const function* fn = reg_.find(c.fun);
+    if (fn == nullptr) throw std::runtime_error(c.fun + " not registered");
+    return run_sync((*fn)(std::move(c)), wait_);
+  }
+  outcome call_fn(std::string fun, json args = json::array(), json kwargs = json::object()) {
+    return call_fn(make_call(std::move(fun), std::move(args), std::move(kwargs)));
+  }
+  // Through execute(): bad arguments surface as error outcomes.
+  outcome execute_call(call c) { return run_sync(execute(reg_, std::move(c)), wait_); }
+
+  // The base::error of a direct call, or "(no error: <what it returned>)".
+  std::string error_of(call c) {
+    try {
+      outcome o = call_fn(std::move(c));
+      return "(no error: " + o.ret.dump() + ")";
+    } catch (const base::error& e) {
+      return e.what();
+    }
+  }
+  std::string error_of(std::string fun, json args = json::array(), json kwargs = json::object()) {
+    return error_of(make_call(std::move(fun), std::move(args), std::move(kwargs)));
+  }
+
+  // What a direct call that must succeed returns.
+  json ret(std::string fun, json args = json::array(), json kwargs = json::object()) {
+    outcome o = call_fn(std::move(fun), std::move(args), std::move(kwargs));
+    EXPECT_TRUE(o.success) << o.ret.dump();
+    return o.ret;
+  }
+
+  registry reg_;
+
+ private:
+  std::chrono::seconds job_limit_;
+  std::chrono::steady_clock::duration wait_;
+};
 
 }  // namespace brine::modules::testing
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)

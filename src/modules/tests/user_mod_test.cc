@@ -24,22 +24,10 @@ namespace {
 using namespace testing;
 using json = nlohmann::json;
 
-call make_call(std::string fun, json args = json::array(), json kwargs = json::object()) {
-  call c;
-  c.fun = std::move(fun);
-  c.args = std::move(args);
-  c.kwargs = std::move(kwargs);
-  c.timeout = std::chrono::seconds(120);
-  return c;
-}
-
 // Removes what a failed test may have left, without a shell; errors ignored.
 void run_quietly(std::vector<std::string> argv) {
-  process_options opts;
-  opts.argv = std::move(argv);
-  opts.timeout = std::chrono::seconds(60);
   try {
-    run_sync(run_process(std::move(opts)), std::chrono::seconds(70));
+    run_argv(std::move(argv), 60s);
   } catch (const std::exception&) {
   }
 }
@@ -52,29 +40,9 @@ gid_t unused_gid() {
   return 0;
 }
 
-class user_mod_test : public ::testing::Test {
+class user_mod_test : public module_test {
  protected:
-  user_mod_test() { register_user_module(reg_); }
-  void TearDown() override { EXPECT_TRUE(no_children_left()); }
-
-  outcome call_fn(call c) {
-    const function* fn = reg_.find(c.fun);
-    if (fn == nullptr) throw std::runtime_error(c.fun + " not registered");
-    return run_sync((*fn)(std::move(c)), std::chrono::seconds(150));
-  }
-  outcome execute_call(call c) {
-    return run_sync(execute(reg_, std::move(c)), std::chrono::seconds(150));
-  }
-  std::string error_of(call c) {
-    try {
-      outcome o = call_fn(std::move(c));
-      return "(no error: " + o.ret.dump() + ")";
-    } catch (const base::error& e) {
-      return e.what();
-    }
-  }
-
-  registry reg_;
+  user_mod_test() : module_test(register_user_module, 120s, 150s) {}
 };
 
 TEST_F(user_mod_test, every_function_is_registered_with_a_cli_example) {
