@@ -57,14 +57,6 @@ asio::awaitable<T> on_nss_thread(std::function<T()> work) {
   co_return result;
 }
 
-// Buffers for the *_r calls, grown on ERANGE.
-std::size_t initial_buffer(int name) {
-  long n = ::sysconf(name);
-  return n > 0 ? static_cast<std::size_t>(n) : 16384;
-}
-
-constexpr std::size_t k_max_buffer = std::size_t{64} << 20;
-
 struct user_entry {
   std::string name, passwd, gecos, home, shell;
   uid_t uid = 0;
@@ -93,56 +85,59 @@ group_entry to_group(const group& gr) {
   return g;
 }
 
+// Calls a reentrant NSS function, `lookup(key..., &entry, buffer, size,
+// &result)` (getpwnam_r, getgrent_r, ...), doubling `buf` while the entry
+// does not fit (ERANGE) up to a limit. The entry, its strings in `buf`; or
+// nullopt, `rc` saying why.
+template <typename Raw, typename Lookup, typename... Key>
+std::optional<Raw> nss_call(std::vector<char>& buf, int& rc, Lookup lookup, Key... key) {
+  constexpr std::size_t k_max_buffer = std::size_t{64} << 20;
+  while (true) {
+    Raw entry{};
+    Raw* result = nullptr;
+    rc = lookup(key..., &entry, buf.data(), buf.size(), &result);
+    if (rc == ERANGE && buf.size() < k_max_buffer) {
+      buf.resize(buf.size() * 2);
+      continue;
+    }
+    if (result == nullptr) return std::nullopt;
+    return entry;
+  }
+}
+
+// The first buffer for the *_r calls of a database: its sysconf size hint.
+std::vector<char> nss_buffer(int size_name) {
+  long n = ::sysconf(size_name);
+  return std::vector<char>(n > 0 ? static_cast<std::size_t>(n) : 16384);
+}
+
 // Not found is not an error; glibc says so with 0, some NSS modules with these.
 bool not_found(int rc) {
   return rc == 0 || rc == ENOENT || rc == ESRCH || rc == EBADF || rc == EPERM;
 }
 
-std::optional<user_entry> find_user(const std::string& name) {
-  std::vector<char> buf(initial_buffer(_SC_GETPW_R_SIZE_MAX));
-  while (true) {
-    passwd pw{};
-    passwd* result = nullptr;
-    int rc = ::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &result);
-    if (rc == ERANGE && buf.size() < k_max_buffer) {
-      buf.resize(buf.size() * 2);
-      continue;
-    }
-    if (result != nullptr) return to_user(pw);
-    if (not_found(rc)) return std::nullopt;
-    throw tool_failure("looking up user " + name + ": " + std::strerror(rc));
-  }
+// One user or group by name or id; nullopt when there is none.
+template <typename Raw, typename Entry, typename Lookup, typename Key>
+std::optional<Entry> find_entry(int size_name, Lookup lookup, Key key, Entry (*convert)(const Raw&),
+                                const std::string& what) {
+  std::vector<char> buf = nss_buffer(size_name);
+  int rc = 0;
+  if (std::optional<Raw> raw = nss_call<Raw>(buf, rc, lookup, key)) return convert(*raw);
+  if (not_found(rc)) return std::nullopt;
+  throw tool_failure("looking up " + what + ": " + std::strerror(rc));
 }
 
-template <typename Lookup>
-std::optional<group_entry> find_group_by(Lookup lookup, const std::string& what) {
-  std::vector<char> buf(initial_buffer(_SC_GETGR_R_SIZE_MAX));
-  while (true) {
-    group gr{};
-    group* result = nullptr;
-    int rc = lookup(&gr, buf.data(), buf.size(), &result);
-    if (rc == ERANGE && buf.size() < k_max_buffer) {
-      buf.resize(buf.size() * 2);
-      continue;
-    }
-    if (result != nullptr) return to_group(gr);
-    if (not_found(rc)) return std::nullopt;
-    throw tool_failure("looking up group " + what + ": " + std::strerror(rc));
-  }
+std::optional<user_entry> find_user(const std::string& name) {
+  return find_entry(_SC_GETPW_R_SIZE_MAX, ::getpwnam_r, name.c_str(), to_user, "user " + name);
 }
 
 std::optional<group_entry> find_group(const std::string& name) {
-  return find_group_by(
-      [&](group* gr, char* buf, std::size_t size, group** result) {
-        return ::getgrnam_r(name.c_str(), gr, buf, size, result);
-      },
-      name);
+  return find_entry(_SC_GETGR_R_SIZE_MAX, ::getgrnam_r, name.c_str(), to_group, "group " + name);
 }
 
 std::optional<group_entry> find_group(gid_t gid) {
-  return find_group_by([&](group* gr, char* buf, std::size_t size,
-                           group** result) { return ::getgrgid_r(gid, gr, buf, size, result); },
-                       std::to_string(gid));
+  return find_entry(_SC_GETGR_R_SIZE_MAX, ::getgrgid_r, gid, to_group,
+                    "group " + std::to_string(gid));
 }
 
 // Salt's salt.utils.user.get_group_list: the names of every group the user
@@ -170,48 +165,28 @@ std::vector<std::string> groups_of(const user_entry& u) {
   return {names.begin(), names.end()};
 }
 
+// Every entry of the passwd or group database, enumerated with `next`
+// (getpwent_r, getgrent_r) between `open` and `close`.
+template <typename Raw, typename Entry, typename Next>
+std::vector<Entry> all_entries(int size_name, void (*open)(), Next next, void (*close)(),
+                               Entry (*convert)(const Raw&), const std::string& what) {
+  std::vector<Entry> out;
+  std::vector<char> buf = nss_buffer(size_name);
+  int rc = 0;
+  open();
+  while (std::optional<Raw> raw = nss_call<Raw>(buf, rc, next)) out.push_back(convert(*raw));
+  close();
+  if (rc == 0 || rc == ENOENT) return out;
+  throw tool_failure("listing " + what + ": " + std::strerror(rc));
+}
+
 std::vector<user_entry> all_users() {
-  std::vector<user_entry> out;
-  std::vector<char> buf(initial_buffer(_SC_GETPW_R_SIZE_MAX));
-  ::setpwent();
-  while (true) {
-    passwd pw{};
-    passwd* result = nullptr;
-    int rc = ::getpwent_r(&pw, buf.data(), buf.size(), &result);
-    if (rc == ERANGE && buf.size() < k_max_buffer) {
-      buf.resize(buf.size() * 2);
-      continue;
-    }
-    if (result == nullptr) {
-      ::endpwent();
-      if (rc == 0 || rc == ENOENT) break;
-      throw tool_failure(std::string("listing users: ") + std::strerror(rc));
-    }
-    out.push_back(to_user(pw));
-  }
-  return out;
+  return all_entries(_SC_GETPW_R_SIZE_MAX, ::setpwent, ::getpwent_r, ::endpwent, to_user, "users");
 }
 
 std::vector<group_entry> all_groups() {
-  std::vector<group_entry> out;
-  std::vector<char> buf(initial_buffer(_SC_GETGR_R_SIZE_MAX));
-  ::setgrent();
-  while (true) {
-    group gr{};
-    group* result = nullptr;
-    int rc = ::getgrent_r(&gr, buf.data(), buf.size(), &result);
-    if (rc == ERANGE && buf.size() < k_max_buffer) {
-      buf.resize(buf.size() * 2);
-      continue;
-    }
-    if (result == nullptr) {
-      ::endgrent();
-      if (rc == 0 || rc == ENOENT) break;
-      throw tool_failure(std::string("listing groups: ") + std::strerror(rc));
-    }
-    out.push_back(to_group(gr));
-  }
-  return out;
+  return all_entries(_SC_GETGR_R_SIZE_MAX, ::setgrent, ::getgrent_r, ::endgrent, to_group,
+                     "groups");
 }
 
 json user_json(const user_entry& u, std::vector<std::string> groups) {
