@@ -17,6 +17,7 @@
 //   cmake --preset release && cmake --build --preset release --target brine_microbench
 //   build/release/bench/brine_microbench [--rounds N] [--pillar-rounds N] [--only target|pillar]
 //     [--filter TEXT]   (only the target expressions containing TEXT: for perf record)
+#include <malloc.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -223,6 +224,27 @@ int bench_targets(const fleet& f, const options& o) {
   return failures;
 }
 
+// Heap bytes per minion of its grains as an nlohmann tree and packed (what
+// the master's cache keeps), over the first 1,000 minions of the fleet.
+void bench_grains_memory(const fleet& f) {
+  const size_t n = std::min<size_t>(1000, f.minions().size());
+  auto heap = [] { return static_cast<double>(mallinfo2().uordblks); };
+  std::vector<json> trees;
+  trees.reserve(n);
+  double t0 = heap();
+  for (size_t i = 0; i < n; ++i) trees.push_back(f.minions()[i].grains.to_json());
+  double tree_bytes = (heap() - t0) / static_cast<double>(n);
+  std::vector<packed::document> docs;
+  docs.reserve(n);
+  t0 = heap();
+  for (const auto& t : trees) docs.emplace_back(t);
+  double packed_bytes = (heap() - t0) / static_cast<double>(n);
+  emit({{"bench", "grains_memory"},
+        {"minions", n},
+        {"tree_bytes_per_minion", tree_bytes},
+        {"packed_bytes_per_minion", packed_bytes}});
+}
+
 void write(const std::string& path, const std::string& text) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream(path) << text;
@@ -382,6 +404,7 @@ int main(int argc, char** argv) {
               << static_cast<int>(ms_since(t0)) << " ms\n";
     int failures = 0;
     if (o.only != "pillar") failures += bench_targets(f, o);
+    if (o.only != "pillar") bench_grains_memory(f);
     if (o.only != "target") failures += bench_pillar(f, o);
     return failures > 0 ? 1 : 0;
   } catch (const std::exception& e) {

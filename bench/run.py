@@ -761,6 +761,11 @@ class Suite:
                 self.record(f"target {d['label']}: {d['matched']}/{d['minions']}", "ms",
                             d["match_ms"], "<= 20 ms")
                 parse.append(statistics.median(d["parse_ms"]))
+            elif d["bench"] == "grains_memory":
+                self.record("grains of one minion as a tree (Debian/Ubuntu/Rocky fixtures)", "B",
+                            [d["tree_bytes_per_minion"]])
+                self.record("grains of one minion packed, as the master caches them", "B",
+                            [d["packed_bytes_per_minion"]])
             elif d["bench"] == "pillar_load":
                 self.record(f"pillar tree load ({d['sls']} sls, mixed top file)", "ms", d["ms"])
             elif d["bench"] == "pillar_compile":

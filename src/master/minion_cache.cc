@@ -34,10 +34,28 @@ void minion_cache::set_grains(const std::string& id, nlohmann::json grains) {
 }
 
 void minion_cache::set_pillar(const std::string& id, value pillar) {
-  packed::document doc(*pillar);
+  // An expired source: the address now belongs to another object.
+  auto usable = [](const shared_pack& p) { return p.doc && !p.source.expired(); };
+  packed::document doc;
+  {
+    std::shared_lock lock(mu_);
+    auto it = packs_.find(pillar.get());
+    if (it != packs_.end() && usable(it->second)) doc = it->second.doc;
+  }
+  if (!doc) doc = packed::document(*pillar);  // packed with no lock held
   {
     std::unique_lock lock(mu_);
+    auto& pack = packs_[pillar.get()];
+    if (usable(pack)) {
+      doc = pack.doc;  // another thread packed it meanwhile
+    } else {
+      pack = {pillar, doc};
+    }
     entries_[id].pillar = std::move(doc);
+    if (packs_.size() >= 2 * packs_pruned_at_ + 64) {
+      std::erase_if(packs_, [](const auto& p) { return p.second.source.expired(); });
+      packs_pruned_at_ = packs_.size();
+    }
   }
   std::lock_guard lock(dirty_mu_);
   auto& d = dirty_[id];

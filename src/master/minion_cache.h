@@ -39,7 +39,9 @@ class minion_cache {
   // What the store held at start.
   void load(std::vector<store::minion_data_record> rows);
   void set_grains(const std::string& id, nlohmann::json grains);
-  // Kept for pillar targets, and in the store (never logged).
+  // Kept for pillar targets, and in the store (never logged). Minions handed
+  // the same `pillar` object (the compiler shares one among minions that
+  // match alike) share one packed copy of it.
   void set_pillar(const std::string& id, value pillar);
   // The minion connected or went away now.
   void seen(const std::string& id, int64_t when);
@@ -77,6 +79,13 @@ class minion_cache {
   const std::string master_;
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, entry> entries_;
+  // The packed copy of each shared pillar object still alive (under mu_).
+  struct shared_pack {
+    std::weak_ptr<const nlohmann::json> source;
+    packed::document doc;
+  };
+  std::unordered_map<const nlohmann::json*, shared_pack> packs_;
+  size_t packs_pruned_at_ = 0;
   std::mutex dirty_mu_;
   std::unordered_map<std::string, store::minion_data_update> dirty_;
 };

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <asio/post.hpp>
+
 #include "base/error.h"
 #include "net/connection.h"
 
@@ -22,6 +24,8 @@ pillar_service::pillar_service(const base::master_config& cfg, const target::nod
   }
   loaded_ = std::chrono::steady_clock::now();
 }
+
+pillar_service::~pillar_service() { worker_.join(); }
 
 std::shared_ptr<const pillar::compiler> pillar_service::current(bool reload) {
   auto asked = std::chrono::steady_clock::now();
@@ -62,18 +66,26 @@ minion_cache::value deliverable(const std::shared_ptr<const pillar::compiler::re
 }  // namespace
 
 void pillar_service::serve(const std::shared_ptr<session>& s, bool reload) {
+  asio::post(worker_, [this, s, reload] { compile_and_send(s, reload); });
+}
+
+void pillar_service::compile_and_send(const std::shared_ptr<session>& s, bool reload) {
   auto compiler = current(reload);
-  auto grains = cache_.grains(s->id);
-  auto pillar = deliverable(compiler->compile_shared(s->id, grains.get()), s->id, "");
+  // The cached grains as they are packed: matched in place, not copied.
+  packed::document grains = cache_.packed_grains(s->id);
+  auto pillar = deliverable(compiler->compile_shared(s->id, grains.root()), s->id, "");
   cache_.set_pillar(s->id, pillar);
   s->conn->send(net::make_frame({proto::msg_type::pillar, 0, {{"pillar", *pillar}}}));
 }
 
 void pillar_service::serve_call(const std::shared_ptr<session>& s, const nlohmann::json& grains,
                                 uint64_t request_id) {
-  auto compiler = current(true);
-  auto pillar = deliverable(compiler->compile_shared(s->id, &grains), s->id, " (for brine call)");
-  s->conn->send(net::make_frame({proto::msg_type::pillar, request_id, {{"pillar", *pillar}}}));
+  asio::post(worker_, [this, s, grains, request_id] {
+    auto compiler = current(true);
+    auto pillar =
+        deliverable(compiler->compile_shared(s->id, &grains), s->id, " (for brine call)");
+    s->conn->send(net::make_frame({proto::msg_type::pillar, request_id, {{"pillar", *pillar}}}));
+  });
 }
 
 }  // namespace brine::master

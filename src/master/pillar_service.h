@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include <asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 
 #include "base/config.h"
@@ -21,12 +22,15 @@ namespace brine::master {
 // (saltutil.refresh_pillar); the tree on disk is read again for a request
 // unless a read started after it arrived.
 //
-// Threading: every method is safe from any thread.
+// Threading: every method is safe from any thread, and returns at once:
+// reading the tree and compiling happen on a worker thread of the service's
+// own, never on the I/O thread that received the request.
 class pillar_service {
  public:
   // Throws base::error for bad pillar options in `cfg`.
   pillar_service(const base::master_config& cfg, const target::nodegroups& groups,
                  minion_cache& cache);
+  ~pillar_service();
 
   // Compiles the pillar of the minion of `s` and sends it. `reload`: read the
   // tree again first.
@@ -41,6 +45,7 @@ class pillar_service {
 
  private:
   std::shared_ptr<const pillar::compiler> current(bool reload);
+  void compile_and_send(const std::shared_ptr<session>& s, bool reload);
 
   const base::master_config& cfg_;
   pillar::options options_;
@@ -48,6 +53,7 @@ class pillar_service {
   std::mutex mu_;
   std::shared_ptr<const pillar::compiler> compiler_;
   std::chrono::steady_clock::time_point loaded_;
+  asio::thread_pool worker_{1};  // last: joined first, while the rest still lives
 };
 
 }  // namespace brine::master

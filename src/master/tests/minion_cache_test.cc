@@ -58,6 +58,24 @@ TEST(minion_cache, a_reader_keeps_its_document_while_grains_change) {
   EXPECT_EQ(cache.packed_grains("web1").root().find("os").string(), "Ubuntu");
 }
 
+TEST(minion_cache, minions_handed_one_pillar_object_share_one_packed_copy) {
+  store_worker store(store::open_sqlite(":memory:"));
+  minion_cache cache(store, "m1");
+  auto common = std::make_shared<const json>(json{{"ntp", {{"servers", {"a", "b"}}}}});
+  cache.set_pillar("web1", common);
+  cache.set_pillar("web2", common);
+  auto other = std::make_shared<const json>(*common);
+  cache.set_pillar("db1", other);
+  cache.read([](const minion_cache::lookup& lookup) {
+    auto text = [&](const char* id) {
+      return lookup(id).pillar.find("ntp").find("servers").at(0).string().data();
+    };
+    EXPECT_EQ(text("web1"), text("web2"));
+    EXPECT_NE(text("web1"), text("db1"));
+  });
+  EXPECT_EQ(*cache.pillar("db1"), *common);
+}
+
 TEST(minion_cache, survives_a_restart_through_the_store_and_forgets_deleted_minions) {
   test::temp_dir dir;
   const std::string db = dir.file("master.db");
