@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "base/error.h"
+#include "modules/arguments.h"
 #include "modules/context.h"
 
 namespace brine::modules {
@@ -65,6 +66,17 @@ void dict_update(nlohmann::json& dest, const nlohmann::json& upd, bool merge_lis
       dest[k] = v;
     }
   }
+}
+
+nlohmann::json items_at(const nlohmann::json& data, const arguments& a) {
+  nlohmann::json ret = nlohmann::json::object();
+  const auto* fallback = a.given("default");
+  for (const auto& k : a.rest()) {
+    std::string key = k.is_string() ? k.get<std::string>() : k.dump();
+    const auto* v = traverse(data, key, a.scalar_text("delimiter", ":"));
+    ret[key] = v ? *v : (fallback ? *fallback : nlohmann::json(""));
+  }
+  return ret;
 }
 
 bool fnmatch(std::string_view pattern, std::string_view text) {

@@ -11,6 +11,8 @@
 // salt.utils.dictupdate).
 namespace brine::modules {
 
+class arguments;
+
 // Salt's traverse_dict_and_list: walks `key` split on `delimiter` through
 // maps, list indexes and maps inside lists; null when the path is not there.
 const nlohmann::json* traverse(const nlohmann::json& data, std::string_view key,
@@ -19,6 +21,11 @@ const nlohmann::json* traverse(const nlohmann::json& data, std::string_view key,
 // Salt's dictupdate.update: maps merged recursively into `dest`, anything
 // else replaced; with `merge_lists`, a list extends the list it lands on.
 void dict_update(nlohmann::json& dest, const nlohmann::json& upd, bool merge_lists = false);
+
+// Salt's grains.item and pillar.item: {key: the value at key in `data`, or
+// default= ('' when not given)} for each positional key, walked with
+// delimiter= (':').
+nlohmann::json items_at(const nlohmann::json& data, const arguments& a);
 
 // Python's fnmatch.fnmatchcase.
 bool fnmatch(std::string_view pattern, std::string_view text);

@@ -44,15 +44,7 @@ asio::awaitable<outcome> get(call c) {
 asio::awaitable<outcome> item(call c) {
   arguments s("grains.item", c, {"default", "delimiter", "sanitize"}, true);
   // Salt: item(*args, **kwargs), default and delimiter by keyword only.
-  auto g = grains_of(c);
-  nlohmann::json ret = nlohmann::json::object();
-  const auto* fallback = s.given("default");
-  for (const auto& a : s.rest()) {
-    std::string key = a.is_string() ? a.get<std::string>() : a.dump();
-    const auto* v = traverse(*g, key, s.scalar_text("delimiter", ":"));
-    ret[key] = v ? *v : (fallback ? *fallback : nlohmann::json(""));
-  }
-  co_return outcome{std::move(ret)};
+  co_return outcome{items_at(*grains_of(c), s)};
 }
 
 asio::awaitable<outcome> ls(call c) {

@@ -60,15 +60,7 @@ asio::awaitable<outcome> get(call c) {
 
 asio::awaitable<outcome> item(call c) {
   arguments s("pillar.item", c, {"default", "delimiter", "pillarenv", "saltenv"}, true);
-  auto p = pillar_of(c);
-  nlohmann::json ret = nlohmann::json::object();
-  const auto* fallback = s.given("default");
-  for (const auto& a : s.rest()) {
-    std::string key = a.is_string() ? a.get<std::string>() : a.dump();
-    const auto* v = traverse(*p, key, s.scalar_text("delimiter", ":"));
-    ret[key] = v ? *v : (fallback ? *fallback : nlohmann::json(""));
-  }
-  co_return outcome{std::move(ret)};
+  co_return outcome{items_at(*pillar_of(c), s)};
 }
 
 asio::awaitable<outcome> ls(call c) {
