@@ -278,6 +278,12 @@ asio::awaitable<process_result> run_tool(std::chrono::seconds limit,
   co_return r;
 }
 
+// A tool that failed or timed out fails the call: "user.add NAME: useradd
+// exited 9: ...".
+void check_tool(const process_result& r, const std::string& what, const std::string& tool) {
+  if (r.retcode != 0 || r.timed_out) throw tool_failure(what + ": " + tool_error(tool, r));
+}
+
 asio::awaitable<outcome> user_info(call c) {
   arguments a("user.info", c, {"name", "root"});
   const std::string name = lookup_name(a, "user name");
@@ -403,9 +409,7 @@ asio::awaitable<outcome> user_add(call c) {
   if (!gecos.empty()) argv.insert(argv.end(), {"-c", gecos});
   argv.push_back(name);
   process_result r = co_await run_tool(c.timeout, std::move(argv));
-  if (r.retcode != 0 || r.timed_out) {
-    throw tool_failure("user.add " + name + ": " + tool_error("useradd", r));
-  }
+  check_tool(r, "user.add " + name, "useradd");
   co_return outcome{true};
 }
 
@@ -428,9 +432,7 @@ asio::awaitable<outcome> user_delete(call c) {
        r.stderr_text.find("var/spool/mail") != std::string::npos)) {
     co_return outcome{true};
   }
-  if (r.retcode != 0 || r.timed_out) {
-    throw tool_failure("user.delete " + name + ": " + tool_error("userdel", r));
-  }
+  check_tool(r, "user.delete " + name, "userdel");
   co_return outcome{true};
 }
 
@@ -475,9 +477,7 @@ asio::awaitable<outcome> group_add(call c) {
   if (system) argv.push_back("-r");
   argv.push_back(name);
   process_result r = co_await run_tool(c.timeout, std::move(argv));
-  if (r.retcode != 0 || r.timed_out) {
-    throw tool_failure("group.add " + name + ": " + tool_error("groupadd", r));
-  }
+  check_tool(r, "group.add " + name, "groupadd");
   co_return outcome{true};
 }
 
@@ -488,9 +488,7 @@ asio::awaitable<outcome> group_delete(call c) {
   refuse(a, "local");
   std::vector<std::string> argv = {"groupdel", name};
   process_result r = co_await run_tool(c.timeout, std::move(argv));
-  if (r.retcode != 0 || r.timed_out) {
-    throw tool_failure("group.delete " + name + ": " + tool_error("groupdel", r));
-  }
+  check_tool(r, "group.delete " + name, "groupdel");
   co_return outcome{true};
 }
 
