@@ -95,6 +95,11 @@ bool context::refresh_pillar(std::string& why) {
   return hooks_.request_pillar(why);
 }
 
+asio::awaitable<std::shared_ptr<const nlohmann::json>> context::fresh_pillar() {
+  if (!hooks_.fetch_pillar) co_return pillar();
+  co_return co_await hooks_.fetch_pillar();
+}
+
 void context::set_pillar(nlohmann::json pillar) {
   auto p = std::make_shared<const nlohmann::json>(std::move(pillar));
   std::lock_guard lock(mu_);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <asio/awaitable.hpp>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,8 @@ class context : public modules::minion_context {
     // saltutil.refresh_pillar: ask for the pillar; false with why if no one
     // can be asked.
     std::function<bool(std::string& why)> request_pillar;
+    // pillar.items: a pillar compiled for it now (none: the kept one).
+    std::function<asio::awaitable<std::shared_ptr<const nlohmann::json>>()> fetch_pillar;
   };
 
   // Collects the grains now (blocking: the resolver, /proc, /sys).
@@ -40,6 +43,7 @@ class context : public modules::minion_context {
   const modules::registry& functions() const override { return functions_; }
   void refresh_grains() override;
   bool refresh_pillar(std::string& why) override;
+  asio::awaitable<std::shared_ptr<const nlohmann::json>> fresh_pillar() override;
   std::vector<modules::running_job> running() const override { return jobs_.list(); }
   bool kill_job(const std::string& jid) override { return jobs_.kill(jid); }
 

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/fs.h"
 #include "base/memory.h"
+#include "minion/master_pillar.h"
 #include "target/target.h"
 
 namespace brine::minion {
@@ -85,7 +86,8 @@ minion::minion(base::minion_config cfg)
                        if (masters_->send_to_masters(request) > 0) return true;
                        why = "no master is connected to compile the pillar";
                        return false;
-                     }});
+                     },
+                     [this] { return fetch_pillar(); }});
   grains_frame_ = grains_message(context_->grains());
   spdlog::debug("minion {}: grains collected in {:.1f} ms ({} bytes)", cfg_.id,
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
@@ -134,6 +136,27 @@ void minion::forget_kept_pillar() {
 
 net::frame_ptr minion::grains_message(const std::shared_ptr<const nlohmann::json>& grains) {
   return net::make_frame({proto::msg_type::grains, 0, {{"grains", *grains}}});
+}
+
+namespace {
+asio::awaitable<master_pillar> ask_masters(const base::minion_config& cfg,
+                                           std::shared_ptr<const nlohmann::json> grains) {
+  co_return fetch_master_pillar(cfg, *grains);
+}
+}  // namespace
+
+asio::awaitable<std::shared_ptr<const nlohmann::json>> minion::fetch_pillar() {
+  // As brine call asks (a one-shot call connection, first master to answer),
+  // on the blocking thread: the daemon's I/O threads keep serving meanwhile.
+  // A coroutine function, not a capturing coroutine lambda: the frame owns
+  // its copies of the arguments.
+  auto got = co_await asio::co_spawn(blocking_, ask_masters(cfg_, context_->grains()),
+                                     asio::use_awaitable);
+  if (got.pillar) co_return std::make_shared<const nlohmann::json>(std::move(*got.pillar));
+  // The kept pillar, as the master last compiled it, rather than nothing.
+  spdlog::warn("minion {}: pillar.items: {}; answering with the pillar kept", cfg_.id,
+               no_pillar_message(cfg_, got));
+  co_return context_->pillar();
 }
 
 bool minion::targeted(const nlohmann::json& publish) const {

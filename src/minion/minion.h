@@ -36,6 +36,7 @@ class minion {
   bool trust_master(EVP_PKEY* key, const std::string& where);
   void forget_kept_pillar();
   // The message every master gets on acceptance and after a refresh.
+  asio::awaitable<std::shared_ptr<const nlohmann::json>> fetch_pillar();
   static net::frame_ptr grains_message(const std::shared_ptr<const nlohmann::json>& grains);
   asio::awaitable<void> trim_when_idle();
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <asio/awaitable.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ class minion_context {
   // Asks the masters for a freshly compiled pillar; false with `why` when
   // none can be asked (masterless: compiled locally instead).
   virtual bool refresh_pillar(std::string& why) = 0;
+  // A pillar compiled now for this minion, as Salt's pillar.items asks the
+  // master for one each time; the kept pillar() where no one can be asked.
+  virtual asio::awaitable<std::shared_ptr<const nlohmann::json>> fresh_pillar() {
+    co_return pillar();
+  }
 
   virtual std::vector<running_job> running() const = 0;
   // Cancels the job `jid` (its children are killed); false if it is not

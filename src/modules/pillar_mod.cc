@@ -18,12 +18,24 @@ std::shared_ptr<const nlohmann::json> pillar_of(const call& c) {
   return p ? p : std::make_shared<const nlohmann::json>(nlohmann::json::object());
 }
 
+// Salt's pillar.items: a pillar compiled now (the minion asks its master;
+// the kept one is left as it is), where pillar.raw, get, item and ls read the
+// pillar the minion holds.
 asio::awaitable<outcome> items(call c) {
-  // Salt's pillar.items compiles afresh; brine's minion holds what its
-  // master compiled last (saltutil.refresh_pillar asks again).
   arguments s("pillar.items", c, {"pillar", "pillarenv", "pillar_enc"}, true);
-  auto data = pillar_of(c);
+  auto data = co_await need_context(c).fresh_pillar();
+  if (!data) data = pillar_of(c);
   co_return outcome{*data};
+}
+
+asio::awaitable<outcome> raw(call c) {
+  arguments s("pillar.raw", c, {"key"});
+  auto data = pillar_of(c);
+  const nlohmann::json* key = s.given("key");
+  if (key == nullptr) co_return outcome{*data};
+  // Salt's __pillar__.get(key, {}): a top-level key, no ':' walk.
+  auto it = data->find(s.scalar_text("key", ""));
+  co_return outcome{it != data->end() ? *it : nlohmann::json::object()};
 }
 
 // Salt's pillar.get: with merge, a map default is merged under the value.
@@ -121,8 +133,13 @@ asio::awaitable<outcome> config_get(call c) {
 
 void register_pillar_module(registry& reg) {
   reg.add("pillar.items", items,
-          "pillar.items: the pillar the master compiled for this minion.\n\nCLI example: brine "
-          "'*' pillar.items",
+          "pillar.items: the pillar compiled now for this minion: the minion asks its master "
+          "(the pillar it keeps is left as it is; with no master answering, that one).\n\nCLI "
+          "example: brine cmd '*' pillar.items");
+  reg.add("pillar.raw", raw,
+          "pillar.raw [key=KEY]: the pillar this minion holds, as the master last sent it "
+          "(saltutil.refresh_pillar asks again), or its top-level KEY ({} if absent).\n\nCLI example: brine "
+          "cmd '*' pillar.raw key=users",
           instant);
   reg.add("pillar.get", get,
           "pillar.get KEY [default=''] [merge=False] [delimiter=':']: a pillar value; ':' walks "

@@ -124,7 +124,7 @@ class Pillar(unittest.TestCase):
         write_tree(self.root, {"web.sls": "web:\n  port: {{ 8081 }}\n"})
         try:
             self.call("web1", "saltutil.refresh_pillar")
-            wait_for(lambda: "_errors" in self.call("web1", "pillar.items"), 10,
+            wait_for(lambda: "_errors" in self.call("web1", "pillar.raw"), 10,
                      "_errors in web1's pillar")
             errors = self.call("web1", "pillar.get", "_errors")
             self.assertTrue(any("web.sls" in e and "Jinja" in e for e in errors), errors)
@@ -134,6 +134,18 @@ class Pillar(unittest.TestCase):
             wait_for(lambda: self.call("web1", "pillar.get", "web:port") == 80, 10,
                      "web1's pillar restored")
 
+
+    def test_pillar_items_asks_the_master_raw_and_get_read_what_the_minion_holds(self):
+        # Changed on the master, no refresh: pillar.items compiles it now (as
+        # Salt's does), the pillar the minion holds stays as it was.
+        write_tree(self.root, {"web.sls": TREE["web.sls"].replace("port: 80", "port: 7070")})
+        try:
+            self.assertEqual(self.call("web1", "pillar.items")["web"], {"port": 7070})
+            self.assertEqual(self.call("web1", "pillar.raw", "key=web"), {"port": 80})
+            self.assertEqual(self.call("web1", "pillar.get", "web:port"), 80)
+            self.assertNotIn("web", self.call("db1", "pillar.items"))
+        finally:
+            write_tree(self.root, {"web.sls": TREE["web.sls"]})
 
     def brine_call(self, mid, *args):
         return brine_call(os.path.join(self.c.minion_dir(mid), "minion.conf"), *args)

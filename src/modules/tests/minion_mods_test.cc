@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 
 #include "modules/context.h"
 #include "modules/data.h"
@@ -31,6 +32,10 @@ class fake_context : public minion_context {
     why = "no master in this test";
     return false;
   }
+  asio::awaitable<std::shared_ptr<const json>> fresh_pillar() override {
+    if (!fresh_) co_return pillar();
+    co_return std::make_shared<const json>(*fresh_);
+  }
   std::vector<running_job> running() const override { return jobs; }
   bool kill_job(const std::string& jid) override {
     killed.push_back(jid);
@@ -44,6 +49,7 @@ class fake_context : public minion_context {
                   {"ip_interfaces", {{"eth0", {"10.0.0.5", "fe80::1"}}}},
                   {"disks", json::array({{{"name", "sda"}}, {{"size", 10}}})}};
   json pillar_ = {{"users", {{"alice", {{"uid", 1000}}}}}, {"apps", {"nginx"}}};
+  std::optional<json> fresh_;  // what the master would compile now
   json opts_ = {{"id", "web1"}, {"master", "salt"}, {"shared", "from-opts"}};
   std::vector<running_job> jobs;
   std::vector<std::string> killed;
@@ -146,6 +152,17 @@ TEST_F(minion_mods, grains_setval_and_delval_write_the_grains_file_and_refresh) 
   EXPECT_EQ(json::parse(again), json({{"role", nullptr}}));
   EXPECT_EQ(ctx_.grain_refreshes, 4);
   EXPECT_FALSE(run("grains.setval", {"only-key"}).success);
+}
+
+TEST_F(minion_mods, pillar_items_is_compiled_now_raw_is_what_the_minion_holds) {
+  EXPECT_EQ(run("pillar.items").ret, ctx_.pillar_);  // no one to ask: the kept pillar
+  ctx_.fresh_ = json{{"apps", {"nginx", "redis"}}};
+  EXPECT_EQ(run("pillar.items").ret, *ctx_.fresh_);
+  EXPECT_EQ(run("pillar.raw").ret, ctx_.pillar_);
+  EXPECT_EQ(run("pillar.raw", json::array(), {{"key", "apps"}}).ret, json({"nginx"}));
+  EXPECT_EQ(run("pillar.raw", {"users"}).ret, ctx_.pillar_["users"]);
+  EXPECT_EQ(run("pillar.raw", {"users:alice"}).ret, json::object());  // no ':' walk
+  EXPECT_EQ(run("pillar.get", {"apps"}).ret, json({"nginx"}));
 }
 
 TEST_F(minion_mods, pillar_functions) {
