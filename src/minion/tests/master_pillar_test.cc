@@ -186,20 +186,22 @@ TEST_F(SilentMaster, AnotherMastersAnswerCancelsTheHandshakeAtOnce) {
   EXPECT_LT(steady::now() - t0, 5s);  // io_context::run returned: the link ended too
 }
 
+call_reply failure(status st, std::string detail) {
+  call_reply r;
+  r.st = st;
+  r.detail = std::move(detail);
+  return r;
+}
+
 TEST(NoPillarMessage, NamesEachMasterAndTheFix) {
   base::minion_config cfg;
   cfg.id = "web1";
   cfg.source = "/etc/brine/minion";
   cfg.auth_timeout = 7;
   master_pillar r;
-  call_reply down;
-  down.st = status::unreachable;
-  down.detail = "cannot connect: Connection refused";
-  r.failed.emplace_back("m1:4506", down);
-  call_reply slow;
-  slow.st = status::timed_out;
-  slow.detail = "no answer in time";
-  r.failed.emplace_back("m2:4506", slow);
+  r.failed.emplace_back("m1:4506",
+                        failure(status::unreachable, "cannot connect: Connection refused"));
+  r.failed.emplace_back("m2:4506", failure(status::timed_out, "no answer in time"));
   EXPECT_FALSE(key_not_accepted(r));
   EXPECT_EQ(no_pillar_message(cfg, r),
             "no master answered the pillar request of minion web1 within auth_timeout (7 s)\n"
@@ -213,14 +215,11 @@ TEST(NoPillarMessage, AKeyNotAcceptedSaysSoAndHowToAcceptIt) {
   base::minion_config cfg;
   cfg.id = "web1";
   master_pillar r;
-  call_reply pending;
-  pending.st = status::not_accepted;
-  pending.detail = "pending: key pending: accept it on the master with 'brine key accept ID'";
-  r.failed.emplace_back("m1:4506", pending);
-  call_reply denied;
-  denied.st = status::not_accepted;
-  denied.detail = "denied: key denied";
-  r.failed.emplace_back("m2:4506", denied);
+  r.failed.emplace_back(
+      "m1:4506",
+      failure(status::not_accepted,
+              "pending: key pending: accept it on the master with 'brine key accept ID'"));
+  r.failed.emplace_back("m2:4506", failure(status::not_accepted, "denied: key denied"));
   EXPECT_TRUE(key_not_accepted(r));
   std::string text = no_pillar_message(cfg, r);
   EXPECT_EQ(text.rfind("minion key not accepted: ", 0), 0u) << text;
