@@ -23,60 +23,13 @@
 // looks up one grain in each of 100k documents: memory latency is the cost).
 namespace brine::packed {
 
+using namespace detail;
+
 namespace {
-
-enum tag : uint8_t {
-  t_null,
-  t_false,
-  t_true,
-  t_int,
-  t_uint,
-  t_float,
-  t_short_string,
-  t_long_string,
-  t_array,
-  t_object
-};
-
-constexpr size_t k_header = 9;  // tag, count, body size of a container
-constexpr uint8_t k_long_key = 255;
-
-uint32_t read_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-template <class T>
-T read_as(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-uint32_t key_hash(std::string_view k) {
-  uint32_t h = 2166136261u;
-  for (char c : k) {
-    h ^= static_cast<uint8_t>(c);
-    h *= 16777619u;
-  }
-  return h;
-}
 
 size_t string_size(size_t n) { return n < 255 ? 2 + n : 5 + n; }
 size_t key_size(size_t n) { return n < k_long_key ? 1 + n : 5 + n; }
 
-// A key at p: its text, and where the value after it starts.
-std::string_view read_key(const uint8_t* p, const uint8_t** value) {
-  size_t n = p[0];
-  const uint8_t* text = p + 1;
-  if (n == k_long_key) {
-    n = read_u32(p + 1);
-    text = p + 5;
-  }
-  *value = text + n;
-  return {reinterpret_cast<const char*>(text), n};
-}
 
 size_t packed_size(const nlohmann::json& j) {
   using vt = nlohmann::json::value_t;
@@ -233,69 +186,11 @@ document::document(const nlohmann::json& data) {
 
 // --- value
 
-kind value::type() const {
-  switch (p_[0]) {
-    case t_null:
-      return kind::null;
-    case t_false:
-    case t_true:
-      return kind::boolean;
-    case t_int:
-      return kind::integer;
-    case t_uint:
-      return kind::unsigned_integer;
-    case t_float:
-      return kind::floating;
-    case t_short_string:
-    case t_long_string:
-      return kind::string;
-    case t_array:
-      return kind::array;
-    default:
-      return kind::object;
-  }
-}
 
-bool value::is_number() const { return p_[0] == t_int || p_[0] == t_uint || p_[0] == t_float; }
 
-bool value::boolean() const { return p_[0] == t_true; }
-int64_t value::integer() const { return read_as<int64_t>(p_ + 1); }
-uint64_t value::unsigned_integer() const { return read_as<uint64_t>(p_ + 1); }
-double value::floating() const { return read_as<double>(p_ + 1); }
-
-std::string_view value::string() const {
-  if (p_[0] == t_short_string) return {reinterpret_cast<const char*>(p_ + 2), p_[1]};
-  if (p_[0] == t_long_string) return {reinterpret_cast<const char*>(p_ + 5), read_u32(p_ + 1)};
-  return {};
-}
-
-size_t value::size() const {
-  return p_[0] == t_array || p_[0] == t_object ? read_u32(p_ + 1) : 0;
-}
-
-size_t value::bytes() const {
-  switch (p_[0]) {
-    case t_null:
-    case t_false:
-    case t_true:
-      return 1;
-    case t_int:
-    case t_uint:
-    case t_float:
-      return 9;
-    case t_short_string:
-      return 2 + p_[1];
-    case t_long_string:
-      return 5 + read_u32(p_ + 1);
-    default:
-      return k_header + read_u32(p_ + 5);
-  }
-}
-
-value value::find(std::string_view key) const {
+value value::find(std::string_view key, uint32_t h) const {
   if (!p_ || p_[0] != t_object) return {};
   const uint8_t* body = p_ + k_header;
-  const uint32_t h = key_hash(key);
   const size_t n = read_u32(p_ + 1);
   size_t lo = 0, hi = n;
   while (lo < hi) {  // the first record of hash h
@@ -318,40 +213,6 @@ value value::at(size_t i) const {
   const uint8_t* e = p_ + k_header;
   while (i-- > 0) e += value(e).bytes();
   return value(e);
-}
-
-value::iterator value::begin() const {
-  if (p_ && p_[0] == t_array) return {p_ + k_header, false};
-  if (p_ && p_[0] == t_object) return {p_ + k_header + 8 * size_t{read_u32(p_ + 1)}, true};
-  return end();
-}
-
-value::iterator value::end() const {
-  if (p_ && (p_[0] == t_array || p_[0] == t_object)) {
-    return {p_ + k_header + read_u32(p_ + 5), false};
-  }
-  return {nullptr, false};
-}
-
-const uint8_t* value::iterator::value_start() const {
-  if (!keyed_) return p_;
-  const uint8_t* v;
-  read_key(p_, &v);
-  return v;
-}
-
-std::string_view value::iterator::key() const {
-  if (!keyed_) return {};
-  const uint8_t* v;
-  return read_key(p_, &v);
-}
-
-value value::iterator::operator*() const { return value(value_start()); }
-
-value::iterator& value::iterator::operator++() {
-  const uint8_t* v = value_start();
-  p_ = v + value(v).bytes();
-  return *this;
 }
 
 nlohmann::json value::to_json() const {

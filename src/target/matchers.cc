@@ -403,7 +403,9 @@ struct subdict_matcher::compiler {
         matchstr = expr;
       } else {
         matchstr = join(splits, idx, splits.size(), delimiter);
-        for (size_t i = 0; i < idx; ++i) a.path.push_back({splits[i], python_int(splits[i])});
+        for (size_t i = 0; i < idx; ++i) {
+          a.path.push_back({splits[i], python_int(splits[i]), packed::key_hash(splits[i])});
+        }
       }
       a.dict = dict_of(matchstr);
       a.value = value_of(matchstr);
@@ -421,6 +423,7 @@ struct subdict_matcher::compiler {
     d.wildcard = pattern.starts_with("*:");
     d.key = d.wildcard ? pattern.substr(2) : pattern;
     d.any = d.key == "*";
+    d.key_hash = packed::key_hash(d.key);
     // Salt's _dict_match recurses with the default delimiter, whatever the
     // target's own.
     d.sub = sub_of(d.key, ':');
@@ -477,8 +480,19 @@ subdict_matcher::subdict_matcher(std::string_view expr, char delimiter, bool reg
 bool subdict_matcher::value::matches(packed::value v) const {
   std::string owned;
   std::string_view text;
+  char buf[24];
   if (v.is_string()) {
     text = v.string();
+  } else if (v.type() == packed::kind::integer || v.type() == packed::kind::unsigned_integer) {
+    // Python's str() of an int, without a string or a tree.
+    auto [end, ec] = v.type() == packed::kind::integer
+                         ? std::to_chars(buf, buf + sizeof buf, v.integer())
+                         : std::to_chars(buf, buf + sizeof buf, v.unsigned_integer());
+    text = std::string_view(buf, static_cast<size_t>(end - buf));
+  } else if (v.is_boolean()) {
+    text = v.boolean() ? "True" : "False";
+  } else if (v.is_null()) {
+    text = "None";
   } else {
     owned = python_str(v);
     text = owned;
@@ -501,7 +515,7 @@ packed::value subdict_matcher::traverse(packed::value data,
         packed::value found;
         for (packed::value member : p) {
           if (!member.is_object()) continue;
-          if (packed::value v = member.find(e.key)) {
+          if (packed::value v = member.find(e.key, e.hash)) {
             found = v;
             break;
           }
@@ -515,7 +529,7 @@ packed::value subdict_matcher::traverse(packed::value data,
         p = p.at(static_cast<size_t>(i));
       }
     } else if (p.is_object()) {
-      p = p.find(e.key);
+      p = p.find(e.key, e.hash);
       if (!p) return {};
     } else {
       return {};
@@ -547,7 +561,7 @@ bool subdict_matcher::sub_matches(uint32_t s, packed::value data) const {
 bool subdict_matcher::dict_matches(uint32_t di, packed::value target) const {
   const dict& d = dicts_[di];
   if (d.any) return true;
-  if (target.contains(d.key)) return true;
+  if (target.find(d.key, d.key_hash)) return true;
   if (sub_matches(d.sub, target)) return true;
   if (!d.wildcard) return false;
   for (packed::value v : target) {

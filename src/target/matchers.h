@@ -85,6 +85,7 @@ class subdict_matcher {
   struct path_element {
     std::string key;
     std::optional<int64_t> index;  // the key read as Python's int(), for lists
+    uint32_t hash = 0;             // packed::key_hash(key)
   };
   // One split point: the key path, and the rest as a dict pattern and a value pattern.
   struct attempt {
@@ -101,6 +102,7 @@ class subdict_matcher {
     bool wildcard = false;   // the pattern began with "*:", now stripped
     bool any = false;        // the stripped pattern is "*"
     std::string key;         // the stripped pattern, as a key of the dict
+    uint32_t key_hash = 0;
     uint32_t sub = npos;     // subdict_match(target, pattern) with ':'
     uint32_t nested = npos;  // wildcard: _dict_match(each dict value, pattern)
     uint32_t value = npos;   // wildcard: _match(each other value, pattern)
