@@ -1,5 +1,7 @@
 #include "master/minion_cache.h"
 
+#include <algorithm>
+
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
@@ -25,12 +27,10 @@ void minion_cache::set_grains(const std::string& id, nlohmann::json grains) {
   packed::document doc(grains);
   {
     std::unique_lock lock(mu_);
-    entries_[id].grains = std::move(doc);
+    entries_[id].grains = doc;
   }
   std::lock_guard lock(dirty_mu_);
-  auto& d = dirty_[id];
-  d.id = id;
-  d.grains = std::move(grains);
+  dirty_[id].grains = std::move(doc);
 }
 
 void minion_cache::set_pillar(const std::string& id, value pillar) {
@@ -51,24 +51,19 @@ void minion_cache::set_pillar(const std::string& id, value pillar) {
     } else {
       pack = {pillar, doc};
     }
-    entries_[id].pillar = std::move(doc);
+    entries_[id].pillar = doc;
     if (packs_.size() >= 2 * packs_pruned_at_ + 64) {
       std::erase_if(packs_, [](const auto& p) { return p.second.source.expired(); });
       packs_pruned_at_ = packs_.size();
     }
   }
   std::lock_guard lock(dirty_mu_);
-  auto& d = dirty_[id];
-  d.id = id;
-  d.pillar = *pillar;
+  dirty_[id].pillar = std::move(doc);
 }
 
 void minion_cache::seen(const std::string& id, int64_t when) {
   std::lock_guard lock(dirty_mu_);
-  auto& d = dirty_[id];
-  d.id = id;
-  d.last_seen = when;
-  d.master = master_;
+  dirty_[id].last_seen = when;
 }
 
 void minion_cache::forget(const std::string& id) {
@@ -125,15 +120,36 @@ size_t minion_cache::size() const {
 }
 
 void minion_cache::flush() {
-  std::vector<store::minion_data_update> batch;
+  std::vector<std::pair<std::string, change>> changes;
   {
     std::lock_guard lock(dirty_mu_);
     if (dirty_.empty()) return;
-    batch.reserve(dirty_.size());
-    for (auto& [id, d] : dirty_) batch.push_back(std::move(d));
+    changes.reserve(dirty_.size());
+    for (auto& [id, c] : dirty_) changes.emplace_back(id, std::move(c));
     dirty_.clear();
   }
-  store_.post([batch = std::move(batch)](store::store& db) { db.put_minion_data(batch); });
+  store_.post([changes = std::move(changes), master = master_](store::store& db) {
+    // Unpacked k_chunk minions at a time: the trees of a thousand minions'
+    // grains at once would be 25 MB for a moment.
+    constexpr size_t k_chunk = 64;
+    std::vector<store::minion_data_update> batch;
+    for (size_t i = 0; i < changes.size(); i += k_chunk) {
+      batch.clear();
+      for (size_t j = i; j < std::min(changes.size(), i + k_chunk); ++j) {
+        const auto& [id, c] = changes[j];
+        store::minion_data_update u;
+        u.id = id;
+        if (c.grains) u.grains = c.grains.to_json();
+        if (c.pillar) u.pillar = c.pillar.to_json();
+        if (c.last_seen) {
+          u.last_seen = c.last_seen;
+          u.master = master;
+        }
+        batch.push_back(std::move(u));
+      }
+      db.put_minion_data(batch);
+    }
+  });
 }
 
 asio::awaitable<void> minion_cache::flush_loop(const std::atomic<bool>& stopping) {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <shared_mutex>
 #include <string>
@@ -87,7 +88,15 @@ class minion_cache {
   std::unordered_map<const nlohmann::json*, shared_pack> packs_;
   size_t packs_pruned_at_ = 0;
   std::mutex dirty_mu_;
-  std::unordered_map<std::string, store::minion_data_update> dirty_;
+  // What changed since the last flush, as documents: the store thread
+  // unpacks them a few at a time (a tree is five times a packed document,
+  // and thousands of minions send grains at once after a restart).
+  struct change {
+    packed::document grains;
+    packed::document pillar;
+    std::optional<int64_t> last_seen;
+  };
+  std::unordered_map<std::string, change> dirty_;
 };
 
 }  // namespace brine::master

@@ -95,11 +95,32 @@ TEST(minion_cache, survives_a_restart_through_the_store_and_forgets_deleted_mini
   std::vector<store::minion_data_record> rows;
   store.post([&rows](store::store& s) { rows = s.load_minion_data(); });
   store.stop();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].last_seen, 1700000000);
+  EXPECT_EQ(rows[0].master, "m1");
   cache.load(std::move(rows));
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_EQ(*cache.grains("web1"), debian_grains("web1"));
   EXPECT_EQ(*cache.pillar("web1"), (json{{"role", "web"}}));
   EXPECT_EQ(cache.grains("gone"), nullptr);
+}
+
+TEST(minion_cache, a_flush_of_many_minions_reaches_the_store_in_chunks) {
+  test::temp_dir dir;
+  const std::string db = dir.file("master.db");
+  {
+    store_worker store(store::open_sqlite(db));
+    minion_cache cache(store, "m1");
+    for (int i = 0; i < 150; ++i) cache.set_grains("m" + std::to_string(i), debian_grains("x"));
+    cache.flush();
+    store.stop();
+  }
+  store_worker store(store::open_sqlite(db));
+  std::vector<store::minion_data_record> rows;
+  store.post([&rows](store::store& s) { rows = s.load_minion_data(); });
+  store.stop();
+  ASSERT_EQ(rows.size(), 150u);
+  for (const auto& r : rows) EXPECT_EQ(r.grains, debian_grains("x")) << r.id;
 }
 
 }  // namespace
