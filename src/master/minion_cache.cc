@@ -87,31 +87,10 @@ void minion_cache::read(const std::function<void(const lookup&)>& fn) const {
   });
 }
 
-namespace {
-minion_cache::value unpacked(const packed::document& doc) {
-  if (!doc) return nullptr;
-  return std::make_shared<const nlohmann::json>(doc.to_json());
-}
-}  // namespace
-
 packed::document minion_cache::packed_grains(const std::string& id) const {
   std::shared_lock lock(mu_);
   auto it = entries_.find(id);
   return it == entries_.end() ? packed::document() : it->second.grains;
-}
-
-minion_cache::value minion_cache::grains(const std::string& id) const {
-  return unpacked(packed_grains(id));
-}
-
-minion_cache::value minion_cache::pillar(const std::string& id) const {
-  packed::document doc;
-  {
-    std::shared_lock lock(mu_);
-    auto it = entries_.find(id);
-    if (it != entries_.end()) doc = it->second.pillar;
-  }
-  return unpacked(doc);
 }
 
 size_t minion_cache::size() const {

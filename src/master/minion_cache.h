@@ -60,10 +60,8 @@ class minion_cache {
   // (writers wait; targeting 100k minions takes one lock, not 100k).
   void read(const std::function<void(const lookup&)>& fn) const;
 
-  // Unpacked copies (null: not cached), for the few readers that need a tree.
-  value grains(const std::string& id) const;
-  value pillar(const std::string& id) const;
-  // The cached document itself (empty: not cached), shared, not copied.
+  // The cached document itself (empty: not cached), shared, not copied;
+  // to_json() gives the tree back.
   packed::document packed_grains(const std::string& id) const;
   size_t size() const;
 
