@@ -1,5 +1,7 @@
 #include "store/store.h"
 
+#include "base/error.h"
+
 namespace brine::store {
 
 // The spellings are stored in the database and shown by `brine key`, so they
@@ -24,6 +26,21 @@ std::optional<key_state> parse_key_state(const std::string& s) {
   if (s == "rejected") return key_state::rejected;
   if (s == "denied") return key_state::denied;
   return std::nullopt;
+}
+
+std::unique_ptr<store> open(const options& o) {
+  if (o.url.empty() || o.url == "sqlite") {
+    if (o.sqlite_path.empty()) throw base::error("store: sqlite needs a file path");
+    return open_sqlite(o.sqlite_path);
+  }
+  if (o.url.rfind("postgresql://", 0) == 0 || o.url.rfind("postgres://", 0) == 0) {
+    return open_postgres(o);
+  }
+  // Only the scheme is shown: the rest of a mistyped URL may hold a password.
+  std::string scheme = o.url.substr(0, o.url.find(':'));
+  throw base::error("store: '" + scheme +
+                    "' is not a store; use sqlite (the default) or "
+                    "postgresql://USER@HOST:PORT/DATABASE");
 }
 
 }  // namespace brine::store

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,6 +83,47 @@ struct undelivered_record {
   int64_t stamp = 0;  // unix seconds
 };
 
+// A change that a writer of a shared store made, as other masters hear of it
+// (PostgreSQL LISTEN/NOTIFY). The rows stay the truth: a change only says
+// which rows to read again.
+struct change {
+  enum class kind {
+    keys,     // `id`'s keys changed (accepted, rejected, deleted, new)
+    returns,  // `minions` returned for `jid`
+    resync,   // the feed was interrupted: anything may have changed meanwhile
+  };
+  kind what = kind::keys;
+  std::string origin;  // the writer's name (options::origin)
+  std::string id;
+  std::string jid;
+  std::vector<std::string> minions;
+};
+
+// The changes every writer of a shared store makes, this one's included
+// (callers skip their own by origin).
+//
+// Threading: wait() from one thread; interrupt() from any thread.
+class change_feed {
+ public:
+  virtual ~change_feed() = default;
+  // Waits up to `timeout` for changes and returns what arrived (possibly
+  // nothing). After the connection was lost and is back, the first result is
+  // one resync change. Throws base::error naming the database when it cannot
+  // reach it; the next call tries again, with a growing delay (at most 5 s).
+  virtual std::vector<change> wait(std::chrono::milliseconds timeout) = 0;
+  // Makes a wait() in another thread return now.
+  virtual void interrupt() = 0;
+};
+
+// What `brine store check` reports.
+struct status {
+  std::string backend;     // "sqlite" or "postgresql"
+  std::string name;        // the file or the URL, never a password
+  int schema_version = 0;  // of the database
+  int code_version = 0;    // this build's
+  std::map<std::string, int64_t> rows;  // table -> row count
+};
+
 // Everything a master persists, behind one interface so that the embedded
 // SQLite file and a shared PostgreSQL serve alike.
 //
@@ -91,7 +134,24 @@ class store {
  public:
   virtual ~store() = default;
 
+  // The database, for messages: "sqlite /path/jobs.db" or the URL without
+  // its password.
+  virtual std::string name() const = 0;
+  // True when other masters may share this store (PostgreSQL).
+  virtual bool shared() const = 0;
+  // A feed of the changes writers make to a shared store, on a connection of
+  // its own; nullptr when the store is not shared.
+  virtual std::unique_ptr<change_feed> changes() = 0;
+  // A number in [0, 100) that no other master of this store holds, kept for
+  // `master` across restarts: masters sharing a store end their jids with it,
+  // so that two never mint the same jid. Always 0 when not shared. Throws
+  // when 100 masters already hold one.
+  virtual int claim_master_slot(const std::string& master) = 0;
+  virtual status check() = 0;
+
   virtual std::vector<key_record> load_keys() = 0;
+  // The keys of one id (after a change says they changed).
+  virtual std::vector<key_record> load_keys(const std::string& id) = 0;
   // Insert or replace the row (id, fingerprint).
   virtual void put_key(const key_record& key) = 0;
   // Remove one key (id, fingerprint).
@@ -142,9 +202,35 @@ class store {
   virtual void delete_minion_data(const std::string& id) = 0;
 };
 
+// Where a store is and who writes to it.
+struct options {
+  // "sqlite" (the default) or "postgresql://USER@HOST:PORT/DB?sslmode=...".
+  std::string url = "sqlite";
+  std::string sqlite_path;    // the file for "sqlite"
+  std::string password_file;  // PostgreSQL: the password, in a file of mode 0600
+  // This writer's name in the changes it makes: "host:port" for a master,
+  // "cli" for brine commands.
+  std::string origin;
+  // PostgreSQL: create or migrate the schema. false: a database behind this
+  // build is reported by check() and refused by everything else. (A SQLite
+  // file is always migrated on open: it has one master.)
+  bool migrate = true;
+};
+
+// Opens the store `o` names. Throws base::error with a message naming the
+// database (never a password) and the fix.
+std::unique_ptr<store> open(const options& o);
+
+// The schema version of a PostgreSQL database created by this build.
+inline constexpr int k_postgres_schema_version = 1;
+
 // Opens (creating if needed) the SQLite database at `path` in WAL mode.
 // A new file is created with mode 0600; ":memory:" gives a private in-memory
 // database (for tests).
 std::unique_ptr<store> open_sqlite(const std::string& path);
+
+// Connects to PostgreSQL (store/postgres/); open() calls it for a
+// postgresql:// URL.
+std::unique_ptr<store> open_postgres(const options& o);
 
 }  // namespace brine::store

@@ -426,9 +426,16 @@ void connection::migrate() {
 
 class sqlite_store final : public store {
  public:
-  explicit sqlite_store(std::string path) : conn_(std::move(path)) {}
+  explicit sqlite_store(std::string path) : conn_path_(path), conn_(std::move(path)) {}
+
+  std::string name() const override { return "sqlite " + conn_path_; }
+  bool shared() const override { return false; }
+  std::unique_ptr<change_feed> changes() override { return nullptr; }
+  int claim_master_slot(const std::string&) override { return 0; }
+  status check() override;
 
   std::vector<key_record> load_keys() override;
+  std::vector<key_record> load_keys(const std::string& id) override;
   void put_key(const key_record& key) override;
   void delete_key(const std::string& id, const std::string& fingerprint) override;
 
@@ -457,7 +464,9 @@ class sqlite_store final : public store {
   nlohmann::json parse_json(const std::string& text, std::string_view row,
                             std::string_view column) const;
   job_record read_job(const query& q) const;
+  std::vector<key_record> read_keys(query& q);
 
+  std::string conn_path_;
   connection conn_;
 };
 
@@ -475,6 +484,33 @@ std::vector<key_record> sqlite_store::load_keys() {
   query q(conn_,
           "SELECT id, fingerprint, state, pubkey, updated FROM keys ORDER BY id, fingerprint",
           "cannot read keys");
+  return read_keys(q);
+}
+
+std::vector<key_record> sqlite_store::load_keys(const std::string& id) {
+  query q(conn_,
+          "SELECT id, fingerprint, state, pubkey, updated FROM keys WHERE id = ?1 "
+          "ORDER BY fingerprint",
+          "cannot read the keys of " + id);
+  q.bind(1, id);
+  return read_keys(q);
+}
+
+status sqlite_store::check() {
+  status s;
+  s.backend = "sqlite";
+  s.name = conn_path_;
+  s.code_version = k_sqlite_schema_version;
+  s.schema_version =
+      static_cast<int>(conn_.query_int("PRAGMA user_version", "cannot read the schema version"));
+  for (const char* table : {"keys", "jobs", "returns", "undelivered", "minion_data"}) {
+    s.rows[table] = conn_.query_int(std::string("SELECT count(*) FROM ") + table,
+                                    std::string("cannot count the rows of ") + table);
+  }
+  return s;
+}
+
+std::vector<key_record> sqlite_store::read_keys(query& q) {
   std::vector<key_record> keys;
   while (q.step()) {
     key_record k;
