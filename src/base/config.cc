@@ -310,6 +310,29 @@ master_mode master_type(const option& opt) {
   opt.fail(expected);
 }
 
+// `sqlite` or a PostgreSQL URL. The value is never echoed back in full: a
+// mistyped URL may carry a password.
+std::string store_url(const option& opt) {
+  constexpr std::string_view expected = "sqlite or postgresql://USER@HOST:PORT/DATABASE";
+  std::string s = text(opt, expected);
+  if (s == "sqlite") return s;
+  auto scheme_end = s.find("://");
+  std::string scheme = scheme_end == std::string::npos ? std::string() : s.substr(0, scheme_end);
+  if (scheme != "postgresql" && scheme != "postgres") {
+    opt.fail(expected, scheme.empty() ? std::string("something else") : "a " + scheme + ":// URL");
+  }
+  std::string rest = s.substr(scheme_end + 3);
+  auto at = rest.find('@');
+  auto slash = rest.find('/');
+  if (at != std::string::npos && (slash == std::string::npos || at < slash) &&
+      rest.substr(0, at).find(':') != std::string::npos) {
+    fail_at(opt.source, opt.line,
+            "store must not hold a password (it would be readable in the config and shown in "
+            "messages); put it in the file that store_password_file names, mode 0600");
+  }
+  return s;
+}
+
 return_strategy master_return_strategy(const option& opt) {
   constexpr std::string_view expected = "origin or any";
   std::string s = text(opt, expected);
@@ -597,6 +620,8 @@ const option_table<master_config>& master_options() {
       {"pillar_merge_lists", set(&c::pillar_merge_lists, boolean)},
       {"pillarenv", set(&c::pillarenv, plain_text)},
       {"publisher_acl", set(&c::publisher_acl, any_map)},
+      {"store", set(&c::store, store_url)},
+      {"store_password_file", set(&c::store_password_file, optional_path)},
   };
   return table;
 }

@@ -50,6 +50,11 @@ struct master_config {
   // Salt's `publisher_acl`: local user (or glob) -> allowed function globs,
   // or {target glob: [function globs]}; as read, checked by the master.
   nlohmann::json publisher_acl = nlohmann::json::object();
+  // Where keys, jobs, returns and minion data live: "sqlite" (cachedir/
+  // jobs.db) or "postgresql://USER@HOST:PORT/DB?sslmode=..." shared by the
+  // masters of a site, its password in store_password_file (mode 0600).
+  std::string store = "sqlite";
+  std::string store_password_file;
 };
 
 // One entry of the minion's `master` option: a host name or IP literal (IPv6

@@ -5,12 +5,22 @@
 
 namespace brine::master {
 
+void jid_generator::set_slot(int slot) {
+  std::lock_guard lock(mu_);
+  slot_ = slot;
+}
+
 std::string jid_generator::next() {
   int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();
   std::lock_guard lock(mu_);
-  if (now <= last_) now = last_ + 1;
+  if (slot_ < 0) {
+    if (now <= last_) now = last_ + 1;
+  } else {
+    now = now / 100 * 100 + slot_;
+    if (now <= last_) now = last_ + 100;
+  }
   last_ = now;
   return format(now);
 }

@@ -59,6 +59,8 @@ class publisher {
 
   // The master's nodegroups, parsed.
   const target::nodegroups& nodegroups() const { return nodegroups_; }
+  // Masters sharing a store end their jids with their slot (jid.h).
+  void set_jid_slot(int slot) { jids_.set_slot(slot); }
 
   // The publish frame of a recorded job (also for jobs reloaded after a
   // restart).

@@ -371,10 +371,35 @@ TEST(MasterConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
       {"log_file: udp://localhost:514",
        "line 1: log_file must be a file path (syslog URLs are not supported), got "
        "udp://localhost:514"},
+      {"store: mysql://u@h/db",
+       "line 1: store must be sqlite or postgresql://USER@HOST:PORT/DATABASE, got a mysql:// URL"},
+      {"store: sqlite3",
+       "line 1: store must be sqlite or postgresql://USER@HOST:PORT/DATABASE, got something "
+       "else"},
+      {"store:",
+       "line 1: store must be sqlite or postgresql://USER@HOST:PORT/DATABASE, got an empty "
+       "value"},
+      // The password is not repeated back.
+      {"store: postgresql://brine:s3cret@db:5432/brine",
+       "line 1: store must not hold a password (it would be readable in the config and shown in "
+       "messages); put it in the file that store_password_file names, mode 0600"},
   };
   for (const auto& c : cases) {
     EXPECT_EQ(master_error(c.yaml), std::string("config ") + k_master + ": " + c.message) << c.yaml;
   }
+}
+
+TEST(MasterConfig, Store) {
+  EXPECT_EQ(master_config{}.store, "sqlite");
+  auto c = parse_master_config(
+      "store: postgresql://brine@127.0.0.1:5432/brine?sslmode=disable\n"
+      "store_password_file: /etc/brine/store.pw\n",
+      "/etc/brine/master");
+  EXPECT_EQ(c.store, "postgresql://brine@127.0.0.1:5432/brine?sslmode=disable");
+  EXPECT_EQ(c.store_password_file, "/etc/brine/store.pw");
+  // A ':' after the '@' is the port, not a password.
+  EXPECT_EQ(parse_master_config("store: postgres://brine@db:5432/x", "m").store,
+            "postgres://brine@db:5432/x");
 }
 
 TEST(MinionConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
