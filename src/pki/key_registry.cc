@@ -48,17 +48,70 @@ bool key_registry::glob_file::matches(const std::string& id) {
                      [&](const std::string& g) { return glob_match(g, id); });
 }
 
-void key_registry::load(const std::vector<key_record>& keys) {
-  std::lock_guard lock(mu_);
-  keys_.clear();
+std::map<std::string, key_registry::entry> key_registry::group(
+    const std::vector<key_record>& keys) {
+  std::map<std::string, entry> out;
   for (const auto& k : keys) {
-    entry& e = keys_[k.id];
+    entry& e = out[k.id];
     if (k.state == key_state::denied) {
       e.denied.push_back(k);
     } else {
       e.main = k;
     }
   }
+  for (auto& [id, e] : out) {
+    std::sort(e.denied.begin(), e.denied.end(),
+              [](const key_record& a, const key_record& b) { return a.fingerprint < b.fingerprint; });
+  }
+  return out;
+}
+
+bool key_registry::same(const entry& a, const entry& b) {
+  auto eq = [](const key_record& x, const key_record& y) {
+    return x.fingerprint == y.fingerprint && x.state == y.state && x.pubkey == y.pubkey;
+  };
+  if (a.main.has_value() != b.main.has_value()) return false;
+  if (a.main && !eq(*a.main, *b.main)) return false;
+  return std::equal(a.denied.begin(), a.denied.end(), b.denied.begin(), b.denied.end(), eq);
+}
+
+void key_registry::load(const std::vector<key_record>& keys) {
+  auto grouped = group(keys);
+  std::lock_guard lock(mu_);
+  keys_ = std::move(grouped);
+}
+
+bool key_registry::replace(const std::string& id, const std::vector<key_record>& keys) {
+  auto grouped = group(keys);
+  entry fresh;
+  if (auto it = grouped.find(id); it != grouped.end()) fresh = std::move(it->second);
+  std::lock_guard lock(mu_);
+  auto it = keys_.find(id);
+  bool known = it != keys_.end();
+  if (known && same(it->second, fresh)) return false;
+  if (!known && !fresh.main && fresh.denied.empty()) return false;
+  if (!fresh.main && fresh.denied.empty()) {
+    keys_.erase(it);
+  } else {
+    keys_[id] = std::move(fresh);
+  }
+  return true;
+}
+
+std::vector<std::string> key_registry::reload(const std::vector<key_record>& keys) {
+  auto grouped = group(keys);
+  std::vector<std::string> changed;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, e] : keys_) {
+    auto it = grouped.find(id);
+    if (it == grouped.end() || !same(e, it->second)) changed.push_back(id);
+  }
+  for (const auto& [id, e] : grouped) {
+    if (!keys_.contains(id)) changed.push_back(id);
+  }
+  std::sort(changed.begin(), changed.end());
+  keys_ = std::move(grouped);
+  return changed;
 }
 
 key_decision key_registry::present(const std::string& id, const std::string& pubkey,

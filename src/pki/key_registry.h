@@ -52,6 +52,15 @@ class key_registry {
 
   void load(const std::vector<store::key_record>& keys);
 
+  // Another master changed `id`'s keys in a shared store: `keys`, all of
+  // id's keys read back from it, replace what is held. True when that
+  // changed anything.
+  bool replace(const std::string& id, const std::vector<store::key_record>& keys);
+  // After the store's change feed was interrupted: `keys` (every key in the
+  // store) replace everything held; returns the ids whose keys differed,
+  // sorted.
+  std::vector<std::string> reload(const std::vector<store::key_record>& keys);
+
   // A minion presents `pubkey` (PEM) with `fingerprint` for `id`.
   key_decision present(const std::string& id, const std::string& pubkey,
                        const std::string& fingerprint, int64_t now);
@@ -88,6 +97,9 @@ class key_registry {
     std::optional<store::key_record> main;
     std::vector<store::key_record> denied;
   };
+
+  static std::map<std::string, entry> group(const std::vector<store::key_record>& keys);
+  static bool same(const entry& a, const entry& b);
 
   key_policy policy_;
   glob_file autosign_{policy_.autosign_file};

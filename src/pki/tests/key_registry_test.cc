@@ -117,5 +117,41 @@ TEST(key_registry, load_restores_states) {
   EXPECT_EQ(r.accepted_matching("*"), std::vector<std::string>{"a"});
 }
 
+// Another master accepted, rejected or deleted keys in a shared store: what
+// is read back replaces what is held, and only a real difference counts.
+TEST(key_registry, replace_takes_what_another_master_decided) {
+  key_registry r({});
+  r.present("a", "P", "fa", 1);
+  EXPECT_FALSE(r.replace("a", {{"a", key_state::pending, "P", "fa", 1}}));
+  EXPECT_TRUE(r.replace("a", {{"a", key_state::accepted, "P", "fa", 2}}));
+  EXPECT_TRUE(r.is_accepted("a", "fa"));
+  EXPECT_TRUE(r.replace("a", {{"a", key_state::rejected, "P", "fa", 3}}));
+  EXPECT_FALSE(r.is_accepted("a", "fa"));
+  EXPECT_EQ(r.present("a", "P", "fa", 4).state, key_state::rejected);
+  // Deleted there: forgotten here, so the minion is pending again.
+  EXPECT_TRUE(r.replace("a", {}));
+  EXPECT_TRUE(r.list().empty());
+  EXPECT_FALSE(r.replace("a", {}));
+  // New on the other master, with a denied key beside it.
+  EXPECT_TRUE(r.replace("b", {{"b", key_state::accepted, "P", "fb", 1},
+                              {"b", key_state::denied, "Q", "fq", 1}}));
+  EXPECT_EQ(r.present("b", "Q", "fq", 2).state, key_state::denied);
+  EXPECT_EQ(r.list().size(), 2u);
+}
+
+TEST(key_registry, reload_names_the_ids_that_differ) {
+  key_registry r({});
+  r.load({{"a", key_state::accepted, "P", "fa", 1},
+          {"b", key_state::pending, "P", "fb", 1},
+          {"c", key_state::accepted, "P", "fc", 1}});
+  auto changed = r.reload({{"a", key_state::accepted, "P", "fa", 1},
+                           {"b", key_state::accepted, "P", "fb", 2},
+                           {"d", key_state::pending, "P", "fd", 2}});
+  EXPECT_EQ(changed, (std::vector<std::string>{"b", "c", "d"}));
+  EXPECT_TRUE(r.is_accepted("b", "fb"));
+  EXPECT_FALSE(r.is_accepted("c", "fc"));
+  EXPECT_EQ(r.accepted_matching("*"), (std::vector<std::string>{"a", "b"}));
+}
+
 }  // namespace
 }  // namespace brine::pki
