@@ -223,6 +223,31 @@ runner define_job(CLI::App& job_cmd) {
   };
 }
 
+runner define_store(CLI::App& store_cmd) {
+  struct state {
+    std::string config;
+    store_options store;
+  };
+  auto s = std::make_shared<state>();
+  store_cmd.add_option("-c,--config", s->config, "Master config file (YAML)")
+      ->default_val(k_master_config);
+  store_cmd.require_subcommand(1);
+  store_cmd.fallthrough();
+  auto* migrate = store_cmd.add_subcommand(
+      "migrate", "Create the store's schema or bring it to this brine's version");
+  auto* check = store_cmd.add_subcommand(
+      "check", "Reach the store and print its schema version and row counts");
+  for (auto* sub : {migrate, check}) {
+    sub->add_flag("--json", s->store.json, "Print JSON");
+    sub->fallthrough();
+  }
+  return [s, &store_cmd] {
+    auto cfg = base::load_master_config(s->config);
+    for (auto* sub : store_cmd.get_subcommands()) s->store.action = sub->get_name();
+    return store_command(cfg, s->store);
+  };
+}
+
 runner define_events(CLI::App& events_cmd) {
   struct state {
     std::string config;
@@ -362,6 +387,8 @@ constexpr subcommand k_subcommands[] = {
     {"key", "Manage minion keys (works whether the master runs or not)", define_key, false},
     {"cmd", "Publish a job to minions and print their returns", define_cmd, false},
     {"job", "Read the job cache", define_job, false},
+    {"store", "Set up or check the master's store (SQLite or a shared PostgreSQL)", define_store,
+     false},
     {"events", "Print the master's events as they happen", define_events, false},
     {"call",
      "Run a function on this host with the minion's identity, grains and pillar (salt-call)",

@@ -1,9 +1,11 @@
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/config.h"
+#include "store/store.h"
 
 namespace brine::cli {
 
@@ -62,5 +64,18 @@ struct masters_options {
   bool json = false;
 };
 int masters_command(const base::minion_config& cfg, const masters_options& o);
+
+// The store the master config names, opened as a brine command does: the
+// changes made through it reach the masters sharing it with origin "cli".
+// `must_exist`: a SQLite file that is not there is an error naming the
+// config, not a new empty database.
+std::unique_ptr<store::store> open_store(const base::master_config& cfg, bool must_exist,
+                                         bool migrate = true);
+
+struct store_options {
+  std::string action;  // migrate, check
+  bool json = false;
+};
+int store_command(const base::master_config& cfg, const store_options& o);
 
 }  // namespace brine::cli

@@ -30,11 +30,7 @@ std::string utc(int64_t t) {
 }  // namespace
 
 int job_command(const base::master_config& cfg, const job_options& o) {
-  std::string path = cfg.cachedir + "/jobs.db";
-  if (!base::file_exists(path)) {
-    throw base::error("no job cache at " + path + "; has a master run with " + cfg.source + "?");
-  }
-  auto db = store::open_sqlite(path);
+  auto db = open_store(cfg, true);
   if (o.action == "list") {
     // Filters over the newest jobs; the limit counts the jobs shown.
     size_t shown = 0;
@@ -64,7 +60,7 @@ int job_command(const base::master_config& cfg, const job_options& o) {
     return 0;
   }
   auto job = db->get_job(o.jid);
-  if (!job) throw base::error("no job " + o.jid + " in the job cache " + path);
+  if (!job) throw base::error("no job " + o.jid + " in the job cache (" + db->name() + ")");
   if (o.action == "kill") {
     // Salt's way: saltutil.kill_job published to the job's minions; each
     // answers whether it was running it.

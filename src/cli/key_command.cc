@@ -23,8 +23,7 @@ int64_t unix_now() { return static_cast<int64_t>(::time(nullptr)); }
 
 // Without a running master the CLI applies the same rules to the store itself.
 json apply_offline(const base::master_config& cfg, const key_options& o) {
-  std::string db_path = cfg.cachedir + "/jobs.db";
-  auto db = store::open_sqlite(db_path);
+  auto db = open_store(cfg, false);
   pki::key_registry keys({cfg.auto_accept, cfg.autosign_file, cfg.autoreject_file});
   keys.load(db->load_keys());
   if (o.action == "list" || o.action == "finger") {

@@ -23,4 +23,11 @@ void event_bus::publish(const std::string& tag, const nlohmann::json& data) {
   }
 }
 
+bool event_bus::wanted(const std::string& tag) {
+  std::lock_guard lock(mu_);
+  return std::any_of(subscribers_.begin(), subscribers_.end(), [&](const subscriber& s) {
+    return tag.compare(0, s.prefix.size(), s.prefix) == 0;
+  });
+}
+
 }  // namespace brine::master

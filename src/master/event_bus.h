@@ -23,6 +23,9 @@ class event_bus {
   uint64_t subscribe(std::string prefix, callback cb);
   void unsubscribe(uint64_t token);
   void publish(const std::string& tag, const nlohmann::json& data);
+  // Whether an event with this tag would reach any subscriber (to skip
+  // building one nobody hears).
+  bool wanted(const std::string& tag);
 
  private:
   struct subscriber {

@@ -24,11 +24,37 @@ namespace brine::master {
 namespace {
 
 // The store is opened (and the key registry filled) before the members that
-// use them are built.
-std::unique_ptr<store_worker> open_store(const base::master_config& cfg, pki::key_registry& keys) {
+// use them are built. A database that cannot be reached yet is waited for,
+// saying so; anything else (a wrong password, a newer schema) stops the start.
+std::unique_ptr<store_worker> open_store(const base::master_config& cfg, const std::string& origin,
+                                         pki::key_registry& keys,
+                                         std::unique_ptr<store::change_feed>& feed, int& slot) {
   base::ensure_dir(cfg.cachedir, 0700, "cachedir");
-  auto db = store::open_sqlite(cfg.cachedir + "/jobs.db");
+  store::options o;
+  o.url = cfg.store;
+  o.sqlite_path = cfg.cachedir + "/jobs.db";
+  o.password_file = cfg.store_password_file;
+  o.origin = origin;
+  std::unique_ptr<store::store> db;
+  auto delay = std::chrono::milliseconds(500);
+  for (int attempt = 0;; ++attempt) {
+    try {
+      db = store::open(o);
+      if (attempt > 0) spdlog::info("store {}: reached; starting", db->name());
+      break;
+    } catch (const store::unreachable& e) {
+      spdlog::warn("{}; the master waits for it (trying again in {} ms)", e.what(), delay.count());
+      std::this_thread::sleep_for(delay);
+      delay = std::min(delay * 2, std::chrono::milliseconds(5000));
+    }
+  }
   keys.load(db->load_keys());
+  slot = db->shared() ? db->claim_master_slot(origin) : -1;
+  feed = db->changes();
+  if (db->shared()) {
+    spdlog::info("store {}: shared with other masters; this master is {} (jid slot {})",
+                 db->name(), origin, slot);
+  }
   return std::make_unique<store_worker>(std::move(db));
 }
 
@@ -40,8 +66,9 @@ master::master(base::master_config cfg)
                  pki::keypair::load_or_create(cfg_.pki_dir, "master"))),
       tls_(std::make_unique<net::tls_context>(net::tls_context::role::server, identity_, "master")),
       keys_({cfg_.auto_accept, cfg_.autosign_file, cfg_.autoreject_file}),
-      store_(open_store(cfg_, keys_)),
-      cache_(*store_, base::host_name() + ":" + std::to_string(cfg_.port)),
+      name_(base::host_name() + ":" + std::to_string(cfg_.port)),
+      store_(open_store(cfg_, name_, keys_, feed_, slot_)),
+      cache_(*store_, name_),
       sessions_(io_, cfg_, *tls_, keys_, *store_, events_),
       returns_(*store_, events_),
       deliveries_(sessions_, *store_, events_),
@@ -51,6 +78,7 @@ master::master(base::master_config cfg)
   base::ensure_dir(cfg_.sock_dir, 0700, "sock_dir");
   // Other users reach the socket only when a publisher_acl lets them in.
   if (!cfg_.publisher_acl.empty()) ::chmod(cfg_.sock_dir.c_str(), 0755);
+  jobs_.set_identity(slot_, name_);
   sessions_.listen();
   api_.listen();
   sessions_.set_handlers({
@@ -183,6 +211,12 @@ int master::run() {
   });
   sessions_.start();
   api_.start();
+  if (feed_) {
+    sync_ = std::make_unique<store_sync>(
+        store_sync::deps{*store_, keys_, sessions_, deliveries_, cache_, events_}, std::move(feed_),
+        name_);
+    sync_->start();
+  }
   asio::co_spawn(io_, purge_loop(), net::logged("job cache purge"));
   asio::co_spawn(io_, returns_.flush_loop(stopping_), net::logged("return_ack flush"));
   asio::co_spawn(io_, deliveries_.sweep_loop(stopping_), net::logged("delivery deadlines"));
@@ -194,6 +228,7 @@ int master::run() {
   for (unsigned i = 1; i < n; ++i) threads.emplace_back([this] { io_.run(); });
   io_.run();
   for (auto& t : threads) t.join();
+  if (sync_) sync_->stop();
   sessions_.clear();
   cache_.flush();
   store_->stop();

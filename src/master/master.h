@@ -14,6 +14,7 @@
 #include "master/pillar_service.h"
 #include "master/publisher.h"
 #include "master/returns.h"
+#include "master/store_sync.h"
 #include "master/store_worker.h"
 #include "net/tls.h"
 #include "pki/key_registry.h"
@@ -49,6 +50,10 @@ class master {
   pki::keypair identity_;
   std::unique_ptr<net::tls_context> tls_;
   pki::key_registry keys_;
+  std::string name_;  // host:port: this master in the store and in jobs
+  // Filled when the store opens: the feed of a shared store, the jid slot.
+  std::unique_ptr<store::change_feed> feed_;
+  int slot_ = -1;
   std::unique_ptr<store_worker> store_;  // opened after keys_, which it fills
   event_bus events_;
   minion_cache cache_;
@@ -58,6 +63,7 @@ class master {
   publisher jobs_;
   pillar_service pillar_;
   local_api api_;
+  std::unique_ptr<store_sync> sync_;  // a shared store only
   std::atomic<bool> stopping_{false};
 };
 

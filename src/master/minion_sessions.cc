@@ -492,37 +492,56 @@ void minion_sessions::persist(const std::vector<pki::key_change>& changes) {
 
 void minion_sessions::apply_key_changes(const pki::key_op_result& r, const std::string& act) {
   persist(r.changes);
-  for (const auto& id : r.ids) {
-    events_.publish("brine/key", {{"act", act}, {"id", id}});
-    session_ptr s;
-    {
-      std::lock_guard lock(mu_);
-      auto it = sessions_.find(id);
-      if (it != sessions_.end()) s = it->second;
+  for (const auto& id : r.ids) act_on_key_change(id, act);
+}
+
+void minion_sessions::apply_remote_key_changes(const std::vector<std::string>& ids) {
+  for (const auto& id : ids) {
+    std::string act = "delete";
+    for (const auto& k : keys_.list_of(id)) {
+      if (k.state == key_state::accepted) act = "accept";
+      if (k.state == key_state::rejected) act = "reject";
+      if (k.state == key_state::pending) act = "pend";
     }
-    if (!s) continue;
-    if (keys_.is_accepted(id, s->fingerprint)) {
-      if (!s->accepted) authenticate(s, key_state::accepted, 0);
+    if (act == "pend") {
+      // A new pending key: nothing to push or cut, but `brine events` hears of it.
+      events_.publish("brine/key", {{"act", "pend"}, {"id", id}});
       continue;
     }
-    // Rejected, deleted or replaced: the connection goes at once.
-    std::string why = act == "delete" ? "key deleted on the master" : "key " + act + "ed";
-    spdlog::info("minion {} at {}: {}; closing its connection", id, s->conn->peer(), why);
-    s->conn->send({msg_type::auth_reply,
-                   0,
-                   {{"status", act == "delete" ? "deleted" : "rejected"}, {"message", why}}});
-    bool was_current = false;
-    {
-      std::lock_guard lock(mu_);
-      auto it = sessions_.find(id);
-      if (it != sessions_.end() && it->second == s) {
-        sessions_.erase(it);
-        was_current = true;
-      }
-    }
-    if (was_current && s->accepted && handlers_.gone) handlers_.gone(s);
-    s->conn->close_after_flush();
+    act_on_key_change(id, act);
   }
+}
+
+void minion_sessions::act_on_key_change(const std::string& id, const std::string& act) {
+  events_.publish("brine/key", {{"act", act}, {"id", id}});
+  session_ptr s;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(id);
+    if (it != sessions_.end()) s = it->second;
+  }
+  if (!s) return;
+  if (keys_.is_accepted(id, s->fingerprint)) {
+    if (!s->accepted) authenticate(s, key_state::accepted, 0);
+    return;
+  }
+  // Rejected, deleted or replaced: the connection goes at once.
+  std::string why = act == "delete" ? "key deleted on the master" : "key " + act + "ed";
+  spdlog::info("minion {} at {}: {}; closing its connection", id, s->conn->peer(), why);
+  s->conn->send({msg_type::auth_reply,
+                 0,
+                 {{"status", act == "delete" ? "deleted" : "rejected"}, {"message", why}}});
+  bool was_current = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(id);
+    if (it != sessions_.end() && it->second == s) {
+      sessions_.erase(it);
+      was_current = true;
+    }
+  }
+  if (was_current && s->accepted && handlers_.gone) handlers_.gone(s);
+  s->conn->close_after_flush();
 }
 
 }  // namespace brine::master

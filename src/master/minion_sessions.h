@@ -89,6 +89,9 @@ class minion_sessions {
   // After `brine key`: persists the changes, announces them, pushes an
   // acceptance to a waiting minion and cuts off rejected or deleted ones.
   void apply_key_changes(const pki::key_op_result& r, const std::string& act);
+  // Another master changed these ids' keys in the shared store (already in
+  // the key registry): the same as apply_key_changes, without persisting.
+  void apply_remote_key_changes(const std::vector<std::string>& ids);
 
  private:
   asio::awaitable<void> accept_loop();
@@ -97,6 +100,8 @@ class minion_sessions {
              proto::frame_decoder decoder, const std::string& id, const std::string& fingerprint,
              const std::string& pubkey, std::string_view purpose, std::shared_ptr<void> slot);
   void authenticate_call(const session_ptr& s, store::key_state state, uint64_t request_id);
+  // Acts on one id whose keys changed by `act` (accept, reject, delete).
+  void act_on_key_change(const std::string& id, const std::string& act);
   void on_call_message(const session_ptr& s, proto::message&& m);
   void authenticate(const session_ptr& s, store::key_state state, uint64_t request_id);
   void on_message(const session_ptr& s, proto::message&& m);

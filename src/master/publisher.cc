@@ -163,7 +163,7 @@ void publisher::publish(const json& body, recorded on_recorded) {
   job.tgt_type = tgt_type;
   job.user = body.value("user", "");
   job.minions = std::move(minions);
-  job.master = "local";
+  job.master = name_;
   job.created = base::unix_now();
   // Rounded up: a restarted master holds the job no shorter than promised.
   job.deliver_by = std::chrono::ceil<std::chrono::seconds>(deadline.time_since_epoch()).count();

@@ -59,8 +59,12 @@ class publisher {
 
   // The master's nodegroups, parsed.
   const target::nodegroups& nodegroups() const { return nodegroups_; }
-  // Masters sharing a store end their jids with their slot (jid.h).
-  void set_jid_slot(int slot) { jids_.set_slot(slot); }
+  // Masters sharing a store end their jids with their slot (jid.h); a job
+  // records the name of the master that published it.
+  void set_identity(int jid_slot, std::string master_name) {
+    jids_.set_slot(jid_slot);
+    name_ = std::move(master_name);
+  }
 
   // The publish frame of a recorded job (also for jobs reloaded after a
   // restart).
@@ -77,6 +81,7 @@ class publisher {
   store_worker& store_;
   event_bus& events_;
   jid_generator jids_;
+  std::string name_ = "local";
 };
 
 }  // namespace brine::master

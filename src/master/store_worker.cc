@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
+
 namespace brine::master {
 
 store_worker::store_worker(std::unique_ptr<store::store> db)
@@ -37,13 +40,26 @@ void store_worker::stop() {
 }
 
 void store_worker::loop() {
+  // A batch of returns that could not be stored (the database is down) is
+  // kept and tried again, sooner at first, then every few seconds: the
+  // minions hold those returns until they are acknowledged, but only re-send
+  // them after a reconnect, so the master must not drop them while it
+  // stays up. Past k_max_retained the oldest wait in the minions' spools.
+  constexpr size_t k_max_retained = 200000;
+  auto backoff = std::chrono::milliseconds(0);
   for (;;) {
     std::deque<std::function<void(store::store&)>> tasks;
     std::vector<store::return_record> returns;
     std::vector<std::function<void()>> stored;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !tasks_.empty() || !returns_.empty(); });
+      auto ready = [&] { return stopping_ || !tasks_.empty() || !returns_.empty(); };
+      if (backoff.count() > 0) {
+        // Retrying: wake for new work or when the delay is up, not before.
+        cv_.wait_for(lock, backoff, [&] { return stopping_ || !tasks_.empty(); });
+      } else {
+        cv_.wait(lock, ready);
+      }
       if (tasks_.empty() && returns_.empty() && stopping_) return;
       tasks.swap(tasks_);
       returns.swap(returns_);
@@ -59,10 +75,32 @@ void store_worker::loop() {
     if (returns.empty()) continue;
     try {
       db_->add_returns(returns);
+      if (backoff.count() > 0) {
+        spdlog::info("job cache: {} returns stored after the store came back", returns.size());
+      }
+      backoff = std::chrono::milliseconds(0);
     } catch (const std::exception& e) {
-      // Not acknowledged: the minions keep these returns and send them again.
-      spdlog::error("job cache: {} returns not stored, minions will resend them: {}",
-                    returns.size(), e.what());
+      // Not acknowledged: kept for the next try (and held by the minions).
+      bool first = backoff.count() == 0;
+      backoff = std::clamp(backoff * 2, std::chrono::milliseconds(100), std::chrono::milliseconds(5000));
+      if (first) {
+        spdlog::error("job cache: {} returns not stored yet, trying again until the store takes "
+                      "them (the minions keep them meanwhile): {}",
+                      returns.size(), e.what());
+      }
+      std::lock_guard lock(mu_);
+      if (stopping_) continue;  // the minions re-send them to whichever master serves next
+      returns.insert(returns.end(), std::make_move_iterator(returns_.begin()),
+                     std::make_move_iterator(returns_.end()));
+      stored.insert(stored.end(), std::make_move_iterator(stored_.begin()),
+                    std::make_move_iterator(stored_.end()));
+      if (returns.size() > k_max_retained) {
+        size_t drop = returns.size() - k_max_retained;
+        returns.erase(returns.begin(), returns.begin() + static_cast<std::ptrdiff_t>(drop));
+        stored.erase(stored.begin(), stored.begin() + static_cast<std::ptrdiff_t>(drop));
+      }
+      returns_ = std::move(returns);
+      stored_ = std::move(stored);
       continue;
     }
     for (auto& s : stored) s();

@@ -249,6 +249,16 @@ std::vector<key_record> key_registry::list() const {
   return out;
 }
 
+std::vector<key_record> key_registry::list_of(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  std::vector<key_record> out;
+  auto it = keys_.find(id);
+  if (it == keys_.end()) return out;
+  if (it->second.main) out.push_back(*it->second.main);
+  out.insert(out.end(), it->second.denied.begin(), it->second.denied.end());
+  return out;
+}
+
 std::optional<key_record> key_registry::accepted(const std::string& id) const {
   std::lock_guard lock(mu_);
   auto it = keys_.find(id);

@@ -75,6 +75,8 @@ class key_registry {
   key_op_result remove(const std::string& glob);
 
   std::vector<store::key_record> list() const;
+  // Every key of `id` (its main key first, then denied ones).
+  std::vector<store::key_record> list_of(const std::string& id) const;
   // The accepted key of `id`, if any.
   std::optional<store::key_record> accepted(const std::string& id) const;
   // Ids with an accepted key that match `glob`, sorted.

@@ -1,5 +1,9 @@
 #include "store/store.h"
 
+#include <algorithm>
+#include <set>
+#include <string_view>
+
 #include "base/error.h"
 
 namespace brine::store {
@@ -26,6 +30,18 @@ std::optional<key_state> parse_key_state(const std::string& s) {
   if (s == "rejected") return key_state::rejected;
   if (s == "denied") return key_state::denied;
   return std::nullopt;
+}
+
+std::vector<return_record> store::get_returns(const std::string& jid,
+                                             const std::vector<std::string>& minions) {
+  std::set<std::string_view> wanted(minions.begin(), minions.end());
+  std::vector<return_record> out;
+  for (auto& r : get_returns(jid)) {
+    if (wanted.contains(r.minion)) out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const return_record& a, const return_record& b) { return a.minion < b.minion; });
+  return out;
 }
 
 std::unique_ptr<store> open(const options& o) {

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
+
 namespace brine::store {
 
 enum class key_state { pending, accepted, rejected, denied };
@@ -171,6 +173,11 @@ class store {
   // returns and undelivered.
   virtual size_t add_returns(const std::vector<return_record>& batch) = 0;
   virtual std::vector<return_record> get_returns(const std::string& jid) = 0;
+  // The returns of these minions for `jid` (those stored), in minion order.
+  // The default reads them all; a backend shared by masters, which read
+  // other masters' returns as they arrive, does better.
+  virtual std::vector<return_record> get_returns(const std::string& jid,
+                                                 const std::vector<std::string>& minions);
   // How many minions returned for `jid`, without reading the returns.
   virtual size_t count_returns(const std::string& jid) = 0;
 
@@ -200,6 +207,14 @@ class store {
   virtual std::vector<minion_data_record> load_minion_data() = 0;
   // Forgets a minion's data (its key was deleted).
   virtual void delete_minion_data(const std::string& id) = 0;
+};
+
+// Thrown when the database server cannot be reached at all (refused, timed
+// out, starting up or shutting down): worth waiting for, unlike a wrong
+// password or a schema from a newer brine.
+class unreachable : public base::error {
+ public:
+  using base::error::error;
 };
 
 // Where a store is and who writes to it.

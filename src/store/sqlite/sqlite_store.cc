@@ -436,6 +436,7 @@ class sqlite_store final : public store {
 
   std::vector<key_record> load_keys() override;
   std::vector<key_record> load_keys(const std::string& id) override;
+  using store::get_returns;
   void put_key(const key_record& key) override;
   void delete_key(const std::string& id, const std::string& fingerprint) override;
 

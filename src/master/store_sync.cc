@@ -1,0 +1,135 @@
+#include "master/store_sync.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+
+namespace brine::master {
+
+using namespace std::chrono_literals;
+
+store_sync::store_sync(deps d, std::unique_ptr<store::change_feed> feed, std::string origin)
+    : d_(d), feed_(std::move(feed)), origin_(std::move(origin)) {}
+
+store_sync::~store_sync() { stop(); }
+
+void store_sync::start() {
+  thread_ = std::thread([this] { loop(); });
+}
+
+void store_sync::stop() {
+  stopping_ = true;
+  if (feed_) feed_->interrupt();
+  if (thread_.joinable()) thread_.join();
+}
+
+void store_sync::loop() {
+  bool lost = false;
+  while (!stopping_) {
+    std::vector<store::change> changes;
+    try {
+      changes = feed_->wait(1s);
+    } catch (const std::exception& e) {
+      if (!lost) {
+        spdlog::warn("store: the change feed is lost ({}); key decisions and returns of other "
+                     "masters reach this master when it is back",
+                     e.what());
+      }
+      lost = true;
+      // The feed paces its reconnects; this only keeps the loop from spinning
+      // on the refusals in between, and ends at stop().
+      for (int i = 0; i < 5 && !stopping_; ++i) std::this_thread::sleep_for(50ms);
+      continue;
+    }
+    if (lost && !changes.empty()) {
+      spdlog::info("store: the change feed is back; reading every key again");
+      lost = false;
+    }
+    if (!changes.empty()) apply(std::move(changes));
+  }
+}
+
+void store_sync::apply(std::vector<store::change> changes) {
+  bool again = false;
+  std::set<std::string> ids;
+  std::map<std::string, std::vector<std::string>> returns;
+  for (auto& c : changes) {
+    switch (c.what) {
+      case store::change::kind::resync:
+        again = true;
+        break;
+      case store::change::kind::keys:
+        if (c.origin != origin_) ids.insert(std::move(c.id));
+        break;
+      case store::change::kind::returns:
+        if (c.origin != origin_) {
+          auto& v = returns[c.jid];
+          v.insert(v.end(), std::make_move_iterator(c.minions.begin()),
+                   std::make_move_iterator(c.minions.end()));
+        }
+        break;
+    }
+  }
+  if (again) {
+    resync();
+  } else if (!ids.empty()) {
+    keys_changed({ids.begin(), ids.end()});
+  }
+  for (auto& [jid, minions] : returns) returned(jid, std::move(minions));
+}
+
+void store_sync::resync() {
+  d_.store.post([this](store::store& db) {
+    auto changed = d_.keys.reload(db.load_keys());
+    if (!changed.empty()) {
+      spdlog::info("store: {} minions' keys changed on other masters meanwhile", changed.size());
+    }
+    d_.sessions.apply_remote_key_changes(changed);
+    settle_keys(changed);
+  });
+}
+
+void store_sync::keys_changed(std::vector<std::string> ids) {
+  d_.store.post([this, ids = std::move(ids)](store::store& db) {
+    std::vector<std::string> changed;
+    for (const auto& id : ids) {
+      if (d_.keys.replace(id, db.load_keys(id))) changed.push_back(id);
+    }
+    for (const auto& id : changed) spdlog::info("minion {}: key changed on another master", id);
+    d_.sessions.apply_remote_key_changes(changed);
+    settle_keys(changed);
+  });
+}
+
+void store_sync::settle_keys(const std::vector<std::string>& ids) {
+  for (const auto& id : ids) {
+    if (d_.keys.accepted(id)) continue;
+    auto left = d_.keys.list_of(id);
+    d_.deliveries.on_key_gone(id, left.empty() ? "key deleted on another master"
+                                               : "key rejected on another master");
+    // As on the master that decided: a deleted minion is forgotten, a
+    // rejected one keeps its data for when it is accepted again.
+    if (left.empty()) d_.cache.forget(id);
+  }
+}
+
+void store_sync::returned(const std::string& jid, std::vector<std::string> minions) {
+  // The minions have the job: holds for them end here too.
+  for (const auto& id : minions) d_.deliveries.on_acknowledged(id, jid);
+  std::string prefix = "brine/job/" + jid + "/ret/";
+  if (!d_.events.wanted(prefix)) return;
+  d_.store.post([this, jid, prefix, minions = std::move(minions)](store::store& db) {
+    for (auto& r : db.get_returns(jid, minions)) {
+      d_.events.publish(prefix + r.minion, {{"id", r.minion},
+                                            {"jid", jid},
+                                            {"fun", r.fun},
+                                            {"return", std::move(r.ret)},
+                                            {"success", r.success},
+                                            {"retcode", r.retcode}});
+    }
+  });
+}
+
+}  // namespace brine::master

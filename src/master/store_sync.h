@@ -1,0 +1,67 @@
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "master/delivery.h"
+#include "master/event_bus.h"
+#include "master/minion_cache.h"
+#include "master/minion_sessions.h"
+#include "master/store_worker.h"
+#include "pki/key_registry.h"
+#include "store/store.h"
+
+namespace brine::master {
+
+// Keeps this master in step with the other masters of a shared store, from
+// the store's change feed (PostgreSQL LISTEN/NOTIFY; the rows stay the
+// truth, a change only says which to read again):
+//  - key decisions made on another master (or by `brine key` with every
+//    master down) take effect here: a rejected or deleted minion's
+//    connection is cut, an accepted one waiting here is served;
+//  - returns that minions delivered to another master reach this master's
+//    CLI clients and `brine events` as if they had come here, and end the
+//    delivery holds this master keeps for them.
+// After the feed was interrupted, every key is read again.
+//
+// Lifecycle: start() runs the feed on its own thread; stop() (or the
+// destructor) ends it. Threading: rows are read on the store thread, and
+// what they change is applied from there (every call it makes is safe from
+// any thread).
+class store_sync {
+ public:
+  struct deps {
+    store_worker& store;
+    pki::key_registry& keys;
+    minion_sessions& sessions;
+    delivery& deliveries;
+    minion_cache& cache;
+    event_bus& events;
+  };
+  store_sync(deps d, std::unique_ptr<store::change_feed> feed, std::string origin);
+  ~store_sync();
+  store_sync(const store_sync&) = delete;
+  store_sync& operator=(const store_sync&) = delete;
+
+  void start();
+  void stop();
+
+ private:
+  void loop();
+  void apply(std::vector<store::change> changes);
+  void keys_changed(std::vector<std::string> ids);
+  void resync();
+  void returned(const std::string& jid, std::vector<std::string> minions);
+  void settle_keys(const std::vector<std::string>& ids);
+
+  deps d_;
+  std::unique_ptr<store::change_feed> feed_;
+  std::string origin_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace brine::master
