@@ -51,9 +51,9 @@ void print_status(const store::status& s) {
 
 }  // namespace
 
-// Exit codes: 0 the store is reachable and its schema is this brine's; 1 its
-// schema is behind (check) ; errors (unreachable, a wrong password, a newer
-// schema) throw and exit 2 through main.
+// Exit codes: 0 the store is reachable and its schema is this brine's; 3 its
+// schema is behind (check); errors (unreachable, a wrong password, a newer
+// schema) throw and exit 1 through main.
 int store_command(const base::master_config& cfg, const store_options& o) {
   if (o.action == "migrate") {
     int before = open_store(cfg, false, false)->check().schema_version;
@@ -83,7 +83,7 @@ int store_command(const base::master_config& cfg, const store_options& o) {
                    "migrate it when they start)\n";
     }
   }
-  return s.schema_version < s.code_version ? 1 : 0;
+  return s.schema_version < s.code_version ? 3 : 0;
 }
 
 }  // namespace brine::cli
