@@ -1,11 +1,1713 @@
+#include "store/postgres/postgres_store.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
 #include "base/error.h"
 #include "store/store.h"
 
 namespace brine::store {
 
-// Placeholder until the libpq backend lands.
-std::unique_ptr<store> open_postgres(const options&) {
-  throw base::error("store: PostgreSQL support is not built in yet");
+std::string postgres_schema_problem(int db_version, int code_version) {
+  const std::string fix = "; run `brine store migrate`";
+  if (db_version == code_version) return "";
+  if (db_version == 0) return "the database has no brine schema yet" + fix;
+  if (db_version < 0) {
+    return "schema version " + std::to_string(db_version) +
+           " was not written by brine (table brine_schema was edited)";
+  }
+  if (db_version < code_version) {
+    return "schema version " + std::to_string(db_version) + " is behind this brine (" +
+           std::to_string(code_version) + ")" + fix;
+  }
+  return "schema version " + std::to_string(db_version) + " is newer than this brine supports (" +
+         std::to_string(code_version) + "); upgrade brine";
+}
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// libpq is loaded when the first PostgreSQL store is opened rather than
+// linked: linking it makes every brine process (each CLI command, a master on
+// SQLite) map libpq and its ~20 libraries (Kerberos, LDAP, GnuTLS) before
+// main, 4 ms here against a 1 ms command, and Debian has no static libpq for
+// BRINE_STATIC (its libpq.a needs Kerberos and LDAP, which exist only
+// shared). Loaded RTLD_LOCAL, its OpenSSL stays apart from a static brine's.
+// clang-format off
+#define BRINE_LIBPQ_FUNCTIONS(X)                                                     \
+  X(PQconnectdbParams) X(PQfinish) X(PQstatus) X(PQerrorMessage)                     \
+  X(PQsetNoticeProcessor) X(PQtransactionStatus) X(PQsocket) X(PQconsumeInput)       \
+  X(PQnotifies) X(PQfreemem) X(PQprepare) X(PQexecPrepared) X(PQexec)                \
+  X(PQresultStatus) X(PQresultErrorField) X(PQresultErrorMessage) X(PQclear)         \
+  X(PQntuples) X(PQgetvalue) X(PQgetlength) X(PQgetisnull) X(PQcmdTuples)            \
+  X(PQconndefaults) X(PQconninfoFree)
+// clang-format on
+
+struct libpq {
+#define BRINE_LIBPQ_MEMBER(f) decltype(&::f) f = nullptr;
+  BRINE_LIBPQ_FUNCTIONS(BRINE_LIBPQ_MEMBER)
+#undef BRINE_LIBPQ_MEMBER
+  // The connection keywords this libpq knows (host, sslmode, ...).
+  std::set<std::string> keywords;
+};
+
+// Loads libpq once per process; throws (the caller adds the database) when
+// it is not installed.
+const libpq& load_libpq(const std::string& name) {
+  struct loaded {
+    libpq api;
+    std::string error;
+  };
+  static const loaded lib = [] {
+    loaded l;
+    void* handle = ::dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* e = ::dlerror();
+      l.error = e ? e : "libpq.so.5: cannot load";
+      return l;
+    }
+#define BRINE_LIBPQ_RESOLVE(f)                                     \
+  l.api.f = reinterpret_cast<decltype(&::f)>(::dlsym(handle, #f)); \
+  if (l.api.f == nullptr && l.error.empty()) {                     \
+    l.error = "libpq.so.5 has no " #f " (libpq older than 10?)";   \
+  }
+    BRINE_LIBPQ_FUNCTIONS(BRINE_LIBPQ_RESOLVE)
+#undef BRINE_LIBPQ_RESOLVE
+    if (!l.error.empty()) return l;
+    if (PQconninfoOption* defaults = l.api.PQconndefaults()) {
+      for (PQconninfoOption* o = defaults; o->keyword != nullptr; ++o) {
+        l.api.keywords.insert(o->keyword);
+      }
+      l.api.PQconninfoFree(defaults);
+    }
+    return l;
+  }();
+  if (!lib.error.empty()) {
+    throw base::error("store " + name + ": cannot load libpq (" + lib.error +
+                      "); install the libpq5 package");
+  }
+  return lib.api;
+}
+
+#undef BRINE_LIBPQ_FUNCTIONS
+
+// Rows per multi-row statement: 500 returns are 3,500 parameters (the
+// protocol allows 65,535), and one statement per 500 keeps round trips few.
+constexpr size_t k_chunk_rows = 500;
+
+constexpr milliseconds k_first_retry_delay{100};
+constexpr milliseconds k_max_retry_delay{5000};
+
+// k_migrations[v] takes a database from version v to v + 1; append only, as
+// for SQLite. Text columns compared or sorted by brine are COLLATE "C": byte
+// order, as SQLite sorts, whatever the database's locale. Values are JSON
+// text, not jsonb: brine never queries inside them, and text keeps the
+// numbers and key order exactly as written.
+constexpr std::array<const char*, k_postgres_schema_version> k_migrations = {
+    // 0 -> 1: everything SQLite has at its version 3, and the master slots.
+    R"sql(
+CREATE TABLE keys (
+  id          text COLLATE "C" NOT NULL,
+  fingerprint text COLLATE "C" NOT NULL,
+  state       text   NOT NULL,
+  pubkey      text   NOT NULL,
+  updated     bigint NOT NULL,
+  PRIMARY KEY (id, fingerprint)
+);
+CREATE TABLE jobs (
+  jid        text COLLATE "C" NOT NULL PRIMARY KEY,
+  fun        text    NOT NULL,
+  args       text    NOT NULL,
+  kwargs     text    NOT NULL,
+  target     text    NOT NULL,
+  tgt_type   text    NOT NULL,
+  "user"     text    NOT NULL,
+  minions    text    NOT NULL,
+  master     text    NOT NULL,
+  created    bigint  NOT NULL,
+  deliver_by bigint  NOT NULL DEFAULT 0,
+  settled    boolean NOT NULL DEFAULT false
+);
+CREATE INDEX jobs_by_created ON jobs (created, jid);
+CREATE INDEX jobs_unsettled ON jobs (created, jid) WHERE NOT settled;
+-- No foreign key to jobs: a return can come before its job or after its purge
+-- (see the SQLite schema).
+CREATE TABLE returns (
+  jid     text COLLATE "C" NOT NULL,
+  minion  text COLLATE "C" NOT NULL,
+  fun     text    NOT NULL,
+  ret     text    NOT NULL,
+  success boolean NOT NULL,
+  retcode integer NOT NULL,
+  stamp   bigint  NOT NULL,
+  PRIMARY KEY (jid, minion)
+);
+CREATE INDEX returns_by_stamp ON returns (stamp);
+CREATE TABLE undelivered (
+  jid    text COLLATE "C" NOT NULL,
+  minion text COLLATE "C" NOT NULL,
+  reason text   NOT NULL,
+  stamp  bigint NOT NULL,
+  PRIMARY KEY (jid, minion)
+);
+CREATE TABLE minion_data (
+  id        text COLLATE "C" NOT NULL PRIMARY KEY,
+  grains    text,
+  pillar    text,
+  last_seen bigint NOT NULL DEFAULT 0,
+  master    text   NOT NULL DEFAULT ''
+);
+CREATE TABLE masters (
+  name    text    NOT NULL PRIMARY KEY,
+  slot    integer NOT NULL UNIQUE CHECK (slot >= 0 AND slot < 100),
+  claimed bigint  NOT NULL
+);
+)sql",
+};
+
+// The tables `brine store check` counts.
+constexpr std::array<const char*, 6> k_tables = {"keys",        "jobs",        "returns",
+                                                 "undelivered", "minion_data", "masters"};
+
+// JSON text for a column, as SQLite stores it: a bad UTF-8 byte in minion
+// output becomes U+FFFD instead of failing the batch.
+std::string to_json_text(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The length of the valid UTF-8 sequence at s[i] that PostgreSQL accepts
+// (no NUL, no surrogate, no overlong form), or 0.
+size_t utf8_sequence(std::string_view s, size_t i) {
+  auto c = static_cast<unsigned char>(s[i]);
+  if (c == 0) return 0;
+  if (c < 0x80) return 1;
+  size_t len = 0;
+  uint32_t cp = 0;
+  uint32_t min = 0;
+  if ((c & 0xe0) == 0xc0) {
+    len = 2, cp = c & 0x1f, min = 0x80;
+  } else if ((c & 0xf0) == 0xe0) {
+    len = 3, cp = c & 0x0f, min = 0x800;
+  } else if ((c & 0xf8) == 0xf0) {
+    len = 4, cp = c & 0x07, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    auto next = static_cast<unsigned char>(s[i + k]);
+    if ((next & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (next & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return len;
+}
+
+// PostgreSQL refuses text that is not UTF-8 or holds a NUL byte, which
+// SQLite stores as it is. A minion may send any bytes as a function name, and
+// one such field must not make its whole batch fail forever (it would be
+// re-sent and refused again), so each bad byte becomes U+FFFD.
+std::string to_text(std::string s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t len = utf8_sequence(s, i);
+    if (len == 0) break;
+    i += len;
+  }
+  if (i == s.size()) return s;
+  std::string out = s.substr(0, i);
+  while (i < s.size()) {
+    size_t len = utf8_sequence(s, i);
+    if (len == 0) {
+      out += "\xef\xbf\xbd";
+      ++i;
+    } else {
+      out.append(s, i, len);
+      i += len;
+    }
+  }
+  return out;
+}
+
+std::string first_line(std::string_view s) {
+  s = s.substr(0, s.find('\n'));
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// libpq's message, first line only, without what brine's message already
+// says ('connection to server at "h", port 5432 failed: ', "FATAL:  ").
+std::string clean_message(const char* raw) {
+  std::string s = first_line(raw ? raw : "");
+  if (s.rfind("connection to server ", 0) == 0) {
+    auto at = s.find(" failed: ");
+    if (at != std::string::npos) s.erase(0, at + 9);
+  }
+  for (std::string_view severity : {"FATAL:  ", "ERROR:  "}) {
+    if (s.rfind(severity, 0) == 0) s.erase(0, severity.size());
+  }
+  return s.empty() ? "no message from libpq" : s;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+std::optional<std::string> percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    unsigned value = 0;
+    auto [end, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, value, 16);
+    if (ec != std::errc() || end != s.data() + i + 3) return std::nullopt;
+    out += static_cast<char>(value);
+    i += 2;
+  }
+  return out;
+}
+
+// The URL for messages when it holds a password: user:secret@ loses
+// ":secret", and a password= parameter goes.
+std::string without_password(const std::string& url) {
+  auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return "(a URL with a password)";
+  size_t start = scheme_end + 3;
+  size_t end = url.find_first_of("/?#", start);
+  if (end == std::string::npos) end = url.size();
+  std::string authority = url.substr(start, end - start);
+  auto at = authority.rfind('@');
+  if (at != std::string::npos) {
+    auto colon = authority.find(':');
+    if (colon < at) authority.erase(colon, at - colon);
+  }
+  std::string rest = url.substr(end);
+  auto q = rest.find('?');
+  if (q != std::string::npos) {
+    std::string kept;
+    std::string_view query(rest);
+    query.remove_prefix(q + 1);
+    while (!query.empty()) {
+      auto amp = query.find('&');
+      auto part = query.substr(0, amp);
+      if (!starts_with(part, "password=") && part != "password") {
+        kept += kept.empty() ? "" : "&";
+        kept += part;
+      }
+      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    }
+    rest = rest.substr(0, q) + (kept.empty() ? "" : "?" + kept);
+  }
+  return url.substr(0, start) + authority + rest;
+}
+
+// Where a store connects and as whom; shared by the store and its feeds.
+struct config {
+  const libpq* pq = nullptr;
+  std::string name;      // the URL as given (it holds no password)
+  std::string endpoint;  // "host:port" for messages
+  std::string origin;    // this writer's name in notifications
+  std::vector<std::pair<std::string, std::string>> params;  // libpq keyword, value
+
+  config() = default;
+  config(const config&) = delete;
+  config& operator=(const config&) = delete;
+  ~config() {
+    for (auto& [key, value] : params) {
+      if (key == "password") std::fill(value.begin(), value.end(), '\0');
+    }
+  }
+
+  [[noreturn]] void fail(std::string_view message) const {
+    throw base::error("store " + name + ": " + std::string(message));
+  }
+  // For a server that is down, starting, or not answering: worth waiting for.
+  [[noreturn]] void fail_unreachable(std::string_view message) const {
+    throw unreachable("store " + name + ": " + std::string(message));
+  }
+};
+
+// Whether a failed connection attempt met no server (or one that cannot
+// take sessions yet), rather than one that refused this user or database.
+// libpq reports these as text only; brine never calls setlocale(), so
+// libpq's own messages are in English.
+bool is_unreachable(std::string_view message) {
+  for (std::string_view sign :
+       {"Connection refused", "timeout expired", "timed out", "No route to host",
+        "Network is unreachable", "could not translate host name", "No such file or directory",
+        "server closed the connection unexpectedly", "Connection reset by peer",
+        "could not send startup packet", "the database system is starting up",
+        "the database system is shutting down", "the database system is in recovery mode",
+        "the database system is not yet accepting connections",
+        "the database system is not accepting connections", "too many clients already"}) {
+    if (message.find(sign) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// The password from `path`, which must be owner-only.
+std::string read_password_file(const config& c, const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    c.fail("cannot read store_password_file " + path + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    c.fail("store_password_file " + path + " is not a regular file");
+  }
+  if ((st.st_mode & 077) != 0) {
+    ::close(fd);
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    c.fail("store_password_file " + path + " has mode " + mode + "; chmod 600 " + path);
+  }
+  std::string password;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      c.fail("cannot read store_password_file " + path + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    password.append(buf, static_cast<size_t>(n));
+    if (password.size() > 65536) {
+      ::close(fd);
+      c.fail("store_password_file " + path + " is larger than 64 KiB; it should hold a password");
+    }
+  }
+  ::close(fd);
+  while (!password.empty() && (password.back() == '\n' || password.back() == '\r')) {
+    password.pop_back();
+  }
+  if (password.empty()) c.fail("store_password_file " + path + " is empty");
+  return password;
+}
+
+// Reads postgresql://USER@HOST:PORT/DB?key=value&... into libpq's keywords.
+std::shared_ptr<config> make_config(const options& o) {
+  auto c = std::make_shared<config>();
+  const std::string& url = o.url;
+  bool has_password = false;
+  if (auto scheme_end = url.find("://"); scheme_end == std::string::npos) {
+    // Not a URL, so where a password might be is unclear: only the scheme
+    // is shown when there is an '@' in it.
+    auto at = url.find('@');
+    c->name = at == std::string::npos ? url : url.substr(0, url.find(':')) + ":...";
+    c->fail("is not a URL; write postgresql://USER@HOST:PORT/DATABASE");
+  } else {
+    size_t start = scheme_end + 3;
+    size_t end = url.find_first_of("/?#", start);
+    std::string_view authority = std::string_view(url).substr(start, end - start);
+    auto at = authority.rfind('@');
+    has_password = (at != std::string_view::npos &&
+                    authority.substr(0, at).find(':') != std::string_view::npos) ||
+                   url.find("?password") != std::string::npos ||
+                   url.find("&password") != std::string::npos;
+  }
+  c->name = has_password ? without_password(url) : url;
+  c->pq = &load_libpq(c->name);
+  const std::string usage = "; write postgresql://USER@HOST:PORT/DATABASE";
+  const std::string no_password =
+      "holds a password; remove it from the URL and put it in a file of mode 0600 named by "
+      "store_password_file";
+  if (has_password) c->fail(no_password);
+
+  auto scheme_end = url.find("://");
+  std::string scheme = url.substr(0, scheme_end);
+  if (scheme != "postgresql" && scheme != "postgres") {
+    c->fail("unknown scheme '" + scheme + "'" + usage);
+  }
+  std::string_view rest = std::string_view(url).substr(scheme_end + 3);
+  if (rest.find('#') != std::string_view::npos) c->fail("has a '#' fragment" + usage);
+  std::string_view query;
+  if (auto q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  auto slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
+
+  auto decode = [&](std::string_view s, const char* part) {
+    auto out = percent_decode(s);
+    if (!out) c->fail(std::string("has a bad %-escape in its ") + part + usage);
+    return *out;
+  };
+
+  std::string user;
+  std::string_view hostport = authority;
+  if (auto at = authority.rfind('@'); at != std::string_view::npos) {
+    user = decode(authority.substr(0, at), "user");
+    hostport = authority.substr(at + 1);
+  }
+  std::string_view host_text = hostport;
+  std::optional<std::string_view> port_text;
+  if (starts_with(hostport, "[")) {
+    auto close = hostport.find(']');
+    if (close == std::string_view::npos) c->fail("has an unclosed [ in its host" + usage);
+    host_text = hostport.substr(1, close - 1);
+    auto after = hostport.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') c->fail("has characters after its [host]" + usage);
+      port_text = after.substr(1);
+    }
+  } else if (auto colon = hostport.rfind(':'); colon != std::string_view::npos) {
+    host_text = hostport.substr(0, colon);
+    port_text = hostport.substr(colon + 1);
+    if (host_text.find(':') != std::string_view::npos) {
+      c->fail("has an IPv6 host without brackets; write postgresql://USER@[ADDRESS]:PORT/DATABASE");
+    }
+  }
+  std::string host = decode(host_text, "host");
+  std::string port;
+  if (port_text) {
+    int value = 0;
+    auto [end, ec] =
+        std::from_chars(port_text->data(), port_text->data() + port_text->size(), value);
+    if (port_text->empty() || ec != std::errc() || end != port_text->data() + port_text->size() ||
+        value < 1 || value > 65535) {
+      c->fail("port must be 1..65535, got '" + std::string(*port_text) + "'" + usage);
+    }
+    port = std::to_string(value);
+  }
+  std::string dbname = decode(path, "database name");
+  if (dbname.empty()) c->fail("has no database name" + usage);
+
+  std::map<std::string, std::string> params;
+  if (!host.empty()) params["host"] = host;
+  if (!port.empty()) params["port"] = port;
+  if (!user.empty()) params["user"] = user;
+  params["dbname"] = dbname;
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view part = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (part.empty()) continue;
+    auto eq = part.find('=');
+    std::string key = decode(part.substr(0, eq), "parameters");
+    if (eq == std::string_view::npos) {
+      c->fail("parameter '" + key + "' has no value (write " + key + "=VALUE)");
+    }
+    std::string value = decode(part.substr(eq + 1), "parameters");
+    if (key == "password") c->fail(no_password);
+    if (c->pq->keywords.count(key) == 0) {
+      c->fail("unknown parameter '" + key +
+              "'; libpq's parameters are listed at "
+              "https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS");
+    }
+    if (key == "client_encoding" && value != "UTF8" && value != "utf8") {
+      c->fail("client_encoding must be UTF8: brine's text is UTF-8");
+    }
+    params[key] = value;
+  }
+  // A dead server or a silent network is noticed within seconds rather than
+  // at the kernel's two hours (the change feed only ever reads).
+  params.try_emplace("application_name", "brine");
+  params.try_emplace("connect_timeout", "5");
+  params.try_emplace("keepalives_idle", "10");
+  params.try_emplace("keepalives_interval", "5");
+  params.try_emplace("keepalives_count", "3");
+  params["client_encoding"] = "UTF8";
+
+  std::string shown_host = params.count("host") ? params["host"] : "the local socket";
+  std::string shown_port = params.count("port") ? params["port"] : "5432";
+  c->endpoint = shown_host + ":" + shown_port;
+  for (auto& [key, value] : params) c->params.emplace_back(key, value);
+  if (!o.password_file.empty()) {
+    c->params.emplace_back("password", read_password_file(*c, o.password_file));
+  }
+  c->origin = o.origin;
+  // A newline would end the origin's line in a payload early.
+  std::replace(c->origin.begin(), c->origin.end(), '\n', ' ');
+  return c;
+}
+
+void ignore_notice(void*, const char*) {}
+
+// A new connection, or a base::error saying why there is none.
+PGconn* connect(const config& c) {
+  std::vector<const char*> keys;
+  std::vector<const char*> values;
+  for (const auto& [key, value] : c.params) {
+    keys.push_back(key.c_str());
+    values.push_back(value.c_str());
+  }
+  keys.push_back(nullptr);
+  values.push_back(nullptr);
+  // expand_dbname 0: a database name is never read as more parameters.
+  PGconn* conn = c.pq->PQconnectdbParams(keys.data(), values.data(), 0);
+  if (conn == nullptr) c.fail("cannot connect to " + c.endpoint + ": out of memory");
+  if (c.pq->PQstatus(conn) != CONNECTION_OK) {
+    std::string message = clean_message(c.pq->PQerrorMessage(conn));
+    c.pq->PQfinish(conn);
+    std::string fix;
+    if (message.find("password authentication failed") != std::string::npos) {
+      fix = "; check the password in store_password_file";
+    } else if (message.find("no password supplied") != std::string::npos) {
+      fix = "; name a file holding the password with store_password_file";
+    } else if (message.find("Connection refused") != std::string::npos) {
+      fix = "; check that PostgreSQL is running and listens there";
+    }
+    if (is_unreachable(message)) {
+      c.fail_unreachable("cannot connect to " + c.endpoint + ": " + message + fix);
+    }
+    c.fail("cannot connect to " + c.endpoint + ": " + message + fix);
+  }
+  // Notices (a NOTICE from the server) would go to stderr.
+  c.pq->PQsetNoticeProcessor(conn, ignore_notice, nullptr);
+  return conn;
+}
+
+// The delay between attempts to reconnect: none before the first after a
+// loss, then 100 ms doubling to 5 s after each failed one.
+class backoff {
+ public:
+  // Throws when an attempt now would come before the delay has passed.
+  void check(const config& c, std::string_view who) const {
+    auto now = clock_type::now();
+    if (now >= next_) return;
+    auto left = std::chrono::ceil<milliseconds>(next_ - now).count();
+    c.fail_unreachable(std::string(who) + "reconnecting after a lost connection; next attempt in " +
+                       std::to_string(left) + " ms");
+  }
+  void failed() {
+    delay_ = delay_.count() == 0 ? k_first_retry_delay : std::min(delay_ * 2, k_max_retry_delay);
+    next_ = clock_type::now() + delay_;
+  }
+  void succeeded() {
+    delay_ = milliseconds(0);
+    next_ = {};
+  }
+
+ private:
+  milliseconds delay_{0};
+  clock_type::time_point next_{};
+};
+
+// A query's result rows, read as text.
+class result {
+ public:
+  result(const config& c, PGresult* r) : c_(&c), r_(r) {}
+  ~result() {
+    if (r_) c_->pq->PQclear(r_);
+  }
+  result(result&& o) noexcept : c_(o.c_), r_(std::exchange(o.r_, nullptr)) {}
+  result& operator=(result&&) = delete;
+  result(const result&) = delete;
+  result& operator=(const result&) = delete;
+
+  int rows() const { return c_->pq->PQntuples(r_); }
+  bool is_null(int row, int col) const { return c_->pq->PQgetisnull(r_, row, col) != 0; }
+  std::string text(int row, int col) const {
+    return std::string(c_->pq->PQgetvalue(r_, row, col),
+                       static_cast<size_t>(c_->pq->PQgetlength(r_, row, col)));
+  }
+  int64_t integer(int row, int col) const {
+    const char* p = c_->pq->PQgetvalue(r_, row, col);
+    const char* end = p + c_->pq->PQgetlength(r_, row, col);
+    int64_t value = 0;
+    auto [stop, ec] = std::from_chars(p, end, value);
+    if (ec != std::errc() || stop != end) {
+      c_->fail("expected an integer from the database, got '" + std::string(p, end) + "'");
+    }
+    return value;
+  }
+  bool boolean(int row, int col) const { return c_->pq->PQgetvalue(r_, row, col)[0] == 't'; }
+  // The rows an INSERT, UPDATE or DELETE touched.
+  size_t affected() const {
+    const char* p = c_->pq->PQcmdTuples(r_);
+    size_t n = 0;
+    std::from_chars(p, p + std::strlen(p), n);
+    return n;
+  }
+
+ private:
+  const config* c_;
+  PGresult* r_;
+};
+
+// A statement's parameters, all sent in binary: text as its bytes (no
+// escaping, no NUL terminator needed), integers big-endian.
+class params {
+ public:
+  params& text(std::string s) {
+    owned_.push_back(to_text(std::move(s)));
+    return add(owned_.back().data(), owned_.back().size());
+  }
+  params& text_or_null(const std::optional<std::string>& s) { return s ? text(*s) : null(); }
+  params& null() {
+    values_.push_back(nullptr);
+    lengths_.push_back(0);
+    formats_.push_back(1);
+    return *this;
+  }
+  params& int8(int64_t v) { return big_endian(static_cast<uint64_t>(v), 8); }
+  params& int4(int32_t v) { return big_endian(static_cast<uint32_t>(v), 4); }
+  params& boolean(bool v) {
+    owned_.emplace_back(1, v ? '\1' : '\0');
+    return add(owned_.back().data(), 1);
+  }
+
+  int size() const { return static_cast<int>(values_.size()); }
+  const char* const* values() const { return values_.data(); }
+  const int* lengths() const { return lengths_.data(); }
+  const int* formats() const { return formats_.data(); }
+
+ private:
+  params& big_endian(uint64_t v, size_t bytes) {
+    std::string b(bytes, '\0');
+    for (size_t i = 0; i < bytes; ++i) b[bytes - 1 - i] = static_cast<char>((v >> (8 * i)) & 0xff);
+    owned_.push_back(std::move(b));
+    return add(owned_.back().data(), bytes);
+  }
+  params& add(const char* p, size_t n) {
+    values_.push_back(p);
+    lengths_.push_back(static_cast<int>(n));
+    formats_.push_back(1);
+    return *this;
+  }
+
+  // A deque: adding an element leaves the others (and their bytes) in place.
+  std::deque<std::string> owned_;
+  std::vector<const char*> values_;
+  std::vector<int> lengths_;
+  std::vector<int> formats_;
+};
+
+std::string lock_sql(const char* function, int64_t key) {
+  return std::string("SELECT ") + function + "(" + std::to_string(key) + ")";
+}
+
+struct statement {
+  const char* name;
+  const char* sql;
+};
+
+// The store's connection: connected again on the next call after it was
+// lost, with its statements prepared again.
+//
+// Threading: one thread at a time (the store's).
+class session {
+ public:
+  explicit session(std::shared_ptr<const config> c) : c_(std::move(c)) {}
+  ~session() { close(); }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  const config& cfg() const { return *c_; }
+
+  // The live connection; connects when there is none (and the delay since a
+  // failed attempt has passed), or throws.
+  PGconn* get() {
+    if (conn_) return conn_;
+    backoff_.check(*c_, "");
+    try {
+      conn_ = connect(*c_);
+    } catch (...) {
+      backoff_.failed();
+      throw;
+    }
+    backoff_.succeeded();
+    prepared_.clear();
+    return conn_;
+  }
+
+  void close() {
+    if (conn_) c_->pq->PQfinish(conn_);
+    conn_ = nullptr;
+  }
+
+  // Runs a prepared statement (prepared on first use on this connection).
+  result run(const statement& s, const params& p, std::string_view what) {
+    PGconn* conn = get();
+    if (prepared_.count(s.name) == 0) {
+      check(c_->pq->PQprepare(conn, s.name, s.sql, 0, nullptr), what);
+      prepared_.insert(s.name);
+    }
+    return check(
+        c_->pq->PQexecPrepared(conn, s.name, p.size(), p.values(), p.lengths(), p.formats(), 0),
+        what);
+  }
+  result run(const statement& s, std::string_view what) { return run(s, params(), what); }
+
+  // Runs SQL without parameters (transaction control, migrations).
+  result exec(const char* sql, std::string_view what) {
+    return check(c_->pq->PQexec(get(), sql), what);
+  }
+
+  // Ends a transaction that did not commit. Nothing to do when the
+  // connection is gone: the server rolled it back.
+  void rollback() {
+    if (conn_ == nullptr || c_->pq->PQtransactionStatus(conn_) == PQTRANS_IDLE) return;
+    PGresult* r = c_->pq->PQexec(conn_, "ROLLBACK");
+    if (r) c_->pq->PQclear(r);
+    if (c_->pq->PQstatus(conn_) != CONNECTION_OK) close();
+  }
+
+ private:
+  result check(PGresult* r, std::string_view what) {
+    auto status = r ? c_->pq->PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result(*c_, r);
+    std::string message;
+    if (r) {
+      const char* primary = c_->pq->PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+      message = primary ? first_line(primary) : clean_message(c_->pq->PQresultErrorMessage(r));
+      c_->pq->PQclear(r);
+    } else {
+      message = clean_message(c_->pq->PQerrorMessage(conn_));
+    }
+    if (c_->pq->PQstatus(conn_) != CONNECTION_OK) {
+      close();
+      c_->fail_unreachable(std::string(what) + ": lost the connection to " + c_->endpoint + " (" +
+                           message + ")");
+    }
+    c_->fail(std::string(what) + ": " + message);
+  }
+
+  std::shared_ptr<const config> c_;
+  PGconn* conn_ = nullptr;
+  backoff backoff_;
+  std::unordered_set<std::string> prepared_;
+};
+
+// BEGIN ... COMMIT, rolled back when left without commit().
+class transaction {
+ public:
+  transaction(session& s, std::string what) : s_(s), what_(std::move(what)) {
+    s_.exec("BEGIN", what_);
+  }
+  ~transaction() {
+    if (!committed_) s_.rollback();
+  }
+  transaction(const transaction&) = delete;
+  transaction& operator=(const transaction&) = delete;
+
+  void commit() {
+    s_.exec("COMMIT", what_);
+    committed_ = true;
+  }
+
+ private:
+  session& s_;
+  std::string what_;
+  bool committed_ = false;
+};
+
+// Calls f(first, count) for slices of [0, total): 500 rows, then the rest
+// in powers of two, so that a connection prepares at most ten variants of a
+// multi-row statement whatever the batch sizes.
+template <class F>
+void for_each_chunk(size_t total, F&& f) {
+  size_t at = 0;
+  while (at < total) {
+    size_t left = total - at;
+    size_t n = left >= k_chunk_rows ? k_chunk_rows : std::bit_floor(left);
+    f(at, n);
+    at += n;
+  }
+}
+
+// "($1::text, $2::bigint), ($3::text, $4::bigint)" for `rows` rows.
+std::string values_list(size_t rows, std::initializer_list<const char*> types) {
+  std::string out;
+  size_t n = 1;
+  for (size_t r = 0; r < rows; ++r) {
+    out += r == 0 ? "(" : ", (";
+    bool first = true;
+    for (const char* t : types) {
+      out += first ? "$" : ", $";
+      out += std::to_string(n++);
+      out += "::";
+      out += t;
+      first = false;
+    }
+    out += ")";
+  }
+  return out;
+}
+
+enum class multi { add_returns, drop_undelivered, add_undelivered, minion_rows, minion_update };
+
+std::string multi_sql(multi kind, size_t rows) {
+  switch (kind) {
+    case multi::add_returns:
+      return "INSERT INTO returns (jid, minion, fun, ret, success, retcode, stamp) VALUES " +
+             values_list(rows, {"text", "text", "text", "text", "boolean", "integer", "bigint"}) +
+             " ON CONFLICT (jid, minion) DO NOTHING RETURNING jid, minion";
+    case multi::drop_undelivered:
+      return "DELETE FROM undelivered u USING (VALUES " + values_list(rows, {"text", "text"}) +
+             ") AS v (jid, minion) WHERE u.jid = v.jid AND u.minion = v.minion";
+    case multi::add_undelivered:
+      return "INSERT INTO undelivered (jid, minion, reason, stamp) "
+             "SELECT v.jid, v.minion, v.reason, v.stamp FROM (VALUES " +
+             values_list(rows, {"text", "text", "text", "bigint"}) +
+             ") AS v (jid, minion, reason, stamp) WHERE NOT EXISTS "
+             "(SELECT 1 FROM returns r WHERE r.jid = v.jid AND r.minion = v.minion) "
+             "ON CONFLICT (jid, minion) DO NOTHING";
+    case multi::minion_rows:
+      return "INSERT INTO minion_data (id) VALUES " + values_list(rows, {"text"}) +
+             " ON CONFLICT (id) DO NOTHING";
+    case multi::minion_update:
+      return "UPDATE minion_data m SET grains = coalesce(v.grains, m.grains), "
+             "pillar = coalesce(v.pillar, m.pillar), last_seen = coalesce(v.seen, m.last_seen), "
+             "master = CASE WHEN v.seen IS NULL THEN m.master ELSE v.master END FROM (VALUES " +
+             values_list(rows, {"text", "text", "text", "bigint", "text"}) +
+             ") AS v (id, grains, pillar, seen, master) WHERE m.id = v.id";
+  }
+  return "";
+}
+
+const char* multi_name(multi kind) {
+  switch (kind) {
+    case multi::add_returns:
+      return "add_returns";
+    case multi::drop_undelivered:
+      return "drop_undelivered";
+    case multi::add_undelivered:
+      return "add_undelivered";
+    case multi::minion_rows:
+      return "minion_rows";
+    case multi::minion_update:
+      return "minion_update";
+  }
+  return "";
+}
+
+#define BRINE_JOB_COLUMNS \
+  "jid, fun, args, kwargs, target, tgt_type, \"user\", minions, master, created, deliver_by"
+
+// Key changes are notified by the statement that makes them, so they are
+// one round trip and one transaction.
+constexpr statement k_put_key{
+    "put_key",
+    "WITH k AS (INSERT INTO keys (id, fingerprint, state, pubkey, updated) "
+    "VALUES ($1::text, $2::text, $3::text, $4::text, $5::bigint) "
+    "ON CONFLICT (id, fingerprint) DO UPDATE SET state = EXCLUDED.state, "
+    "pubkey = EXCLUDED.pubkey, updated = EXCLUDED.updated RETURNING 1) "
+    "SELECT pg_notify('brine_keys', $6::text) FROM k"};
+constexpr statement k_delete_key{
+    "delete_key",
+    "WITH d AS (DELETE FROM keys WHERE id = $1::text AND fingerprint = $2::text RETURNING 1) "
+    "SELECT pg_notify('brine_keys', $3::text) WHERE EXISTS (SELECT 1 FROM d)"};
+constexpr statement k_load_keys{
+    "load_keys",
+    "SELECT id, fingerprint, state, pubkey, updated FROM keys ORDER BY id, fingerprint"};
+constexpr statement k_load_keys_of{"load_keys_of",
+                                   "SELECT id, fingerprint, state, pubkey, updated FROM keys "
+                                   "WHERE id = $1::text ORDER BY fingerprint"};
+constexpr statement k_add_job{
+    "add_job",
+    "INSERT INTO jobs (" BRINE_JOB_COLUMNS
+    ", settled) VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, "
+    "$8::text, $9::text, $10::bigint, $11::bigint, false) ON CONFLICT (jid) DO NOTHING"};
+constexpr statement k_list_jobs{"list_jobs",
+                                "SELECT " BRINE_JOB_COLUMNS
+                                " FROM jobs ORDER BY created DESC, jid DESC LIMIT $1::bigint"};
+constexpr statement k_get_job{"get_job",
+                              "SELECT " BRINE_JOB_COLUMNS " FROM jobs WHERE jid = $1::text"};
+constexpr statement k_unsettled_jobs{"unsettled_jobs",
+                                     "SELECT " BRINE_JOB_COLUMNS
+                                     " FROM jobs WHERE NOT settled ORDER BY created, jid"};
+constexpr statement k_settle_job{"settle_job",
+                                 "UPDATE jobs SET settled = true WHERE jid = $1::text AND NOT "
+                                 "settled"};
+constexpr statement k_get_returns{"get_returns",
+                                  "SELECT jid, minion, fun, ret, success, retcode, stamp FROM "
+                                  "returns WHERE jid = $1::text ORDER BY stamp, minion"};
+// The minions as one parameter, one per line (no minion id holds a newline:
+// the notifications rely on that too).
+constexpr statement k_get_returns_of{
+    "get_returns_of",
+    "SELECT jid, minion, fun, ret, success, retcode, stamp FROM returns WHERE jid = $1::text "
+    "AND minion = ANY (string_to_array($2::text, E'\\n')) ORDER BY minion"};
+constexpr statement k_count_returns{"count_returns",
+                                    "SELECT count(*) FROM returns WHERE jid = $1::text"};
+constexpr statement k_returned_minions{
+    "returned_minions", "SELECT minion FROM returns WHERE jid = $1::text ORDER BY minion"};
+constexpr statement k_notify_returns{"notify_returns",
+                                     "SELECT pg_notify('brine_returns', $1::text)"};
+constexpr statement k_get_undelivered{"get_undelivered",
+                                      "SELECT jid, minion, reason, stamp FROM undelivered "
+                                      "WHERE jid = $1::text ORDER BY minion"};
+constexpr statement k_count_undelivered{"count_undelivered",
+                                        "SELECT count(*) FROM undelivered WHERE jid = $1::text"};
+constexpr statement k_purge_returns{
+    "purge_returns",
+    "DELETE FROM returns WHERE jid IN (SELECT jid FROM jobs WHERE created < $1::bigint)"};
+constexpr statement k_purge_undelivered{
+    "purge_undelivered",
+    "DELETE FROM undelivered WHERE jid IN (SELECT jid FROM jobs WHERE created < $1::bigint)"};
+constexpr statement k_purge_jobs{"purge_jobs", "DELETE FROM jobs WHERE created < $1::bigint"};
+constexpr statement k_purge_orphans{"purge_orphans",
+                                    "DELETE FROM returns r WHERE r.stamp < $1::bigint "
+                                    "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.jid = r.jid)"};
+constexpr statement k_load_minion_data{
+    "load_minion_data",
+    "SELECT id, grains, pillar, last_seen, master FROM minion_data ORDER BY id"};
+constexpr statement k_delete_minion_data{"delete_minion_data",
+                                         "DELETE FROM minion_data WHERE id = $1::text"};
+constexpr statement k_touch_slot{
+    "touch_slot", "UPDATE masters SET claimed = $2::bigint WHERE name = $1::text RETURNING slot"};
+constexpr statement k_taken_slots{"taken_slots", "SELECT slot, name FROM masters ORDER BY slot"};
+constexpr statement k_claim_slot{
+    "claim_slot",
+    "INSERT INTO masters (name, slot, claimed) VALUES ($1::text, $2::integer, $3::bigint)"};
+
+#undef BRINE_JOB_COLUMNS
+
+// The changes other writers make, heard on a connection of its own that
+// LISTENs on both channels.
+//
+// Lifecycle: connected by the constructor; after the connection is lost,
+// wait() throws and the next wait() connects again (with a growing delay
+// between failed attempts), returning a resync first. Threading: wait() from
+// one thread, interrupt() from any.
+class postgres_feed final : public change_feed {
+ public:
+  explicit postgres_feed(std::shared_ptr<const config> c) : c_(std::move(c)) {
+    event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (event_fd_ < 0) c_->fail(std::string("change feed: eventfd: ") + std::strerror(errno));
+    try {
+      listen();
+    } catch (...) {
+      ::close(event_fd_);
+      throw;
+    }
+  }
+  ~postgres_feed() override {
+    if (conn_) c_->pq->PQfinish(conn_);
+    ::close(event_fd_);
+  }
+  postgres_feed(const postgres_feed&) = delete;
+  postgres_feed& operator=(const postgres_feed&) = delete;
+
+  std::vector<change> wait(milliseconds timeout) override;
+  void interrupt() override {
+    uint64_t one = 1;
+    // EAGAIN: the counter is full, so a wakeup is pending anyway.
+    [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof one);
+  }
+
+ private:
+  void listen() {
+    conn_ = connect(*c_);
+    PGresult* r = c_->pq->PQexec(conn_, "LISTEN brine_keys; LISTEN brine_returns");
+    bool ok = r && c_->pq->PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (r) c_->pq->PQclear(r);
+    if (!ok) lost();
+  }
+  [[noreturn]] void lost() {
+    std::string message = clean_message(c_->pq->PQerrorMessage(conn_));
+    c_->pq->PQfinish(conn_);
+    conn_ = nullptr;
+    c_->fail_unreachable("change feed: lost the connection to " + c_->endpoint + " (" + message +
+                         ")");
+  }
+  void drain(std::vector<change>& out);
+
+  std::shared_ptr<const config> c_;
+  PGconn* conn_ = nullptr;
+  int event_fd_ = -1;
+  backoff backoff_;
+  bool resync_ = false;
+};
+
+std::vector<change> postgres_feed::wait(milliseconds timeout) {
+  if (conn_ == nullptr) {
+    backoff_.check(*c_, "change feed: ");
+    try {
+      listen();
+    } catch (...) {
+      backoff_.failed();
+      throw;
+    }
+    backoff_.succeeded();
+    resync_ = true;
+  }
+  std::vector<change> out;
+  if (resync_) {
+    // Whatever was notified while no one listened is lost: the caller
+    // reads everything again.
+    out.push_back(change{change::kind::resync, c_->origin, "", "", {}});
+    resync_ = false;
+  }
+  auto deadline = clock_type::now() + std::max(timeout, milliseconds(0));
+  for (;;) {
+    if (c_->pq->PQconsumeInput(conn_) == 0 || c_->pq->PQstatus(conn_) != CONNECTION_OK) lost();
+    drain(out);
+    if (!out.empty()) return out;
+    auto left = std::chrono::ceil<milliseconds>(deadline - clock_type::now()).count();
+    if (left <= 0) return out;
+    std::array<pollfd, 2> fds{{{c_->pq->PQsocket(conn_), POLLIN, 0}, {event_fd_, POLLIN, 0}}};
+    int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left, INT_MAX)));
+    if (n < 0 && errno != EINTR) {
+      c_->fail(std::string("change feed: poll: ") + std::strerror(errno));
+    }
+    if (n > 0 && (fds[1].revents & POLLIN) != 0) {
+      uint64_t count = 0;
+      [[maybe_unused]] ssize_t r = ::read(event_fd_, &count, sizeof count);
+      return out;
+    }
+  }
+}
+
+std::vector<std::string> split_lines(std::string_view s) {
+  std::vector<std::string> out;
+  for (;;) {
+    auto nl = s.find('\n');
+    out.emplace_back(s.substr(0, nl));
+    if (nl == std::string_view::npos) return out;
+    s.remove_prefix(nl + 1);
+  }
+}
+
+void postgres_feed::drain(std::vector<change>& out) {
+  while (PGnotify* n = c_->pq->PQnotifies(conn_)) {
+    std::string channel = n->relname ? n->relname : "";
+    auto lines = split_lines(n->extra ? n->extra : "");
+    c_->pq->PQfreemem(n);
+    // A payload brine did not write (NOTIFY by hand, a newer brine) is
+    // skipped: the rows stay the truth.
+    if (channel == k_postgres_keys_channel && lines.size() == 2 && !lines[1].empty()) {
+      out.push_back(change{change::kind::keys, lines[0], lines[1], "", {}});
+    } else if (channel == k_postgres_returns_channel && lines.size() >= 3 && !lines[1].empty()) {
+      change ch{change::kind::returns, lines[0], "", lines[1], {}};
+      for (size_t i = 2; i < lines.size(); ++i) {
+        if (!lines[i].empty()) ch.minions.push_back(std::move(lines[i]));
+      }
+      if (!ch.minions.empty()) out.push_back(std::move(ch));
+    }
+  }
+}
+
+// One connection and its prepared statements.
+//
+// Lifecycle: connects (and migrates unless told not to) in the
+// constructor; reconnects on the first call after the connection was lost.
+// Threading: one thread at a time, as store says; a feed is independent.
+class postgres_store final : public store {
+ public:
+  postgres_store(std::shared_ptr<config> c, bool migrate);
+
+  std::string name() const override { return c_->name; }
+  bool shared() const override { return true; }
+  std::unique_ptr<change_feed> changes() override {
+    ready();
+    return std::make_unique<postgres_feed>(c_);
+  }
+  int claim_master_slot(const std::string& master) override;
+  status check() override;
+
+  std::vector<key_record> load_keys() override;
+  std::vector<key_record> load_keys(const std::string& id) override;
+  void put_key(const key_record& key) override;
+  void delete_key(const std::string& id, const std::string& fingerprint) override;
+
+  void add_job(const job_record& job) override;
+  std::vector<job_record> list_jobs(size_t limit) override;
+  std::optional<job_record> get_job(const std::string& jid) override;
+
+  size_t add_returns(const std::vector<return_record>& batch) override;
+  std::vector<return_record> get_returns(const std::string& jid) override;
+  std::vector<return_record> get_returns(const std::string& jid,
+                                         const std::vector<std::string>& minions) override;
+  size_t count_returns(const std::string& jid) override;
+
+  void add_undelivered(const std::vector<undelivered_record>& batch) override;
+  std::vector<undelivered_record> get_undelivered(const std::string& jid) override;
+  size_t count_undelivered(const std::string& jid) override;
+  std::vector<std::string> returned_minions(const std::string& jid) override;
+  void settle_job(const std::string& jid) override;
+  std::vector<job_record> unsettled_jobs() override;
+
+  size_t purge_jobs_before(int64_t cutoff) override;
+
+  void put_minion_data(const std::vector<minion_data_update>& batch) override;
+  std::vector<minion_data_record> load_minion_data() override;
+  void delete_minion_data(const std::string& id) override;
+
+ private:
+  int read_version();
+  void migrate();
+  // Throws unless the schema is this build's (checked again after a
+  // `brine store migrate` ran meanwhile).
+  void ready();
+  const statement& multi_row(multi kind, size_t rows);
+  nlohmann::json parse_json(const std::string& text, std::string_view row,
+                            std::string_view column) const;
+  job_record read_job(const result& r, int row) const;
+  std::vector<return_record> read_returns(const result& r) const;
+  std::vector<job_record> read_jobs(const result& r) const;
+  std::vector<key_record> read_keys(const result& r) const;
+
+  std::shared_ptr<const config> c_;
+  session db_;
+  bool schema_ok_ = false;
+  // Generated multi-row statements by name; nodes keep their strings in place.
+  std::unordered_map<std::string, std::pair<std::string, statement>> multi_;
+};
+
+postgres_store::postgres_store(std::shared_ptr<config> c, bool migrate)
+    : c_(std::move(c)), db_(c_) {
+  db_.get();
+  if (migrate) {
+    this->migrate();
+    schema_ok_ = true;
+  } else {
+    schema_ok_ = postgres_schema_problem(read_version(), k_postgres_schema_version).empty();
+  }
+}
+
+int postgres_store::read_version() {
+  const char* what = "cannot read the schema version";
+  if (!db_.exec("SELECT to_regclass('brine_schema') IS NOT NULL", what).boolean(0, 0)) return 0;
+  return static_cast<int>(
+      db_.exec("SELECT coalesce(max(version), 0) FROM brine_schema", what).integer(0, 0));
+}
+
+void postgres_store::ready() {
+  if (schema_ok_) return;
+  auto problem = postgres_schema_problem(read_version(), k_postgres_schema_version);
+  if (!problem.empty()) c_->fail(problem);
+  schema_ok_ = true;
+}
+
+void postgres_store::migrate() {
+  const int code = k_postgres_schema_version;
+  int version = read_version();
+  if (version == code) return;
+  if (version > code || version < 0) c_->fail(postgres_schema_problem(version, code));
+
+  // Masters starting together queue on the lock; the first migrates, the
+  // others then find the current version. A session lock taken before BEGIN
+  // rather than a transaction's: the transaction then starts after the
+  // previous holder committed, so its catalog lookups see the tables that
+  // one created.
+  const std::string what = "cannot migrate the schema";
+  db_.exec(lock_sql("pg_advisory_lock", k_postgres_schema_lock).c_str(), what);
+  struct unlock {
+    session& s;
+    ~unlock() {
+      try {
+        s.exec(lock_sql("pg_advisory_unlock", k_postgres_schema_lock).c_str(), "");
+      } catch (const base::error&) {
+        // The connection is gone, and the lock with it.
+      }
+    }
+  } release{db_};
+
+  transaction txn(db_, what);
+  version = read_version();
+  if (version == code) return;
+  if (version > code || version < 0) c_->fail(postgres_schema_problem(version, code));
+  if (!db_.exec("SELECT to_regclass('brine_schema') IS NOT NULL", what).boolean(0, 0)) {
+    db_.exec("CREATE TABLE brine_schema (version integer NOT NULL)", what);
+  }
+  for (auto v = static_cast<size_t>(version); v < k_migrations.size(); ++v) {
+    db_.exec(k_migrations[v], "cannot migrate the schema from version " + std::to_string(v) +
+                                  " to " + std::to_string(v + 1));
+  }
+  db_.exec(
+      ("DELETE FROM brine_schema; INSERT INTO brine_schema VALUES (" + std::to_string(code) + ")")
+          .c_str(),
+      what);
+  txn.commit();
+}
+
+const statement& postgres_store::multi_row(multi kind, size_t rows) {
+  std::string name = std::string(multi_name(kind)) + "_" + std::to_string(rows);
+  auto it = multi_.find(name);
+  if (it == multi_.end()) {
+    it = multi_.emplace(name, std::make_pair(multi_sql(kind, rows), statement{})).first;
+    it->second.second = statement{it->first.c_str(), it->second.first.c_str()};
+  }
+  return it->second.second;
+}
+
+nlohmann::json postgres_store::parse_json(const std::string& text, std::string_view row,
+                                          std::string_view column) const {
+  auto value = nlohmann::json::parse(text, nullptr, false);
+  if (value.is_discarded()) {
+    c_->fail(std::string(row) + ": column " + std::string(column) +
+             " is not valid JSON; the row was written by something other than brine");
+  }
+  return value;
+}
+
+status postgres_store::check() {
+  status s;
+  s.backend = "postgresql";
+  s.name = c_->name;
+  s.code_version = k_postgres_schema_version;
+  s.schema_version = read_version();
+  if (s.schema_version >= 1) {
+    for (const char* table : k_tables) {
+      s.rows[table] = db_.exec((std::string("SELECT count(*) FROM ") + table).c_str(),
+                               std::string("cannot count the rows of ") + table)
+                          .integer(0, 0);
+    }
+  }
+  return s;
+}
+
+int postgres_store::claim_master_slot(const std::string& master) {
+  ready();
+  const std::string what = "cannot claim a master slot for " + master;
+  auto now = static_cast<int64_t>(std::time(nullptr));
+  // A master that has its slot (the usual start) needs no lock.
+  if (auto r = db_.run(k_touch_slot, params().text(master).int8(now), what); r.rows() > 0) {
+    return static_cast<int>(r.integer(0, 0));
+  }
+  transaction txn(db_, what);
+  db_.exec(lock_sql("pg_advisory_xact_lock", k_postgres_slots_lock).c_str(), what);
+  // Again under the lock: the same master may have claimed meanwhile.
+  if (auto r = db_.run(k_touch_slot, params().text(master).int8(now), what); r.rows() > 0) {
+    int slot = static_cast<int>(r.integer(0, 0));
+    txn.commit();
+    return slot;
+  }
+  auto taken = db_.run(k_taken_slots, what);
+  int slot = 0;
+  for (int row = 0; row < taken.rows() && taken.integer(row, 0) == slot; ++row) ++slot;
+  if (slot >= k_master_slots) {
+    std::string holders;
+    for (int row = 0; row < std::min(taken.rows(), 3); ++row) {
+      holders += (row ? ", " : "") + taken.text(row, 1);
+    }
+    c_->fail("cannot claim a master slot for " + master + ": all " +
+             std::to_string(k_master_slots) + " are taken (by " + holders +
+             ", ...); delete the rows of masters that are gone from table masters");
+  }
+  db_.run(k_claim_slot, params().text(master).int4(slot).int8(now), what);
+  txn.commit();
+  return slot;
+}
+
+std::vector<key_record> postgres_store::read_keys(const result& r) const {
+  std::vector<key_record> keys;
+  keys.reserve(static_cast<size_t>(r.rows()));
+  for (int row = 0; row < r.rows(); ++row) {
+    key_record k;
+    k.id = r.text(row, 0);
+    k.fingerprint = r.text(row, 1);
+    std::string state = r.text(row, 2);
+    auto parsed = parse_key_state(state);
+    if (!parsed) {
+      c_->fail("key " + k.id + " (" + k.fingerprint + ") has unknown state '" + state +
+               "'; it was written by a newer brine or edited by hand");
+    }
+    k.state = *parsed;
+    k.pubkey = r.text(row, 3);
+    k.updated = r.integer(row, 4);
+    keys.push_back(std::move(k));
+  }
+  return keys;
+}
+
+std::vector<key_record> postgres_store::load_keys() {
+  ready();
+  return read_keys(db_.run(k_load_keys, "cannot read keys"));
+}
+
+std::vector<key_record> postgres_store::load_keys(const std::string& id) {
+  ready();
+  return read_keys(db_.run(k_load_keys_of, params().text(id), "cannot read the keys of " + id));
+}
+
+void postgres_store::put_key(const key_record& key) {
+  ready();
+  db_.run(k_put_key,
+          params()
+              .text(key.id)
+              .text(key.fingerprint)
+              .text(to_string(key.state))
+              .text(key.pubkey)
+              .int8(key.updated)
+              .text(c_->origin + "\n" + key.id),
+          "cannot store key " + key.id);
+}
+
+void postgres_store::delete_key(const std::string& id, const std::string& fingerprint) {
+  ready();
+  db_.run(k_delete_key, params().text(id).text(fingerprint).text(c_->origin + "\n" + id),
+          "cannot delete key " + id);
+}
+
+void postgres_store::add_job(const job_record& job) {
+  ready();
+  // ON CONFLICT DO NOTHING: a publish forwarded twice stores the job once.
+  db_.run(k_add_job,
+          params()
+              .text(job.jid)
+              .text(job.fun)
+              .text(to_json_text(job.args))
+              .text(to_json_text(job.kwargs))
+              .text(job.target)
+              .text(job.tgt_type)
+              .text(job.user)
+              .text(to_json_text(job.minions))
+              .text(job.master)
+              .int8(job.created)
+              .int8(job.deliver_by),
+          "cannot store job " + job.jid);
+}
+
+job_record postgres_store::read_job(const result& r, int row) const {
+  job_record j;
+  j.jid = r.text(row, 0);
+  std::string where = "job " + j.jid;
+  j.fun = r.text(row, 1);
+  j.args = parse_json(r.text(row, 2), where, "args");
+  j.kwargs = parse_json(r.text(row, 3), where, "kwargs");
+  j.target = r.text(row, 4);
+  j.tgt_type = r.text(row, 5);
+  j.user = r.text(row, 6);
+  auto minions = parse_json(r.text(row, 7), where, "minions");
+  if (!minions.is_array()) c_->fail(where + ": column minions is not a JSON array");
+  for (const auto& m : minions) {
+    if (!m.is_string()) c_->fail(where + ": column minions holds a non-string");
+    j.minions.push_back(m.get<std::string>());
+  }
+  j.master = r.text(row, 8);
+  j.created = r.integer(row, 9);
+  j.deliver_by = r.integer(row, 10);
+  return j;
+}
+
+std::vector<job_record> postgres_store::read_jobs(const result& r) const {
+  std::vector<job_record> jobs;
+  jobs.reserve(static_cast<size_t>(r.rows()));
+  for (int row = 0; row < r.rows(); ++row) jobs.push_back(read_job(r, row));
+  return jobs;
+}
+
+std::vector<job_record> postgres_store::list_jobs(size_t limit) {
+  ready();
+  auto bounded = static_cast<int64_t>(
+      std::min<uint64_t>(limit, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+  return read_jobs(db_.run(k_list_jobs, params().int8(bounded), "cannot list jobs"));
+}
+
+std::optional<job_record> postgres_store::get_job(const std::string& jid) {
+  ready();
+  auto r = db_.run(k_get_job, params().text(jid), "cannot read job " + jid);
+  if (r.rows() == 0) return std::nullopt;
+  return read_job(r, 0);
+}
+
+size_t postgres_store::add_returns(const std::vector<return_record>& batch) {
+  if (batch.empty()) return 0;
+  ready();
+  const std::string what = "cannot store " + std::to_string(batch.size()) + " returns";
+  // The first of a (jid, minion) in the batch wins, as against one already
+  // stored. Sorted, so that two masters storing overlapping batches (a
+  // minion re-sending to another master) lock rows in the same order and
+  // queue rather than deadlock.
+  std::vector<const return_record*> rows;
+  rows.reserve(batch.size());
+  for (const auto& r : batch) rows.push_back(&r);
+  auto key_less = [](const return_record* a, const return_record* b) {
+    return std::tie(a->jid, a->minion) < std::tie(b->jid, b->minion);
+  };
+  std::stable_sort(rows.begin(), rows.end(), key_less);
+  rows.erase(std::unique(rows.begin(), rows.end(),
+                         [](const return_record* a, const return_record* b) {
+                           return a->jid == b->jid && a->minion == b->minion;
+                         }),
+             rows.end());
+
+  transaction txn(db_, what);
+  // Shared with every other batch of returns, exclusive against
+  // add_undelivered: a return and an undelivered record of one minion are
+  // never written at once, so one of them always sees the other.
+  db_.exec(lock_sql("pg_advisory_xact_lock_shared", k_postgres_delivery_lock).c_str(), what);
+  std::vector<std::pair<std::string, std::string>> added;
+  for_each_chunk(rows.size(), [&](size_t at, size_t n) {
+    params p;
+    for (size_t i = at; i < at + n; ++i) {
+      const return_record& r = *rows[i];
+      p.text(r.jid)
+          .text(r.minion)
+          .text(r.fun)
+          .text(to_json_text(r.ret))
+          .boolean(r.success)
+          .int4(r.retcode)
+          .int8(r.stamp);
+    }
+    auto res = db_.run(multi_row(multi::add_returns, n), p, what);
+    for (int row = 0; row < res.rows(); ++row)
+      added.emplace_back(res.text(row, 0), res.text(row, 1));
+  });
+  std::sort(added.begin(), added.end());
+  for_each_chunk(added.size(), [&](size_t at, size_t n) {
+    params p;
+    for (size_t i = at; i < at + n; ++i) p.text(added[i].first).text(added[i].second);
+    db_.run(multi_row(multi::drop_undelivered, n), p, what);
+  });
+
+  // One payload per job, split to stay under the limit of a notification.
+  for (size_t i = 0; i < added.size();) {
+    const std::string& jid = added[i].first;
+    const std::string header = c_->origin + "\n" + jid;
+    std::string payload = header;
+    auto flush = [&] {
+      if (payload.size() > header.size()) {
+        db_.run(k_notify_returns, params().text(payload), what);
+      }
+      payload = header;
+    };
+    for (; i < added.size() && added[i].first == jid; ++i) {
+      const std::string& minion = added[i].second;
+      if (header.size() + 1 + minion.size() >= k_postgres_max_payload) continue;  // cannot fit
+      if (payload.size() + 1 + minion.size() >= k_postgres_max_payload) flush();
+      payload += "\n" + minion;
+    }
+    flush();
+  }
+  txn.commit();
+  return added.size();
+}
+
+std::vector<return_record> postgres_store::read_returns(const result& r) const {
+  std::vector<return_record> out;
+  out.reserve(static_cast<size_t>(r.rows()));
+  for (int row = 0; row < r.rows(); ++row) {
+    return_record ret;
+    ret.jid = r.text(row, 0);
+    ret.minion = r.text(row, 1);
+    ret.fun = r.text(row, 2);
+    ret.ret = parse_json(r.text(row, 3), "return of " + ret.minion + " for job " + ret.jid, "ret");
+    ret.success = r.boolean(row, 4);
+    ret.retcode = static_cast<int>(r.integer(row, 5));
+    ret.stamp = r.integer(row, 6);
+    out.push_back(std::move(ret));
+  }
+  return out;
+}
+
+std::vector<return_record> postgres_store::get_returns(const std::string& jid) {
+  ready();
+  return read_returns(
+      db_.run(k_get_returns, params().text(jid), "cannot read returns of job " + jid));
+}
+
+std::vector<return_record> postgres_store::get_returns(const std::string& jid,
+                                                       const std::vector<std::string>& minions) {
+  if (minions.empty()) return {};
+  ready();
+  std::string lines;
+  for (const auto& m : minions) {
+    if (m.find('\n') != std::string::npos) continue;  // no such minion
+    lines += lines.empty() ? "" : "\n";
+    lines += m;
+  }
+  return read_returns(db_.run(k_get_returns_of, params().text(jid).text(lines),
+                              "cannot read returns of job " + jid));
+}
+
+size_t postgres_store::count_returns(const std::string& jid) {
+  ready();
+  return static_cast<size_t>(
+      db_.run(k_count_returns, params().text(jid), "cannot count returns of job " + jid)
+          .integer(0, 0));
+}
+
+void postgres_store::add_undelivered(const std::vector<undelivered_record>& batch) {
+  if (batch.empty()) return;
+  ready();
+  const std::string what = "cannot record " + std::to_string(batch.size()) + " undelivered minions";
+  std::vector<const undelivered_record*> rows;
+  rows.reserve(batch.size());
+  for (const auto& u : batch) rows.push_back(&u);
+  std::stable_sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) {
+    return std::tie(a->jid, a->minion) < std::tie(b->jid, b->minion);
+  });
+  rows.erase(std::unique(rows.begin(), rows.end(),
+                         [](const auto* a, const auto* b) {
+                           return a->jid == b->jid && a->minion == b->minion;
+                         }),
+             rows.end());
+  transaction txn(db_, what);
+  db_.exec(lock_sql("pg_advisory_xact_lock", k_postgres_delivery_lock).c_str(), what);
+  for_each_chunk(rows.size(), [&](size_t at, size_t n) {
+    params p;
+    for (size_t i = at; i < at + n; ++i) {
+      p.text(rows[i]->jid).text(rows[i]->minion).text(rows[i]->reason).int8(rows[i]->stamp);
+    }
+    db_.run(multi_row(multi::add_undelivered, n), p, what);
+  });
+  txn.commit();
+}
+
+std::vector<undelivered_record> postgres_store::get_undelivered(const std::string& jid) {
+  ready();
+  auto r = db_.run(k_get_undelivered, params().text(jid),
+                   "cannot read undelivered minions of job " + jid);
+  std::vector<undelivered_record> out;
+  out.reserve(static_cast<size_t>(r.rows()));
+  for (int row = 0; row < r.rows(); ++row) {
+    out.push_back({r.text(row, 0), r.text(row, 1), r.text(row, 2), r.integer(row, 3)});
+  }
+  return out;
+}
+
+size_t postgres_store::count_undelivered(const std::string& jid) {
+  ready();
+  return static_cast<size_t>(db_.run(k_count_undelivered, params().text(jid),
+                                     "cannot count undelivered minions of job " + jid)
+                                 .integer(0, 0));
+}
+
+std::vector<std::string> postgres_store::returned_minions(const std::string& jid) {
+  ready();
+  auto r = db_.run(k_returned_minions, params().text(jid), "cannot read returns of job " + jid);
+  std::vector<std::string> out;
+  out.reserve(static_cast<size_t>(r.rows()));
+  for (int row = 0; row < r.rows(); ++row) out.push_back(r.text(row, 0));
+  return out;
+}
+
+void postgres_store::settle_job(const std::string& jid) {
+  ready();
+  db_.run(k_settle_job, params().text(jid), "cannot settle job " + jid);
+}
+
+std::vector<job_record> postgres_store::unsettled_jobs() {
+  ready();
+  return read_jobs(db_.run(k_unsettled_jobs, "cannot list unsettled jobs"));
+}
+
+size_t postgres_store::purge_jobs_before(int64_t cutoff) {
+  ready();
+  const std::string what = "cannot purge jobs";
+  transaction txn(db_, what);
+  // Returns first, while their jobs still say which jids are old.
+  db_.run(k_purge_returns, params().int8(cutoff), what);
+  db_.run(k_purge_undelivered, params().int8(cutoff), what);
+  size_t purged = db_.run(k_purge_jobs, params().int8(cutoff), what).affected();
+  db_.run(k_purge_orphans, params().int8(cutoff), what);
+  txn.commit();
+  return purged;
+}
+
+void postgres_store::put_minion_data(const std::vector<minion_data_update>& batch) {
+  if (batch.empty()) return;
+  ready();
+  const std::string what = "cannot store the data of " + std::to_string(batch.size()) + " minions";
+  // One row per minion, later updates in the batch over earlier ones (an
+  // UPDATE ... FROM touches a row once), sorted so that concurrent writers
+  // lock rows in the same order.
+  struct merged {
+    std::optional<std::string> grains;
+    std::optional<std::string> pillar;
+    std::optional<int64_t> last_seen;
+    std::string master;
+  };
+  std::map<std::string, merged> by_id;
+  for (const auto& u : batch) {
+    merged& m = by_id[u.id];
+    if (u.grains) m.grains = to_json_text(*u.grains);
+    if (u.pillar) m.pillar = to_json_text(*u.pillar);
+    if (u.last_seen) {
+      m.last_seen = u.last_seen;
+      m.master = u.master;
+    }
+  }
+  std::vector<const std::pair<const std::string, merged>*> rows;
+  rows.reserve(by_id.size());
+  for (const auto& entry : by_id) rows.push_back(&entry);
+
+  transaction txn(db_, what);
+  for_each_chunk(rows.size(), [&](size_t at, size_t n) {
+    params p;
+    for (size_t i = at; i < at + n; ++i) p.text(rows[i]->first);
+    db_.run(multi_row(multi::minion_rows, n), p, what);
+  });
+  for_each_chunk(rows.size(), [&](size_t at, size_t n) {
+    params p;
+    for (size_t i = at; i < at + n; ++i) {
+      const merged& m = rows[i]->second;
+      p.text(rows[i]->first).text_or_null(m.grains).text_or_null(m.pillar);
+      if (m.last_seen) {
+        p.int8(*m.last_seen);
+      } else {
+        p.null();
+      }
+      p.text(m.master);
+    }
+    db_.run(multi_row(multi::minion_update, n), p, what);
+  });
+  txn.commit();
+}
+
+std::vector<minion_data_record> postgres_store::load_minion_data() {
+  ready();
+  auto r = db_.run(k_load_minion_data, "cannot read the minion data cache");
+  std::vector<minion_data_record> out;
+  out.reserve(static_cast<size_t>(r.rows()));
+  for (int row = 0; row < r.rows(); ++row) {
+    minion_data_record m;
+    m.id = r.text(row, 0);
+    std::string where = "minion data of " + m.id;
+    if (!r.is_null(row, 1)) m.grains = parse_json(r.text(row, 1), where, "grains");
+    if (!r.is_null(row, 2)) m.pillar = parse_json(r.text(row, 2), where, "pillar");
+    m.last_seen = r.integer(row, 3);
+    m.master = r.text(row, 4);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+void postgres_store::delete_minion_data(const std::string& id) {
+  ready();
+  db_.run(k_delete_minion_data, params().text(id), "cannot forget the data of minion " + id);
+}
+
+}  // namespace
+
+std::unique_ptr<store> open_postgres(const options& o) {
+  auto c = make_config(o);
+  return std::make_unique<postgres_store>(std::move(c), o.migrate);
 }
 
 }  // namespace brine::store

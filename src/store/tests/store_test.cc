@@ -16,15 +16,22 @@
 #include <vector>
 
 #include "base/error.h"
-#include "support/temp_dir.h"
+#include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
+#include "store/tests/store_test_util.h"
+#include "support/pg_server.h"
+#include "support/temp_dir.h"
 
 namespace brine::store {
 namespace {
 
 using nlohmann::json;
 using test::temp_dir;
+using namespace test_util;
 
+// The binary's one PostgreSQL server (for postgres_store_test.cc too),
+// stopped at the end of the run.
+const auto* const k_pg_environment = ::testing::AddGlobalTestEnvironment(new test::pg_environment);
 
 // A second, plain SQLite connection to look at the file from outside the
 // store, as another tool (or another brine process) would.
@@ -64,62 +71,6 @@ class raw_db {
   sqlite3* db_ = nullptr;
 };
 
-job_record make_job(const std::string& jid, int64_t created) {
-  job_record j;
-  j.jid = jid;
-  j.fun = "test.ping";
-  j.args = json::array({"a", 1});
-  j.kwargs = json::object({{"timeout", 5}});
-  j.target = "web*";
-  j.tgt_type = "glob";
-  j.user = "root";
-  j.minions = {"web1", "web2"};
-  j.master = "master1";
-  j.created = created;
-  j.deliver_by = created + 60;
-  return j;
-}
-
-return_record make_return(const std::string& jid, const std::string& minion, json ret,
-                          int64_t stamp = 1000) {
-  return_record r;
-  r.jid = jid;
-  r.minion = minion;
-  r.fun = "test.ping";
-  r.ret = std::move(ret);
-  r.success = true;
-  r.retcode = 0;
-  r.stamp = stamp;
-  return r;
-}
-
-key_record make_key(const std::string& id, const std::string& fp, key_state state,
-                    int64_t updated = 1) {
-  return key_record{id, state, "-----BEGIN PUBLIC KEY-----\n" + fp + "\n-----END PUBLIC KEY-----\n",
-                    fp, updated};
-}
-
-void expect_job_eq(const job_record& a, const job_record& b) {
-  EXPECT_EQ(a.jid, b.jid);
-  EXPECT_EQ(a.fun, b.fun);
-  EXPECT_EQ(a.args, b.args);
-  EXPECT_EQ(a.kwargs, b.kwargs);
-  EXPECT_EQ(a.target, b.target);
-  EXPECT_EQ(a.tgt_type, b.tgt_type);
-  EXPECT_EQ(a.user, b.user);
-  EXPECT_EQ(a.minions, b.minions);
-  EXPECT_EQ(a.master, b.master);
-  EXPECT_EQ(a.created, b.created);
-  EXPECT_EQ(a.deliver_by, b.deliver_by);
-}
-
-std::vector<std::string> jids_of(const std::vector<job_record>& jobs) {
-  std::vector<std::string> out;
-  out.reserve(jobs.size());
-  for (const auto& j : jobs) out.push_back(j.jid);
-  return out;
-}
-
 mode_t file_mode(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return 0;
@@ -131,6 +82,42 @@ class sqlite_store_test : public ::testing::Test {
   temp_dir dir_;
   std::string path_ = dir_.path() + "/master.db";
 };
+
+// Every test of store's contract, run against each backend ("sqlite",
+// "postgresql"), each test on a database of its own.
+class store_test : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "postgresql") use_fresh_postgres_database(pg_, db_);
+  }
+
+  options opts(const std::string& origin = "test") const {
+    options o;
+    o.origin = origin;
+    if (pg_ != nullptr) {
+      o.url = pg_->url(db_);
+      o.password_file = pg_->password_file();
+    } else {
+      o.url = "sqlite";
+      o.sqlite_path = path_;
+    }
+    return o;
+  }
+  // Another connection to the test's database, as another process would open it.
+  std::unique_ptr<store> open_store(const std::string& origin = "test") const {
+    return open(opts(origin));
+  }
+
+  temp_dir dir_;
+  std::string path_ = dir_.path() + "/master.db";
+  test::pg_server* pg_ = nullptr;
+  std::string db_;
+};
+
+INSTANTIATE_TEST_SUITE_P(backends, store_test, ::testing::Values("sqlite", "postgresql"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 TEST(key_state_test, names_round_trip) {
   for (auto s : {key_state::pending, key_state::accepted, key_state::rejected, key_state::denied}) {
@@ -144,8 +131,8 @@ TEST(key_state_test, names_round_trip) {
   EXPECT_FALSE(parse_key_state("unaccepted").has_value());
 }
 
-TEST_F(sqlite_store_test, keys_put_replace_delete_load) {
-  auto s = open_sqlite(path_);
+TEST_P(store_test, keys_put_replace_delete_load) {
+  auto s = open_store();
   EXPECT_TRUE(s->load_keys().empty());
 
   s->put_key(make_key("web1", "aa:01", key_state::pending, 10));
@@ -183,8 +170,8 @@ TEST_F(sqlite_store_test, keys_put_replace_delete_load) {
   EXPECT_EQ(keys[2].state, key_state::denied);
 }
 
-TEST_F(sqlite_store_test, job_add_get) {
-  auto s = open_sqlite(path_);
+TEST_P(store_test, job_add_get) {
+  auto s = open_store();
   auto job = make_job("20240101000000000001", 1700000000);
   s->add_job(job);
   auto got = s->get_job(job.jid);
@@ -193,8 +180,8 @@ TEST_F(sqlite_store_test, job_add_get) {
   EXPECT_FALSE(s->get_job("20240101000000000002").has_value());
 }
 
-TEST_F(sqlite_store_test, job_added_twice_keeps_the_first) {
-  auto s = open_sqlite(path_);
+TEST_P(store_test, job_added_twice_keeps_the_first) {
+  auto s = open_store();
   auto job = make_job("j1", 100);
   s->add_job(job);
   auto again = job;
@@ -204,8 +191,8 @@ TEST_F(sqlite_store_test, job_added_twice_keeps_the_first) {
   EXPECT_EQ(s->list_jobs(10).size(), 1u);
 }
 
-TEST_F(sqlite_store_test, list_jobs_newest_first_with_limit) {
-  auto s = open_sqlite(path_);
+TEST_P(store_test, list_jobs_newest_first_with_limit) {
+  auto s = open_store();
   s->add_job(make_job("a", 100));
   s->add_job(make_job("b", 300));
   s->add_job(make_job("c", 200));
@@ -218,8 +205,8 @@ TEST_F(sqlite_store_test, list_jobs_newest_first_with_limit) {
   expect_job_eq(s->list_jobs(1).at(0), make_job("d", 300));
 }
 
-TEST_F(sqlite_store_test, first_return_wins) {
-  auto s = open_sqlite(path_);
+TEST_P(store_test, first_return_wins) {
+  auto s = open_store();
   EXPECT_EQ(s->add_returns({}), 0u);
   EXPECT_EQ(s->add_returns({make_return("j1", "m1", 1), make_return("j1", "m2", 2)}), 2u);
   // m1 re-sent with a different value, plus one new minion.
@@ -243,8 +230,8 @@ TEST_F(sqlite_store_test, first_return_wins) {
   EXPECT_EQ(s->count_returns("j3"), 0u);
 }
 
-TEST_F(sqlite_store_test, return_fields_round_trip) {
-  auto s = open_sqlite(path_);
+TEST_P(store_test, return_fields_round_trip) {
+  auto s = open_store();
   auto r = make_return("j1", "m1", json::object({{"stdout", "x"}}), 1234);
   r.fun = "cmd.run";
   r.success = false;
@@ -260,8 +247,8 @@ TEST_F(sqlite_store_test, return_fields_round_trip) {
   EXPECT_EQ(got.stamp, 1234);
 }
 
-TEST_F(sqlite_store_test, batch_of_ten_thousand_returns) {
-  auto s = open_sqlite(path_);
+TEST_P(store_test, batch_of_ten_thousand_returns) {
+  auto s = open_store();
   std::vector<return_record> batch;
   for (int j = 0; j < 10; ++j) {
     for (int m = 0; m < 1000; ++m) {
@@ -282,8 +269,8 @@ TEST_F(sqlite_store_test, batch_of_ten_thousand_returns) {
   EXPECT_EQ(s->add_returns(batch), 1u);
 }
 
-TEST_F(sqlite_store_test, purge_removes_old_jobs_their_returns_and_old_orphans) {
-  auto s = open_sqlite(path_);
+TEST_P(store_test, purge_removes_old_jobs_their_returns_and_old_orphans) {
+  auto s = open_store();
   s->add_job(make_job("old1", 100));
   s->add_job(make_job("old2", 200));
   s->add_job(make_job("new", 300));
@@ -312,8 +299,8 @@ TEST_F(sqlite_store_test, purge_removes_old_jobs_their_returns_and_old_orphans) 
   EXPECT_TRUE(s->get_returns("orphan_new").empty());
 }
 
-TEST_F(sqlite_store_test, undelivered_and_returns_exclude_each_other) {
-  auto s = open_sqlite(path_);
+TEST_P(store_test, undelivered_and_returns_exclude_each_other) {
+  auto s = open_store();
   s->add_job(make_job("j1", 100));
   s->add_returns({make_return("j1", "web1", true)});
   // web1 returned: recording it as undelivered is ignored; web2 is recorded.
@@ -334,8 +321,8 @@ TEST_F(sqlite_store_test, undelivered_and_returns_exclude_each_other) {
   EXPECT_EQ(s->returned_minions("j1"), (std::vector<std::string>{"web1", "web2"}));
 }
 
-TEST_F(sqlite_store_test, new_jobs_are_unsettled_until_settled) {
-  auto s = open_sqlite(path_);
+TEST_P(store_test, new_jobs_are_unsettled_until_settled) {
+  auto s = open_store();
   s->add_job(make_job("j2", 200));
   s->add_job(make_job("j1", 100));
   s->add_job(make_job("j3", 300));
@@ -347,23 +334,24 @@ TEST_F(sqlite_store_test, new_jobs_are_unsettled_until_settled) {
   EXPECT_EQ(jids_of(s->unsettled_jobs()), (std::vector<std::string>{"j1", "j3"}));
   // Settled state survives a reopen (a master restart).
   s.reset();
-  s = open_sqlite(path_);
+  s = open_store();
   EXPECT_EQ(jids_of(s->unsettled_jobs()), (std::vector<std::string>{"j1", "j3"}));
 }
 
-TEST_F(sqlite_store_test, purge_takes_undelivered_records_along) {
-  auto s = open_sqlite(path_);
+TEST_P(store_test, purge_takes_undelivered_records_along) {
+  auto s = open_store();
   s->add_job(make_job("old", 100));
   s->add_job(make_job("new", 300));
-  s->add_undelivered({{"old", "web1", "not connected", 110}, {"new", "web1", "not connected", 310}});
+  s->add_undelivered(
+      {{"old", "web1", "not connected", 110}, {"new", "web1", "not connected", 310}});
   EXPECT_EQ(s->purge_jobs_before(250), 1u);
   EXPECT_TRUE(s->get_undelivered("old").empty());
   EXPECT_EQ(s->get_undelivered("new").size(), 1u);
 }
 
-TEST_F(sqlite_store_test, minion_data_cache_round_trips_field_by_field) {
+TEST_P(store_test, minion_data_cache_round_trips_field_by_field) {
   {
-    auto s = open_sqlite(path_);
+    auto s = open_store();
     EXPECT_TRUE(s->load_minion_data().empty());
     s->put_minion_data({{"web1", std::nullopt, std::nullopt, 100, "master-a:4506"}});
     s->put_minion_data({
@@ -376,7 +364,7 @@ TEST_F(sqlite_store_test, minion_data_cache_round_trips_field_by_field) {
     // An empty map is data, not "never sent".
     s->put_minion_data({{"web2", json::object(), std::nullopt, std::nullopt, ""}});
   }
-  auto s = open_sqlite(path_);  // survives a restart
+  auto s = open_store();  // survives a restart
   auto all = s->load_minion_data();
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0].id, "db1");
@@ -411,7 +399,8 @@ CREATE TABLE returns (jid TEXT NOT NULL, minion TEXT NOT NULL, fun TEXT NOT NULL
 CREATE INDEX returns_by_stamp ON returns (stamp);
 INSERT INTO jobs VALUES ('j1', 'test.ping', '[]', '{}', '*', 'glob', 'root', '["web1"]',
   'local', 100);
-PRAGMA application_id=)sql" + std::to_string(k_sqlite_application_id) + R"sql(;
+PRAGMA application_id=)sql" +
+             std::to_string(k_sqlite_application_id) + R"sql(;
 PRAGMA user_version=1;
 )sql");
   }
@@ -425,15 +414,15 @@ PRAGMA user_version=1;
   EXPECT_EQ(raw_db(path_).scalar("PRAGMA user_version"), std::to_string(k_sqlite_schema_version));
 }
 
-TEST_F(sqlite_store_test, data_persists_across_reopen) {
+TEST_P(store_test, data_persists_across_reopen) {
   auto job = make_job("j1", 500);
   {
-    auto s = open_sqlite(path_);
+    auto s = open_store();
     s->put_key(make_key("web1", "aa:01", key_state::accepted, 7));
     s->add_job(job);
     s->add_returns({make_return("j1", "web1", "pong")});
   }
-  auto s = open_sqlite(path_);
+  auto s = open_store();
   auto keys = s->load_keys();
   ASSERT_EQ(keys.size(), 1u);
   EXPECT_EQ(keys[0].state, key_state::accepted);
@@ -445,16 +434,22 @@ TEST_F(sqlite_store_test, data_persists_across_reopen) {
   // (which would have failed on CREATE TABLE).
   EXPECT_EQ(s->add_returns({make_return("j1", "web1", "again")}), 0u);
 
+  EXPECT_EQ(s->check().schema_version, s->check().code_version);
+}
+
+TEST_F(sqlite_store_test, file_is_marked_and_in_wal_mode) {
+  open_sqlite(path_)->add_job(make_job("j1", 500));
+  open_sqlite(path_);
   raw_db raw(path_);
   EXPECT_EQ(raw.scalar("PRAGMA user_version"), std::to_string(k_sqlite_schema_version));
   EXPECT_EQ(raw.scalar("PRAGMA application_id"), std::to_string(k_sqlite_application_id));
   EXPECT_EQ(raw.scalar("PRAGMA journal_mode"), "wal");
 }
 
-TEST_F(sqlite_store_test, two_stores_on_one_file_see_each_other) {
+TEST_P(store_test, two_stores_on_one_database_see_each_other) {
   // A master and a CLI process, each with its own connection.
-  auto master = open_sqlite(path_);
-  auto cli = open_sqlite(path_);
+  auto master = open_store();
+  auto cli = open_store();
 
   master->add_job(make_job("j1", 100));
   ASSERT_TRUE(cli->get_job("j1").has_value());
@@ -473,13 +468,13 @@ TEST_F(sqlite_store_test, two_stores_on_one_file_see_each_other) {
   EXPECT_TRUE(master->list_jobs(10).empty());
 }
 
-TEST_F(sqlite_store_test, two_processes_write_at_once) {
-  open_sqlite(path_);  // create the schema before the race
+TEST_P(store_test, two_processes_write_at_once) {
+  open_store();  // create the schema before the race
   constexpr size_t k_batches = 100;
   constexpr size_t k_per_batch = 50;
   auto write_all = [&](const std::string& jid) {
     const std::string other = jid == "parent" ? "child" : "parent";
-    auto s = open_sqlite(path_);
+    auto s = open_store();
     for (size_t b = 0; b < k_batches; ++b) {
       std::vector<return_record> batch;
       batch.reserve(k_per_batch);
@@ -511,7 +506,7 @@ TEST_F(sqlite_store_test, two_processes_write_at_once) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
 
-  auto s = open_sqlite(path_);
+  auto s = open_store();
   EXPECT_EQ(s->get_returns("parent").size(), k_batches * k_per_batch);
   EXPECT_EQ(s->get_returns("child").size(), k_batches * k_per_batch);
 }
@@ -527,8 +522,8 @@ TEST_F(sqlite_store_test, files_are_owner_only) {
   EXPECT_EQ(file_mode(path_ + "-shm"), 0600u);
 }
 
-TEST_F(sqlite_store_test, json_values_round_trip) {
-  auto s = open_sqlite(path_);
+TEST_P(store_test, json_values_round_trip) {
+  auto s = open_store();
   json nested = {
       {"a", {{"b", {{"c", json::array({1, 2, json::object({{"d", nullptr}})})}}}}},
       {"empty_obj", json::object()},
@@ -567,8 +562,8 @@ TEST_F(sqlite_store_test, json_values_round_trip) {
   EXPECT_EQ(rets[2].ret, nested);
 }
 
-TEST_F(sqlite_store_test, invalid_utf8_output_is_stored_not_refused) {
-  auto s = open_sqlite(path_);
+TEST_P(store_test, invalid_utf8_output_is_stored_not_refused) {
+  auto s = open_store();
   // A command printing raw bytes: the batch must still be stored.
   std::string bytes = "ok \xff\xfe end";
   ASSERT_EQ(s->add_returns({make_return("j1", "m1", json::object({{"stdout", bytes}})),
@@ -577,6 +572,118 @@ TEST_F(sqlite_store_test, invalid_utf8_output_is_stored_not_refused) {
   auto rets = s->get_returns("j1");
   ASSERT_EQ(rets.size(), 2u);
   EXPECT_EQ(rets[0].ret["stdout"], json("ok \xEF\xBF\xBD\xEF\xBF\xBD end"));  // U+FFFD each
+}
+
+TEST_P(store_test, bad_bytes_in_text_fields_do_not_fail_a_batch) {
+  auto s = open_store();
+  // A minion may send any bytes as a function name.
+  auto odd = make_return("j1", "m1", 1);
+  odd.fun =
+      "cmd.\xff"
+      "run";
+  ASSERT_EQ(s->add_returns({odd, make_return("j1", "m2", 2)}), 2u);
+  auto rets = s->get_returns("j1");
+  ASSERT_EQ(rets.size(), 2u);
+  // SQLite keeps the bytes; PostgreSQL, whose text is UTF-8, stores U+FFFD.
+  EXPECT_EQ(rets[0].fun, pg_ ? std::string("cmd.\xEF\xBF\xBD"
+                                           "run")
+                             : odd.fun);
+  // Re-sent as it was: still the same row, not a second one.
+  EXPECT_EQ(s->add_returns({odd}), 0u);
+}
+
+TEST_P(store_test, returns_of_some_minions) {
+  auto s = open_store();
+  s->add_returns({make_return("j1", "web2", 2), make_return("j1", "web1", 1),
+                  make_return("j1", "db1", 3), make_return("j2", "web1", 4)});
+  auto got = s->get_returns("j1", {"web2", "web1", "nobody"});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].minion, "web1");
+  EXPECT_EQ(got[0].ret, json(1));
+  EXPECT_EQ(got[0].jid, "j1");
+  EXPECT_EQ(got[1].minion, "web2");
+  EXPECT_TRUE(s->get_returns("j1", {}).empty());
+  EXPECT_TRUE(s->get_returns("j3", {"web1"}).empty());
+  EXPECT_EQ(s->get_returns("j2", {"web1"}).at(0).ret, json(4));
+}
+
+TEST_P(store_test, load_keys_of_one_id) {
+  auto s = open_store();
+  s->put_key(make_key("web1", "bb:02", key_state::denied, 2));
+  s->put_key(make_key("web1", "aa:01", key_state::accepted, 3));
+  s->put_key(make_key("web10", "cc:03", key_state::pending));
+  auto keys = s->load_keys("web1");
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys[0].fingerprint, "aa:01");
+  EXPECT_EQ(keys[0].state, key_state::accepted);
+  EXPECT_EQ(keys[0].updated, 3);
+  EXPECT_EQ(keys[0].pubkey, make_key("web1", "aa:01", key_state::accepted).pubkey);
+  EXPECT_EQ(keys[1].fingerprint, "bb:02");
+  EXPECT_TRUE(s->load_keys("web").empty());
+  s->delete_key("web1", "aa:01");
+  EXPECT_EQ(s->load_keys("web1").size(), 1u);
+  EXPECT_EQ(s->load_keys("web10").size(), 1u);
+}
+
+TEST_P(store_test, duplicates_within_one_batch) {
+  auto s = open_store();
+  // Undelivered: the first record of a minion in the batch wins.
+  s->add_undelivered({{"j1", "web3", "first", 1}, {"j1", "web3", "second", 2}});
+  auto u = s->get_undelivered("j1");
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0].reason, "first");
+  // Minion data: every update applies, in order.
+  s->put_minion_data({{"web1", json{{"v", 1}}, std::nullopt, 100, "master-a"},
+                      {"web1", json{{"v", 2}}, json{{"p", 1}}, std::nullopt, ""},
+                      {"web1", std::nullopt, std::nullopt, 200, "master-b"}});
+  auto all = s->load_minion_data();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].grains, json({{"v", 2}}));
+  EXPECT_EQ(all[0].pillar, json({{"p", 1}}));
+  EXPECT_EQ(all[0].last_seen, 200);
+  EXPECT_EQ(all[0].master, "master-b");
+}
+
+TEST_P(store_test, check_reports_backend_versions_and_rows) {
+  auto s = open_store();
+  s->put_key(make_key("web1", "aa:01", key_state::accepted));
+  s->add_job(make_job("j1", 1));
+  s->add_job(make_job("j2", 2));
+  s->add_returns(
+      {make_return("j1", "web1", 1), make_return("j1", "web2", 1), make_return("j2", "web1", 1)});
+  s->add_undelivered({{"j2", "web2", "not connected", 3}});
+  s->put_minion_data({{"web1", json::object(), std::nullopt, std::nullopt, ""},
+                      {"web2", json::object(), std::nullopt, std::nullopt, ""}});
+  auto st = s->check();
+  EXPECT_EQ(st.backend, GetParam());
+  EXPECT_EQ(st.code_version, pg_ ? k_postgres_schema_version : k_sqlite_schema_version);
+  EXPECT_EQ(st.schema_version, st.code_version);
+  EXPECT_EQ(st.name, pg_ ? pg_->url(db_) : path_);
+  EXPECT_EQ(st.rows.at("keys"), 1);
+  EXPECT_EQ(st.rows.at("jobs"), 2);
+  EXPECT_EQ(st.rows.at("returns"), 3);
+  EXPECT_EQ(st.rows.at("undelivered"), 1);
+  EXPECT_EQ(st.rows.at("minion_data"), 2);
+  if (pg_) {
+    EXPECT_EQ(st.rows.at("masters"), 0);
+  }
+}
+
+TEST_P(store_test, name_sharing_feed_and_master_slots) {
+  auto s = open_store();
+  if (pg_ == nullptr) {
+    EXPECT_EQ(s->name(), "sqlite " + path_);
+    EXPECT_FALSE(s->shared());
+    EXPECT_EQ(s->changes(), nullptr);
+    EXPECT_EQ(s->claim_master_slot("a:4506"), 0);
+    EXPECT_EQ(s->claim_master_slot("b:4506"), 0);
+    return;
+  }
+  EXPECT_EQ(s->name(), pg_->url(db_));
+  EXPECT_TRUE(s->shared());
+  EXPECT_NE(s->changes(), nullptr);
+  EXPECT_EQ(s->claim_master_slot("a:4506"), 0);
+  EXPECT_EQ(s->claim_master_slot("b:4506"), 1);
 }
 
 TEST_F(sqlite_store_test, locked_database_names_file_and_cause) {

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+// The PostgreSQL backend is reached through store::open_postgres(); this
+// header only exposes the facts about its database that tests and tools need.
+namespace brine::store {
+
+// The LISTEN/NOTIFY channels. A payload is lines joined by "\n":
+// keys: ORIGIN, ID; returns: ORIGIN, JID, then one line per minion that
+// returned (only the returns that were new).
+inline constexpr const char* k_postgres_keys_channel = "brine_keys";
+inline constexpr const char* k_postgres_returns_channel = "brine_returns";
+
+// The largest payload brine sends (PostgreSQL's limit is 8000 bytes); the
+// minions of a bigger batch are split over several notifications.
+inline constexpr size_t k_postgres_max_payload = 7900;
+
+// Masters sharing a database hold distinct slots in [0, k_master_slots).
+inline constexpr int k_master_slots = 100;
+
+// pg_advisory_lock keys ("brine" and a number): schema migration, master
+// slots, and returns against undelivered records.
+inline constexpr int64_t k_postgres_schema_lock = 0x6272696e65000001;
+inline constexpr int64_t k_postgres_slots_lock = 0x6272696e65000002;
+inline constexpr int64_t k_postgres_delivery_lock = 0x6272696e65000003;
+
+// Why a database at `db_version` cannot serve a brine whose schema is
+// `code_version` without `brine store migrate` (or an upgrade); empty when it
+// can. Version 0 is a database without brine's tables.
+std::string postgres_schema_problem(int db_version, int code_version);
+
+}  // namespace brine::store

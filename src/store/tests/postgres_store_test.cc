@@ -1,0 +1,673 @@
+// What only the PostgreSQL store has: URLs and passwords, its schema
+// version, master slots, the change feed, and losing the server. Every
+// method's contract is tested against both backends in store_test.cc.
+#include "store/postgres/postgres_store.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <latch>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "store/store.h"
+#include "store/tests/store_test_util.h"
+#include "support/pg_server.h"
+#include "support/temp_dir.h"
+
+namespace brine::store {
+namespace {
+
+using namespace test_util;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+// A port on 127.0.0.1 where nothing listens (bound to port 0, then closed).
+int unused_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Whether f() throws store::unreachable (a server to wait for) rather than
+// another base::error (a setting to fix).
+template <class F>
+bool throws_unreachable(F&& f) {
+  try {
+    f();
+  } catch (const unreachable&) {
+    return true;
+  } catch (const base::error&) {
+    return false;
+  }
+  ADD_FAILURE() << "expected a base::error";
+  return false;
+}
+
+void write_file(const std::string& path, const std::string& text, mode_t mode) {
+  std::ofstream(path) << text;
+  ::chmod(path.c_str(), mode);
+}
+
+// Calls f() until it returns without throwing (its last error is reported
+// when `timeout` passes first).
+template <class F>
+auto eventually(F&& f, std::chrono::milliseconds timeout, const std::string& what) {
+  auto deadline = clock_type::now() + timeout;
+  for (;;) {
+    try {
+      return f();
+    } catch (const base::error& e) {
+      if (clock_type::now() > deadline) {
+        throw std::runtime_error("timed out waiting for " + what + "; last error: " + e.what());
+      }
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+// The changes a feed delivers until `done` holds for all of them so far;
+// fails the test after 10 s.
+std::vector<change> collect(change_feed& feed,
+                            const std::function<bool(const std::vector<change>&)>& done) {
+  std::vector<change> all;
+  auto deadline = clock_type::now() + 10s;
+  while (!done(all)) {
+    if (clock_type::now() > deadline) {
+      ADD_FAILURE() << "timed out after 10 s with " << all.size() << " changes";
+      break;
+    }
+    for (auto& c : feed.wait(500ms)) all.push_back(std::move(c));
+  }
+  return all;
+}
+
+// Collects until a keys change for `id` arrives.
+std::vector<change> until_key(change_feed& feed, const std::string& id) {
+  return collect(feed, [&](const std::vector<change>& all) {
+    return std::any_of(all.begin(), all.end(),
+                       [&](const change& c) { return c.what == change::kind::keys && c.id == id; });
+  });
+}
+
+class postgres_test : public ::testing::Test {
+ protected:
+  void SetUp() override { use_fresh_postgres_database(pg_, db_); }
+
+  options opts(const std::string& origin = "test") const {
+    options o;
+    o.url = pg_->url(db_);
+    o.password_file = pg_->password_file();
+    o.origin = origin;
+    return o;
+  }
+  std::unique_ptr<store> open_store(const std::string& origin = "test") const {
+    return open(opts(origin));
+  }
+  std::string psql(const std::string& sql) { return pg_->psql(sql, db_); }
+
+  test::temp_dir dir_;
+  test::pg_server* pg_ = nullptr;
+  std::string db_;
+};
+
+TEST(postgres_schema_problem_test, says_what_to_run) {
+  EXPECT_EQ(postgres_schema_problem(1, 1), "");
+  EXPECT_EQ(postgres_schema_problem(0, 1),
+            "the database has no brine schema yet; run `brine store migrate`");
+  EXPECT_EQ(postgres_schema_problem(1, 3),
+            "schema version 1 is behind this brine (3); run `brine store migrate`");
+  EXPECT_EQ(postgres_schema_problem(7, 1),
+            "schema version 7 is newer than this brine supports (1); upgrade brine");
+}
+
+TEST_F(postgres_test, password_file_readable_by_others_is_refused) {
+  std::string path = dir_.file("pw");
+  write_file(path, pg_->password() + "\n", 0644);
+  auto o = opts();
+  o.password_file = path;
+  std::string what = error_of([&] { open(o); });
+  EXPECT_NE(what.find("store_password_file " + path + " has mode 0644; chmod 600 " + path),
+            std::string::npos)
+      << what;
+  EXPECT_NE(what.find(o.url), std::string::npos) << what;
+  EXPECT_EQ(what.find(pg_->password()), std::string::npos) << what;
+
+  ::chmod(path.c_str(), 0640);
+  EXPECT_NE(error_of([&] { open(o); }).find("has mode 0640"), std::string::npos);
+  // Owner-only, it works; a trailing newline (or none) is not part of it.
+  ::chmod(path.c_str(), 0600);
+  EXPECT_TRUE(open(o)->shared());
+  write_file(path, pg_->password(), 0600);
+  EXPECT_TRUE(open(o)->shared());
+}
+
+TEST_F(postgres_test, missing_or_empty_password_file_is_refused) {
+  auto o = opts();
+  o.password_file = dir_.file("nope");
+  std::string what = error_of([&] { open(o); });
+  EXPECT_NE(what.find("cannot read store_password_file " + o.password_file), std::string::npos)
+      << what;
+  EXPECT_NE(what.find("No such file"), std::string::npos) << what;
+  write_file(o.password_file, "\n", 0600);
+  what = error_of([&] { open(o); });
+  EXPECT_NE(what.find("is empty"), std::string::npos) << what;
+}
+
+TEST_F(postgres_test, password_in_the_url_is_refused_and_never_shown) {
+  const std::string secret = "hunter2-" + pg_->password();
+  const std::string base = "postgresql://brine";
+  const std::string at = "@127.0.0.1:" + std::to_string(pg_->port()) + "/" + db_;
+  for (const std::string& url :
+       {base + ":" + secret + at, base + ":" + secret + at + "?sslmode=disable",
+        base + at + "?password=" + secret, base + at + "?sslmode=disable&password=" + secret,
+        "postgres://brine:" + secret + at}) {
+    auto o = opts();
+    o.url = url;
+    std::string what = error_of([&] { open(o); });
+    EXPECT_NE(what.find("store_password_file"), std::string::npos) << what;
+    EXPECT_EQ(what.find(secret), std::string::npos) << what;
+    EXPECT_EQ(what.find("hunter2"), std::string::npos) << what;
+    // The URL without its password still says which database.
+    EXPECT_NE(what.find("127.0.0.1:" + std::to_string(pg_->port()) + "/" + db_), std::string::npos)
+        << what;
+  }
+}
+
+TEST_F(postgres_test, wrong_password_names_user_and_url) {
+  const std::string wrong = "not-the-password-4711";
+  std::string path = dir_.file("pw");
+  write_file(path, wrong + "\n", 0600);
+  auto o = opts();
+  o.password_file = path;
+  std::string what = error_of([&] { open(o); });
+  EXPECT_NE(what.find("password authentication failed for user \"brine\""), std::string::npos)
+      << what;
+  EXPECT_NE(what.find(o.url), std::string::npos) << what;
+  EXPECT_NE(what.find("store_password_file"), std::string::npos) << what;
+  EXPECT_EQ(what.find(wrong), std::string::npos) << what;
+  EXPECT_EQ(what.find(pg_->password()), std::string::npos) << what;
+  EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  EXPECT_FALSE(throws_unreachable([&] { open(o); }));  // a setting to fix, not a wait
+}
+
+TEST_F(postgres_test, errors_never_hold_the_password) {
+  std::vector<options> failing;
+  auto o = opts();
+  o.url = pg_->url("no_such_database");
+  failing.push_back(o);
+  o = opts();
+  o.url = "postgresql://nobody@127.0.0.1:" + std::to_string(pg_->port()) + "/" + db_ +
+          "?sslmode=disable";
+  failing.push_back(o);
+  for (const auto& f : failing) {
+    std::string what = error_of([&] { open(f); });
+    EXPECT_NE(what.find(f.url), std::string::npos) << what;
+    EXPECT_EQ(what.find(pg_->password()), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  EXPECT_NE(
+      error_of([&] { open(failing[0]); }).find("database \"no_such_database\" does not exist"),
+      std::string::npos);
+  // A statement that fails on a live connection.
+  auto s = open_store();
+  psql("DROP TABLE jobs");
+  std::string what = error_of([&] { s->list_jobs(1); });
+  EXPECT_NE(what.find("cannot list jobs"), std::string::npos) << what;
+  EXPECT_NE(what.find("relation \"jobs\" does not exist"), std::string::npos) << what;
+  EXPECT_NE(what.find(pg_->url(db_)), std::string::npos) << what;
+  EXPECT_EQ(what.find(pg_->password()), std::string::npos) << what;
+}
+
+TEST_F(postgres_test, broken_urls_say_what_is_wrong) {
+  const std::string host = "postgresql://brine@127.0.0.1:";
+  struct bad {
+    std::string url;
+    std::string says;
+  };
+  const std::vector<bad> cases = {
+      {host + "99999/db", "port must be 1..65535, got '99999'"},
+      {host + "0/db", "port must be 1..65535, got '0'"},
+      {host + "port/db", "port must be 1..65535, got 'port'"},
+      {host + "/db", "port must be 1..65535, got ''"},
+      {host + "5432/", "has no database name"},
+      {host + "5432", "has no database name"},
+      {host + "5432/db?bogus=1", "unknown parameter 'bogus'"},
+      {host + "5432/db?sslmode", "parameter 'sslmode' has no value"},
+      {host + "5432/d%zzb", "bad %-escape"},
+      {host + "5432/db#x", "fragment"},
+      {host + "5432/db?client_encoding=LATIN1", "client_encoding must be UTF8"},
+      {"postgresql://brine@[::1/db", "unclosed ["},
+      {"postgresql://brine@::1:5432/db", "IPv6 host without brackets"},
+      {"mysql://brine@127.0.0.1:5432/db", "unknown scheme 'mysql'"},
+      {"postgresql:127.0.0.1/db", "is not a URL"},
+  };
+  for (const auto& c : cases) {
+    auto o = opts();
+    o.url = c.url;
+    std::string what = error_of([&] { open_postgres(o); });
+    EXPECT_NE(what.find(c.says), std::string::npos) << c.url << " -> " << what;
+    EXPECT_NE(what.find("store " + c.url + ": "), std::string::npos) << what;
+  }
+  // Not a URL, with an '@' that may follow a password: only the scheme is shown.
+  auto o_at = opts();
+  o_at.url = "postgresql:brine:secret@127.0.0.1/db";
+  EXPECT_EQ(error_of([&] { open_postgres(o_at); }),
+            "store postgresql:...: is not a URL; write postgresql://USER@HOST:PORT/DATABASE");
+  // The usage is shown where the form is wrong.
+  EXPECT_NE(error_of([&] {
+              auto o = opts();
+              o.url = host + "5432";
+              open(o);
+            }).find("write postgresql://USER@HOST:PORT/DATABASE"),
+            std::string::npos);
+  // postgres:// is a synonym; a known libpq parameter passes through.
+  auto o = opts();
+  o.url = "postgres://brine@127.0.0.1:" + std::to_string(pg_->port()) + "/" + db_ +
+          "?sslmode=disable&connect_timeout=3&application_name=brine-test";
+  auto s = open(o);
+  EXPECT_EQ(s->name(), o.url);
+  EXPECT_EQ(psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'brine-test'"),
+            "1");
+}
+
+TEST_F(postgres_test, connection_refused_names_host_and_port) {
+  int port = unused_port();
+  auto o = opts();
+  o.url = "postgresql://brine@127.0.0.1:" + std::to_string(port) + "/db?sslmode=disable";
+  auto start = clock_type::now();
+  std::string what = error_of([&] { open(o); });
+  EXPECT_NE(what.find("store " + o.url + ": cannot connect to 127.0.0.1:" + std::to_string(port)),
+            std::string::npos)
+      << what;
+  EXPECT_NE(what.find("Connection refused"), std::string::npos) << what;
+  EXPECT_LT(clock_type::now() - start, 5s);
+  // A master waits for such a database rather than stopping.
+  EXPECT_TRUE(throws_unreachable([&] { open(o); }));
+  o = opts();
+  o.url = pg_->url("no_such_database");
+  EXPECT_FALSE(throws_unreachable([&] { open(o); }));
+}
+
+TEST_F(postgres_test, newer_schema_is_refused) {
+  open_store();
+  psql("UPDATE brine_schema SET version = 7");
+  std::string what = error_of([&] { open_store(); });
+  EXPECT_NE(what.find("store " + pg_->url(db_) +
+                      ": schema version 7 is newer than this brine supports (1); upgrade brine"),
+            std::string::npos)
+      << what;
+  // Without migrating, check() still reports it and the rest refuses.
+  auto o = opts();
+  o.migrate = false;
+  auto s = open(o);
+  auto st = s->check();
+  EXPECT_EQ(st.schema_version, 7);
+  EXPECT_EQ(st.code_version, k_postgres_schema_version);
+  EXPECT_NE(error_of([&] { s->load_keys(); }).find("upgrade brine"), std::string::npos);
+}
+
+TEST_F(postgres_test, without_migrate_an_empty_database_is_left_alone) {
+  auto o = opts();
+  o.migrate = false;
+  auto s = open(o);
+  auto st = s->check();
+  EXPECT_EQ(st.backend, "postgresql");
+  EXPECT_EQ(st.schema_version, 0);
+  EXPECT_EQ(st.code_version, k_postgres_schema_version);
+  EXPECT_TRUE(st.rows.empty());
+  const std::string says = "store " + pg_->url(db_) +
+                           ": the database has no brine schema yet; run `brine store migrate`";
+  EXPECT_NE(error_of([&] { s->load_keys(); }).find(says), std::string::npos);
+  EXPECT_NE(error_of([&] { s->add_job(make_job("j1", 1)); }).find(says), std::string::npos);
+  EXPECT_NE(error_of([&] { s->add_returns({make_return("j1", "m1", 1)}); }).find(says),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { s->claim_master_slot("m"); }).find(says), std::string::npos);
+  EXPECT_NE(error_of([&] { s->changes(); }).find(says), std::string::npos);
+  EXPECT_EQ(psql("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"), "0");
+
+  // Once migrated (`brine store migrate`), the same store works.
+  open_store();
+  EXPECT_EQ(s->check().schema_version, k_postgres_schema_version);
+  s->add_job(make_job("j1", 1));
+  EXPECT_TRUE(s->get_job("j1").has_value());
+}
+
+TEST_F(postgres_test, without_migrate_a_database_behind_is_refused_and_migrate_fixes_it) {
+  // A version table saying 0: behind this build (which has nothing older
+  // than version 1 to migrate from yet).
+  psql(
+      "SET ROLE brine; CREATE TABLE brine_schema (version integer NOT NULL); "
+      "INSERT INTO brine_schema VALUES (0)");
+  auto o = opts();
+  o.migrate = false;
+  auto s = open(o);
+  EXPECT_EQ(s->check().schema_version, 0);
+  EXPECT_NE(error_of([&] { s->list_jobs(1); }).find("run `brine store migrate`"),
+            std::string::npos);
+  auto migrated = open_store();
+  EXPECT_EQ(migrated->check().schema_version, k_postgres_schema_version);
+  EXPECT_EQ(psql("SELECT count(*) FROM brine_schema"), "1");
+  EXPECT_TRUE(s->list_jobs(1).empty());
+}
+
+TEST_F(postgres_test, masters_starting_together_migrate_once) {
+  constexpr int k_masters = 4;
+  std::latch go(k_masters);
+  std::atomic<int> opened{0};
+  std::vector<std::string> errors(k_masters);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < k_masters; ++i) {
+    threads.emplace_back([&, i] {
+      go.arrive_and_wait();
+      try {
+        auto s = open_store("master-" + std::to_string(i));
+        s->add_job(make_job("j" + std::to_string(i), i));
+        ++opened;
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  EXPECT_EQ(opened.load(), k_masters);
+  EXPECT_EQ(psql("SELECT version FROM brine_schema"), std::to_string(k_postgres_schema_version));
+  EXPECT_EQ(open_store()->list_jobs(10).size(), static_cast<size_t>(k_masters));
+}
+
+TEST_F(postgres_test, master_slots_are_distinct_and_kept) {
+  auto a = open_store("a");
+  auto b = open_store("b");
+  EXPECT_EQ(a->claim_master_slot("m0:4506"), 0);
+  EXPECT_EQ(b->claim_master_slot("m1:4506"), 1);
+  EXPECT_EQ(a->claim_master_slot("m0:4506"), 0);
+  EXPECT_EQ(b->claim_master_slot("m0:4506"), 0);  // by name, whoever asks
+  a.reset();
+  EXPECT_EQ(open_store()->claim_master_slot("m1:4506"), 1);  // across restarts
+
+  // Masters claiming at once get distinct slots.
+  constexpr int k_masters = 6;
+  std::latch go(k_masters);
+  std::vector<int> slots(k_masters, -1);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < k_masters; ++i) {
+    threads.emplace_back([&, i] {
+      auto s = open_store();
+      go.arrive_and_wait();
+      slots[i] = s->claim_master_slot("racer" + std::to_string(i));
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::set<int> distinct(slots.begin(), slots.end());
+  EXPECT_EQ(distinct.size(), static_cast<size_t>(k_masters));
+  EXPECT_EQ(*distinct.begin(), 2);
+  EXPECT_EQ(*distinct.rbegin(), 2 + k_masters - 1);
+
+  for (int i = 2 + k_masters; i < k_master_slots; ++i) {
+    EXPECT_EQ(b->claim_master_slot("m" + std::to_string(i)), i);
+  }
+  std::string what = error_of([&] { b->claim_master_slot("one-too-many"); });
+  EXPECT_NE(what.find("all 100 are taken"), std::string::npos) << what;
+  EXPECT_NE(what.find(pg_->url(db_)), std::string::npos) << what;
+  // A master that is gone gives its slot back by hand.
+  psql("DELETE FROM masters WHERE name = 'm1:4506'");
+  EXPECT_EQ(b->claim_master_slot("one-too-many"), 1);
+}
+
+TEST_F(postgres_test, feed_hears_keys_and_returns_of_other_writers) {
+  auto a = open_store("master-a:4506");
+  auto b = open_store("master-b:4506");
+  auto feed = a->changes();
+  ASSERT_NE(feed, nullptr);
+
+  b->put_key(make_key("web1", "aa:01", key_state::pending));
+  auto got = until_key(*feed, "web1");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].what, change::kind::keys);
+  EXPECT_EQ(got[0].origin, "master-b:4506");
+
+  // A delete that deletes nothing says nothing: the next change is web2's.
+  b->delete_key("web1", "no:such");
+  b->put_key(make_key("web2", "bb:02", key_state::pending));
+  got = until_key(*feed, "web2");
+  ASSERT_EQ(got.size(), 1u);
+  b->delete_key("web1", "aa:01");
+  got = until_key(*feed, "web1");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].origin, "master-b:4506");
+
+  // Returns: one change per job, naming the minions whose returns were new.
+  a->add_returns({make_return("j1", "m1", 1)});
+  b->add_returns({make_return("j1", "m1", 1), make_return("j1", "m3", 1),
+                  make_return("j1", "m2", 1), make_return("j2", "m1", 1)});
+  got = collect(*feed, [](const std::vector<change>& all) {
+    return std::count_if(all.begin(), all.end(),
+                         [](const change& c) { return c.origin == "master-b:4506"; }) == 2;
+  });
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].what, change::kind::returns);
+  EXPECT_EQ(got[0].origin, "master-a:4506");  // its own writes too
+  EXPECT_EQ(got[0].minions, (std::vector<std::string>{"m1"}));
+  EXPECT_EQ(got[1].jid, "j1");
+  EXPECT_EQ(got[1].minions, (std::vector<std::string>{"m2", "m3"}));
+  EXPECT_EQ(got[2].jid, "j2");
+  EXPECT_EQ(got[2].minions, (std::vector<std::string>{"m1"}));
+
+  // A batch with nothing new says nothing.
+  EXPECT_EQ(b->add_returns({make_return("j1", "m2", 1)}), 0u);
+  b->put_key(make_key("web3", "cc:03", key_state::pending));
+  got = until_key(*feed, "web3");
+  EXPECT_EQ(got.size(), 1u);
+}
+
+TEST_F(postgres_test, feed_splits_big_batches_over_notifications) {
+  auto s = open_store("master-a:4506");
+  auto feed = s->changes();
+  std::vector<return_record> batch;
+  std::set<std::string> expected;
+  for (int i = 0; i < 3000; ++i) {
+    std::string minion = "minion-with-a-rather-long-name-" + std::to_string(100000 + i);
+    expected.insert(minion);
+    batch.push_back(make_return("20240101000000000001", minion, i));
+  }
+  ASSERT_EQ(s->add_returns(batch), batch.size());
+  std::set<std::string> heard;
+  size_t notifications = 0;
+  collect(*feed, [&](const std::vector<change>& all) {
+    for (size_t i = notifications; i < all.size(); ++i) {
+      const change& c = all[i];
+      EXPECT_EQ(c.what, change::kind::returns);
+      EXPECT_EQ(c.jid, "20240101000000000001");
+      size_t payload = c.origin.size() + 1 + c.jid.size();
+      for (const auto& m : c.minions) {
+        payload += 1 + m.size();
+        EXPECT_TRUE(heard.insert(m).second) << m << " twice";
+      }
+      EXPECT_LT(payload, k_postgres_max_payload);
+    }
+    notifications = all.size();
+    return heard.size() >= expected.size();
+  });
+  EXPECT_EQ(heard, expected);
+  // 3000 names of 37 bytes: about 111 KB, at most 7.9 KB each.
+  EXPECT_GE(notifications, 15u);
+}
+
+TEST_F(postgres_test, feed_skips_payloads_it_cannot_read) {
+  auto s = open_store("a");
+  auto feed = s->changes();
+  for (const char* keys : {"'no newline'", "E'too\\nmany\\nlines'", "''", "E'origin\\n'"}) {
+    psql(std::string("SELECT pg_notify('brine_keys', ") + keys + ")");
+  }
+  for (const char* returns : {"E'origin\\njid'", "E'origin\\n\\nminion'", "E'\\n\\n\\n'", "''"}) {
+    psql(std::string("SELECT pg_notify('brine_returns', ") + returns + ")");
+  }
+  s->put_key(make_key("web1", "aa:01", key_state::pending));
+  auto got = until_key(*feed, "web1");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].origin, "a");
+}
+
+TEST_F(postgres_test, feed_interrupt_ends_a_wait) {
+  auto s = open_store();
+  auto feed = s->changes();
+  // Before a wait: the next wait returns at once.
+  feed->interrupt();
+  auto start = clock_type::now();
+  EXPECT_TRUE(feed->wait(30s).empty());
+  EXPECT_LT(clock_type::now() - start, 5s);
+
+  std::atomic<bool> returned{false};
+  start = clock_type::now();
+  std::thread waiter([&] {
+    feed->wait(30s);
+    returned = true;
+  });
+  feed->interrupt();
+  waiter.join();
+  EXPECT_TRUE(returned);
+  EXPECT_LT(clock_type::now() - start, 5s);
+  // A timeout with nothing to hear returns empty.
+  EXPECT_TRUE(feed->wait(50ms).empty());
+}
+
+TEST_F(postgres_test, lost_connection_fails_the_call_and_the_next_reconnects) {
+  auto s = open_store();
+  auto feed = s->changes();
+  std::vector<return_record> batch = {make_return("j1", "m1", 1), make_return("j1", "m2", 2)};
+  // Every connection to the test's database, the store's and the feed's.
+  EXPECT_EQ(psql("SELECT count(*) FROM (SELECT pg_terminate_backend(pid, 5000) FROM "
+                 "pg_stat_activity WHERE datname = '" +
+                 db_ + "' AND pid <> pg_backend_pid()) t"),
+            "2");
+  std::string what = error_of([&] { s->add_returns(batch); });
+  EXPECT_NE(what.find("store " + pg_->url(db_) + ": cannot store 2 returns: lost the connection"),
+            std::string::npos)
+      << what;
+  EXPECT_EQ(s->add_returns(batch), 2u);
+  EXPECT_EQ(s->add_returns(batch), 0u);  // never stored twice
+  psql("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = '" + db_ +
+       "' AND pid <> pg_backend_pid() AND application_name = 'brine' AND query NOT LIKE "
+       "'LISTEN%'");
+  EXPECT_TRUE(throws_unreachable([&] { s->add_returns(batch); }));
+  EXPECT_EQ(s->count_returns("j1"), 2u);
+
+  what = error_of([&] { feed->wait(5s); });
+  EXPECT_NE(what.find("store " + pg_->url(db_) + ": change feed: lost the connection"),
+            std::string::npos)
+      << what;
+  auto got = feed->wait(1s);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got[0].what, change::kind::resync);
+  s->put_key(make_key("web1", "aa:01", key_state::pending));
+  got = until_key(*feed, "web1");
+  EXPECT_EQ(got.size(), 1u);  // no second resync
+}
+
+TEST_F(postgres_test, failed_batch_of_returns_is_not_half_stored) {
+  auto s = open_store("a");
+  auto feed = s->changes();
+  // A server-side failure in the last of the statements of a 1,200-row batch.
+  psql(R"sql(
+CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.minion = 'zz-poison' THEN RAISE EXCEPTION 'poison refused'; END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER poison BEFORE INSERT ON returns FOR EACH ROW EXECUTE FUNCTION refuse_poison();
+)sql");
+  s->add_undelivered({{"j1", "m0001", "not connected", 1}});
+  std::vector<return_record> batch;
+  for (int i = 0; i < 1199; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "m%04d", i);
+    batch.push_back(make_return("j1", name, i));
+  }
+  batch.push_back(make_return("j1", "zz-poison", 0));
+  std::string what = error_of([&] { s->add_returns(batch); });
+  EXPECT_NE(what.find("store " + pg_->url(db_) + ": cannot store 1200 returns: poison refused"),
+            std::string::npos)
+      << what;
+  EXPECT_EQ(s->count_returns("j1"), 0u);
+  EXPECT_EQ(s->count_undelivered("j1"), 1u);  // its removal was undone too
+
+  psql("DROP TRIGGER poison ON returns");
+  EXPECT_EQ(s->add_returns(batch), 1200u);
+  EXPECT_EQ(s->count_returns("j1"), 1200u);
+  EXPECT_EQ(s->count_undelivered("j1"), 0u);
+  // The feed heard the stored batch only, not the failed one.
+  size_t heard = 0;
+  collect(*feed, [&](const std::vector<change>& all) {
+    heard = 0;
+    for (const auto& c : all) heard += c.minions.size();
+    return heard >= 1200;
+  });
+  EXPECT_EQ(heard, 1200u);
+}
+
+TEST_F(postgres_test, server_restart_fails_calls_then_reconnects_with_a_resync) {
+  auto s = open_store("a");
+  auto feed = s->changes();
+  s->add_job(make_job("before", 1));
+
+  pg_->stop();
+  const std::string name = "store " + pg_->url(db_) + ": ";
+  std::string what = error_of([&] { s->add_job(make_job("during", 2)); });
+  EXPECT_EQ(what.rfind(name, 0), 0u) << what;
+  what = error_of([&] { feed->wait(5s); });
+  EXPECT_EQ(what.rfind(name + "change feed: ", 0), 0u) << what;
+  EXPECT_TRUE(throws_unreachable([&] { s->list_jobs(1); }));
+  EXPECT_TRUE(throws_unreachable([&] { feed->wait(1s); }));
+  EXPECT_TRUE(throws_unreachable([&] { open_store(); }));
+  // Attempts while it is down fail at once, naming the database (and, soon
+  // after a failed one, that it is reconnecting).
+  bool reconnecting = false;
+  for (int i = 0; i < 5; ++i) {
+    auto start = clock_type::now();
+    what = error_of([&] { s->list_jobs(1); });
+    EXPECT_EQ(what.rfind(name, 0), 0u) << what;
+    EXPECT_LT(clock_type::now() - start, 5s);
+    reconnecting =
+        reconnecting ||
+        what.find("reconnecting after a lost connection; next attempt in") != std::string::npos;
+  }
+  EXPECT_TRUE(reconnecting);
+
+  pg_->start();
+  eventually([&] { s->add_job(make_job("after", 3)); }, 15s, "the store to reconnect");
+  EXPECT_EQ(jids_of(s->list_jobs(10)), (std::vector<std::string>{"after", "before"}));
+
+  auto got = eventually([&] { return feed->wait(100ms); }, 15s, "the feed to reconnect");
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got[0].what, change::kind::resync);
+  EXPECT_EQ(std::count_if(got.begin(), got.end(),
+                          [](const change& c) { return c.what == change::kind::resync; }),
+            1);
+  auto other = open_store("b");
+  other->put_key(make_key("web1", "aa:01", key_state::pending));
+  got = until_key(*feed, "web1");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].origin, "b");
+}
+
+}  // namespace
+}  // namespace brine::store
