@@ -157,6 +157,9 @@ void master::reopen() {
     int64_t stamp = base::unix_now();
     try {
       for (auto& job : db.unsettled_jobs()) {
+        // In a shared store, another master's open jobs are its own to
+        // deliver (it settles them when it comes back).
+        if (db.shared() && job.master != name_) continue;
         std::set<std::string> resolved;
         for (auto& id : db.returned_minions(job.jid)) resolved.insert(std::move(id));
         for (auto& u : db.get_undelivered(job.jid)) resolved.insert(std::move(u.minion));
