@@ -47,13 +47,9 @@ json apply_offline(const base::master_config& cfg, const key_options& o) {
   } else {
     r = keys.remove(o.match);
   }
-  for (const auto& c : r.changes) {
-    if (c.what == pki::key_change::kind::put) {
-      db->put_key(c.record);
-    } else {
-      db->delete_key(c.record.id, c.record.fingerprint);
-    }
-  }
+  std::vector<store::key_write> batch;
+  for (const auto& c : r.changes) batch.push_back({c.what == pki::key_change::kind::erase, c.record});
+  db->write_keys(batch);
   return {{"ok", true}, {"ids", r.ids}};
 }
 

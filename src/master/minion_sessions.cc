@@ -479,15 +479,12 @@ void minion_sessions::on_message(const session_ptr& s, proto::message&& m) {
 
 void minion_sessions::persist(const std::vector<pki::key_change>& changes) {
   if (changes.empty()) return;
-  store_.post([changes](store::store& db) {
-    for (const auto& c : changes) {
-      if (c.what == pki::key_change::kind::put) {
-        db.put_key(c.record);
-      } else {
-        db.delete_key(c.record.id, c.record.fingerprint);
-      }
-    }
-  });
+  std::vector<store::key_write> batch;
+  batch.reserve(changes.size());
+  for (const auto& c : changes) {
+    batch.push_back({c.what == pki::key_change::kind::erase, c.record});
+  }
+  store_.post([batch = std::move(batch)](store::store& db) { db.write_keys(batch); });
 }
 
 void minion_sessions::apply_key_changes(const pki::key_op_result& r, const std::string& act) {

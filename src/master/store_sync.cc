@@ -72,7 +72,10 @@ void store_sync::apply(std::vector<store::change> changes) {
         break;
     }
   }
-  if (again) {
+  // Thousands of ids at once (`brine key accept --all` on another master):
+  // one read of every key beats a query per id.
+  constexpr size_t k_reload_above = 64;
+  if (again || ids.size() > k_reload_above) {
     resync();
   } else if (!ids.empty()) {
     keys_changed({ids.begin(), ids.end()});

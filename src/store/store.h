@@ -85,6 +85,12 @@ struct undelivered_record {
   int64_t stamp = 0;  // unix seconds
 };
 
+// One write of write_keys(): the record put, or its (id, fingerprint) erased.
+struct key_write {
+  bool erase = false;
+  key_record record;
+};
+
 // A change that a writer of a shared store made, as other masters hear of it
 // (PostgreSQL LISTEN/NOTIFY). The rows stay the truth: a change only says
 // which rows to read again.
@@ -158,6 +164,9 @@ class store {
   virtual void put_key(const key_record& key) = 0;
   // Remove one key (id, fingerprint).
   virtual void delete_key(const std::string& id, const std::string& fingerprint) = 0;
+  // Several puts and deletes, in order, in one transaction (`brine key
+  // accept --all` of thousands of pending keys).
+  virtual void write_keys(const std::vector<key_write>& batch) = 0;
 
   // A jid already stored is kept as it is (a publish forwarded twice is
   // stored once). A new job is not settled.

@@ -1142,6 +1142,7 @@ class postgres_store final : public store {
   std::vector<key_record> load_keys(const std::string& id) override;
   void put_key(const key_record& key) override;
   void delete_key(const std::string& id, const std::string& fingerprint) override;
+  void write_keys(const std::vector<key_write>& batch) override;
 
   void add_job(const job_record& job) override;
   std::vector<job_record> list_jobs(size_t limit) override;
@@ -1371,6 +1372,21 @@ void postgres_store::delete_key(const std::string& id, const std::string& finger
   ready();
   db_.run(k_delete_key, params().text(id).text(fingerprint).text(c_->origin + "\n" + id),
           "cannot delete key " + id);
+}
+
+void postgres_store::write_keys(const std::vector<key_write>& batch) {
+  if (batch.empty()) return;
+  ready();
+  transaction txn(db_, "cannot store " + std::to_string(batch.size()) + " key changes");
+  // Each statement queues its notification; they go out at the commit.
+  for (const auto& w : batch) {
+    if (w.erase) {
+      delete_key(w.record.id, w.record.fingerprint);
+    } else {
+      put_key(w.record);
+    }
+  }
+  txn.commit();
 }
 
 void postgres_store::add_job(const job_record& job) {

@@ -439,6 +439,7 @@ class sqlite_store final : public store {
   using store::get_returns;
   void put_key(const key_record& key) override;
   void delete_key(const std::string& id, const std::string& fingerprint) override;
+  void write_keys(const std::vector<key_write>& batch) override;
 
   void add_job(const job_record& job) override;
   std::vector<job_record> list_jobs(size_t limit) override;
@@ -549,6 +550,19 @@ void sqlite_store::delete_key(const std::string& id, const std::string& fingerpr
       .bind(1, id)
       .bind(2, fingerprint)
       .run();
+}
+
+void sqlite_store::write_keys(const std::vector<key_write>& batch) {
+  if (batch.empty()) return;
+  write_transaction txn(conn_, "cannot store " + std::to_string(batch.size()) + " key changes");
+  for (const auto& w : batch) {
+    if (w.erase) {
+      delete_key(w.record.id, w.record.fingerprint);
+    } else {
+      put_key(w.record);
+    }
+  }
+  txn.commit();
 }
 
 void sqlite_store::add_job(const job_record& job) {

@@ -625,6 +625,31 @@ TEST_P(store_test, load_keys_of_one_id) {
   EXPECT_EQ(s->load_keys("web10").size(), 1u);
 }
 
+// brine key accept --all: thousands of changes in one transaction, in order.
+TEST_P(store_test, write_keys_applies_a_batch_in_order) {
+  auto s = open_store();
+  s->write_keys({});
+  std::vector<key_write> batch;
+  for (int i = 0; i < 1500; ++i) {
+    batch.push_back({false, make_key("m" + std::to_string(i), "fp", key_state::pending, 1)});
+  }
+  s->write_keys(batch);
+  EXPECT_EQ(s->load_keys().size(), 1500u);
+  // Accept one, delete another, then put the deleted one back as rejected.
+  s->write_keys({{false, make_key("m1", "fp", key_state::accepted, 2)},
+                 {true, make_key("m2", "fp", key_state::pending)},
+                 {false, make_key("m2", "fp", key_state::rejected, 3)},
+                 {true, make_key("m3", "fp", key_state::pending)}});
+  auto m1 = s->load_keys("m1");
+  ASSERT_EQ(m1.size(), 1u);
+  EXPECT_EQ(m1[0].state, key_state::accepted);
+  auto m2 = s->load_keys("m2");
+  ASSERT_EQ(m2.size(), 1u);
+  EXPECT_EQ(m2[0].state, key_state::rejected);
+  EXPECT_TRUE(s->load_keys("m3").empty());
+  EXPECT_EQ(s->load_keys().size(), 1499u);
+}
+
 TEST_P(store_test, duplicates_within_one_batch) {
   auto s = open_store();
   // Undelivered: the first record of a minion in the batch wins.
