@@ -362,11 +362,11 @@ class Suite:
                     "<= 10 s" if n == 10000 else None)
         self.record(f"auth storm {n}: handshakes per second", "1/s", [n / t for t in times])
 
-    def accept_all(self, n):
+    def accept_all(self, n, label="", **opts):
         """`brine key accept --all` with n pending minions: the CLI's time, the
         time until all serve, and the worst test.ping of an already accepted
         minion meanwhile (the master must not stall other work)."""
-        m = Master(self.brine, self.work, auto_accept="false")
+        m = Master(self.brine, self.work, auto_accept="false", **opts)
         probe = Swarm(self.brine, m, 1, prefix="probe-")
         s = None
         try:
@@ -402,10 +402,11 @@ class Suite:
             pinger.join(30)
             if not worst or max(worst) == float("inf"):
                 raise BenchError("test.ping of an accepted minion failed during accept --all")
-            self.record(f"key accept --all of {n} pending: CLI", "s", [cli])
-            self.record(f"key accept --all of {n} pending: all serving", "s",
+            self.record(f"key accept --all of {n} pending{label}: CLI", "s", [cli])
+            self.record(f"key accept --all of {n} pending{label}: all serving", "s",
                         [s.all_connected_unix - t0_unix])
-            self.record(f"test.ping of another minion during accept --all of {n}", "s", worst)
+            self.record(f"test.ping of another minion during accept --all of {n}{label}", "s",
+                        worst)
         finally:
             if s:
                 s.stop()
@@ -467,7 +468,7 @@ class Suite:
                 raise BenchError(f"--batch 10%: {len(got)} of {n} returned: {err.strip()[:200]}")
         self.record(f"--batch 10% test.ping across {n} swarm minions (CLI wall)", "s", walls)
 
-    def returns_per_second(self, m, n, seconds):
+    def returns_per_second(self, m, n, seconds, label=""):
         total, t0 = 0, time.monotonic()
         while time.monotonic() - t0 < seconds:
             rc, out, err = m.cli("cmd", "-t", "30", "--out", "json", "*", "test.echo", "x")
@@ -476,8 +477,9 @@ class Suite:
                 raise BenchError(f"test.echo: {len(got)} of {n} returned: {err.strip()[:200]}")
             total += len(got)
         elapsed = time.monotonic() - t0
-        self.record(f"returns per second, sequential jobs against {n} minions", "1/s",
+        self.record(f"returns per second, sequential jobs against {n} minions{label}", "1/s",
                     [total / elapsed])
+        return total / elapsed
 
     def real_minions(self, counts, ping_runs, idle_seconds):
         for n in counts:
@@ -741,6 +743,56 @@ class Suite:
         self.record(f"master memory per minion for its cached Debian 12 grains ({n})", "KiB",
                     [per["Debian 12 grains"] - per["id-only grains"]])
 
+    def store_backends(self, n, ping_runs, returns_seconds, accept_n):
+        """The same master work on the embedded SQLite store and on a shared
+        PostgreSQL (a real server started here, on loopback): test.ping across
+        n swarm minions, returns per second, master memory per minion, and
+        accepting accept_n pending keys. The backends run one after the other
+        in one run, so their figures compare."""
+        sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+        from pgserver import PostgresServer, postgres_available
+        if not postgres_available():
+            raise BenchError("PostgreSQL is not installed (apt-get install postgresql)")
+        pg = PostgresServer()
+        pg.start()
+        try:
+            figures = {}
+            for backend in ("sqlite", "postgresql"):
+                opts = {}
+                if backend == "postgresql":
+                    pg.create_database("bench")
+                    opts = {"store": pg.url("bench"),
+                            "store_password_file": pg.password_file(
+                                os.path.join(self.work, "store.pw"))}
+                m = Master(self.brine, self.work, **opts)
+                s = None
+                try:
+                    time.sleep(0.5)
+                    base_rss = proc_rss_kib(m.proc.pid)
+                    s = Swarm(self.brine, m, n, prefix=f"store-{backend}-")
+                    s.wait_connected(180)
+                    walls = [m.ping(n) for _ in range(ping_runs)]
+                    figures[backend] = statistics.median(walls)
+                    self.record(f"test.ping across {n} swarm minions, {backend} store (CLI wall)",
+                                "s", walls)
+                    self.record(f"master memory per connected minion ({n}), {backend} store",
+                                "KiB", [(proc_rss_kib(m.proc.pid) - base_rss) / n])
+                    rate = self.returns_per_second(m, n, returns_seconds, f", {backend} store")
+                    figures[backend + " returns"] = rate
+                finally:
+                    if s:
+                        s.stop()
+                    m.stop()
+                self.accept_all(accept_n, label=f", {backend} store", **opts)
+                if backend == "postgresql":
+                    pg.psql("DROP DATABASE bench WITH (FORCE)")
+            self.record(f"test.ping across {n}: postgresql / sqlite", "ratio",
+                        [figures["postgresql"] / figures["sqlite"]], "<= 1.2")
+            self.record("returns per second: postgresql / sqlite", "ratio",
+                        [figures["postgresql returns"] / figures["sqlite returns"]], ">= 0.5")
+        finally:
+            pg.cleanup()
+
     def microbench(self, rounds, pillar_rounds):
         """In process, from bench/brine_microbench (built beside brine): each
         target expression parsed and matched against 10,000 cached minions
@@ -787,7 +839,8 @@ class Suite:
                     ("failover-real", lambda: self.failover_real_minion(5)),
                     ("failover-swarm", lambda: self.failover_swarm(1000, 1, 60)),
                     ("hot", lambda: self.hot_multi_master(1000, 5)),
-                    ("publish-hold", lambda: self.publish_hold(1000, 50))]
+                    ("publish-hold", lambda: self.publish_hold(1000, 50)),
+                    ("store", lambda: self.store_backends(1000, 3, 3, 1000))]
         return [("client", lambda: self.client_start(200)),
                 ("micro", lambda: self.microbench(20, 5)),
                 ("auth", lambda: self.auth_storm(1000, 3)),
@@ -800,7 +853,8 @@ class Suite:
                 ("failover-swarm", lambda: self.failover_swarm(1000, 3, 60)),
                 ("failover-swarm", lambda: self.failover_swarm(10000, 1, 120)),
                 ("hot", lambda: self.hot_multi_master(1000, 7)),
-                ("publish-hold", lambda: self.publish_hold(1000, 200))]
+                ("publish-hold", lambda: self.publish_hold(1000, 200)),
+                ("store", lambda: self.store_backends(10000, 5, 10, 10000))]
 
     def run(self):
         started = time.monotonic()
@@ -838,7 +892,7 @@ class Suite:
 
 
 GROUPS = ["client", "micro", "auth", "accept", "swarm", "grains", "real", "failover-real", "failover-swarm",
-          "hot", "publish-hold"]
+          "hot", "publish-hold", "store"]
 
 
 def main():

@@ -38,8 +38,13 @@ json status_json(const store::status& s) {
 void print_status(const store::status& s) {
   std::cout << "store: " << s.backend << " " << s.name << "\n";
   std::cout << "reachable: yes\n";
-  std::cout << "schema version: " << s.schema_version << " (this brine: " << s.code_version
-            << ")\n";
+  if (s.schema_version == 0) {
+    std::cout << "schema version: none yet (this brine: " << s.code_version << ")\n";
+  } else {
+    std::cout << "schema version: " << s.schema_version << " (this brine: " << s.code_version
+              << ")\n";
+  }
+  if (s.rows.empty()) return;
   std::cout << "rows:";
   const char* sep = " ";
   for (const auto& [table, n] : s.rows) {
