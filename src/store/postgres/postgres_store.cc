@@ -682,6 +682,27 @@ class params {
     return *this;
   }
   params& int8(int64_t v) { return big_endian(static_cast<uint64_t>(v), 8); }
+  // An array (text[], bigint[]: the cast in the statement says which) in
+  // PostgreSQL's text form {"a","b"}, for unnest(): the one parameter here
+  // not sent in binary, which would need the element type's OID.
+  params& array(const std::vector<std::string>& items) {
+    std::string a = "{";
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) a += ',';
+      a += '"';
+      for (char ch : to_text(items[i])) {
+        if (ch == '"' || ch == '\\') a += '\\';
+        a += ch;
+      }
+      a += '"';
+    }
+    a += '}';
+    owned_.push_back(std::move(a));
+    values_.push_back(owned_.back().c_str());
+    lengths_.push_back(0);
+    formats_.push_back(0);
+    return *this;
+  }
   params& int4(int32_t v) { return big_endian(static_cast<uint32_t>(v), 4); }
   params& boolean(bool v) {
     owned_.emplace_back(1, v ? '\1' : '\0');
@@ -925,6 +946,15 @@ constexpr statement k_put_key{
     "ON CONFLICT (id, fingerprint) DO UPDATE SET state = EXCLUDED.state, "
     "pubkey = EXCLUDED.pubkey, updated = EXCLUDED.updated RETURNING 1) "
     "SELECT pg_notify('brine_keys', $6::text) FROM k"};
+// Many puts in one statement (brine key accept --all), one notification per id.
+constexpr statement k_put_keys{
+    "put_keys",
+    "WITH k AS (INSERT INTO keys (id, fingerprint, state, pubkey, updated) "
+    "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) "
+    "ON CONFLICT (id, fingerprint) DO UPDATE SET state = EXCLUDED.state, "
+    "pubkey = EXCLUDED.pubkey, updated = EXCLUDED.updated RETURNING id) "
+    "SELECT pg_notify('brine_keys', $6::text || chr(10) || id) "
+    "FROM (SELECT DISTINCT id FROM k) AS changed"};
 constexpr statement k_delete_key{
     "delete_key",
     "WITH d AS (DELETE FROM keys WHERE id = $1::text AND fingerprint = $2::text RETURNING 1) "
@@ -1377,15 +1407,47 @@ void postgres_store::delete_key(const std::string& id, const std::string& finger
 void postgres_store::write_keys(const std::vector<key_write>& batch) {
   if (batch.empty()) return;
   ready();
-  transaction txn(db_, "cannot store " + std::to_string(batch.size()) + " key changes");
-  // Each statement queues its notification; they go out at the commit.
+  std::string what = "cannot store " + std::to_string(batch.size()) + " key changes";
+  transaction txn(db_, what);
+  // Runs of puts go as one statement each (a row may appear once in an
+  // upsert, so a repeated (id, fingerprint) starts the next run); deletes
+  // one by one, in order with them.
+  constexpr size_t k_max_run = 2000;
+  std::vector<const key_record*> run;
+  std::set<std::pair<std::string_view, std::string_view>> in_run;
+  auto flush = [&] {
+    if (run.empty()) return;
+    std::vector<std::string> ids, fingerprints, states, pubkeys, updated;
+    for (const auto* k : run) {
+      ids.push_back(k->id);
+      fingerprints.push_back(k->fingerprint);
+      states.push_back(to_string(k->state));
+      pubkeys.push_back(k->pubkey);
+      updated.push_back(std::to_string(k->updated));
+    }
+    db_.run(k_put_keys,
+            params()
+                .array(ids)
+                .array(fingerprints)
+                .array(states)
+                .array(pubkeys)
+                .array(updated)
+                .text(c_->origin),
+            what);
+    run.clear();
+    in_run.clear();
+  };
   for (const auto& w : batch) {
     if (w.erase) {
+      flush();
       delete_key(w.record.id, w.record.fingerprint);
-    } else {
-      put_key(w.record);
+      continue;
     }
+    if (run.size() >= k_max_run || in_run.contains({w.record.id, w.record.fingerprint})) flush();
+    in_run.insert({w.record.id, w.record.fingerprint});
+    run.push_back(&w.record);
   }
+  flush();
   txn.commit();
 }
 

@@ -479,6 +479,32 @@ TEST_F(postgres_test, feed_hears_keys_and_returns_of_other_writers) {
   EXPECT_EQ(got.size(), 1u);
 }
 
+// brine key accept --all on another master: every id changed is heard once,
+// whether its write came in a run of puts or as a delete (PostgreSQL sends
+// a payload repeated within one transaction once).
+TEST_F(postgres_test, feed_hears_every_id_of_a_key_batch) {
+  auto a = open_store("master-a:4506");
+  auto b = open_store("master-b:4506");
+  auto feed = a->changes();
+  ASSERT_NE(feed, nullptr);
+  std::vector<key_write> batch;
+  for (int i = 0; i < 300; ++i) {
+    batch.push_back({false, make_key("k" + std::to_string(i), "fp", key_state::accepted)});
+  }
+  batch.push_back({true, make_key("k7", "fp", key_state::accepted)});
+  batch.push_back({false, make_key("k7", "fp", key_state::rejected)});
+  b->write_keys(batch);
+  auto got = collect(*feed, [](const std::vector<change>& all) { return all.size() >= 300; });
+  std::set<std::string> ids;
+  for (const auto& c : got) {
+    EXPECT_EQ(c.what, change::kind::keys);
+    EXPECT_EQ(c.origin, "master-b:4506");
+    ids.insert(c.id);
+  }
+  EXPECT_EQ(ids.size(), 300u);
+  EXPECT_EQ(a->load_keys("k7").at(0).state, key_state::rejected);
+}
+
 TEST_F(postgres_test, feed_splits_big_batches_over_notifications) {
   auto s = open_store("master-a:4506");
   auto feed = s->changes();

@@ -648,6 +648,18 @@ TEST_P(store_test, write_keys_applies_a_batch_in_order) {
   EXPECT_EQ(m2[0].state, key_state::rejected);
   EXPECT_TRUE(s->load_keys("m3").empty());
   EXPECT_EQ(s->load_keys().size(), 1499u);
+  // The same key twice in one batch: the later write wins. Text that array
+  // syntax would mistake survives.
+  auto odd = make_key("odd \"id\"", "f{1},2", key_state::pending, 4);
+  odd.pubkey = "a\"b\\c\nd{},'e NULL";
+  auto accepted = odd;
+  accepted.state = key_state::accepted;
+  s->write_keys({{false, odd}, {false, accepted}});
+  auto back = s->load_keys(odd.id);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].state, key_state::accepted);
+  EXPECT_EQ(back[0].fingerprint, odd.fingerprint);
+  EXPECT_EQ(back[0].pubkey, odd.pubkey);
 }
 
 TEST_P(store_test, duplicates_within_one_batch) {
