@@ -1,0 +1,736 @@
+#include "render/interpreter.h"
+
+#include <cmath>
+#include <set>
+
+namespace brine::render::detail {
+namespace {
+
+// Deep enough for real templates, shallow enough for a sanitized stack.
+constexpr int k_max_depth = 200;
+
+std::int64_t as_integer(const value& v) {
+  return v.is_bool() ? std::int64_t{v.as_bool()} : v.as_int();
+}
+bool integral(const value& v) { return v.is_int() || v.is_bool(); }
+
+[[noreturn]] void unsupported(const std::string& op, const value& a, const value& b) {
+  throw template_error("unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" +
+                       type_name(b) + "'");
+}
+
+value repeat(const value& seq, std::int64_t n) {
+  if (seq.is_string()) {
+    std::string out;
+    for (std::int64_t i = 0; i < n; ++i) out += seq.as_string();
+    return out;
+  }
+  std::vector<value> out;
+  for (std::int64_t i = 0; i < n; ++i)
+    out.insert(out.end(), seq.items().begin(), seq.items().end());
+  return seq.is_tuple() ? value::make_tuple(std::move(out)) : value::make_list(std::move(out));
+}
+
+}  // namespace
+
+value binary_op(const std::string& op, const value& a, const value& b) {
+  a.defined();
+  b.defined();
+  if (a.is_number() && b.is_number()) {
+    if (integral(a) && integral(b)) {
+      std::int64_t x = as_integer(a);
+      std::int64_t y = as_integer(b);
+      std::int64_t r = 0;
+      if (op == "+") {
+        if (__builtin_add_overflow(x, y, &r)) throw template_error("integer overflow");
+        return r;
+      }
+      if (op == "-") {
+        if (__builtin_sub_overflow(x, y, &r)) throw template_error("integer overflow");
+        return r;
+      }
+      if (op == "*") {
+        if (__builtin_mul_overflow(x, y, &r)) throw template_error("integer overflow");
+        return r;
+      }
+      if (op == "/") {
+        if (y == 0) throw template_error("division by zero");
+        return static_cast<double>(x) / static_cast<double>(y);
+      }
+      if (op == "//" || op == "%") {
+        if (y == 0)
+          throw template_error(op == "%" ? "integer modulo by zero"
+                                         : "integer division or modulo by zero");
+        if (x == INT64_MIN && y == -1) throw template_error("integer overflow");
+        std::int64_t q = x / y;
+        std::int64_t m = x % y;
+        if (m != 0 && ((m < 0) != (y < 0))) {
+          --q;
+          m += y;
+        }
+        return op == "//" ? value(q) : value(m);
+      }
+      if (op == "**") {
+        if (y < 0) return std::pow(static_cast<double>(x), static_cast<double>(y));
+        std::int64_t acc = 1;
+        for (std::int64_t i = 0; i < y; ++i)
+          if (__builtin_mul_overflow(acc, x, &acc)) throw template_error("integer overflow");
+        return acc;
+      }
+    }
+    double x = a.to_double();
+    double y = b.to_double();
+    if (op == "+") return x + y;
+    if (op == "-") return x - y;
+    if (op == "*") return x * y;
+    if (op == "/") {
+      if (y == 0) throw template_error("float division by zero");
+      return x / y;
+    }
+    if (op == "//" || op == "%") {
+      if (y == 0) throw template_error(op == "%" ? "float modulo" : "float floor division by zero");
+      double m = std::fmod(x, y);
+      if (m != 0 && ((m < 0) != (y < 0))) m += y;
+      if (op == "%") return m;
+      return std::floor(x / y);
+    }
+    if (op == "**") return std::pow(x, y);
+  }
+  if (op == "+") {
+    if (a.is_string() && b.is_string()) return a.as_string() + b.as_string();
+    if (a.type() == b.type() && a.is_sequence_like()) {
+      std::vector<value> out = a.items();
+      out.insert(out.end(), b.items().begin(), b.items().end());
+      return a.is_tuple() ? value::make_tuple(std::move(out)) : value::make_list(std::move(out));
+    }
+  }
+  if (op == "*") {
+    if ((a.is_string() || a.is_sequence_like()) && integral(b)) return repeat(a, as_integer(b));
+    if ((b.is_string() || b.is_sequence_like()) && integral(a)) return repeat(b, as_integer(a));
+  }
+  if (op == "%" && a.is_string()) return percent_format(a.as_string(), b);
+  unsupported(op, a, b);
+}
+
+bool contains(const value& container, const value& item) {
+  container.defined();
+  item.defined();
+  if (container.is_string()) {
+    if (!item.is_string())
+      throw template_error("'in <string>' requires string as left operand, not " + type_name(item));
+    return container.as_string().find(item.as_string()) != std::string::npos;
+  }
+  if (container.is_sequence_like()) {
+    for (const auto& e : container.items())
+      if (equal(e, item)) return true;
+    return false;
+  }
+  if (container.is_dict()) return container.dict().find(item) != nullptr;
+  throw template_error("argument of type '" + type_name(container) + "' is not iterable");
+}
+
+std::vector<value> iterate(const value& v) {
+  if (v.is_lenient_undefined()) return {};
+  v.defined();
+  if (v.is_sequence_like()) return v.items();
+  if (v.is_dict()) {
+    std::vector<value> keys;
+    for (const auto& [k, e] : v.dict().entries) keys.push_back(k);
+    return keys;
+  }
+  if (v.is_string()) {
+    std::vector<value> chars;
+    const std::string& s = v.as_string();
+    for (std::size_t i = 0; i < s.size();) {
+      std::size_t n = 1;
+      auto c = static_cast<unsigned char>(s[i]);
+      if (c >= 0xf0) {
+        n = 4;
+      } else if (c >= 0xe0) {
+        n = 3;
+      } else if (c >= 0xc0) {
+        n = 2;
+      }
+      chars.emplace_back(s.substr(i, n));
+      i += n;
+    }
+    return chars;
+  }
+  throw template_error("'" + type_name(v) + "' object is not iterable");
+}
+
+std::string interpreter::located(int line, int column) const {
+  return "template '" + name_ + "' line " + std::to_string(line) + " column " +
+         std::to_string(column) + ": ";
+}
+
+value interpreter::lookup(const std::string& name) {
+  for (frame* f = current_.get(); f; f = f->parent.get()) {
+    auto it = f->vars.find(name);
+    if (it != f->vars.end()) return it->second;
+  }
+  auto it = ctx_.find(name);
+  if (it != ctx_.end()) return it->second;
+  value g = builtin_global(name);
+  if (!g.is_undefined()) return g;
+  return value::undefined("'" + name + "' is undefined");
+}
+
+value interpreter::eval(const expr& e) {
+  try {
+    value v = eval_inner(e);
+    if (v.is_undefined()) v.locate_undefined(located(e.line, e.column));
+    return v;
+  } catch (const located_error&) {
+    throw;
+  } catch (const template_error& ex) {
+    throw located_error(located(e.line, e.column) + ex.what());
+  }
+}
+
+value interpreter::getattr(const value& obj, const std::string& name) {
+  obj.defined();
+  if (obj.is_dict()) {
+    if (!obj.is_namespace()) {
+      value m = method(obj, name);
+      if (!m.is_undefined()) return m;
+    }
+    if (value* v = obj.dict().find(value(name))) return *v;
+    return value::undefined("'" + type_name(obj) + " object' has no attribute '" + name + "'");
+  }
+  value m = method(obj, name);
+  if (!m.is_undefined()) return m;
+  return value::undefined("'" + type_name(obj) + " object' has no attribute '" + name + "'");
+}
+
+value interpreter::getitem(const value& obj, const value& key) {
+  obj.defined();
+  key.defined();
+  if (obj.is_dict()) {
+    if (value* v = obj.dict().find(key)) return *v;
+    if (key.is_string() && !obj.is_namespace()) {
+      value m = method(obj, key.as_string());
+      if (!m.is_undefined()) return m;
+    }
+    return value::undefined("'" + type_name(obj) + " object' has no attribute " + key.repr());
+  }
+  if ((obj.is_sequence_like() || obj.is_string()) && integral(key)) {
+    std::vector<value> chars;
+    const std::vector<value>* items = nullptr;
+    if (obj.is_string()) {
+      chars = iterate(obj);
+      items = &chars;
+    } else {
+      items = &obj.items();
+    }
+    std::int64_t i = as_integer(key);
+    auto n = static_cast<std::int64_t>(items->size());
+    if (i < 0) i += n;
+    if (i < 0 || i >= n)
+      return value::undefined(type_name(obj) + " object has no element " +
+                              std::to_string(as_integer(key)));
+    return (*items)[static_cast<std::size_t>(i)];
+  }
+  if (key.is_string()) {
+    value m = method(obj, key.as_string());
+    if (!m.is_undefined()) return m;
+  }
+  return value::undefined("'" + type_name(obj) + " object' has no attribute " + key.repr());
+}
+
+value interpreter::call(const value& callee, call_args& args) {
+  callee.defined();
+  if (!callee.is_callable())
+    throw template_error("'" + type_name(callee) + "' object is not callable");
+  if (++depth_ > k_max_depth) {
+    --depth_;
+    throw template_error("maximum recursion depth exceeded");
+  }
+  struct guard {
+    int& d;
+    ~guard() { --d; }
+  } g{depth_};
+  return callee.callable().fn(args);
+}
+
+void interpreter::eval_args(const expr& e, call_args& args, std::size_t first) {
+  for (std::size_t i = first; i < e.args.size(); ++i) args.positional.push_back(eval(*e.args[i]));
+  for (const auto& [k, v] : e.kwargs) args.keyword.emplace_back(k, eval(*v));
+}
+
+value interpreter::eval_call(const expr& e, const value* caller) {
+  value callee = eval(*e.args[0]);
+  call_args args;
+  eval_args(e, args, 1);
+  if (caller) args.keyword.emplace_back("caller", *caller);
+  return call(callee, args);
+}
+
+value interpreter::filter(const std::string& name, const value& input, call_args& args) {
+  const auto& fs = builtin_filters();
+  auto it = fs.find(name);
+  if (it == fs.end()) throw template_error("no filter named '" + name + "'");
+  return it->second(*this, input, args);
+}
+
+bool interpreter::test(const std::string& name, const value& input, call_args& args) {
+  const auto& ts = builtin_tests();
+  auto it = ts.find(name);
+  if (it == ts.end()) throw template_error("no test named '" + name + "'");
+  return it->second(*this, input, args);
+}
+
+value interpreter::eval_inner(const expr& e) {
+  switch (e.k) {
+    case expr::kind::literal:
+      return e.literal;
+    case expr::kind::name:
+      return lookup(e.name);
+    case expr::kind::list:
+    case expr::kind::tuple: {
+      std::vector<value> items;
+      for (const auto& a : e.args) items.push_back(eval(*a));
+      return e.k == expr::kind::list ? value::make_list(std::move(items))
+                                     : value::make_tuple(std::move(items));
+    }
+    case expr::kind::dict: {
+      value d = value::make_dict();
+      for (std::size_t i = 0; i + 1 < e.args.size(); i += 2) {
+        value k = eval(*e.args[i]);
+        k.defined();
+        if (k.is_list() || k.is_dict())
+          throw template_error("unhashable type: '" + type_name(k) + "'");
+        d.dict().set(k, eval(*e.args[i + 1]));
+      }
+      return d;
+    }
+    case expr::kind::getattr:
+      return getattr(eval(*e.args[0]), e.name);
+    case expr::kind::getitem:
+      return getitem(eval(*e.args[0]), eval(*e.args[1]));
+    case expr::kind::slice: {
+      value obj = eval(*e.args[0]);
+      obj.defined();
+      std::vector<value> items;
+      if (obj.is_string()) {
+        items = iterate(obj);
+      } else if (obj.is_sequence_like()) {
+        items = obj.items();
+      } else {
+        throw template_error("'" + type_name(obj) + "' object is not subscriptable");
+      }
+      auto n = static_cast<std::int64_t>(items.size());
+      auto bound = [&](const expr_ptr& p, std::int64_t dflt) -> std::int64_t {
+        if (!p) return dflt;
+        value v = eval(*p);
+        if (v.is_none()) return dflt;
+        return to_int(v, "slice indices");
+      };
+      std::int64_t step = bound(e.args[3], 1);
+      if (step == 0) throw template_error("slice step cannot be zero");
+      std::int64_t start = bound(e.args[1], step > 0 ? 0 : n - 1);
+      std::int64_t stop = bound(e.args[2], step > 0 ? n : -n - 1);
+      auto clamp = [&](std::int64_t i, bool is_stop) {
+        (void)is_stop;
+        if (i < 0) i += n;
+        if (step > 0) return std::clamp<std::int64_t>(i, 0, n);
+        return std::clamp<std::int64_t>(i, -1, n - 1);
+      };
+      start = e.args[1] ? clamp(start, false) : start;
+      stop = clamp(stop, true);
+      if (!e.args[2] && step < 0) stop = -1;
+      std::vector<value> out;
+      for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+        out.push_back(items[static_cast<std::size_t>(i)]);
+      if (obj.is_string()) {
+        std::string s;
+        for (const auto& c : out) s += c.as_string();
+        return s;
+      }
+      return obj.is_tuple() ? value::make_tuple(std::move(out)) : value::make_list(std::move(out));
+    }
+    case expr::kind::call:
+      return eval_call(e, nullptr);
+    case expr::kind::filter: {
+      value input;
+      if (e.args[0]) {
+        input = eval(*e.args[0]);
+      } else {
+        input = *filter_input_;
+      }
+      call_args args;
+      eval_args(e, args, 1);
+      return filter(e.name, input, args);
+    }
+    case expr::kind::test: {
+      value input = eval(*e.args[0]);
+      call_args args;
+      eval_args(e, args, 1);
+      bool r = test(e.name, input, args);
+      return e.negated ? !r : r;
+    }
+    case expr::kind::binary:
+      return binary_op(e.name, eval(*e.args[0]), eval(*e.args[1]));
+    case expr::kind::unary: {
+      value v = eval(*e.args[0]);
+      v.defined();
+      if (!v.is_number())
+        throw template_error("bad operand type for unary " + e.name + ": '" + type_name(v) + "'");
+      if (e.name == "+") return v.is_bool() ? value(as_integer(v)) : v;
+      if (v.is_float()) return -v.as_float();
+      if (as_integer(v) == INT64_MIN) throw template_error("integer overflow");
+      return -as_integer(v);
+    }
+    case expr::kind::compare: {
+      value left = eval(*e.args[0]);
+      for (std::size_t i = 0; i < e.ops.size(); ++i) {
+        value right = eval(*e.args[i + 1]);
+        const std::string& op = e.ops[i];
+        bool r = false;
+        if (op == "==") {
+          r = equal(left, right);
+        } else if (op == "!=") {
+          r = !equal(left, right);
+        } else if (op == "<") {
+          r = less(left, right);
+        } else if (op == ">") {
+          r = less(right, left);
+        } else if (op == "<=") {
+          r = less(left, right) || equal(left, right);
+        } else if (op == ">=") {
+          r = less(right, left) || equal(left, right);
+        } else if (op == "in") {
+          r = contains(right, left);
+        } else {
+          r = !contains(right, left);
+        }
+        if (!r) return false;
+        left = std::move(right);
+      }
+      return true;
+    }
+    case expr::kind::logic_and: {
+      value l = eval(*e.args[0]);
+      if (!l.truthy()) return l;
+      return eval(*e.args[1]);
+    }
+    case expr::kind::logic_or: {
+      value l = eval(*e.args[0]);
+      if (l.truthy()) return l;
+      return eval(*e.args[1]);
+    }
+    case expr::kind::logic_not:
+      return !eval(*e.args[0]).truthy();
+    case expr::kind::cond:
+      if (eval(*e.args[1]).truthy()) return eval(*e.args[0]);
+      if (e.args[2]) return eval(*e.args[2]);
+      return value::lenient_undefined("the inline if-expression on line " + std::to_string(e.line) +
+                                      " evaluated to false and no else section was defined.");
+    case expr::kind::concat: {
+      std::string out;
+      for (const auto& a : e.args) out += eval(*a).str();
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+void interpreter::assign(const expr& target, const value& v) {
+  if (target.k == expr::kind::name) {
+    current_->vars[target.name] = v;
+    return;
+  }
+  if (target.k == expr::kind::getattr) {
+    value obj = eval(*target.args[0]);
+    if (!obj.is_namespace())
+      throw template_error("cannot assign attribute on non-namespace object");
+    obj.dict().set(value(target.name), v);
+    if (mutation_log) mutation_log->push_back(obj);
+    return;
+  }
+  std::vector<value> items = iterate(v);
+  if (items.size() != target.args.size()) {
+    if (items.size() > target.args.size())
+      throw template_error("too many values to unpack (expected " +
+                           std::to_string(target.args.size()) + ")");
+    throw template_error("not enough values to unpack (expected " +
+                         std::to_string(target.args.size()) + ", got " +
+                         std::to_string(items.size()) + ")");
+  }
+  for (std::size_t i = 0; i < items.size(); ++i) assign(*target.args[i], items[i]);
+}
+
+value interpreter::make_macro(const stmt& s, const std::string& name,
+                              const std::shared_ptr<frame>& closure) {
+  // A macro is usually stored in the frame it closes over: holding that frame
+  // by shared_ptr would be a cycle. The interpreter keeps such frames alive
+  // until the render ends; a macro called later (kept in a host's list) fails.
+  closures_.push_back(closure);
+  std::weak_ptr<int> alive = alive_;
+  frame* scope = closure.get();
+  return value::make_callable(name, [this, &s, name, scope, alive](call_args& args) -> value {
+    if (alive.expired())
+      throw template_error("macro '" + name + "' called after its template was rendered");
+    auto f = std::make_shared<frame>();
+    f->parent = scope->shared_from_this();
+    std::vector<value> varargs;
+    std::size_t n = s.params.size();
+    std::vector<bool> bound(n, false);
+    for (std::size_t i = 0; i < args.positional.size(); ++i) {
+      if (i < n) {
+        f->vars[s.params[i].name] = args.positional[i];
+        bound[i] = true;
+      } else {
+        varargs.push_back(args.positional[i]);
+      }
+    }
+    value kwargs = value::make_dict();
+    for (auto& [k, v] : args.keyword) {
+      bool found = false;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (s.params[i].name == k) {
+          if (bound[i])
+            throw template_error("macro '" + name + "' got multiple values for argument '" + k +
+                                 "'");
+          f->vars[k] = v;
+          bound[i] = found = true;
+        }
+      }
+      if (found) continue;
+      if (k == "caller") {
+        f->vars["caller"] = v;
+      } else {
+        kwargs.dict().set(value(k), v);
+      }
+    }
+    f->vars["varargs"] = value::make_tuple(std::move(varargs));
+    f->vars["kwargs"] = kwargs;
+    auto saved = current_;
+    auto saved_flow = flow_;
+    current_ = f;
+    struct restore {
+      interpreter& in;
+      std::shared_ptr<frame> s;
+      flow fl;
+      ~restore() {
+        in.current_ = s;
+        in.flow_ = fl;
+      }
+    } r{*this, saved, saved_flow};
+    for (std::size_t i = 0; i < n; ++i) {
+      if (bound[i]) continue;
+      if (s.params[i].default_value) {
+        f->vars[s.params[i].name] = eval(*s.params[i].default_value);
+      } else {
+        f->vars[s.params[i].name] =
+            value::undefined("parameter '" + s.params[i].name + "' was not provided");
+      }
+    }
+    if (!f->vars.count("caller")) f->vars["caller"] = value::undefined("'caller' is undefined");
+    std::string out;
+    exec(s.children, out);
+    return out;
+  });
+}
+
+namespace {
+
+void reach(const value& v, std::set<const void*>& seen) {
+  if (!v.identity() || !seen.insert(v.identity()).second) return;
+  if (v.is_sequence_like()) {
+    for (const auto& e : v.items()) reach(e, seen);
+  } else if (v.is_dict()) {
+    for (const auto& [k, e] : v.dict().entries) {
+      reach(k, seen);
+      reach(e, seen);
+    }
+  }
+}
+
+}  // namespace
+
+void interpreter::run(const body& b, std::string& out) {
+  std::vector<value> changed;
+  struct cleanup {
+    interpreter& in;
+    std::vector<value>& changed;
+    std::vector<value>* outer;
+    ~cleanup() {
+      mutation_log = outer;
+      if (changed.empty()) return;
+      std::set<const void*> kept;
+      for (const auto& [k, v] : in.ctx_) reach(v, kept);
+      for (auto& v : changed) {
+        if (kept.count(v.identity())) continue;
+        if (v.is_dict()) {
+          v.dict().entries.clear();
+        } else {
+          v.items().clear();
+        }
+      }
+    }
+  } c{*this, changed, mutation_log};
+  mutation_log = &changed;
+  exec(b, out);
+}
+
+void interpreter::exec(const body& b, std::string& out) {
+  for (const auto& s : b) {
+    exec_one(*s, out);
+    if (flow_ != flow::normal) return;
+  }
+}
+
+void interpreter::exec_for(const stmt& s, std::string& out) {
+  value seq = eval(*s.value);
+  std::vector<value> items = iterate(seq);
+  auto saved = current_;
+  struct restore {
+    interpreter& in;
+    std::shared_ptr<frame> s;
+    ~restore() { in.current_ = s; }
+  } r{*this, saved};
+  if (s.condition) {
+    std::vector<value> kept;
+    for (const auto& item : items) {
+      current_ = std::make_shared<frame>();
+      current_->parent = saved;
+      assign(*s.target, item);
+      if (eval(*s.condition).truthy()) kept.push_back(item);
+    }
+    items = std::move(kept);
+  }
+  auto n = static_cast<std::int64_t>(items.size());
+  auto last_changed = std::make_shared<std::optional<value>>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    current_ = std::make_shared<frame>();
+    current_->parent = saved;
+    value loop = value::make_namespace();
+    auto& d = loop.dict();
+    d.set("index", i + 1);
+    d.set("index0", i);
+    d.set("revindex", n - i);
+    d.set("revindex0", n - i - 1);
+    d.set("first", i == 0);
+    d.set("last", i == n - 1);
+    d.set("length", n);
+    d.set("depth", 1);
+    d.set("depth0", 0);
+    d.set("previtem", i > 0 ? items[static_cast<std::size_t>(i - 1)]
+                            : value::undefined("there is no previous item"));
+    d.set("nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)]
+                                : value::undefined("there is no next item"));
+    d.set("cycle", value::make_callable("cycle", [i](call_args& a) -> value {
+            if (a.positional.empty()) throw template_error("no items for cycling given");
+            return a.positional[static_cast<std::size_t>(i) % a.positional.size()];
+          }));
+    d.set("changed", value::make_callable("changed", [last_changed](call_args& a) -> value {
+            value now = value::make_tuple(a.positional);
+            if (*last_changed && equal(**last_changed, now)) return false;
+            *last_changed = now;
+            return true;
+          }));
+    current_->vars["loop"] = loop;
+    assign(*s.target, items[static_cast<std::size_t>(i)]);
+    exec(s.children, out);
+    if (flow_ == flow::break_) {
+      flow_ = flow::normal;
+      break;
+    }
+    flow_ = flow::normal;
+  }
+  current_ = saved;
+  if (n == 0) exec(s.else_children, out);
+}
+
+void interpreter::exec_one(const stmt& s, std::string& out) {
+  try {
+    switch (s.k) {
+      case stmt::kind::text:
+        out += s.text;
+        return;
+      case stmt::kind::output:
+        out += eval(*s.value).str();
+        return;
+      case stmt::kind::if_:
+        for (const auto& [cond, b] : s.branches) {
+          if (eval(*cond).truthy()) {
+            exec(b, out);
+            return;
+          }
+        }
+        exec(s.else_children, out);
+        return;
+      case stmt::kind::for_:
+        exec_for(s, out);
+        return;
+      case stmt::kind::set:
+        assign(*s.target, eval(*s.value));
+        return;
+      case stmt::kind::set_block: {
+        std::string captured;
+        exec(s.children, captured);
+        value v = captured;
+        if (s.value) {
+          const value* saved = filter_input_;
+          filter_input_ = &v;
+          value filtered = eval(*s.value);
+          filter_input_ = saved;
+          v = filtered;
+        }
+        assign(*s.target, v);
+        return;
+      }
+      case stmt::kind::macro:
+        current_->vars[s.name] = make_macro(s, s.name, current_);
+        return;
+      case stmt::kind::call_block: {
+        value caller = make_macro(s, "caller", current_);
+        out += eval_call(*s.value, &caller).str();
+        return;
+      }
+      case stmt::kind::filter_block: {
+        std::string captured;
+        exec(s.children, captured);
+        value v = captured;
+        const value* saved = filter_input_;
+        filter_input_ = &v;
+        value filtered = eval(*s.value);
+        filter_input_ = saved;
+        out += filtered.str();
+        return;
+      }
+      case stmt::kind::with: {
+        auto saved = current_;
+        auto f = std::make_shared<frame>();
+        f->parent = saved;
+        std::vector<value> values;
+        for (const auto& a : s.assigns) values.push_back(eval(*a.second));
+        current_ = f;
+        struct restore {
+          interpreter& in;
+          std::shared_ptr<frame> s;
+          ~restore() { in.current_ = s; }
+        } r{*this, saved};
+        for (std::size_t i = 0; i < values.size(); ++i) assign(*s.assigns[i].first, values[i]);
+        exec(s.children, out);
+        return;
+      }
+      case stmt::kind::do_:
+        eval(*s.value);
+        return;
+      case stmt::kind::break_:
+        flow_ = flow::break_;
+        return;
+      case stmt::kind::continue_:
+        flow_ = flow::continue_;
+        return;
+    }
+  } catch (const located_error&) {
+    throw;
+  } catch (const template_error& ex) {
+    throw located_error(located(s.line, s.column) + ex.what());
+  }
+}
+
+}  // namespace brine::render::detail

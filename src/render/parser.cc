@@ -1,0 +1,1079 @@
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <set>
+
+#include "render/ast.h"
+
+namespace brine::render::detail {
+namespace {
+
+enum class tok {
+  data,
+  block_begin,
+  block_end,
+  var_begin,
+  var_end,
+  name,
+  string,
+  integer,
+  floating,
+  op,
+  eof
+};
+
+struct token {
+  tok t;
+  std::string text;
+  std::size_t pos = 0;
+  value literal;
+};
+
+std::string describe(const token& t) {
+  switch (t.t) {
+    case tok::data:
+      return "template data";
+    case tok::block_begin:
+      return "'{%'";
+    case tok::block_end:
+      return "'%}'";
+    case tok::var_begin:
+      return "'{{'";
+    case tok::var_end:
+      return "'}}'";
+    case tok::eof:
+      return "end of template";
+    case tok::string:
+      return "string";
+    case tok::integer:
+    case tok::floating:
+      return "number";
+    default:
+      return "'" + t.text + "'";
+  }
+}
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+class lexer {
+ public:
+  lexer(const std::string& src, const std::string& name, const parse_options& o)
+      : src_(src), name_(name), o_(o) {}
+
+  [[noreturn]] void fail(std::size_t pos, const std::string& msg) const {
+    int line = 1;
+    int col = 1;
+    for (std::size_t i = 0; i < pos && i < src_.size(); ++i) {
+      if (src_[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    throw template_error("template '" + name_ + "' line " + std::to_string(line) + " column " +
+                         std::to_string(col) + ": " + msg);
+  }
+
+  std::vector<token> run() {
+    std::size_t pos = 0;
+    bool strip_next = false;
+    while (pos < src_.size()) {
+      std::size_t found = std::string::npos;
+      for (std::size_t i = src_.find('{', pos); i != std::string::npos; i = src_.find('{', i + 1)) {
+        if (i + 1 < src_.size() &&
+            (src_[i + 1] == '{' || src_[i + 1] == '%' || src_[i + 1] == '#')) {
+          found = i;
+          break;
+        }
+      }
+      std::string text =
+          src_.substr(pos, found == std::string::npos ? std::string::npos : found - pos);
+      if (strip_next) {
+        std::size_t k = 0;
+        while (k < text.size() && is_space(text[k])) ++k;
+        text.erase(0, k);
+        strip_next = false;
+      }
+      if (found == std::string::npos) {
+        emit_data(text, pos);
+        break;
+      }
+      char kind = src_[found + 1];
+      char mod = found + 2 < src_.size() ? src_[found + 2] : '\0';
+      if (mod == '-') {
+        while (!text.empty() && is_space(text.back())) text.pop_back();
+      } else if (o_.lstrip_blocks && kind != '{' && mod != '+') {
+        auto nl = text.rfind('\n');
+        std::size_t l = nl == std::string::npos ? 0 : nl + 1;
+        bool line_starting = nl != std::string::npos || pos == 0 || src_[pos - 1] == '\n';
+        if (line_starting && std::all_of(text.begin() + static_cast<std::ptrdiff_t>(l), text.end(),
+                                         [](char c) { return c == ' ' || c == '\t'; }))
+          text.erase(l);
+      }
+      emit_data(text, pos);
+      std::size_t p = found + 2 + ((mod == '-' || mod == '+') ? 1 : 0);
+      if (kind == '#') {
+        auto end = src_.find("#}", p);
+        if (end == std::string::npos) fail(found, "missing end of comment tag");
+        bool minus = end > p && src_[end - 1] == '-';
+        pos = end + 2;
+        if (minus) {
+          strip_next = true;
+        } else if (o_.trim_blocks && pos < src_.size() && src_[pos] == '\n') {
+          ++pos;
+        }
+        continue;
+      }
+      if (kind == '%' && try_raw(found, p, pos, strip_next)) continue;
+      out_.push_back(
+          {kind == '%' ? tok::block_begin : tok::var_begin, kind == '%' ? "{%" : "{{", found, {}});
+      pos = lex_tag(p, kind == '%', strip_next);
+    }
+    out_.push_back({tok::eof, "", src_.size(), {}});
+    return std::move(out_);
+  }
+
+ private:
+  void emit_data(const std::string& text, std::size_t pos) {
+    if (!text.empty()) out_.push_back({tok::data, text, pos, {}});
+  }
+
+  std::size_t skip_ws(std::size_t p) const {
+    while (p < src_.size() && is_space(src_[p])) ++p;
+    return p;
+  }
+
+  // `{% raw %}...{% endraw %}`: the text between is data, as it is.
+  bool try_raw(std::size_t begin, std::size_t p, std::size_t& pos, bool& strip_next) {
+    std::size_t q = skip_ws(p);
+    if (src_.compare(q, 3, "raw") != 0) return false;
+    q = skip_ws(q + 3);
+    bool minus = false;
+    if (src_.compare(q, 1, "-") == 0) {
+      minus = true;
+      ++q;
+    }
+    if (src_.compare(q, 2, "%}") != 0) return false;
+    q += 2;
+    if (minus) q = skip_ws(q);
+    std::size_t search = q;
+    while (true) {
+      auto e = src_.find("{%", search);
+      if (e == std::string::npos) fail(begin, "missing end of raw directive");
+      std::size_t r = e + 2;
+      bool lminus = r < src_.size() && src_[r] == '-';
+      if (r < src_.size() && (src_[r] == '-' || src_[r] == '+')) ++r;
+      r = skip_ws(r);
+      if (src_.compare(r, 6, "endraw") != 0) {
+        search = e + 2;
+        continue;
+      }
+      r = skip_ws(r + 6);
+      bool rminus = false;
+      if (r < src_.size() && (src_[r] == '-' || src_[r] == '+')) {
+        rminus = src_[r] == '-';
+        ++r;
+      }
+      if (src_.compare(r, 2, "%}") != 0) {
+        search = e + 2;
+        continue;
+      }
+      std::string text = src_.substr(q, e - q);
+      if (lminus) {
+        while (!text.empty() && is_space(text.back())) text.pop_back();
+      } else if (o_.lstrip_blocks) {
+        auto nl = text.rfind('\n');
+        std::size_t l = nl == std::string::npos ? 0 : nl + 1;
+        if (std::all_of(text.begin() + static_cast<std::ptrdiff_t>(l), text.end(),
+                        [](char c) { return c == ' ' || c == '\t'; }))
+          text.erase(l);
+      }
+      emit_data(text, q);
+      pos = r + 2;
+      if (rminus) {
+        strip_next = true;
+      } else if (o_.trim_blocks && pos < src_.size() && src_[pos] == '\n') {
+        ++pos;
+      }
+      return true;
+    }
+  }
+
+  std::size_t lex_tag(std::size_t p, bool block, bool& strip_next) {
+    const char* end = block ? "%}" : "}}";
+    int depth = 0;
+    while (true) {
+      p = skip_ws(p);
+      if (p >= src_.size())
+        fail(p, std::string("unexpected end of template, expected '") + end + "'");
+      if (depth == 0 || block) {
+        if ((src_[p] == '-' || (block && src_[p] == '+')) && src_.compare(p + 1, 2, end) == 0) {
+          out_.push_back({block ? tok::block_end : tok::var_end, end, p, {}});
+          p += 3;
+          // `+%}` keeps the newline that trim_blocks would remove.
+          if (src_[p - 3] == '-') strip_next = true;
+          return p;
+        }
+        if (src_.compare(p, 2, end) == 0) {
+          out_.push_back({block ? tok::block_end : tok::var_end, end, p, {}});
+          p += 2;
+          if (block && o_.trim_blocks && p < src_.size() && src_[p] == '\n') ++p;
+          return p;
+        }
+      }
+      char c = src_[p];
+      std::size_t start = p;
+      if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+        while (p < src_.size() &&
+               (std::isalnum(static_cast<unsigned char>(src_[p])) || src_[p] == '_'))
+          ++p;
+        out_.push_back({tok::name, src_.substr(start, p - start), start, {}});
+      } else if (std::isdigit(static_cast<unsigned char>(c))) {
+        p = lex_number(p);
+      } else if (c == '\'' || c == '"') {
+        p = lex_string(p);
+      } else {
+        static const char* two[] = {"==", "!=", "<=", ">=", "//", "**"};
+        std::string op;
+        for (const char* t : two)
+          if (src_.compare(p, 2, t) == 0) op = t;
+        if (op.empty()) {
+          if (std::string("+-*/%~<>=.,:|()[]{}").find(c) == std::string::npos)
+            fail(p, std::string("unexpected char '") + c + "'");
+          op = std::string(1, c);
+        }
+        if (op == "(" || op == "[" || op == "{") ++depth;
+        if ((op == ")" || op == "]" || op == "}") && depth > 0) --depth;
+        out_.push_back({tok::op, op, start, {}});
+        p += op.size();
+      }
+    }
+  }
+
+  std::size_t lex_number(std::size_t p) {
+    std::size_t start = p;
+    std::string digits;
+    auto take_digits = [&] {
+      while (p < src_.size() &&
+             (std::isdigit(static_cast<unsigned char>(src_[p])) || src_[p] == '_')) {
+        if (src_[p] != '_') digits += src_[p];
+        ++p;
+      }
+    };
+    take_digits();
+    bool is_float = false;
+    if (p + 1 < src_.size() && src_[p] == '.' &&
+        std::isdigit(static_cast<unsigned char>(src_[p + 1]))) {
+      is_float = true;
+      digits += '.';
+      ++p;
+      take_digits();
+    }
+    if (p < src_.size() && (src_[p] == 'e' || src_[p] == 'E')) {
+      std::size_t q = p + 1;
+      if (q < src_.size() && (src_[q] == '+' || src_[q] == '-')) ++q;
+      if (q < src_.size() && std::isdigit(static_cast<unsigned char>(src_[q]))) {
+        is_float = true;
+        digits += 'e';
+        digits += src_.substr(p + 1, q - p - 1);
+        p = q;
+        take_digits();
+      }
+    }
+    token t{is_float ? tok::floating : tok::integer, src_.substr(start, p - start), start, {}};
+    if (is_float) {
+      t.literal = std::strtod(digits.c_str(), nullptr);
+    } else {
+      errno = 0;
+      long long v = std::strtoll(digits.c_str(), nullptr, 10);
+      if (errno == ERANGE) fail(start, "integer literal too large");
+      t.literal = static_cast<std::int64_t>(v);
+    }
+    out_.push_back(std::move(t));
+    return p;
+  }
+
+  std::size_t lex_string(std::size_t p) {
+    char q = src_[p];
+    std::size_t start = p++;
+    std::string s;
+    while (true) {
+      if (p >= src_.size()) fail(start, "unterminated string");
+      char c = src_[p];
+      if (c == q) break;
+      if (c == '\\' && p + 1 < src_.size()) {
+        char e = src_[++p];
+        switch (e) {
+          case 'n':
+            s += '\n';
+            break;
+          case 't':
+            s += '\t';
+            break;
+          case 'r':
+            s += '\r';
+            break;
+          case '0':
+            s += '\0';
+            break;
+          case '\\':
+          case '\'':
+          case '"':
+            s += e;
+            break;
+          case '\n':
+            break;
+          case 'x': {
+            if (p + 2 < src_.size()) {
+              int v = std::stoi(src_.substr(p + 1, 2), nullptr, 16);
+              if (v < 0x80) {
+                s += static_cast<char>(v);
+              } else {
+                s += static_cast<char>(0xc0 | (v >> 6));
+                s += static_cast<char>(0x80 | (v & 0x3f));
+              }
+              p += 2;
+            }
+            break;
+          }
+          default:
+            s += '\\';
+            s += e;
+        }
+        ++p;
+        continue;
+      }
+      s += c;
+      ++p;
+    }
+    out_.push_back({tok::string, src_.substr(start, p + 1 - start), start, value(s)});
+    return p + 1;
+  }
+
+  const std::string& src_;
+  const std::string& name_;
+  const parse_options& o_;
+  std::vector<token> out_;
+};
+
+class parser {
+ public:
+  parser(std::vector<token> toks, const lexer& lx, const std::string& src)
+      : t_(std::move(toks)), lx_(lx), src_(src) {}
+
+  body parse_template() {
+    body b = parse_body({});
+    if (cur().t != tok::eof) fail(cur(), "unexpected " + describe(cur()));
+    return b;
+  }
+
+ private:
+  const token& cur() const { return t_[i_]; }
+  const token& peek(std::size_t n = 1) const { return t_[std::min(i_ + n, t_.size() - 1)]; }
+  token next() { return t_[i_ < t_.size() - 1 ? i_++ : i_]; }
+  bool is_op(const char* s) const { return cur().t == tok::op && cur().text == s; }
+  bool is_name(const char* s) const { return cur().t == tok::name && cur().text == s; }
+  bool skip_op(const char* s) {
+    if (!is_op(s)) return false;
+    ++i_;
+    return true;
+  }
+  bool skip_name(const char* s) {
+    if (!is_name(s)) return false;
+    ++i_;
+    return true;
+  }
+  [[noreturn]] void fail(const token& t, const std::string& msg) const { lx_.fail(t.pos, msg); }
+  void expect_op(const char* s) {
+    if (!skip_op(s)) fail(cur(), std::string("expected '") + s + "', got " + describe(cur()));
+  }
+  void expect_end() {
+    if (cur().t != tok::block_end) fail(cur(), "expected '%}', got " + describe(cur()));
+    ++i_;
+  }
+  std::string expect_name() {
+    if (cur().t != tok::name) fail(cur(), "expected a name, got " + describe(cur()));
+    return next().text;
+  }
+
+  void position(const token& t, int& line, int& col) const {
+    line = 1;
+    col = 1;
+    for (std::size_t i = 0; i < t.pos && i < src_.size(); ++i) {
+      if (src_[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+  }
+
+  expr_ptr make(expr::kind k, const token& at) {
+    auto e = std::make_unique<expr>();
+    e->k = k;
+    position(at, e->line, e->column);
+    return e;
+  }
+  stmt_ptr make_stmt(stmt::kind k, const token& at) {
+    auto s = std::make_unique<stmt>();
+    s->k = k;
+    position(at, s->line, s->column);
+    return s;
+  }
+
+  // Statements until `{% <one of ends>`; leaves the tag name as the current token.
+  body parse_body(const std::set<std::string>& ends, const std::string& block = "") {
+    body b;
+    while (true) {
+      const token& t = cur();
+      if (t.t == tok::eof) {
+        if (!ends.empty()) {
+          std::string want;
+          for (const auto& e : ends) want += (want.empty() ? "'" : " or '") + e + "'";
+          fail(t, "unexpected end of template, expected " + want + " to close '" + block + "'");
+        }
+        return b;
+      }
+      if (t.t == tok::data) {
+        auto s = make_stmt(stmt::kind::text, t);
+        s->text = t.text;
+        b.push_back(std::move(s));
+        ++i_;
+      } else if (t.t == tok::var_begin) {
+        auto s = make_stmt(stmt::kind::output, t);
+        ++i_;
+        s->value = parse_tuple(false, true);
+        if (cur().t != tok::var_end) fail(cur(), "expected '}}', got " + describe(cur()));
+        ++i_;
+        b.push_back(std::move(s));
+      } else if (t.t == tok::block_begin) {
+        const token& n = peek();
+        if (n.t == tok::name && ends.count(n.text)) {
+          ++i_;
+          return b;
+        }
+        ++i_;
+        b.push_back(parse_statement(ends, block));
+      } else {
+        fail(t, "unexpected " + describe(t));
+      }
+    }
+  }
+
+  stmt_ptr parse_statement(const std::set<std::string>& ends, const std::string& block) {
+    const token& t = cur();
+    if (t.t != tok::name) fail(t, "expected a tag name, got " + describe(t));
+    const std::string& n = t.text;
+    if (n == "if") return parse_if();
+    if (n == "for") return parse_for();
+    if (n == "set") return parse_set();
+    if (n == "macro") return parse_macro();
+    if (n == "call") return parse_call();
+    if (n == "filter") return parse_filter_block();
+    if (n == "with") return parse_with();
+    if (n == "do") {
+      auto s = make_stmt(stmt::kind::do_, next());
+      s->value = parse_tuple(false, true);
+      expect_end();
+      return s;
+    }
+    if (n == "break" || n == "continue") {
+      if (loop_depth_ == 0) fail(t, "'" + n + "' outside of a loop");
+      auto s = make_stmt(n == "break" ? stmt::kind::break_ : stmt::kind::continue_, next());
+      expect_end();
+      return s;
+    }
+    if (n == "include" || n == "import" || n == "from" || n == "extends" || n == "block")
+      fail(t, "tag '" + n + "' is not supported yet");
+    std::string msg = "unknown tag '" + n + "'";
+    if (!ends.empty()) {
+      std::string want;
+      for (const auto& e : ends) want += (want.empty() ? "'" : " or '") + e + "'";
+      msg += ", expected " + want + " to close '" + block + "'";
+    }
+    fail(t, msg);
+  }
+
+  stmt_ptr parse_if() {
+    auto s = make_stmt(stmt::kind::if_, next());
+    while (true) {
+      expr_ptr cond = parse_tuple(false, false);
+      expect_end();
+      body b = parse_body({"elif", "else", "endif"}, "if");
+      s->branches.emplace_back(std::move(cond), std::move(b));
+      std::string tag = next().text;
+      if (tag == "elif") continue;
+      if (tag == "else") {
+        expect_end();
+        s->else_children = parse_body({"endif"}, "if");
+        ++i_;
+      }
+      expect_end();
+      return s;
+    }
+  }
+
+  stmt_ptr parse_for() {
+    auto s = make_stmt(stmt::kind::for_, next());
+    s->target = parse_assign_target(true);
+    if (!skip_name("in")) fail(cur(), "expected 'in', got " + describe(cur()));
+    s->value = parse_tuple(false, false, {"recursive"});
+    if (skip_name("if")) s->condition = parse_tuple(false, false);
+    if (is_name("recursive")) fail(cur(), "recursive loops are not supported yet");
+    expect_end();
+    ++loop_depth_;
+    s->children = parse_body({"endfor", "else"}, "for");
+    --loop_depth_;
+    if (next().text == "else") {
+      expect_end();
+      s->else_children = parse_body({"endfor"}, "for");
+      ++i_;
+    }
+    expect_end();
+    return s;
+  }
+
+  expr_ptr parse_assign_target(bool allow_tuple) {
+    const token& at = cur();
+    if (cur().t == tok::name && peek().t == tok::op && peek().text == "." && allow_tuple == false) {
+      auto e = make(expr::kind::getattr, at);
+      auto base = make(expr::kind::name, at);
+      base->name = next().text;
+      ++i_;
+      e->name = expect_name();
+      e->args.push_back(std::move(base));
+      return e;
+    }
+    auto one = [&]() {
+      if (skip_op("(")) {
+        auto inner = parse_assign_target(true);
+        expect_op(")");
+        return inner;
+      }
+      auto e = make(expr::kind::name, cur());
+      e->name = expect_name();
+      return e;
+    };
+    auto first = one();
+    if (!allow_tuple || !is_op(",")) return first;
+    auto tup = make(expr::kind::tuple, at);
+    tup->args.push_back(std::move(first));
+    while (skip_op(",")) {
+      if (cur().t != tok::name && !is_op("(")) break;
+      tup->args.push_back(one());
+    }
+    return tup;
+  }
+
+  stmt_ptr parse_set() {
+    const token& at = next();
+    bool ns_target = cur().t == tok::name && peek().t == tok::op && peek().text == ".";
+    expr_ptr target = parse_assign_target(!ns_target);
+    if (skip_op("=")) {
+      auto s = make_stmt(stmt::kind::set, at);
+      s->target = std::move(target);
+      s->value = parse_tuple(false, true);
+      expect_end();
+      return s;
+    }
+    auto s = make_stmt(stmt::kind::set_block, at);
+    s->target = std::move(target);
+    if (is_op("|")) s->value = parse_filter_chain(nullptr);
+    expect_end();
+    s->children = parse_body({"endset"}, "set");
+    ++i_;
+    expect_end();
+    return s;
+  }
+
+  void parse_signature(std::vector<macro_param>& params) {
+    expect_op("(");
+    while (!is_op(")")) {
+      if (!params.empty()) expect_op(",");
+      if (is_op(")")) break;
+      macro_param p;
+      p.name = expect_name();
+      if (skip_op("=")) {
+        p.default_value = parse_expression();
+      } else if (!params.empty() && params.back().default_value) {
+        fail(cur(), "non-default argument follows default argument");
+      }
+      params.push_back(std::move(p));
+    }
+    ++i_;
+  }
+
+  stmt_ptr parse_macro() {
+    auto s = make_stmt(stmt::kind::macro, next());
+    s->name = expect_name();
+    parse_signature(s->params);
+    expect_end();
+    int saved = loop_depth_;
+    loop_depth_ = 0;
+    s->children = parse_body({"endmacro"}, "macro");
+    loop_depth_ = saved;
+    ++i_;
+    if (cur().t == tok::name && cur().text == s->name) ++i_;
+    expect_end();
+    return s;
+  }
+
+  stmt_ptr parse_call() {
+    auto s = make_stmt(stmt::kind::call_block, next());
+    if (is_op("(")) parse_signature(s->params);
+    const token& ct = cur();
+    s->value = parse_expression();
+    if (s->value->k != expr::kind::call) fail(ct, "expected a call after 'call'");
+    expect_end();
+    int saved = loop_depth_;
+    loop_depth_ = 0;
+    s->children = parse_body({"endcall"}, "call");
+    loop_depth_ = saved;
+    ++i_;
+    expect_end();
+    return s;
+  }
+
+  stmt_ptr parse_filter_block() {
+    auto s = make_stmt(stmt::kind::filter_block, next());
+    s->value = parse_filter_chain(nullptr, true);
+    expect_end();
+    s->children = parse_body({"endfilter"}, "filter");
+    ++i_;
+    expect_end();
+    return s;
+  }
+
+  stmt_ptr parse_with() {
+    auto s = make_stmt(stmt::kind::with, next());
+    while (cur().t != tok::block_end) {
+      if (!s->assigns.empty()) expect_op(",");
+      auto target = parse_assign_target(false);
+      expect_op("=");
+      s->assigns.emplace_back(std::move(target), parse_expression());
+    }
+    expect_end();
+    s->children = parse_body({"endwith"}, "with");
+    ++i_;
+    expect_end();
+    return s;
+  }
+
+  // Expressions, by Jinja's precedence.
+  expr_ptr parse_tuple(bool simplified, bool with_condexpr,
+                       const std::set<std::string>& extra_end = {}, bool explicit_parens = false) {
+    const token& at = cur();
+    std::vector<expr_ptr> items;
+    bool is_tuple = false;
+    auto ends = [&] {
+      if (cur().t == tok::var_end || cur().t == tok::block_end || cur().t == tok::eof) return true;
+      if (is_op(")") || is_op("]")) return true;
+      return cur().t == tok::name && extra_end.count(cur().text) != 0;
+    };
+    while (true) {
+      if (!items.empty()) {
+        if (!skip_op(",")) break;
+        is_tuple = true;
+        if (ends()) break;
+      } else if (explicit_parens && is_op(")")) {
+        break;
+      }
+      if (simplified) {
+        items.push_back(parse_primary());
+      } else if (with_condexpr) {
+        items.push_back(parse_expression());
+      } else {
+        items.push_back(parse_or());
+      }
+      if (!is_op(",")) break;
+    }
+    if (!is_tuple) {
+      if (items.empty()) {
+        if (!explicit_parens) fail(cur(), "expected an expression, got " + describe(cur()));
+      } else {
+        return std::move(items[0]);
+      }
+    }
+    auto e = make(expr::kind::tuple, at);
+    e->args = std::move(items);
+    return e;
+  }
+
+  expr_ptr parse_expression() { return parse_condexpr(); }
+
+  expr_ptr parse_condexpr() {
+    expr_ptr e = parse_or();
+    while (is_name("if")) {
+      auto c = make(expr::kind::cond, next());
+      auto cond = parse_or();
+      expr_ptr other;
+      if (skip_name("else")) other = parse_condexpr();
+      c->args.push_back(std::move(e));
+      c->args.push_back(std::move(cond));
+      c->args.push_back(std::move(other));
+      e = std::move(c);
+    }
+    return e;
+  }
+
+  expr_ptr parse_or() {
+    expr_ptr e = parse_and();
+    while (is_name("or")) {
+      auto o = make(expr::kind::logic_or, next());
+      o->args.push_back(std::move(e));
+      o->args.push_back(parse_and());
+      e = std::move(o);
+    }
+    return e;
+  }
+
+  expr_ptr parse_and() {
+    expr_ptr e = parse_not();
+    while (is_name("and")) {
+      auto o = make(expr::kind::logic_and, next());
+      o->args.push_back(std::move(e));
+      o->args.push_back(parse_not());
+      e = std::move(o);
+    }
+    return e;
+  }
+
+  expr_ptr parse_not() {
+    if (is_name("not")) {
+      auto n = make(expr::kind::logic_not, next());
+      n->args.push_back(parse_not());
+      return n;
+    }
+    return parse_compare();
+  }
+
+  expr_ptr parse_compare() {
+    const token& at = cur();
+    expr_ptr first = parse_math1();
+    auto c = make(expr::kind::compare, at);
+    c->args.push_back(std::move(first));
+    while (true) {
+      if (cur().t == tok::op && (cur().text == "==" || cur().text == "!=" || cur().text == "<" ||
+                                 cur().text == ">" || cur().text == "<=" || cur().text == ">=")) {
+        c->ops.push_back(next().text);
+      } else if (is_name("in")) {
+        ++i_;
+        c->ops.push_back("in");
+      } else if (is_name("not") && peek().t == tok::name && peek().text == "in") {
+        i_ += 2;
+        c->ops.push_back("notin");
+      } else {
+        break;
+      }
+      c->args.push_back(parse_math1());
+    }
+    if (c->ops.empty()) return std::move(c->args[0]);
+    return c;
+  }
+
+  expr_ptr binary(const std::string& op, expr_ptr l, expr_ptr r, const token& at) {
+    auto b = make(expr::kind::binary, at);
+    b->name = op;
+    b->args.push_back(std::move(l));
+    b->args.push_back(std::move(r));
+    return b;
+  }
+
+  expr_ptr parse_math1() {
+    expr_ptr e = parse_concat();
+    while (is_op("+") || is_op("-")) {
+      const token& at = cur();
+      std::string op = next().text;
+      e = binary(op, std::move(e), parse_concat(), at);
+    }
+    return e;
+  }
+
+  expr_ptr parse_concat() {
+    const token& at = cur();
+    std::vector<expr_ptr> parts;
+    parts.push_back(parse_math2());
+    while (skip_op("~")) parts.push_back(parse_math2());
+    if (parts.size() == 1) return std::move(parts[0]);
+    auto c = make(expr::kind::concat, at);
+    c->args = std::move(parts);
+    return c;
+  }
+
+  expr_ptr parse_math2() {
+    expr_ptr e = parse_pow();
+    while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+      const token& at = cur();
+      std::string op = next().text;
+      e = binary(op, std::move(e), parse_pow(), at);
+    }
+    return e;
+  }
+
+  expr_ptr parse_pow() {
+    expr_ptr e = parse_unary();
+    while (is_op("**")) {
+      const token& at = cur();
+      ++i_;
+      e = binary("**", std::move(e), parse_unary(), at);
+    }
+    return e;
+  }
+
+  expr_ptr parse_unary(bool with_filter = true) {
+    expr_ptr e;
+    if (is_op("-") || is_op("+")) {
+      auto u = make(expr::kind::unary, cur());
+      u->name = next().text;
+      u->args.push_back(parse_unary(false));
+      e = std::move(u);
+    } else {
+      e = parse_postfix(parse_primary());
+    }
+    if (with_filter) e = parse_filter_expr(std::move(e));
+    return e;
+  }
+
+  expr_ptr parse_primary() {
+    const token& t = cur();
+    switch (t.t) {
+      case tok::name: {
+        ++i_;
+        auto e = make(expr::kind::literal, t);
+        if (t.text == "true" || t.text == "True") {
+          e->literal = true;
+        } else if (t.text == "false" || t.text == "False") {
+          e->literal = false;
+        } else if (t.text == "none" || t.text == "None") {
+          e->literal = nullptr;
+        } else {
+          e->k = expr::kind::name;
+          e->name = t.text;
+        }
+        return e;
+      }
+      case tok::string: {
+        auto e = make(expr::kind::literal, t);
+        std::string s;
+        while (cur().t == tok::string) s += next().literal.as_string();
+        e->literal = s;
+        return e;
+      }
+      case tok::integer:
+      case tok::floating: {
+        auto e = make(expr::kind::literal, t);
+        e->literal = next().literal;
+        return e;
+      }
+      case tok::op:
+        if (t.text == "(") {
+          ++i_;
+          auto e = parse_tuple(false, true, {}, true);
+          expect_op(")");
+          return e;
+        }
+        if (t.text == "[") {
+          auto e = make(expr::kind::list, next());
+          while (!is_op("]")) {
+            if (!e->args.empty()) expect_op(",");
+            if (is_op("]")) break;
+            e->args.push_back(parse_expression());
+          }
+          ++i_;
+          return e;
+        }
+        if (t.text == "{") {
+          auto e = make(expr::kind::dict, next());
+          while (!is_op("}")) {
+            if (!e->args.empty()) expect_op(",");
+            if (is_op("}")) break;
+            e->args.push_back(parse_expression());
+            expect_op(":");
+            e->args.push_back(parse_expression());
+          }
+          ++i_;
+          return e;
+        }
+        break;
+      default:
+        break;
+    }
+    fail(t, "unexpected " + describe(t));
+  }
+
+  expr_ptr parse_postfix(expr_ptr e) {
+    while (true) {
+      const token& at = cur();
+      if (is_op(".")) {
+        ++i_;
+        if (cur().t == tok::name) {
+          auto g = make(expr::kind::getattr, at);
+          g->line = e->line;
+          g->column = e->column;
+          g->name = next().text;
+          g->args.push_back(std::move(e));
+          e = std::move(g);
+        } else if (cur().t == tok::integer) {
+          auto g = make(expr::kind::getitem, at);
+          g->args.push_back(std::move(e));
+          auto lit = make(expr::kind::literal, cur());
+          lit->literal = next().literal;
+          g->args.push_back(std::move(lit));
+          e = std::move(g);
+        } else {
+          fail(cur(), "expected a name after '.', got " + describe(cur()));
+        }
+      } else if (is_op("[")) {
+        ++i_;
+        int line = e->line;
+        int column = e->column;
+        e = parse_subscript(std::move(e), at);
+        e->line = line;
+        e->column = column;
+        expect_op("]");
+      } else if (is_op("(")) {
+        e = parse_call_expr(std::move(e));
+      } else {
+        return e;
+      }
+    }
+  }
+
+  expr_ptr parse_subscript(expr_ptr obj, const token& at) {
+    expr_ptr parts[3];
+    bool is_slice = false;
+    int idx = 0;
+    while (true) {
+      if (is_op(":")) {
+        ++i_;
+        is_slice = true;
+        if (++idx > 2) fail(cur(), "too many ':' in slice");
+        continue;
+      }
+      if (is_op("]")) break;
+      if (parts[idx]) fail(cur(), "expected ']', got " + describe(cur()));
+      parts[idx] = parse_expression();
+    }
+    if (!is_slice) {
+      auto g = make(expr::kind::getitem, at);
+      g->args.push_back(std::move(obj));
+      if (!parts[0]) fail(cur(), "expected an expression, got " + describe(cur()));
+      g->args.push_back(std::move(parts[0]));
+      return g;
+    }
+    auto s = make(expr::kind::slice, at);
+    s->args.push_back(std::move(obj));
+    for (auto& p : parts) s->args.push_back(std::move(p));
+    return s;
+  }
+
+  void parse_call_args(expr& call) {
+    expect_op("(");
+    bool first = true;
+    while (!is_op(")")) {
+      if (!first) expect_op(",");
+      first = false;
+      if (is_op(")")) break;
+      if (cur().t == tok::name && peek().t == tok::op && peek().text == "=") {
+        std::string key = next().text;
+        ++i_;
+        call.kwargs.emplace_back(key, parse_expression());
+      } else {
+        if (!call.kwargs.empty()) fail(cur(), "positional argument follows keyword argument");
+        call.args.push_back(parse_expression());
+      }
+    }
+    ++i_;
+  }
+
+  expr_ptr parse_call_expr(expr_ptr callee) {
+    auto c = make(expr::kind::call, cur());
+    c->line = callee->line;
+    c->column = callee->column;
+    c->args.push_back(std::move(callee));
+    parse_call_args(*c);
+    return c;
+  }
+
+  expr_ptr parse_filter_chain(expr_ptr input, bool first_without_bar = false) {
+    bool need_bar = !first_without_bar;
+    while (true) {
+      if (need_bar && !skip_op("|")) return input;
+      need_bar = true;
+      auto f = make(expr::kind::filter, cur());
+      f->name = expect_name();
+      while (skip_op(".")) f->name += "." + expect_name();
+      f->args.push_back(std::move(input));
+      if (is_op("(")) parse_call_args(*f);
+      input = std::move(f);
+    }
+  }
+
+  expr_ptr parse_filter_expr(expr_ptr e) {
+    while (true) {
+      if (is_op("|")) {
+        ++i_;
+        auto f = make(expr::kind::filter, cur());
+        f->name = expect_name();
+        while (skip_op(".")) f->name += "." + expect_name();
+        f->args.push_back(std::move(e));
+        if (is_op("(")) parse_call_args(*f);
+        e = std::move(f);
+      } else if (is_name("is")) {
+        auto tst = make(expr::kind::test, next());
+        if (skip_name("not")) tst->negated = true;
+        tst->name = expect_name();
+        while (skip_op(".")) tst->name += "." + expect_name();
+        tst->args.push_back(std::move(e));
+        const token& c = cur();
+        if (is_op("(")) {
+          parse_call_args(*tst);
+        } else if ((c.t == tok::name || c.t == tok::string || c.t == tok::integer ||
+                    c.t == tok::floating || is_op("[") || is_op("{")) &&
+                   !(c.t == tok::name && (c.text == "else" || c.text == "or" || c.text == "and"))) {
+          if (c.t == tok::name && c.text == "is")
+            fail(c, "you cannot chain multiple tests with is");
+          tst->args.push_back(parse_postfix(parse_primary()));
+        }
+        e = std::move(tst);
+      } else if (is_op("(")) {
+        e = parse_call_expr(std::move(e));
+      } else {
+        return e;
+      }
+    }
+  }
+
+  std::vector<token> t_;
+  std::size_t i_ = 0;
+  const lexer& lx_;
+  const std::string& src_;
+  int loop_depth_ = 0;
+};
+
+}  // namespace
+
+body parse(const std::string& source, const std::string& name, const parse_options& opts) {
+  // Jinja normalises line endings to \n and drops one trailing newline.
+  std::string src;
+  src.reserve(source.size());
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    if (source[i] == '\r') {
+      src += '\n';
+      if (i + 1 < source.size() && source[i + 1] == '\n') ++i;
+    } else {
+      src += source[i];
+    }
+  }
+  if (!opts.keep_trailing_newline && !src.empty() && src.back() == '\n') src.pop_back();
+  lexer lx(src, name, opts);
+  auto toks = lx.run();
+  parser p(std::move(toks), lx, src);
+  return p.parse_template();
+}
+
+}  // namespace brine::render::detail
