@@ -43,6 +43,8 @@ struct expr {
   value literal;
   std::vector<expr_ptr> args;
   std::vector<std::pair<std::string, expr_ptr>> kwargs;
+  expr_ptr dyn_args;    // f(*args)
+  expr_ptr dyn_kwargs;  // f(**kwargs)
   std::vector<std::string> ops;
   bool negated = false;
 };

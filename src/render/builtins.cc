@@ -48,7 +48,7 @@ value attribute_of(interpreter& in, const value& item, const value& attribute) {
     bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
       return std::isdigit(static_cast<unsigned char>(c));
     });
-    v = digits ? in.getitem(v, value(static_cast<std::int64_t>(std::stoll(part))))
+    v = digits ? in.getitem(v, value(parse_digits(part, INT64_MAX / 10, "index")))
                : in.getitem(v, value(part));
     if (dot == std::string::npos) return v;
     i = dot + 1;

@@ -154,7 +154,7 @@ spec parse_spec(const std::string& s) {
   }
   std::size_t w = i;
   while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-  if (i > w) sp.width = std::stoi(s.substr(w, i - w));
+  if (i > w) sp.width = static_cast<int>(parse_digits(s.substr(w, i - w), 100000, "width"));
   if (i < s.size() && s[i] == ',') {
     sp.grouping = true;
     ++i;
@@ -163,7 +163,7 @@ spec parse_spec(const std::string& s) {
     std::size_t p = ++i;
     while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
     if (i == p) throw template_error("Format specifier missing precision");
-    sp.precision = std::stoi(s.substr(p, i - p));
+    sp.precision = static_cast<int>(parse_digits(s.substr(p, i - p), 1000, "precision"));
   }
   if (i < s.size()) sp.type = s[i++];
   if (i != s.size()) throw template_error("Invalid format specifier '" + s + "'");
@@ -248,11 +248,12 @@ std::string percent_format(const std::string& fmt, const value& args) {
     }
     std::size_t w = i;
     while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i]))) ++i;
-    if (i > w) sp.width = std::stoi(fmt.substr(w, i - w));
+    if (i > w) sp.width = static_cast<int>(parse_digits(fmt.substr(w, i - w), 100000, "width"));
     if (i < fmt.size() && fmt[i] == '.') {
       std::size_t p = ++i;
       while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i]))) ++i;
-      sp.precision = i > p ? std::stoi(fmt.substr(p, i - p)) : 0;
+      sp.precision =
+          i > p ? static_cast<int>(parse_digits(fmt.substr(p, i - p), 1000, "precision")) : 0;
     }
     if (i >= fmt.size()) throw template_error("incomplete format");
     char type = fmt[i];
@@ -364,7 +365,7 @@ std::string str_format(const std::string& fmt, const call_args& args) {
                              " out of range for positional args tuple");
       v = args.positional[auto_index++];
     } else if (std::isdigit(static_cast<unsigned char>(head[0]))) {
-      auto n = static_cast<std::size_t>(std::stoul(head));
+      auto n = static_cast<std::size_t>(parse_digits(head, 1000000, "index"));
       if (n >= args.positional.size())
         throw template_error("Replacement index " + head +
                              " out of range for positional args tuple");
@@ -395,7 +396,7 @@ std::string str_format(const std::string& fmt, const call_args& args) {
         std::string key = field.substr(end + 1, e2 - end - 1);
         if (v.is_sequence_like() && !key.empty() &&
             std::isdigit(static_cast<unsigned char>(key[0]))) {
-          auto n = static_cast<std::size_t>(std::stoul(key));
+          auto n = static_cast<std::size_t>(parse_digits(key, 1000000, "index"));
           if (n >= v.items().size()) throw template_error("list index out of range");
           v = v.items()[n];
         } else if (v.is_dict()) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <set>
+#include <variant>
 
 namespace brine::render::detail {
 namespace {
@@ -185,6 +186,8 @@ value interpreter::eval(const expr& e) {
     throw;
   } catch (const template_error& ex) {
     throw located_error(located(e.line, e.column) + ex.what());
+  } catch (const std::bad_variant_access&) {
+    throw located_error(located(e.line, e.column) + "an argument has the wrong type");
   }
 }
 
@@ -255,7 +258,18 @@ value interpreter::call(const value& callee, call_args& args) {
 
 void interpreter::eval_args(const expr& e, call_args& args, std::size_t first) {
   for (std::size_t i = first; i < e.args.size(); ++i) args.positional.push_back(eval(*e.args[i]));
+  if (e.dyn_args)
+    for (auto& v : iterate(eval(*e.dyn_args))) args.positional.push_back(v);
   for (const auto& [k, v] : e.kwargs) args.keyword.emplace_back(k, eval(*v));
+  if (e.dyn_kwargs) {
+    value d = eval(*e.dyn_kwargs);
+    if (!d.defined().is_dict())
+      throw template_error("argument after ** must be a mapping, not " + type_name(d));
+    for (const auto& [k, v] : d.dict().entries) {
+      if (!k.is_string()) throw template_error("keywords must be strings");
+      args.keyword.emplace_back(k.as_string(), v);
+    }
+  }
 }
 
 value interpreter::eval_call(const expr& e, const value* caller) {
@@ -730,6 +744,8 @@ void interpreter::exec_one(const stmt& s, std::string& out) {
     throw;
   } catch (const template_error& ex) {
     throw located_error(located(s.line, s.column) + ex.what());
+  } catch (const std::bad_variant_access&) {
+    throw located_error(located(s.line, s.column) + "an argument has the wrong type");
   }
 }
 

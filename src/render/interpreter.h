@@ -74,6 +74,8 @@ value method(const value& obj, const std::string& name);
 // A value's elements as Python's iter() gives them (dict keys, string chars).
 std::vector<value> iterate(const value& v);
 std::int64_t to_int(const value& v, const char* what);
+// Decimal digits as a number; throws template_error when larger than `limit`.
+std::int64_t parse_digits(const std::string& digits, std::int64_t limit, const char* what);
 value argument(call_args& args, std::size_t pos, const char* name,
                value dflt = value::undefined(""));
 bool has_argument(const call_args& args, std::size_t pos, const char* name);

@@ -12,6 +12,8 @@ bool ascii_space(char c) {
 }
 
 std::string strip(const std::string& s, const value& chars, bool left, bool right) {
+  if (!chars.is_undefined() && !chars.is_none() && !chars.is_string())
+    throw template_error("strip arg must be None or str");
   auto drop = [&](char c) {
     if (chars.is_undefined() || chars.is_none()) return ascii_space(c);
     return chars.as_string().find(c) != std::string::npos;
@@ -27,6 +29,8 @@ std::string strip(const std::string& s, const value& chars, bool left, bool righ
 
 std::vector<value> split(const std::string& s, const value& sep, std::int64_t maxsplit,
                          bool from_right) {
+  if (!sep.is_undefined() && !sep.is_none() && !sep.is_string())
+    throw template_error("must be str or None, not " + type_name(sep));
   std::vector<std::string> parts;
   if (sep.is_undefined() || sep.is_none()) {
     if (!from_right) {
@@ -470,6 +474,16 @@ value method(const value& obj, const std::string& name) {
     if (obj.is_dict()) return dict_method(obj, name, a);
     return list_method(obj, name, a);
   });
+}
+
+std::int64_t parse_digits(const std::string& digits, std::int64_t limit, const char* what) {
+  std::int64_t n = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') throw template_error(std::string(what) + ": not a number");
+    n = n * 10 + (c - '0');
+    if (n > limit) throw template_error(std::string(what) + " too big");
+  }
+  return n;
 }
 
 std::int64_t to_int(const value& v, const char* what) {

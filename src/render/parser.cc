@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <set>
 
@@ -7,6 +8,8 @@
 
 namespace brine::render::detail {
 namespace {
+
+constexpr int k_max_nesting = 100;
 
 enum class tok {
   data,
@@ -50,6 +53,24 @@ std::string describe(const token& t) {
       return "number";
     default:
       return "'" + t.text + "'";
+  }
+}
+
+void append_utf8(std::string& s, std::uint32_t cp) {
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    s += static_cast<char>(0xc0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    s += static_cast<char>(0xe0 | (cp >> 12));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    s += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    s += static_cast<char>(0xf0 | (cp >> 18));
+    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    s += static_cast<char>(0x80 | (cp & 0x3f));
   }
 }
 
@@ -263,6 +284,26 @@ class lexer {
         ++p;
       }
     };
+    if (src_[p] == '0' && p + 2 < src_.size() &&
+        std::string("xXoObB").find(src_[p + 1]) != std::string::npos &&
+        std::isxdigit(static_cast<unsigned char>(src_[p + 2]))) {
+      char kind = static_cast<char>(std::tolower(static_cast<unsigned char>(src_[p + 1])));
+      int base = kind == 'x' ? 16 : kind == 'o' ? 8 : 2;
+      p += 2;
+      while (p < src_.size() &&
+             (std::isxdigit(static_cast<unsigned char>(src_[p])) || src_[p] == '_')) {
+        if (src_[p] != '_') digits += src_[p];
+        ++p;
+      }
+      char* end = nullptr;
+      errno = 0;
+      long long v = std::strtoll(digits.c_str(), &end, base);
+      if (*end != '\0') fail(start, "invalid digit in number literal");
+      if (errno == ERANGE) fail(start, "integer literal too large");
+      out_.push_back({tok::integer, src_.substr(start, p - start), start,
+                      value(static_cast<std::int64_t>(v))});
+      return p;
+    }
     take_digits();
     bool is_float = false;
     if (p + 1 < src_.size() && src_[p] == '.' &&
@@ -326,17 +367,22 @@ class lexer {
             break;
           case '\n':
             break;
-          case 'x': {
-            if (p + 2 < src_.size()) {
-              int v = std::stoi(src_.substr(p + 1, 2), nullptr, 16);
-              if (v < 0x80) {
-                s += static_cast<char>(v);
-              } else {
-                s += static_cast<char>(0xc0 | (v >> 6));
-                s += static_cast<char>(0x80 | (v & 0x3f));
-              }
-              p += 2;
+          case 'x':
+          case 'u':
+          case 'U': {
+            std::size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+            std::uint32_t cp = 0;
+            for (std::size_t k = 1; k <= n; ++k) {
+              char h = p + k < src_.size() ? src_[p + k] : '\0';
+              if (!std::isxdigit(static_cast<unsigned char>(h)))
+                fail(p - 1, std::string("truncated \\") + e + " escape");
+              cp = cp * 16 + static_cast<std::uint32_t>(std::isdigit(static_cast<unsigned char>(h))
+                                                            ? h - '0'
+                                                            : (std::tolower(h) - 'a' + 10));
             }
+            if (cp > 0x10ffff) fail(p - 1, "illegal Unicode character");
+            append_utf8(s, cp);
+            p += n;
             break;
           }
           default:
@@ -465,6 +511,7 @@ class parser {
   }
 
   stmt_ptr parse_statement(const std::set<std::string>& ends, const std::string& block) {
+    nesting guard(*this);
     const token& t = cur();
     if (t.t != tok::name) fail(t, "expected a tag name, got " + describe(t));
     const std::string& n = t.text;
@@ -742,7 +789,19 @@ class parser {
     return e;
   }
 
+  // Nesting is bounded so that deep input is an error, not a stack overflow.
+  struct nesting {
+    parser& p;
+    explicit nesting(parser& pp) : p(pp) {
+      if (++p.depth_ > k_max_nesting) p.fail(p.cur(), "too deeply nested");
+    }
+    ~nesting() { --p.depth_; }
+    nesting(const nesting&) = delete;
+    nesting& operator=(const nesting&) = delete;
+  };
+
   expr_ptr parse_not() {
+    nesting guard(*this);
     if (is_name("not")) {
       auto n = make(expr::kind::logic_not, next());
       n->args.push_back(parse_not());
@@ -825,6 +884,7 @@ class parser {
   }
 
   expr_ptr parse_unary(bool with_filter = true) {
+    nesting guard(*this);
     expr_ptr e;
     if (is_op("-") || is_op("+")) {
       auto u = make(expr::kind::unary, cur());
@@ -978,12 +1038,21 @@ class parser {
       if (!first) expect_op(",");
       first = false;
       if (is_op(")")) break;
-      if (cur().t == tok::name && peek().t == tok::op && peek().text == "=") {
+      if (skip_op("**")) {
+        if (call.dyn_kwargs) fail(cur(), "only one **argument is allowed");
+        call.dyn_kwargs = parse_expression();
+      } else if (skip_op("*")) {
+        if (call.dyn_args || call.dyn_kwargs) fail(cur(), "invalid *argument");
+        call.dyn_args = parse_expression();
+      } else if (call.dyn_kwargs) {
+        fail(cur(), "arguments follow **argument");
+      } else if (cur().t == tok::name && peek().t == tok::op && peek().text == "=") {
         std::string key = next().text;
         ++i_;
         call.kwargs.emplace_back(key, parse_expression());
       } else {
-        if (!call.kwargs.empty()) fail(cur(), "positional argument follows keyword argument");
+        if (!call.kwargs.empty() || call.dyn_args)
+          fail(cur(), "positional argument follows keyword argument");
         call.args.push_back(parse_expression());
       }
     }
@@ -1053,6 +1122,7 @@ class parser {
   const lexer& lx_;
   const std::string& src_;
   int loop_depth_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

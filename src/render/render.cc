@@ -27,11 +27,7 @@ std::string render(const std::string& source, const std::string& name, const con
     throw template_error("template '" + name + "': " + e.what());
   }
   if (env.salt_trailing_newline && !env.keep_trailing_newline) {
-    if (source.ends_with("\r\n")) {
-      out += "\r\n";
-    } else if (source.ends_with("\n")) {
-      out += "\n";
-    }
+    if (source.ends_with("\n")) out += "\n";
   }
   return out;
 }

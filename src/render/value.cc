@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 namespace brine::render {
@@ -184,7 +185,7 @@ std::string float_repr(double d) {
   std::string sci(buf, r.ptr);
   // sci is d.ddde[+-]XX: Python picks fixed notation for -4 <= exp < 16.
   auto epos = sci.find('e');
-  int exp = std::stoi(sci.substr(epos + 1));
+  int exp = std::atoi(sci.c_str() + epos + 1);
   std::string mant = sci.substr(0, epos);
   bool neg = mant[0] == '-';
   if (neg) mant.erase(0, 1);
