@@ -147,6 +147,46 @@ TEST(Value, FloatReprMatchesPython) {
   EXPECT_EQ(float_repr(1.0 / 3), "0.3333333333333333");
 }
 
+// Every prefix of every case, and cases with bytes changed, either render or
+// fail with a template_error: no other exception, no sanitizer report.
+TEST(Robustness, BrokenTemplatesAreTemplateErrors) {
+  const std::string noise = "{}%#-+()[]'\",.|~*/ \n\\x0";
+  unsigned seed = 12345;
+  auto next = [&] {
+    seed = seed * 1103515245u + 12345u;
+    return (seed >> 16) & 0x7fff;
+  };
+  int rendered = 0;
+  int refused = 0;
+  auto attempt = [&](const std::string& source, const render_case& c) {
+    try {
+      render_json(source, "fuzz.sls", nlohmann::ordered_json::parse(c.context), env_for(c.flags));
+      ++rendered;
+    } catch (const template_error&) {
+      ++refused;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "template: " << source << "\nthrew " << e.what();
+    }
+  };
+  for (const auto& c : k_cases) {
+    std::string source = c.source;
+    for (std::size_t n = 0; n < source.size(); ++n) attempt(source.substr(0, n), c);
+    for (int k = 0; k < 20 && !source.empty(); ++k) {
+      std::string changed = source;
+      std::size_t at = next() % changed.size();
+      char with = noise[next() % noise.size()];
+      if (next() % 2) {
+        changed[at] = with;
+      } else {
+        changed.insert(at, 1, with);
+      }
+      attempt(changed, c);
+    }
+  }
+  EXPECT_GT(rendered, 0);
+  EXPECT_GT(refused, 0);
+}
+
 // Renders every table case with Python's Jinja2 as well, when it is installed,
 // so that the table cannot drift from the reference implementation.
 TEST(Differential, MatchesPythonJinja2) {
