@@ -367,6 +367,75 @@ value select_like(interpreter& in, const value& v, call_args& a, bool by_attr, b
   return value::make_list(std::move(out));
 }
 
+value f_groupby(interpreter& in, const value& v, call_args& a) {
+  value attr = argument(a, 0, "attribute");
+  bool has_default = has_argument(a, 1, "default") && !argument(a, 1, "default").is_none();
+  value dflt = has_default ? argument(a, 1, "default") : value();
+  bool cs = argument(a, 2, "case_sensitive", false).truthy();
+  std::vector<std::pair<value, value>> keyed;
+  for (auto& e : iterate(v)) {
+    value k = attribute_of(in, e, attr);
+    if (k.is_undefined() && has_default) k = dflt;
+    k.defined();
+    keyed.emplace_back(k, e);
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
+    return less(sort_key(x.first, cs), sort_key(y.first, cs));
+  });
+  std::vector<value> groups;
+  for (std::size_t i = 0; i < keyed.size();) {
+    std::size_t j = i;
+    std::vector<value> members;
+    value key = sort_key(keyed[i].first, cs);
+    while (j < keyed.size() && equal(sort_key(keyed[j].first, cs), key))
+      members.push_back(keyed[j++].second);
+    value group = value::make_tuple({keyed[i].first, value::make_list(std::move(members))});
+    group.list().fields = {"grouper", "list"};
+    groups.push_back(group);
+    i = j;
+  }
+  return value::make_list(std::move(groups));
+}
+
+value f_urlencode(interpreter&, const value& v, call_args&) {
+  auto quote = [](const std::string& s, const char* safe) {
+    std::string out;
+    bool for_query = *safe == '\0';
+    for (unsigned char c : s) {
+      if (for_query && c == ' ') {
+        out += '+';
+      } else if (std::isalnum(c) ||
+                 std::string("_.-~").find(static_cast<char>(c)) != std::string::npos ||
+                 std::string(safe).find(static_cast<char>(c)) != std::string::npos) {
+        out += static_cast<char>(c);
+      } else {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%%%02X", c);
+        out += buf;
+      }
+    }
+    return out;
+  };
+  v.defined();
+  if (v.is_string()) return quote(v.as_string(), "/");
+  std::vector<std::pair<value, value>> pairs;
+  if (v.is_dict()) {
+    pairs = v.dict().entries;
+  } else {
+    for (auto& p : iterate(v)) {
+      auto kv = iterate(p);
+      if (kv.size() != 2) throw template_error("urlencode: expected pairs");
+      pairs.emplace_back(kv[0], kv[1]);
+    }
+  }
+  std::string out;
+  for (auto& [k, e] : pairs) {
+    if (!out.empty()) out += "&";
+    out += quote(k.str(), "") + "=" + quote(e.str(), "");
+  }
+  return out;
+}
+
 value f_select(interpreter& in, const value& v, call_args& a) {
   return select_like(in, v, a, false, true);
 }
@@ -863,6 +932,8 @@ const std::map<std::string, filter_fn>& builtin_filters() {
       {"escape", f_escape},
       {"first", f_first},
       {"float", f_float},
+      {"groupby", f_groupby},
+      {"urlencode", f_urlencode},
       {"format", f_format},
       {"indent", f_indent},
       {"int", f_int},

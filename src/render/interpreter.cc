@@ -7,6 +7,13 @@
 namespace brine::render::detail {
 namespace {
 
+// Jinja's object_type_repr, as its undefined messages name objects.
+std::string object_type_repr(const value& v) {
+  if (v.is_none()) return "None";
+  if (v.is_namespace()) return "jinja2.utils.Namespace object";
+  return type_name(v) + " object";
+}
+
 // Deep enough for real templates, shallow enough for a sanitized stack.
 constexpr int k_max_depth = 200;
 
@@ -193,17 +200,22 @@ value interpreter::eval(const expr& e) {
 
 value interpreter::getattr(const value& obj, const std::string& name) {
   obj.defined();
+  if (obj.is_tuple()) {
+    const auto& fields = obj.list().fields;
+    for (std::size_t i = 0; i < fields.size() && i < obj.items().size(); ++i)
+      if (fields[i] == name) return obj.items()[i];
+  }
   if (obj.is_dict()) {
     if (!obj.is_namespace()) {
       value m = method(obj, name);
       if (!m.is_undefined()) return m;
     }
     if (value* v = obj.dict().find(value(name))) return *v;
-    return value::undefined("'" + type_name(obj) + " object' has no attribute '" + name + "'");
+    return value::undefined("'" + object_type_repr(obj) + "' has no attribute '" + name + "'");
   }
   value m = method(obj, name);
   if (!m.is_undefined()) return m;
-  return value::undefined("'" + type_name(obj) + " object' has no attribute '" + name + "'");
+  return value::undefined("'" + object_type_repr(obj) + "' has no attribute '" + name + "'");
 }
 
 value interpreter::getitem(const value& obj, const value& key) {
@@ -215,7 +227,7 @@ value interpreter::getitem(const value& obj, const value& key) {
       value m = method(obj, key.as_string());
       if (!m.is_undefined()) return m;
     }
-    return value::undefined("'" + type_name(obj) + " object' has no attribute " + key.repr());
+    return value::undefined("'" + object_type_repr(obj) + "' has no attribute " + key.repr());
   }
   if ((obj.is_sequence_like() || obj.is_string()) && integral(key)) {
     std::vector<value> chars;
@@ -230,7 +242,7 @@ value interpreter::getitem(const value& obj, const value& key) {
     auto n = static_cast<std::int64_t>(items->size());
     if (i < 0) i += n;
     if (i < 0 || i >= n)
-      return value::undefined(type_name(obj) + " object has no element " +
+      return value::undefined(object_type_repr(obj) + " has no element " +
                               std::to_string(as_integer(key)));
     return (*items)[static_cast<std::size_t>(i)];
   }
@@ -238,7 +250,7 @@ value interpreter::getitem(const value& obj, const value& key) {
     value m = method(obj, key.as_string());
     if (!m.is_undefined()) return m;
   }
-  return value::undefined("'" + type_name(obj) + " object' has no attribute " + key.repr());
+  return value::undefined("'" + object_type_repr(obj) + "' has no attribute " + key.repr());
 }
 
 value interpreter::call(const value& callee, call_args& args) {

@@ -148,6 +148,8 @@ struct list_data {
   // "range(0, 3)", or "dict_items(" ... ")" around the list.
   std::string repr_override;
   std::string view;
+  // A named tuple's field names (groupby's grouper and list).
+  std::vector<std::string> fields;
 };
 
 // Keys in insertion order, found by a linear scan: template dicts are small.
