@@ -852,12 +852,12 @@ bool t_sameas(interpreter&, const value& v, call_args& a) {
   return equal(v, o);
 }
 bool t_lower(interpreter&, const value& v, call_args&) {
-  std::string s = v.str();
-  return lower_ascii(s) == s;
+  call_args none;
+  return method(value(v.str()), "islower").callable().fn(none).truthy();
 }
 bool t_upper(interpreter&, const value& v, call_args&) {
-  std::string s = v.str();
-  return upper_ascii(s) == s;
+  call_args none;
+  return method(value(v.str()), "isupper").callable().fn(none).truthy();
 }
 
 value g_range(call_args& a) {

@@ -717,6 +717,14 @@ void interpreter::exec_one(const stmt& s, std::string& out) {
       }
       case stmt::kind::filter_block: {
         std::string captured;
+        auto saved_scope = current_;
+        current_ = std::make_shared<frame>();
+        current_->parent = saved_scope;
+        struct restore {
+          interpreter& in;
+          std::shared_ptr<frame> s;
+          ~restore() { in.current_ = s; }
+        } r{*this, saved_scope};
         exec(s.children, captured);
         value v = captured;
         const value* saved = filter_input_;
