@@ -87,6 +87,11 @@ struct stmt {
   body else_children;               // for/else, if/else
   std::vector<macro_param> params;  // macro, call_block caller params
   std::vector<std::pair<expr_ptr, expr_ptr>> assigns;  // with
+  // Whether a macro's (or call block's) body names varargs, kwargs or caller:
+  // as in Jinja, only then does it accept extra arguments or a caller.
+  bool uses_varargs = false;
+  bool uses_kwargs = false;
+  bool uses_caller = false;
 };
 
 struct parse_options {

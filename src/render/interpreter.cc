@@ -506,8 +506,11 @@ value interpreter::make_macro(const stmt& s, const std::string& name,
       if (i < n) {
         f->vars[s.params[i].name] = args.positional[i];
         bound[i] = true;
-      } else {
+      } else if (s.uses_varargs) {
         varargs.push_back(args.positional[i]);
+      } else {
+        throw template_error("macro '" + name + "' takes not more than " + std::to_string(n) +
+                             " argument(s)");
       }
     }
     value kwargs = value::make_dict();
@@ -516,17 +519,21 @@ value interpreter::make_macro(const stmt& s, const std::string& name,
       for (std::size_t i = 0; i < n; ++i) {
         if (s.params[i].name == k) {
           if (bound[i])
-            throw template_error("macro '" + name + "' got multiple values for argument '" + k +
-                                 "'");
+            throw template_error("macro '" + name + "' takes no keyword argument '" + k + "'");
           f->vars[k] = v;
           bound[i] = found = true;
         }
       }
       if (found) continue;
       if (k == "caller") {
+        if (!s.uses_caller)
+          throw template_error("macro '" + name +
+                               "' was invoked with two values for the special caller argument");
         f->vars["caller"] = v;
-      } else {
+      } else if (s.uses_kwargs) {
         kwargs.dict().set(value(k), v);
+      } else {
+        throw template_error("macro '" + name + "' takes no keyword argument '" + k + "'");
       }
     }
     f->vars["varargs"] = value::make_tuple(std::move(varargs));
@@ -552,7 +559,7 @@ value interpreter::make_macro(const stmt& s, const std::string& name,
             value::undefined("parameter '" + s.params[i].name + "' was not provided");
       }
     }
-    if (!f->vars.count("caller")) f->vars["caller"] = value::undefined("'caller' is undefined");
+    if (!f->vars.count("caller")) f->vars["caller"] = value::undefined("No caller defined");
     std::string out;
     exec(s.children, out);
     return out;

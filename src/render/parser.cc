@@ -405,6 +405,39 @@ class lexer {
   std::vector<token> out_;
 };
 
+void find_names(const expr* e, std::set<std::string>& names) {
+  if (!e) return;
+  if (e->k == expr::kind::name) names.insert(e->name);
+  for (const auto& a : e->args) find_names(a.get(), names);
+  for (const auto& [k, a] : e->kwargs) find_names(a.get(), names);
+  find_names(e->dyn_args.get(), names);
+  find_names(e->dyn_kwargs.get(), names);
+}
+
+void find_names(const body& b, std::set<std::string>& names) {
+  for (const auto& s : b) {
+    find_names(s->target.get(), names);
+    find_names(s->value.get(), names);
+    find_names(s->condition.get(), names);
+    for (const auto& [c, branch] : s->branches) {
+      find_names(c.get(), names);
+      find_names(branch, names);
+    }
+    find_names(s->children, names);
+    find_names(s->else_children, names);
+    for (const auto& p : s->params) find_names(p.default_value.get(), names);
+    for (const auto& [t, v] : s->assigns) find_names(v.get(), names);
+  }
+}
+
+void note_special_names(stmt& s) {
+  std::set<std::string> names;
+  find_names(s.children, names);
+  s.uses_varargs = names.count("varargs") != 0;
+  s.uses_kwargs = names.count("kwargs") != 0;
+  s.uses_caller = names.count("caller") != 0;
+}
+
 class parser {
  public:
   parser(std::vector<token> toks, const lexer& lx, const std::string& src)
@@ -666,6 +699,7 @@ class parser {
     ++i_;
     if (cur().t == tok::name && cur().text == s->name) ++i_;
     expect_end();
+    note_special_names(*s);
     return s;
   }
 
@@ -682,6 +716,7 @@ class parser {
     loop_depth_ = saved;
     ++i_;
     expect_end();
+    note_special_names(*s);
     return s;
   }
 
