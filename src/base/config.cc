@@ -734,8 +734,7 @@ std::string read_config(const std::string& path) {
 // Not declared in config.h yet (master_set.cc calls it): the inverse of
 // master_address::text(), for a master named in the spool. Without a port,
 // the master takes master_address's default port.
-std::optional<master_address> parse_master_address(const std::string& text,
-                                                   uint16_t default_port) {
+std::optional<master_address> parse_master_address(const std::string& text, uint16_t default_port) {
   master_address m{{}, default_port};
   if (split_master(text, m) != address_fault::none) return std::nullopt;
   return m;

@@ -1,5 +1,8 @@
 #include "cli/cli.h"
 
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -9,9 +12,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
 
 #include "base/config.h"
 #include "base/error.h"
@@ -132,14 +132,16 @@ runner define_cmd(CLI::App& cmd_cmd) {
   cmd_cmd.add_option("--out", cmd.out, "Output format: nested, json, yaml, raw, txt")
       ->default_val("nested")
       ->check(CLI::IsMember({"nested", "json", "yaml", "raw", "txt"}));
-  cmd_cmd.add_flag("--static", cmd.static_out, "Print every return at the end, sorted by minion id");
+  cmd_cmd.add_flag("--static", cmd.static_out,
+                   "Print every return at the end, sorted by minion id");
   cmd_cmd.add_flag("--hide-timeout", cmd.hide_timeout,
                    "No lines for minions that did not return (the exit status still says so)");
   cmd_cmd.add_flag("--show-jid", cmd.show_jid, "Print the job id first");
   cmd_cmd.add_option("-b,--batch,--batch-size", cmd.batch,
                      "Run on N minions (or N%) at a time, a sliding window");
-  cmd_cmd.add_option("--batch-wait", cmd.batch_wait,
-                     "Seconds to wait after a minion returns before its slot takes the next")
+  cmd_cmd
+      .add_option("--batch-wait", cmd.batch_wait,
+                  "Seconds to wait after a minion returns before its slot takes the next")
       ->check(CLI::NonNegativeNumber);
   // Salt's target flags: at most one.
   struct target_flag {
@@ -168,14 +170,16 @@ runner define_cmd(CLI::App& cmd_cmd) {
       if (a != b) a->excludes(b);
     }
   }
-  cmd_cmd.add_option("--delimiter", cmd.delimiter,
-                     "Separator of nested keys in grain and pillar targets")
+  cmd_cmd
+      .add_option("--delimiter", cmd.delimiter,
+                  "Separator of nested keys in grain and pillar targets")
       ->default_val(":");
   cmd_cmd.add_flag("--async", cmd.async, "Print the job id and return without waiting");
   cmd_cmd.add_flag("!--no-progress", cmd.progress, "No live progress line on a terminal");
-  cmd_cmd.add_option("TARGET FUN ARG", s->words,
-                     "TARGET (a glob over minion ids by default; see the target flags), the function "
-                     "(e.g. test.ping, cmd.run), then its arguments: ARG or KEY=VALUE (YAML)")
+  cmd_cmd
+      .add_option("TARGET FUN ARG", s->words,
+                  "TARGET (a glob over minion ids by default; see the target flags), the function "
+                  "(e.g. test.ping, cmd.run), then its arguments: ARG or KEY=VALUE (YAML)")
       ->required()
       ->expected(2, -1);
 
@@ -281,8 +285,9 @@ runner define_call(CLI::App& call_cmd) {
   call_cmd.add_option("--out", s->call.out, "Output format: nested, json, yaml, raw, txt")
       ->default_val("nested")
       ->check(CLI::IsMember({"nested", "json", "yaml", "raw", "txt"}));
-  call_cmd.add_option("FUN ARG", s->words,
-                      "The function (e.g. grains.items), then its arguments: ARG or KEY=VALUE")
+  call_cmd
+      .add_option("FUN ARG", s->words,
+                  "The function (e.g. grains.items), then its arguments: ARG or KEY=VALUE")
       ->required()
       ->expected(1, -1);
   return [s] {
@@ -315,11 +320,13 @@ runner define_swarm(CLI::App& swarm_cmd) {
   };
   auto s = std::make_shared<state>();
   swarm::swarm_options& o = s->opts;
-  swarm_cmd.add_option("--master", s->masters,
-                       "Master address HOST:PORT, or a comma-separated list of them")
+  swarm_cmd
+      .add_option("--master", s->masters,
+                  "Master address HOST:PORT, or a comma-separated list of them")
       ->default_val("127.0.0.1:4506");
-  swarm_cmd.add_option("--master-type", o.master_type,
-                       "str: every master at once (hot multi-master); failover: one at a time")
+  swarm_cmd
+      .add_option("--master-type", o.master_type,
+                  "str: every master at once (hot multi-master); failover: one at a time")
       ->default_val("str")
       ->check(CLI::IsMember({"str", "failover"}));
   swarm_cmd.add_flag("--random-master", o.random_master,
@@ -328,15 +335,17 @@ runner define_swarm(CLI::App& swarm_cmd) {
                      "Failover: return to an earlier master once it answers again");
   swarm_cmd.add_option("--master-failback-interval", o.master_failback_interval,
                        "Seconds between failback probes (default: master_alive_interval)");
-  swarm_cmd.add_option("--master-alive-interval", o.master_alive_interval,
-                       "Seconds of silence after which a master is dead")
+  swarm_cmd
+      .add_option("--master-alive-interval", o.master_alive_interval,
+                  "Seconds of silence after which a master is dead")
       ->default_val(30)
       ->check(CLI::PositiveNumber);
   swarm_cmd.add_option("--count", o.count, "How many minions")->default_val(100);
   swarm_cmd.add_option("--id-prefix", o.id_prefix, "Minion ids are PREFIX00001, ...")
       ->default_val("swarm-");
-  swarm_cmd.add_option("--keys-dir", o.keys_dir,
-                       "Directory caching the minions' keys (reused by later runs)")
+  swarm_cmd
+      .add_option("--keys-dir", o.keys_dir,
+                  "Directory caching the minions' keys (reused by later runs)")
       ->required();
   swarm_cmd.add_option("--master-finger", o.master_finger,
                        "Pin the master's fingerprint (default: trust the first key seen)");
@@ -346,8 +355,9 @@ runner define_swarm(CLI::App& swarm_cmd) {
                        "Comma-separated local addresses to spread connections over "
                        "(e.g. 127.0.0.2,127.0.0.3)");
   swarm_cmd.add_option("--threads", o.threads, "I/O threads (default: one per core)");
-  swarm_cmd.add_option("--acceptance-wait-time", o.acceptance_wait_time,
-                       "Seconds between key checks while pending")
+  swarm_cmd
+      .add_option("--acceptance-wait-time", o.acceptance_wait_time,
+                  "Seconds between key checks while pending")
       ->default_val(10);
   swarm_cmd.add_option("--seconds", o.seconds, "Stop after this long (default: never)");
   swarm_cmd.add_option("--grains", o.grains_file,

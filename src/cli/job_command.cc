@@ -34,7 +34,8 @@ int job_command(const base::master_config& cfg, const job_options& o) {
   if (o.action == "list") {
     // Filters over the newest jobs; the limit counts the jobs shown.
     size_t shown = 0;
-    for (const auto& j : db->list_jobs(o.function.empty() && o.target.empty() ? o.limit : SIZE_MAX)) {
+    for (const auto& j :
+         db->list_jobs(o.function.empty() && o.target.empty() ? o.limit : SIZE_MAX)) {
       if (shown >= o.limit) break;
       if (!o.function.empty() && ::fnmatch(o.function.c_str(), j.fun.c_str(), 0) != 0) continue;
       if (!o.target.empty() && ::fnmatch(o.target.c_str(), j.target.c_str(), 0) != 0) continue;

@@ -1,9 +1,8 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/error.h"
 #include "base/fs.h"
@@ -35,7 +34,8 @@ json apply_offline(const base::master_config& cfg, const key_options& o) {
     std::string master_fp;
     std::string pub = cfg.pki_dir + "/master.pub";
     if (base::file_exists(pub)) {
-      if (auto k = pki::parse_public_pem(base::read_file(pub))) master_fp = pki::fingerprint(k.get());
+      if (auto k = pki::parse_public_pem(base::read_file(pub)))
+        master_fp = pki::fingerprint(k.get());
     }
     return {{"ok", true}, {"keys", list}, {"master_fingerprint", master_fp}};
   }
@@ -48,7 +48,8 @@ json apply_offline(const base::master_config& cfg, const key_options& o) {
     r = keys.remove(o.match);
   }
   std::vector<store::key_write> batch;
-  for (const auto& c : r.changes) batch.push_back({c.what == pki::key_change::kind::erase, c.record});
+  for (const auto& c : r.changes)
+    batch.push_back({c.what == pki::key_change::kind::erase, c.record});
   db->write_keys(batch);
   return {{"ok", true}, {"ids", r.ids}};
 }
@@ -81,11 +82,10 @@ int key_command(const base::master_config& cfg, const key_options& o) {
       by_state[state].insert(id);
       fingers[state].emplace_back(id, k["fingerprint"]);
     }
-    const std::vector<std::pair<std::string, std::string>> order = {
-        {"accepted", "Accepted Keys:"},
-        {"denied", "Denied Keys:"},
-        {"pending", "Unaccepted Keys:"},
-        {"rejected", "Rejected Keys:"}};
+    const std::vector<std::pair<std::string, std::string>> order = {{"accepted", "Accepted Keys:"},
+                                                                    {"denied", "Denied Keys:"},
+                                                                    {"pending", "Unaccepted Keys:"},
+                                                                    {"rejected", "Rejected Keys:"}};
     if (o.action == "list") {
       if (o.json) {
         json out = json::object();
@@ -125,20 +125,23 @@ int key_command(const base::master_config& cfg, const key_options& o) {
 
   std::vector<std::string> ids = reply.value("ids", std::vector<std::string>{});
   if (ids.empty()) {
-    std::string which = o.action == "accept"   ? "unaccepted"
-                        : o.action == "reject" ? (o.include_accepted ? "pending or accepted"
-                                                                     : "pending")
-                                               : "";
+    std::string which = o.action == "accept" ? "unaccepted"
+                        : o.action == "reject"
+                            ? (o.include_accepted ? "pending or accepted" : "pending")
+                            : "";
     std::cerr << "The key glob '" << o.match << "' does not match any " << which
               << (which.empty() ? "" : " ") << "keys";
-    if (o.action == "accept") std::cerr << " (rejected or denied keys need --include-rejected or --include-denied)";
+    if (o.action == "accept")
+      std::cerr << " (rejected or denied keys need --include-rejected or --include-denied)";
     if (o.action == "reject" && !o.include_accepted) {
       std::cerr << " (with --all, accepted keys need --include-accepted)";
     }
     std::cerr << ".\n";
     return o.match == "*" ? 0 : 1;
   }
-  const char* verb = o.action == "accept" ? "accepted" : o.action == "reject" ? "rejected" : "deleted";
+  const char* verb = o.action == "accept"   ? "accepted"
+                     : o.action == "reject" ? "rejected"
+                                            : "deleted";
   for (const auto& id : ids) std::cout << "Key for minion " << id << " " << verb << ".\n";
   return 0;
 }

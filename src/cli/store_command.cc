@@ -1,5 +1,4 @@
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -19,8 +18,8 @@ std::unique_ptr<store::store> open_store(const base::master_config& cfg, bool mu
   o.origin = "cli";
   o.migrate = migrate;
   if (must_exist && (o.url.empty() || o.url == "sqlite") && !base::file_exists(o.sqlite_path)) {
-    throw base::error("no job cache at " + o.sqlite_path + "; has a master run with " +
-                      cfg.source + "?");
+    throw base::error("no job cache at " + o.sqlite_path + "; has a master run with " + cfg.source +
+                      "?");
   }
   return store::open(o);
 }
@@ -72,8 +71,8 @@ int store_command(const base::master_config& cfg, const store_options& o) {
       std::cout << "store " << db->name() << ": schema version " << s.schema_version
                 << " is current; nothing to do\n";
     } else {
-      std::cout << "store " << db->name() << ": migrated from schema version " << before
-                << " to " << s.schema_version << "\n";
+      std::cout << "store " << db->name() << ": migrated from schema version " << before << " to "
+                << s.schema_version << "\n";
     }
     return 0;
   }

@@ -30,8 +30,8 @@ std::string jid_generator::format(int64_t unix_micros) {
   struct tm tm {};
   ::gmtime_r(&secs, &tm);
   char buf[80];  // room for any int fields, so the compiler can prove no truncation
-  std::snprintf(buf, sizeof buf, "%04d%02d%02d%02d%02d%02d%06lld", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+  std::snprintf(buf, sizeof buf, "%04d%02d%02d%02d%02d%02d%06lld", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                 static_cast<long long>(unix_micros % 1000000));
   return buf;
 }

@@ -1,8 +1,7 @@
 #include "master/master.h"
 
-#include <sys/stat.h>
-
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <asio/co_spawn.hpp>
@@ -52,8 +51,8 @@ std::unique_ptr<store_worker> open_store(const base::master_config& cfg, const s
   slot = db->shared() ? db->claim_master_slot(origin) : -1;
   feed = db->changes();
   if (db->shared()) {
-    spdlog::info("store {}: shared with other masters; this master is {} (jid slot {})",
-                 db->name(), origin, slot);
+    spdlog::info("store {}: shared with other masters; this master is {} (jid slot {})", db->name(),
+                 origin, slot);
   }
   return std::make_unique<store_worker>(std::move(db));
 }

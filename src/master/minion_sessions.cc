@@ -387,9 +387,10 @@ void minion_sessions::authenticate(const session_ptr& s, key_state state, uint64
       old->conn->close();
     }
     if (state == key_state::accepted && s->returns_only) {
-      spdlog::info("minion {} connected from {} to deliver the returns it owes this master (it "
-                   "serves another master)",
-                   s->id, s->conn->peer());
+      spdlog::info(
+          "minion {} connected from {} to deliver the returns it owes this master (it "
+          "serves another master)",
+          s->id, s->conn->peer());
     } else if (state == key_state::accepted) {
       spdlog::info("minion {} connected from {}", s->id, s->conn->peer());
       events_.publish("brine/minion/" + s->id + "/start", {{"id", s->id}});
@@ -484,7 +485,7 @@ void minion_sessions::persist(const std::vector<pki::key_change>& changes) {
   for (const auto& c : changes) {
     batch.push_back({c.what == pki::key_change::kind::erase, c.record});
   }
-  store_.post([batch = std::move(batch)](store::store& db) { db.write_keys(batch); });
+  store_.post_until_done([batch = std::move(batch)](store::store& db) { db.write_keys(batch); });
 }
 
 void minion_sessions::apply_key_changes(const pki::key_op_result& r, const std::string& act) {

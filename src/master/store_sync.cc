@@ -33,9 +33,10 @@ void store_sync::loop() {
       changes = feed_->wait(1s);
     } catch (const std::exception& e) {
       if (!lost) {
-        spdlog::warn("store: the change feed is lost ({}); key decisions and returns of other "
-                     "masters reach this master when it is back",
-                     e.what());
+        spdlog::warn(
+            "store: the change feed is lost ({}); key decisions and returns of other "
+            "masters reach this master when it is back",
+            e.what());
       }
       lost = true;
       // The feed paces its reconnects; this only keeps the loop from spinning
@@ -110,8 +111,8 @@ void store_sync::settle_keys(const std::vector<std::string>& ids) {
   for (const auto& id : ids) {
     if (d_.keys.accepted(id)) continue;
     auto left = d_.keys.list_of(id);
-    d_.deliveries.on_key_gone(id, left.empty() ? "key deleted on another master"
-                                               : "key rejected on another master");
+    d_.deliveries.on_key_gone(
+        id, left.empty() ? "key deleted on another master" : "key rejected on another master");
     // As on the master that decided: a deleted minion is forgotten, a
     // rejected one keeps its data for when it is accepted again.
     if (left.empty()) d_.cache.forget(id);

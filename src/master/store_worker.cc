@@ -39,31 +39,69 @@ void store_worker::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void store_worker::post_until_done(std::function<void(store::store&)> fn) {
+  {
+    std::lock_guard lock(mu_);
+    durable_.push_back(std::move(fn));
+  }
+  cv_.notify_one();
+}
+
 void store_worker::loop() {
-  // A batch of returns that could not be stored (the database is down) is
-  // kept and tried again, sooner at first, then every few seconds: the
-  // minions hold those returns until they are acknowledged, but only re-send
-  // them after a reconnect, so the master must not drop them while it
-  // stays up. Past k_max_retained the oldest wait in the minions' spools.
+  // What could not be written because the database is down is kept and
+  // tried again, sooner at first, then every few seconds:
+  //  - a batch of returns: the minions hold those returns until they are
+  //    acknowledged, but only re-send them after a reconnect, so the master
+  //    must not drop them while it stays up (past k_max_retained the oldest
+  //    wait in the minions' spools);
+  //  - durable tasks (key decisions), in order.
   constexpr size_t k_max_retained = 200000;
   auto backoff = std::chrono::milliseconds(0);
+  std::deque<std::function<void(store::store&)>> durable;
   for (;;) {
     std::deque<std::function<void(store::store&)>> tasks;
     std::vector<store::return_record> returns;
     std::vector<std::function<void()>> stored;
     {
       std::unique_lock lock(mu_);
-      auto ready = [&] { return stopping_ || !tasks_.empty() || !returns_.empty(); };
+      auto ready = [&] {
+        return stopping_ || !tasks_.empty() || !returns_.empty() || !durable_.empty();
+      };
       if (backoff.count() > 0) {
         // Retrying: wake for new work or when the delay is up, not before.
-        cv_.wait_for(lock, backoff, [&] { return stopping_ || !tasks_.empty(); });
+        cv_.wait_for(lock, backoff,
+                     [&] { return stopping_ || !tasks_.empty() || !durable_.empty(); });
       } else {
         cv_.wait(lock, ready);
       }
-      if (tasks_.empty() && returns_.empty() && stopping_) return;
+      if (stopping_ && tasks_.empty() && returns_.empty() && durable_.empty() &&
+          (durable.empty() || backoff.count() > 0)) {
+        if (!durable.empty()) {
+          spdlog::error(
+              "job cache: {} key changes never reached the store (it was down until "
+              "the master stopped)",
+              durable.size());
+        }
+        return;
+      }
       tasks.swap(tasks_);
       returns.swap(returns_);
       stored.swap(stored_);
+      for (auto& d : durable_) durable.push_back(std::move(d));
+      durable_.clear();
+    }
+    bool failed = false;
+    while (!durable.empty()) {
+      try {
+        durable.front()(*db_);
+        durable.pop_front();
+      } catch (const std::exception& e) {
+        if (backoff.count() == 0) {
+          spdlog::error("job cache: {}; trying again until the store takes it", e.what());
+        }
+        failed = true;
+        break;
+      }
     }
     for (auto& t : tasks) {
       try {
@@ -72,38 +110,44 @@ void store_worker::loop() {
         spdlog::error("job cache: {}", e.what());
       }
     }
-    if (returns.empty()) continue;
-    try {
-      db_->add_returns(returns);
-      if (backoff.count() > 0) {
-        spdlog::info("job cache: {} returns stored after the store came back", returns.size());
+    if (!returns.empty()) {
+      try {
+        db_->add_returns(returns);
+        if (backoff.count() > 0) {
+          spdlog::info("job cache: {} returns stored after the store came back", returns.size());
+        }
+        for (auto& fn : stored) fn();
+      } catch (const std::exception& e) {
+        // Not acknowledged: kept for the next try (and held by the minions).
+        if (backoff.count() == 0) {
+          spdlog::error(
+              "job cache: {} returns not stored yet, trying again until the store takes "
+              "them (the minions keep them meanwhile): {}",
+              returns.size(), e.what());
+        }
+        failed = true;
+        std::lock_guard lock(mu_);
+        if (!stopping_) {  // else the minions re-send them to whichever master serves next
+          returns.insert(returns.end(), std::make_move_iterator(returns_.begin()),
+                         std::make_move_iterator(returns_.end()));
+          stored.insert(stored.end(), std::make_move_iterator(stored_.begin()),
+                        std::make_move_iterator(stored_.end()));
+          if (returns.size() > k_max_retained) {
+            size_t drop = returns.size() - k_max_retained;
+            returns.erase(returns.begin(), returns.begin() + static_cast<std::ptrdiff_t>(drop));
+            stored.erase(stored.begin(), stored.begin() + static_cast<std::ptrdiff_t>(drop));
+          }
+          returns_ = std::move(returns);
+          stored_ = std::move(stored);
+        }
       }
-      backoff = std::chrono::milliseconds(0);
-    } catch (const std::exception& e) {
-      // Not acknowledged: kept for the next try (and held by the minions).
-      bool first = backoff.count() == 0;
-      backoff = std::clamp(backoff * 2, std::chrono::milliseconds(100), std::chrono::milliseconds(5000));
-      if (first) {
-        spdlog::error("job cache: {} returns not stored yet, trying again until the store takes "
-                      "them (the minions keep them meanwhile): {}",
-                      returns.size(), e.what());
-      }
-      std::lock_guard lock(mu_);
-      if (stopping_) continue;  // the minions re-send them to whichever master serves next
-      returns.insert(returns.end(), std::make_move_iterator(returns_.begin()),
-                     std::make_move_iterator(returns_.end()));
-      stored.insert(stored.end(), std::make_move_iterator(stored_.begin()),
-                    std::make_move_iterator(stored_.end()));
-      if (returns.size() > k_max_retained) {
-        size_t drop = returns.size() - k_max_retained;
-        returns.erase(returns.begin(), returns.begin() + static_cast<std::ptrdiff_t>(drop));
-        stored.erase(stored.begin(), stored.begin() + static_cast<std::ptrdiff_t>(drop));
-      }
-      returns_ = std::move(returns);
-      stored_ = std::move(stored);
-      continue;
     }
-    for (auto& s : stored) s();
+    if (failed) {
+      backoff =
+          std::clamp(backoff * 2, std::chrono::milliseconds(100), std::chrono::milliseconds(5000));
+    } else if (backoff.count() > 0 && durable.empty()) {
+      backoff = std::chrono::milliseconds(0);
+    }
   }
 }
 

@@ -25,6 +25,10 @@ class store_worker {
 
   // Runs `fn` on the store thread, in order with other posted work.
   void post(std::function<void(store::store&)> fn);
+  // Runs `fn` on the store thread, and again (with a growing delay, in
+  // order with other such work) while it throws: for writes that must not
+  // be lost while the database is down, such as key decisions.
+  void post_until_done(std::function<void(store::store&)> fn);
   // Queues `r`; `stored` runs on the store thread once it is committed.
   void add_return(store::return_record r, std::function<void()> stored);
   void stop();
@@ -36,6 +40,7 @@ class store_worker {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void(store::store&)>> tasks_;
+  std::deque<std::function<void(store::store&)>> durable_;
   std::vector<store::return_record> returns_;
   std::vector<std::function<void()>> stored_;
   bool stopping_ = false;

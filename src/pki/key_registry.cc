@@ -1,13 +1,13 @@
 #include "pki/key_registry.h"
 
+#include <fnmatch.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fnmatch.h>
 #include <fstream>
-#include <sys/stat.h>
-
-#include <spdlog/spdlog.h>
 
 namespace brine::pki {
 
@@ -23,9 +23,10 @@ bool key_registry::glob_file::matches(const std::string& id) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     if (mtime_ns != -2) {
-      spdlog::warn("{}: cannot read it ({}); no minion id matches it until it exists: create it "
-                   "or remove the option from the master config",
-                   path, std::strerror(errno));
+      spdlog::warn(
+          "{}: cannot read it ({}); no minion id matches it until it exists: create it "
+          "or remove the option from the master config",
+          path, std::strerror(errno));
     }
     mtime_ns = -2;
     globs.clear();
@@ -60,8 +61,9 @@ std::map<std::string, key_registry::entry> key_registry::group(
     }
   }
   for (auto& [id, e] : out) {
-    std::sort(e.denied.begin(), e.denied.end(),
-              [](const key_record& a, const key_record& b) { return a.fingerprint < b.fingerprint; });
+    std::sort(e.denied.begin(), e.denied.end(), [](const key_record& a, const key_record& b) {
+      return a.fingerprint < b.fingerprint;
+    });
   }
   return out;
 }
@@ -119,13 +121,11 @@ key_decision key_registry::present(const std::string& id, const std::string& pub
   std::lock_guard lock(mu_);
   key_decision d;
   entry& e = keys_[id];
-  auto record = [&](key_state s) {
-    return key_record{id, s, pubkey, fingerprint, now};
-  };
+  auto record = [&](key_state s) { return key_record{id, s, pubkey, fingerprint, now}; };
   if (e.main) {
     if (e.main->fingerprint == fingerprint) {
-      if (e.main->state == key_state::pending &&
-          (policy_.auto_accept || autosign_.matches(id)) && !autoreject_.matches(id)) {
+      if (e.main->state == key_state::pending && (policy_.auto_accept || autosign_.matches(id)) &&
+          !autoreject_.matches(id)) {
         e.main->state = key_state::accepted;
         e.main->updated = now;
         d.changes.push_back({key_change::kind::put, *e.main});
@@ -277,8 +277,7 @@ std::vector<std::string> key_registry::accepted_matching(const std::string& glob
   return out;
 }
 
-void key_registry::for_each_accepted(
-    const std::function<void(const std::string& id)>& fn) const {
+void key_registry::for_each_accepted(const std::function<void(const std::string& id)>& fn) const {
   std::lock_guard lock(mu_);
   for (const auto& [id, e] : keys_) {
     if (e.main && e.main->state == key_state::accepted) fn(id);
@@ -288,8 +287,7 @@ void key_registry::for_each_accepted(
 bool key_registry::is_accepted(const std::string& id, const std::string& fingerprint) const {
   std::lock_guard lock(mu_);
   auto it = keys_.find(id);
-  return it != keys_.end() && it->second.main &&
-         it->second.main->state == key_state::accepted &&
+  return it != keys_.end() && it->second.main && it->second.main->state == key_state::accepted &&
          it->second.main->fingerprint == fingerprint;
 }
 

@@ -33,7 +33,7 @@ std::optional<key_state> parse_key_state(const std::string& s) {
 }
 
 std::vector<return_record> store::get_returns(const std::string& jid,
-                                             const std::vector<std::string>& minions) {
+                                              const std::vector<std::string>& minions) {
   std::set<std::string_view> wanted(minions.begin(), minions.end());
   std::vector<return_record> out;
   for (auto& r : get_returns(jid)) {

@@ -4,11 +4,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 
@@ -125,10 +124,10 @@ class change_feed {
 
 // What `brine store check` reports.
 struct status {
-  std::string backend;     // "sqlite" or "postgresql"
-  std::string name;        // the file or the URL, never a password
-  int schema_version = 0;  // of the database
-  int code_version = 0;    // this build's
+  std::string backend;                  // "sqlite" or "postgresql"
+  std::string name;                     // the file or the URL, never a password
+  int schema_version = 0;               // of the database
+  int code_version = 0;                 // this build's
   std::map<std::string, int64_t> rows;  // table -> row count
 };
 

@@ -208,6 +208,21 @@ class DatabaseFailureTest(SharedStoreTestCase):
         both = PG.psql("SELECT count(*) FROM returns r JOIN undelivered u USING (jid, minion)", db)
         self.assertEqual(int(both), 0, "a (jid, minion) both returned and undelivered")
 
+    def test_a_key_decision_made_while_the_database_is_down_reaches_it_later(self):
+        ms, _, db = self.shared_masters(n=1, auto_accept=False)
+        (a,) = ms.masters
+        ms.add_minion("m1")
+        wait_for(lambda: "m1" in a.keys()["pending"], 15, "m1 pending")
+        PG.stop()
+        try:
+            rc, out, err = a.brine("key", "accept", "m1")
+            self.assertEqual(rc, 0, err)
+            self.assertIn("m1", a.keys()["accepted"])  # the master holds it meanwhile
+        finally:
+            PG.start_again()
+        wait_for(lambda: PG.psql("SELECT state FROM keys WHERE id = 'm1'", db) == "accepted", 20,
+                 "the accept written once the database is back")
+
     def test_a_master_started_while_the_database_is_down_waits_and_says_so(self):
         ms, store, _ = self.shared_masters(n=1)
         (a,) = ms.masters
