@@ -92,6 +92,7 @@ struct stmt {
   bool uses_varargs = false;
   bool uses_kwargs = false;
   bool uses_caller = false;
+  bool recursive = false;  // for ... recursive
 };
 
 struct parse_options {

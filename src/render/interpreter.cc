@@ -255,6 +255,11 @@ value interpreter::getitem(const value& obj, const value& key) {
 
 value interpreter::call(const value& callee, call_args& args) {
   callee.defined();
+  if (callee.is_namespace()) {
+    // A recursive loop's `loop(...)`.
+    if (value* fn = callee.dict().find(value("__call__")); fn && fn->is_callable())
+      return call(*fn, args);
+  }
   if (!callee.is_callable())
     throw template_error("'" + type_name(callee) + "' object is not callable");
   if (++depth_ > k_max_depth) {
@@ -615,7 +620,11 @@ void interpreter::exec(const body& b, std::string& out) {
 }
 
 void interpreter::exec_for(const stmt& s, std::string& out) {
-  value seq = eval(*s.value);
+  run_loop(s, eval(*s.value), 1, current_, out);
+}
+
+void interpreter::run_loop(const stmt& s, const value& seq, std::int64_t depth,
+                           std::shared_ptr<frame> outer, std::string& out) {
   std::vector<value> items = iterate(seq);
   auto saved = current_;
   struct restore {
@@ -627,7 +636,7 @@ void interpreter::exec_for(const stmt& s, std::string& out) {
     std::vector<value> kept;
     for (const auto& item : items) {
       current_ = std::make_shared<frame>();
-      current_->parent = saved;
+      current_->parent = outer;
       assign(*s.target, item);
       if (eval(*s.condition).truthy()) kept.push_back(item);
     }
@@ -637,7 +646,7 @@ void interpreter::exec_for(const stmt& s, std::string& out) {
   auto last_changed = std::make_shared<std::optional<value>>();
   for (std::int64_t i = 0; i < n; ++i) {
     current_ = std::make_shared<frame>();
-    current_->parent = saved;
+    current_->parent = outer;
     value loop = value::make_namespace();
     auto& d = loop.dict();
     d.set("index", i + 1);
@@ -647,8 +656,18 @@ void interpreter::exec_for(const stmt& s, std::string& out) {
     d.set("first", i == 0);
     d.set("last", i == n - 1);
     d.set("length", n);
-    d.set("depth", 1);
-    d.set("depth0", 0);
+    d.set("depth", depth);
+    d.set("depth0", depth - 1);
+    if (s.recursive) {
+      d.set("__call__",
+            value::make_callable("loop", [this, &s, depth, outer](call_args& a) -> value {
+              if (a.positional.size() != 1 || !a.keyword.empty())
+                throw template_error("loop() takes exactly one argument");
+              std::string inner;
+              run_loop(s, a.positional[0], depth + 1, outer, inner);
+              return inner;
+            }));
+    }
     d.set("previtem", i > 0 ? items[static_cast<std::size_t>(i - 1)]
                             : value::undefined("there is no previous item"));
     d.set("nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)]

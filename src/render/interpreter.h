@@ -40,6 +40,8 @@ class interpreter {
   value eval_inner(const expr& e);
   void exec_one(const stmt& s, std::string& out);
   void exec_for(const stmt& s, std::string& out);
+  void run_loop(const stmt& s, const value& seq, std::int64_t depth, std::shared_ptr<frame> outer,
+                std::string& out);
   void assign(const expr& target, const value& v);
   value make_macro(const stmt& s, const std::string& name, const std::shared_ptr<frame>& closure);
   value eval_call(const expr& e, const value* caller);

@@ -603,7 +603,7 @@ class parser {
     if (!skip_name("in")) fail(cur(), "expected 'in', got " + describe(cur()));
     s->value = parse_tuple(false, false, {"recursive"});
     if (skip_name("if")) s->condition = parse_tuple(false, false);
-    if (is_name("recursive")) fail(cur(), "recursive loops are not supported yet");
+    if (skip_name("recursive")) s->recursive = true;
     expect_end();
     ++loop_depth_;
     s->children = parse_body({"endfor", "else"}, "for");
