@@ -994,6 +994,10 @@ constexpr statement k_count_returns{"count_returns",
                                     "SELECT count(*) FROM returns WHERE jid = $1::text"};
 constexpr statement k_returned_minions{
     "returned_minions", "SELECT minion FROM returns WHERE jid = $1::text ORDER BY minion"};
+// Whether any of these jobs has an undelivered record at all: most batches
+// of returns belong to jobs that have none, and skip the delete.
+constexpr statement k_any_undelivered{
+    "any_undelivered", "SELECT 1 FROM undelivered WHERE jid = ANY($1::text[]) LIMIT 1"};
 constexpr statement k_notify_returns{"notify_returns",
                                      "SELECT pg_notify('brine_returns', $1::text)"};
 constexpr statement k_get_undelivered{"get_undelivered",
@@ -1557,11 +1561,19 @@ size_t postgres_store::add_returns(const std::vector<return_record>& batch) {
       added.emplace_back(res.text(row, 0), res.text(row, 1));
   });
   std::sort(added.begin(), added.end());
-  for_each_chunk(added.size(), [&](size_t at, size_t n) {
-    params p;
-    for (size_t i = at; i < at + n; ++i) p.text(added[i].first).text(added[i].second);
-    db_.run(multi_row(multi::drop_undelivered, n), p, what);
-  });
+  std::vector<std::string> jids;
+  for (const auto& [jid, minion] : added) {
+    if (jids.empty() || jids.back() != jid) jids.push_back(jid);
+  }
+  // Under the lock, so no undelivered record of these jobs can appear
+  // between this look and the commit.
+  if (!jids.empty() && db_.run(k_any_undelivered, params().array(jids), what).rows() > 0) {
+    for_each_chunk(added.size(), [&](size_t at, size_t n) {
+      params p;
+      for (size_t i = at; i < at + n; ++i) p.text(added[i].first).text(added[i].second);
+      db_.run(multi_row(multi::drop_undelivered, n), p, what);
+    });
+  }
 
   // One payload per job, split to stay under the limit of a notification.
   for (size_t i = 0; i < added.size();) {
