@@ -1,11 +1,12 @@
 #include "cli/output.h"
 
-#include "base/yaml_json.h"
+#include <yaml-cpp/yaml.h>
 
 #include <cctype>
 #include <cstdio>
 
-#include <yaml-cpp/yaml.h>
+#include "base/python.h"
+#include "base/yaml_json.h"
 
 namespace brine::cli {
 namespace {
@@ -24,8 +25,8 @@ void scalar(std::string& out, const nlohmann::json& v, const std::string& pad) {
   size_t start = 0;
   for (;;) {
     size_t nl = text.find('\n', start);
-    out += pad + text.substr(start, nl == std::string::npos ? std::string::npos : nl - start) +
-           "\n";
+    out +=
+        pad + text.substr(start, nl == std::string::npos ? std::string::npos : nl - start) + "\n";
     if (nl == std::string::npos) break;
     start = nl + 1;
   }
@@ -129,32 +130,6 @@ void yaml_walk(std::string& out, const nlohmann::json& v, int indent) {
   }
 }
 
-std::string py_string(const std::string& s) {
-  // Python prefers single quotes unless the text holds one and no double.
-  bool single = s.find('\'') == std::string::npos || s.find('"') != std::string::npos;
-  char q = single ? '\'' : '"';
-  std::string out(1, q);
-  for (unsigned char c : s) {
-    if (c == static_cast<unsigned char>(q) || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + q;
-}
-
 }  // namespace
 
 std::string yaml_out(const std::string& id, const nlohmann::json& value) {
@@ -166,7 +141,7 @@ std::string yaml_out(const std::string& id, const nlohmann::json& value) {
 std::string python_repr(const nlohmann::json& v) {
   if (v.is_null()) return "None";
   if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
-  if (v.is_string()) return py_string(v.get<std::string>());
+  if (v.is_string()) return base::python_repr(v.get<std::string>());
   if (v.is_array()) {
     std::string out = "[";
     for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + python_repr(v[i]);
@@ -176,7 +151,7 @@ std::string python_repr(const nlohmann::json& v) {
     std::string out = "{";
     bool first = true;
     for (const auto& [k, item] : v.items()) {
-      out += (first ? "" : ", ") + py_string(k) + ": " + python_repr(item);
+      out += (first ? "" : ", ") + base::python_repr(k) + ": " + python_repr(item);
       first = false;
     }
     return out + "}";

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <optional>
 
+#include "base/python.h"
+
 namespace brine::render {
 
 value value::undefined(std::string message) {
@@ -219,31 +221,7 @@ std::string float_repr(double d) {
   return neg ? "-" + out : out;
 }
 
-std::string string_repr(std::string_view s) {
-  char q = (s.find('\'') != std::string_view::npos && s.find('"') == std::string_view::npos) ? '"'
-                                                                                             : '\'';
-  std::string out(1, q);
-  for (unsigned char c : s) {
-    if (c == static_cast<unsigned char>(q) || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\x%02x", c);
-      out += b;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += q;
-  return out;
-}
+std::string string_repr(std::string_view s) { return base::python_repr(s); }
 
 std::string value::str() const {
   switch (type()) {

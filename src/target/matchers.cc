@@ -8,6 +8,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "base/python.h"
+
 namespace brine::target::detail {
 namespace {
 
@@ -145,26 +147,6 @@ std::string join(const std::vector<std::string>& parts, size_t from, size_t to, 
   return out;
 }
 
-void python_quote(std::string_view s, std::string& out) {
-  char q = s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
-  out += q;
-  for (char c : s) {
-    if (c == '\\' || c == q) {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      out += c;
-    }
-  }
-  out += q;
-}
-
 void python_repr(packed::value v, std::string& out, bool top) {
   switch (v.type()) {
     case packed::kind::null:
@@ -177,7 +159,7 @@ void python_repr(packed::value v, std::string& out, bool top) {
       if (top) {
         out += v.string();
       } else {
-        python_quote(v.string(), out);
+        base::append_python_repr(v.string(), out);
       }
       return;
     case packed::kind::array: {
@@ -197,7 +179,7 @@ void python_repr(packed::value v, std::string& out, bool top) {
       for (auto it = v.begin(); it != v.end(); ++it) {
         if (!first) out += ", ";
         first = false;
-        python_quote(it.key(), out);
+        base::append_python_repr(it.key(), out);
         out += ": ";
         python_repr(*it, out, false);
       }
@@ -505,8 +487,7 @@ bool subdict_matcher::value::matches(packed::value v) const {
   return re->matches(lowered);
 }
 
-packed::value subdict_matcher::traverse(packed::value data,
-                                        const std::vector<path_element>& path) {
+packed::value subdict_matcher::traverse(packed::value data, const std::vector<path_element>& path) {
   packed::value p = data;
   for (const auto& e : path) {
     if (p.is_array()) {
