@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -73,6 +74,14 @@ struct stmt {
     do_,
     break_,
     continue_,
+    include,      // value: the template name(s)
+    import_,      // value: the template; name: the target
+    from_import,  // value: the template; imports: (name, alias)
+    extends,      // value: the parent template
+    block,        // name; children
+    load,         // format; target; children (Salt's load_yaml/load_json/load_text)
+    import_data,  // format; value: the template; name: the target (Salt's import_yaml, ...)
+    profile,      // value: the label; children (Salt's profile block)
   };
   kind k;
   int line = 0;
@@ -93,6 +102,14 @@ struct stmt {
   bool uses_kwargs = false;
   bool uses_caller = false;
   bool recursive = false;  // for ... recursive
+  // include/import/from/import_*: `ignore missing`, `with context`.
+  bool ignore_missing = false;
+  bool with_context = false;
+  // block: `scoped`, `required`.
+  bool scoped = false;
+  bool required = false;
+  std::vector<std::pair<std::string, std::string>> imports;  // from ... import name as alias
+  std::string format;                                        // load/import_data: yaml, json, text
 };
 
 struct parse_options {
@@ -103,5 +120,16 @@ struct parse_options {
 
 // Throws template_error naming the template, line and column.
 body parse(const std::string& source, const std::string& name, const parse_options& opts);
+
+// A parsed template and its blocks by name (for extends), as a render
+// caches it.
+struct template_tree {
+  std::string name;
+  body root;
+  std::map<std::string, const stmt*> blocks;
+};
+std::shared_ptr<const template_tree> parse_template(const std::string& source,
+                                                   const std::string& name,
+                                                   const parse_options& opts);
 
 }  // namespace brine::render::detail

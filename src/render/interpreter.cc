@@ -10,6 +10,7 @@ namespace {
 // Jinja's object_type_repr, as its undefined messages name objects.
 std::string object_type_repr(const value& v) {
   if (v.is_none()) return "None";
+  if (v.is_dict() && v.dict().module) return "jinja2.environment.TemplateModule object";
   if (v.is_namespace()) return "jinja2.utils.Namespace object";
   return type_name(v) + " object";
 }
@@ -177,8 +178,13 @@ value interpreter::lookup(const std::string& name) {
     auto it = f->vars.find(name);
     if (it != f->vars.end()) return it->second;
   }
+  if (name == "self") return template_reference();
   auto it = ctx_.find(name);
   if (it != ctx_.end()) return it->second;
+  it = template_globals_.find(name);
+  if (it != template_globals_.end()) return it->second;
+  it = env_.globals.find(name);
+  if (it != env_.globals.end()) return it->second;
   value g = builtin_global(name);
   if (!g.is_undefined()) return g;
   return value::undefined("'" + name + "' is undefined");
@@ -262,14 +268,16 @@ value interpreter::call(const value& callee, call_args& args) {
   }
   if (!callee.is_callable())
     throw template_error("'" + type_name(callee) + "' object is not callable");
-  if (++depth_ > k_max_depth) {
-    --depth_;
+  step();
+  int& depth = state_ ? state_->depth : depth_;
+  if (++depth > k_max_depth) {
+    --depth;
     throw template_error("maximum recursion depth exceeded");
   }
   struct guard {
     int& d;
     ~guard() { --d; }
-  } g{depth_};
+  } g{depth};
   return callee.callable().fn(args);
 }
 
@@ -298,6 +306,8 @@ value interpreter::eval_call(const expr& e, const value* caller) {
 }
 
 value interpreter::filter(const std::string& name, const value& input, call_args& args) {
+  if (auto host = env_.filters.find(name); host != env_.filters.end())
+    return host->second(input, args);
   const auto& fs = builtin_filters();
   auto it = fs.find(name);
   if (it == fs.end()) throw template_error("no filter named '" + name + "'");
@@ -305,6 +315,8 @@ value interpreter::filter(const std::string& name, const value& input, call_args
 }
 
 bool interpreter::test(const std::string& name, const value& input, call_args& args) {
+  if (auto host = env_.tests.find(name); host != env_.tests.end())
+    return host->second(input, args);
   const auto& ts = builtin_tests();
   auto it = ts.find(name);
   if (it == ts.end()) throw template_error("no test named '" + name + "'");
@@ -504,6 +516,7 @@ value interpreter::make_macro(const stmt& s, const std::string& name,
       throw template_error("macro '" + name + "' called after its template was rendered");
     auto f = std::make_shared<frame>();
     f->parent = scope->shared_from_this();
+    f->macro = true;
     std::vector<value> varargs;
     std::size_t n = s.params.size();
     std::vector<bool> bound(n, false);
@@ -565,6 +578,11 @@ value interpreter::make_macro(const stmt& s, const std::string& name,
       }
     }
     if (!f->vars.count("caller")) f->vars["caller"] = value::undefined("No caller defined");
+    ++own_output_;
+    struct unown {
+      int& n;
+      ~unown() { --n; }
+    } u{own_output_};
     std::string out;
     exec(s.children, out);
     return out;
@@ -587,7 +605,7 @@ void reach(const value& v, std::set<const void*>& seen) {
 
 }  // namespace
 
-void interpreter::run(const body& b, std::string& out) {
+void interpreter::run(const template_tree& t, const std::string& tpldir, std::string& out) {
   std::vector<value> changed;
   struct cleanup {
     interpreter& in;
@@ -598,6 +616,7 @@ void interpreter::run(const body& b, std::string& out) {
       if (changed.empty()) return;
       std::set<const void*> kept;
       for (const auto& [k, v] : in.ctx_) reach(v, kept);
+      for (const auto& [k, v] : in.env_.globals) reach(v, kept);
       for (auto& v : changed) {
         if (kept.count(v.identity())) continue;
         if (v.is_dict()) {
@@ -609,7 +628,7 @@ void interpreter::run(const body& b, std::string& out) {
     }
   } c{*this, changed, mutation_log};
   mutation_log = &changed;
-  exec(b, out);
+  run_template(t, tpldir, out);
 }
 
 void interpreter::exec(const body& b, std::string& out) {
@@ -645,6 +664,7 @@ void interpreter::run_loop(const stmt& s, const value& seq, std::int64_t depth,
   auto n = static_cast<std::int64_t>(items.size());
   auto last_changed = std::make_shared<std::optional<value>>();
   for (std::int64_t i = 0; i < n; ++i) {
+    step();
     current_ = std::make_shared<frame>();
     current_->parent = outer;
     value loop = value::make_namespace();
@@ -697,11 +717,16 @@ void interpreter::run_loop(const stmt& s, const value& seq, std::int64_t depth,
 
 void interpreter::exec_one(const stmt& s, std::string& out) {
   try {
+    step();
     switch (s.k) {
       case stmt::kind::text:
+        if (parent_ && own_output_ == 0) return;
         out += s.text;
         return;
       case stmt::kind::output:
+        // After `extends`, Jinja neither evaluates nor writes a template's
+        // own output (macros and blocks have their own).
+        if (parent_ && own_output_ == 0) return;
         out += eval(*s.value).str();
         return;
       case stmt::kind::if_:
@@ -785,6 +810,16 @@ void interpreter::exec_one(const stmt& s, std::string& out) {
       case stmt::kind::continue_:
         flow_ = flow::continue_;
         return;
+      case stmt::kind::include:
+      case stmt::kind::import_:
+      case stmt::kind::from_import:
+      case stmt::kind::extends:
+      case stmt::kind::block:
+      case stmt::kind::load:
+      case stmt::kind::import_data:
+      case stmt::kind::profile:
+        exec_loader_tag(s, out);
+        return;
     }
   } catch (const located_error&) {
     throw;
@@ -792,6 +827,349 @@ void interpreter::exec_one(const stmt& s, std::string& out) {
     throw located_error(located(s.line, s.column) + ex.what());
   } catch (const std::bad_variant_access&) {
     throw located_error(located(s.line, s.column) + "an argument has the wrong type");
+  }
+}
+
+namespace {
+
+// Templates loading templates deeper than this is a template loading itself
+// without end (Jinja would hit Python's recursion limit).
+constexpr std::size_t k_max_templates = 32;
+
+bool is_relative(const std::string& name) {
+  std::string first = name.substr(0, name.find('/'));
+  return first == "." || first == "..";
+}
+
+// Python's os.path.normpath for '/'-separated names.
+std::string normpath(const std::string& path) {
+  bool absolute = path.starts_with("/");
+  std::vector<std::string> parts;
+  std::size_t i = 0;
+  while (i <= path.size()) {
+    std::size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string part = path.substr(i, j - i);
+    i = j + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == ".." && !parts.empty() && parts.back() != "..") {
+      parts.pop_back();
+    } else if (part != ".." || !absolute) {
+      parts.push_back(part);
+    }
+  }
+  std::string out = absolute ? "/" : "";
+  for (std::size_t k = 0; k < parts.size(); ++k) out += (k ? "/" : "") + parts[k];
+  return out.empty() ? "." : out;
+}
+
+std::string dirname(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+}  // namespace
+
+void interpreter::step() {
+  if (env_.max_steps == 0 || !state_) return;
+  if (++state_->steps > env_.max_steps)
+    throw template_error("the render took more than " + std::to_string(env_.max_steps) +
+                         " steps");
+}
+
+std::string interpreter::trail(const stmt& at, const char* how) const {
+  return std::string(how) + " from '" + name_ + "' line " + std::to_string(at.line);
+}
+
+std::optional<interpreter::found_template> interpreter::load(const std::string& name,
+                                                             const stmt& at, const char* how) {
+  // SaltCacheLoader.get_source: './x' and '../x' are relative to the asking
+  // template's tpldir, and may not climb out of the file roots.
+  std::string resolved = name;
+  bool relative = is_relative(name);
+  if (relative) {
+    resolved = normpath(tpldir_ + "/" + name);
+    if (is_relative(resolved) && resolved.substr(0, resolved.find('/')) == "..")
+      return std::nullopt;
+  }
+  found_template f;
+  auto it = state_->templates.find(resolved);
+  if (it != state_->templates.end()) {
+    f.tree = it->second;
+  } else {
+    if (!env_.loader) return std::nullopt;
+    std::optional<std::string> source = env_.loader(resolved, name_);
+    if (!source) return std::nullopt;
+    try {
+      f.tree = parse_template(*source, resolved, state_->opts);
+    } catch (const located_error& e) {
+      throw nested_error(e.what(), trail(at, how));
+    }
+    state_->templates[resolved] = f.tree;
+  }
+  std::string dir = relative ? tpldir_ : dirname(resolved);
+  f.tpldir = dir.empty() ? "." : dir;
+  if (env_.globals.count("tpldir")) {
+    std::string dot = dir;
+    std::replace(dot.begin(), dot.end(), '/', '.');
+    f.globals["tplfile"] = relative ? name : resolved;
+    f.globals["tpldir"] = f.tpldir;
+    f.globals["tpldot"] = dot;
+  }
+  return f;
+}
+
+std::optional<interpreter::found_template> interpreter::find_template(const value& names,
+                                                                      bool ignore_missing,
+                                                                      const stmt& at,
+                                                                      const char* how) {
+  names.defined();
+  if (names.is_sequence_like()) {
+    if (names.items().empty())
+      throw template_error("TemplatesNotFound: Tried to select from an empty list of templates.");
+    std::string tried;
+    for (const auto& n : names.items()) {
+      n.defined();
+      if (auto f = load(n.str(), at, how)) return f;
+      tried += (tried.empty() ? "" : ", ") + n.str();
+    }
+    if (ignore_missing) return std::nullopt;
+    throw template_error("TemplatesNotFound: none of the templates given were found: " + tried);
+  }
+  if (auto f = load(names.str(), at, how)) return f;
+  if (ignore_missing) return std::nullopt;
+  throw template_error("TemplateNotFound: " + names.str());
+}
+
+context interpreter::visible() const {
+  context c = ctx_;
+  std::vector<const frame*> frames;
+  for (const frame* f = current_.get(); f; f = f->parent.get()) frames.push_back(f);
+  for (auto f = frames.rbegin(); f != frames.rend(); ++f) {
+    for (const auto& [k, v] : (*f)->vars) {
+      if (v.is_undefined() || k == "loop") continue;
+      if ((*f)->macro && (k == "varargs" || k == "kwargs" || k == "caller")) continue;
+      c[k] = v;
+    }
+  }
+  return c;
+}
+
+interpreter& interpreter::child(context ctx, const found_template& t) {
+  state_->contexts.push_back(std::make_unique<context>(std::move(ctx)));
+  state_->children.push_back(
+      std::make_unique<interpreter>(*state_->contexts.back(), env_, t.tree->name, state_));
+  interpreter& in = *state_->children.back();
+  in.set_template_globals(t.globals);
+  return in;
+}
+
+void interpreter::run_nested(interpreter& in, const found_template& t, const stmt& at,
+                             const char* how, std::string& out, bool register_blocks) {
+  std::string trail = this->trail(at, how);
+  try {
+    if (state_->chain.size() >= k_max_templates) {
+      std::string chain;
+      for (const auto& n : state_->chain) chain += "'" + n + "' -> ";
+      throw located_error(located(at.line, at.column) + "templates load each other " +
+                          std::to_string(k_max_templates) + " deep: a template includes itself (" +
+                          chain + "'" + t.tree->name + "')");
+    }
+    state_->chain.push_back(t.tree->name);
+    struct pop {
+      std::vector<std::string>& chain;
+      ~pop() { chain.pop_back(); }
+    } p{state_->chain};
+    in.run_template(*t.tree, t.tpldir, out, register_blocks);
+  } catch (const nested_error& e) {
+    if (e.head().find("templates load each other") != std::string::npos) throw;
+    throw nested_error(e.head(), e.trail() + ", " + trail);
+  } catch (const located_error& e) {
+    if (std::string(e.what()).find("templates load each other") != std::string::npos) throw;
+    throw nested_error(e.what(), trail);
+  }
+}
+
+void interpreter::run_template(const template_tree& t, const std::string& tpldir,
+                               std::string& out, bool register_blocks) {
+  name_ = t.name;
+  tpldir_ = tpldir;
+  if (register_blocks)
+    for (const auto& [n, b] : t.blocks) blocks_[n].push_back({b, t.name});
+  // After `extends`, a template's own output is dropped (Jinja's
+  // `if parent_template is None`); its statements still run.
+  std::string dropped;
+  for (const auto& s : t.root) exec_one(*s, parent_ ? dropped : out);
+  if (!parent_) return;
+  auto parent = std::move(parent_);
+  parent_.reset();
+  const stmt& at = *extends_at_;
+  extends_at_ = nullptr;
+  found_template f{parent, parent_tpldir_, parent_globals_};
+  set_template_globals(parent_globals_);
+  run_nested(*this, f, at, "extended", out, false);
+}
+
+value interpreter::import_module(const stmt& s) {
+  value n = eval(*s.value);
+  auto f = find_template(n, false, s, "imported");
+  const std::string& key = f->tree->name;
+  if (!s.with_context) {
+    auto it = state_->modules.find(key);
+    if (it != state_->modules.end()) return it->second;
+  }
+  interpreter& in = child(s.with_context ? visible() : context{}, *f);
+  std::string text;
+  run_nested(in, *f, s, "imported", text);
+  value m = value::make_namespace();
+  m.dict().module = true;
+  m.dict().module_name = key;
+  m.dict().module_text = text;
+  for (const auto& [k, v] : in.root_->vars)
+    if (!k.starts_with("_")) m.dict().set(value(k), v);
+  if (!s.with_context) state_->modules[key] = m;
+  return m;
+}
+
+std::string interpreter::render_block(const std::string& name, std::size_t index) {
+  auto it = blocks_.find(name);
+  if (it == blocks_.end() || index >= it->second.size())
+    throw template_error("there is no parent block called '" + name + "'.");
+  const block_ref b = it->second[index];
+  auto f = std::make_shared<frame>();
+  f->parent = b.s->scoped ? current_ : root_;
+  if (index + 1 < it->second.size()) {
+    std::weak_ptr<int> alive = alive_;
+    f->vars["super"] =
+        value::make_callable("super", [this, name, index, alive](call_args&) -> value {
+          if (alive.expired()) throw template_error("super() called after the render");
+          return render_block(name, index + 1);
+        });
+  } else {
+    f->vars["super"] = value::undefined("there is no parent block called '" + name + "'.");
+  }
+  auto saved = current_;
+  std::string saved_name = name_;
+  struct restore {
+    interpreter& in;
+    std::shared_ptr<frame> s;
+    std::string n;
+    ~restore() {
+      in.current_ = s;
+      in.name_ = n;
+    }
+  } r{*this, saved, saved_name};
+  current_ = f;
+  name_ = b.template_name;
+  ++own_output_;
+  struct unown {
+    int& n;
+    ~unown() { --n; }
+  } u{own_output_};
+  std::string out;
+  exec(b.s->children, out);
+  flow_ = flow::normal;
+  return out;
+}
+
+value interpreter::template_reference() {
+  value ref = value::make_namespace();
+  std::weak_ptr<int> alive = alive_;
+  for (const auto& [n, chain] : blocks_) {
+    ref.dict().set(value(n),
+                   value::make_callable(n, [this, n = n, alive](call_args&) -> value {
+                     if (alive.expired()) throw template_error("self called after the render");
+                     return render_block(n, 0);
+                   }));
+  }
+  return ref;
+}
+
+value interpreter::parse_data(const std::string& format, const std::string& text) {
+  if (format == "text") return text;
+  if (format == "json") {
+    nlohmann::ordered_json j;
+    try {
+      j = nlohmann::ordered_json::parse(text);
+    } catch (const nlohmann::json::exception&) {
+      throw template_error("Unable to load json from " + text);
+    }
+    return value::from_json(j);
+  }
+  if (!env_.yaml_loader)
+    throw template_error(
+        "no YAML loader: this renderer cannot read YAML (environment::yaml_loader is unset)");
+  return value::from_json(env_.yaml_loader(text, name_));
+}
+
+void interpreter::exec_loader_tag(const stmt& s, std::string& out) {
+  switch (s.k) {
+    case stmt::kind::include: {
+      value n = eval(*s.value);
+      auto f = find_template(n, s.ignore_missing, s, "included");
+      if (!f) return;
+      interpreter& in = child(s.with_context ? visible() : context{}, *f);
+      run_nested(in, *f, s, "included", out);
+      return;
+    }
+    case stmt::kind::import_:
+      current_->vars[s.name] = import_module(s);
+      return;
+    case stmt::kind::from_import: {
+      value m = import_module(s);
+      for (const auto& [n, alias] : s.imports) {
+        value* v = m.dict().find(value(n));
+        current_->vars[alias] =
+            v ? *v
+              : value::undefined("the template " + value(m.dict().module_name).repr() +
+                                 " (imported on line " + std::to_string(s.line) + " in '" +
+                                 name_ + "') does not export the requested name '" + n + "'");
+      }
+      return;
+    }
+    case stmt::kind::extends: {
+      if (parent_) throw template_error("extended multiple times");
+      value n = eval(*s.value);
+      auto f = find_template(n, false, s, "extended");
+      parent_ = f->tree;
+      parent_tpldir_ = f->tpldir;
+      parent_globals_ = f->globals;
+      extends_at_ = &s;
+      for (const auto& [bn, b] : parent_->blocks) blocks_[bn].push_back({b, parent_->name});
+      return;
+    }
+    case stmt::kind::block:
+      if (parent_ && own_output_ == 0) return;
+      if (s.required && blocks_[s.name].size() <= 1)
+        throw template_error("Required block '" + s.name + "' not found");
+      out += render_block(s.name, 0);
+      return;
+    case stmt::kind::load: {
+      std::string captured;
+      auto saved = current_;
+      current_ = std::make_shared<frame>();
+      current_->parent = saved;
+      struct restore {
+        interpreter& in;
+        std::shared_ptr<frame> s;
+        ~restore() { in.current_ = s; }
+      } r{*this, saved};
+      exec(s.children, captured);
+      current_ = saved;
+      assign(*s.target, parse_data(s.format, captured));
+      return;
+    }
+    case stmt::kind::import_data: {
+      value m = import_module(s);
+      current_->vars[s.name] = parse_data(s.format, m.dict().module_text);
+      return;
+    }
+    case stmt::kind::profile:
+      eval(*s.value);
+      exec(s.children, out);
+      return;
+    default:
+      return;
   }
 }
 

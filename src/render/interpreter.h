@@ -2,7 +2,9 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "render/ast.h"
 #include "render/render.h"
@@ -14,16 +16,66 @@ namespace brine::render::detail {
 struct frame : std::enable_shared_from_this<frame> {
   std::map<std::string, value> vars;
   std::shared_ptr<frame> parent;
+  // A macro's frame, whose varargs/kwargs/caller an include does not see.
+  bool macro = false;
+};
+
+class interpreter;
+
+// What the templates of one render share: the templates loaded (parsed
+// once), the modules imported without context (run once, as Jinja caches
+// them), the interpreters of included and imported templates (kept until
+// the render ends, since their macros may still be called), the chain of
+// templates being loaded (to stop a template that includes itself without
+// end) and the step count.
+struct render_state {
+  const environment& env;
+  parse_options opts;
+  std::map<std::string, std::shared_ptr<const template_tree>> templates;
+  std::map<std::string, value> modules;
+  std::vector<std::unique_ptr<context>> contexts;
+  std::vector<std::unique_ptr<interpreter>> children;
+  std::vector<std::string> chain;
+  std::uint64_t steps = 0;
+  int depth = 0;  // calls in progress, across all the render's templates
+};
+
+// An error in a template another one loaded: `what` is the innermost
+// message, `trail` the tags that led there, innermost first.
+class nested_error : public located_error {
+ public:
+  nested_error(std::string head, std::string trail)
+      : located_error(head + " (" + trail + ")"), head_(std::move(head)), trail_(std::move(trail)) {}
+  const std::string& head() const { return head_; }
+  const std::string& trail() const { return trail_; }
+
+ private:
+  std::string head_;
+  std::string trail_;
 };
 
 class interpreter {
  public:
-  interpreter(const context& ctx, const environment& env, std::string name)
-      : ctx_(ctx), env_(env), name_(std::move(name)), current_(std::make_shared<frame>()) {}
+  interpreter(const context& ctx, const environment& env, std::string name,
+              render_state* state = nullptr)
+      : ctx_(ctx),
+        env_(env),
+        name_(std::move(name)),
+        current_(std::make_shared<frame>()),
+        root_(current_),
+        state_(state) {}
+
+  // Runs a whole template: registers its blocks, executes its body and,
+  // when it extends another, that one with the same variables. `tpldir` is
+  // the directory its relative names resolve against.
+  void run_template(const template_tree& t, const std::string& tpldir, std::string& out,
+                    bool register_blocks = true);
+  // Salt's per-template tplfile/tpldir/tpldot, seen in place of the globals'.
+  void set_template_globals(context g) { template_globals_ = std::move(g); }
 
   // Runs the template. Afterwards, containers the template made into cycles
   // are emptied, since values have no cycle collector.
-  void run(const body& b, std::string& out);
+  void run(const template_tree& t, const std::string& tpldir, std::string& out);
   void exec(const body& b, std::string& out);
   value eval(const expr& e);
 
@@ -48,6 +100,32 @@ class interpreter {
   void eval_args(const expr& e, call_args& args, std::size_t first);
   std::string located(int line, int column) const;
 
+  struct block_ref {
+    const stmt* s;
+    std::string template_name;
+  };
+  // A template found by the loader, with the tpldir it resolves against and
+  // Salt's tplfile/tpldir/tpldot for it.
+  struct found_template {
+    std::shared_ptr<const template_tree> tree;
+    std::string tpldir;
+    context globals;
+  };
+  std::optional<found_template> find_template(const value& names, bool ignore_missing,
+                                              const stmt& at, const char* how);
+  std::optional<found_template> load(const std::string& name, const stmt& at, const char* how);
+  context visible() const;
+  interpreter& child(context ctx, const found_template& t);
+  void run_nested(interpreter& in, const found_template& t, const stmt& at, const char* how,
+                  std::string& out, bool register_blocks = true);
+  std::string trail(const stmt& at, const char* how) const;
+  value import_module(const stmt& s);
+  std::string render_block(const std::string& name, std::size_t index);
+  value template_reference();
+  void step();
+  void exec_loader_tag(const stmt& s, std::string& out);
+  value parse_data(const std::string& format, const std::string& text);
+
   const context& ctx_;
   const environment& env_;
   std::string name_;
@@ -57,6 +135,16 @@ class interpreter {
   int depth_ = 0;
   std::vector<std::shared_ptr<frame>> closures_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  std::shared_ptr<frame> root_;
+  render_state* state_;
+  std::string tpldir_ = ".";
+  context template_globals_;
+  std::map<std::string, std::vector<block_ref>> blocks_;
+  std::shared_ptr<const template_tree> parent_;
+  std::string parent_tpldir_;
+  context parent_globals_;
+  const stmt* extends_at_ = nullptr;
+  int own_output_ = 0;  // macros and blocks being run, which write even after extends
 };
 
 // Python's binary operators, `in` and the `%` string format.

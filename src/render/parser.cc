@@ -94,8 +94,8 @@ class lexer {
         ++col;
       }
     }
-    throw template_error("template '" + name_ + "' line " + std::to_string(line) + " column " +
-                         std::to_string(col) + ": " + msg);
+    throw located_error("template '" + name_ + "' line " + std::to_string(line) + " column " +
+                        std::to_string(col) + ": " + msg);
   }
 
   std::vector<token> run() {
@@ -567,8 +567,24 @@ class parser {
       expect_end();
       return s;
     }
-    if (n == "include" || n == "import" || n == "from" || n == "extends" || n == "block")
-      fail(t, "tag '" + n + "' is not supported yet");
+    if (n == "include") return parse_include();
+    if (n == "import") return parse_import(stmt::kind::import_);
+    if (n == "from") return parse_from();
+    if (n == "extends") {
+      auto s = make_stmt(stmt::kind::extends, next());
+      s->value = parse_expression();
+      expect_end();
+      return s;
+    }
+    if (n == "block") return parse_block();
+    if (n == "import_yaml" || n == "import_json" || n == "import_text") {
+      std::string format = n.substr(7);
+      auto s = parse_import(stmt::kind::import_data);
+      s->format = format;
+      return s;
+    }
+    if (n == "load_yaml" || n == "load_json" || n == "load_text") return parse_load();
+    if (n == "profile") return parse_profile();
     std::string msg = "unknown tag '" + n + "'";
     if (!ends.empty()) {
       std::string want;
@@ -717,6 +733,110 @@ class parser {
     ++i_;
     expect_end();
     note_special_names(*s);
+    return s;
+  }
+
+  // `with context` or `without context`, when it comes next.
+  bool parse_context(stmt& s) {
+    if ((is_name("with") || is_name("without")) && peek().t == tok::name &&
+        peek().text == "context") {
+      s.with_context = next().text == "with";
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+
+  stmt_ptr parse_include() {
+    auto s = make_stmt(stmt::kind::include, next());
+    s->value = parse_expression();
+    s->with_context = true;
+    if (is_name("ignore") && peek().t == tok::name && peek().text == "missing") {
+      i_ += 2;
+      s->ignore_missing = true;
+    }
+    parse_context(*s);
+    expect_end();
+    return s;
+  }
+
+  stmt_ptr parse_import(stmt::kind k) {
+    auto s = make_stmt(k, next());
+    s->value = parse_expression();
+    if (!skip_name("as")) fail(cur(), "expected 'as', got " + describe(cur()));
+    s->name = expect_name();
+    parse_context(*s);
+    expect_end();
+    return s;
+  }
+
+  stmt_ptr parse_from() {
+    auto s = make_stmt(stmt::kind::from_import, next());
+    s->value = parse_expression();
+    if (!skip_name("import")) fail(cur(), "expected 'import', got " + describe(cur()));
+    while (true) {
+      if (!s->imports.empty()) expect_op(",");
+      if (cur().t != tok::name) fail(cur(), "expected a name, got " + describe(cur()));
+      if (parse_context(*s)) break;
+      const token& at = cur();
+      std::string name = expect_name();
+      if (name.starts_with("_")) fail(at, "names starting with an underline can not be imported");
+      std::string alias = name;
+      if (skip_name("as")) alias = expect_name();
+      s->imports.emplace_back(name, alias);
+      if (parse_context(*s) || !is_op(",")) break;
+    }
+    expect_end();
+    return s;
+  }
+
+  stmt_ptr parse_block() {
+    const token& at = next();
+    auto s = make_stmt(stmt::kind::block, at);
+    s->name = expect_name();
+    if (!block_names_.insert(s->name).second) fail(at, "block '" + s->name + "' defined twice");
+    if (skip_name("scoped")) s->scoped = true;
+    if (skip_name("required")) s->required = true;
+    expect_end();
+    int saved = loop_depth_;
+    loop_depth_ = 0;
+    s->children = parse_body({"endblock"}, "block");
+    loop_depth_ = saved;
+    ++i_;
+    if (cur().t == tok::name && cur().text == s->name) ++i_;
+    expect_end();
+    if (s->required) {
+      for (const auto& c : s->children) {
+        if (c->k != stmt::kind::text ||
+            !std::all_of(c->text.begin(), c->text.end(), [](char ch) { return is_space(ch); }))
+          fail(at, "Required blocks can only contain comments or whitespace");
+      }
+    }
+    return s;
+  }
+
+  // Salt's {% load_yaml as x %}...{% endload %}.
+  stmt_ptr parse_load() {
+    auto s = make_stmt(stmt::kind::load, cur());
+    s->format = next().text.substr(5);
+    if (!skip_name("as")) fail(cur(), "expected 'as', got " + describe(cur()));
+    s->target = parse_assign_target(true);
+    expect_end();
+    s->children = parse_body({"endload"}, "load_" + s->format);
+    ++i_;
+    expect_end();
+    return s;
+  }
+
+  // Salt's {% profile as 'label' %}...{% endprofile %}.
+  stmt_ptr parse_profile() {
+    auto s = make_stmt(stmt::kind::profile, next());
+    if (!skip_name("as")) fail(cur(), "expected 'as', got " + describe(cur()));
+    s->value = parse_expression();
+    expect_end();
+    s->children = parse_body({"endprofile"}, "profile");
+    ++i_;
+    expect_end();
     return s;
   }
 
@@ -1158,7 +1278,17 @@ class parser {
   const std::string& src_;
   int loop_depth_ = 0;
   int depth_ = 0;
+  std::set<std::string> block_names_;
 };
+
+void collect_blocks(const body& b, std::map<std::string, const stmt*>& blocks) {
+  for (const auto& s : b) {
+    if (s->k == stmt::kind::block) blocks.emplace(s->name, s.get());
+    for (const auto& [c, branch] : s->branches) collect_blocks(branch, blocks);
+    collect_blocks(s->children, blocks);
+    collect_blocks(s->else_children, blocks);
+  }
+}
 
 }  // namespace
 
@@ -1179,6 +1309,16 @@ body parse(const std::string& source, const std::string& name, const parse_optio
   auto toks = lx.run();
   parser p(std::move(toks), lx, src);
   return p.parse_template();
+}
+
+std::shared_ptr<const template_tree> parse_template(const std::string& source,
+                                                   const std::string& name,
+                                                   const parse_options& opts) {
+  auto t = std::make_shared<template_tree>();
+  t->name = name;
+  t->root = parse(source, name, opts);
+  collect_blocks(t->root, t->blocks);
+  return t;
 }
 
 }  // namespace brine::render::detail

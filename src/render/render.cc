@@ -16,11 +16,20 @@ std::string render(const std::string& source, const std::string& name, const con
   opts.trim_blocks = env.trim_blocks;
   opts.lstrip_blocks = env.lstrip_blocks;
   opts.keep_trailing_newline = env.keep_trailing_newline;
-  detail::body tree = detail::parse(source, name, opts);
-  detail::interpreter in(ctx, env, name);
+  auto tree = detail::parse_template(source, name, opts);
+  detail::render_state state{env, opts, {}, {}, {}, {}, {}, 0, 0};
+  detail::interpreter in(ctx, env, name, &state);
+  // Salt's tpldir global, else the template's own directory, is where its
+  // relative names ('./x', '../x') start.
+  std::string tpldir = ".";
+  if (auto g = env.globals.find("tpldir"); g != env.globals.end() && g->second.is_string()) {
+    tpldir = g->second.as_string();
+  } else if (auto slash = name.rfind('/'); slash != std::string::npos && slash > 0) {
+    tpldir = name.substr(0, slash);
+  }
   std::string out;
   try {
-    in.run(tree, out);
+    in.run(*tree, tpldir, out);
   } catch (const detail::located_error& e) {
     throw template_error(e.what());
   } catch (const template_error& e) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "render/value.h"
 
@@ -26,9 +27,43 @@ struct environment {
   // Salt's render_jinja_tmpl puts back the newline Jinja drops when the
   // source ends with one.
   bool salt_trailing_newline = false;
-  // For include/import/extends (not yet supported): the source of a
-  // template by name, or nullopt when there is none.
-  std::function<std::optional<std::string>(const std::string& name)> loader;
+  // The source of a template that include, import, from, extends and
+  // Salt's import_yaml/import_json/import_text ask for, or nullopt when
+  // there is none (the tag then fails with Jinja's TemplateNotFound, or
+  // `include ... ignore missing` skips it). `name` is already resolved:
+  // as Salt's SaltCacheLoader does, a name whose first part is `.` or `..`
+  // is taken relative to the asking template's `tpldir` (its directory;
+  // a template loaded by a relative name keeps its asker's) and one that
+  // climbs above the root is not found. `from` names the asking template.
+  // Each template is loaded and parsed once per render.
+  std::function<std::optional<std::string>(const std::string& name, const std::string& from)>
+      loader;
+
+  // Names every template sees, imported and included ones too, below the
+  // render context: Salt puts salt, grains, pillar, opts, saltenv, sls,
+  // tpldir, ... here as well as in the context. When `tpldir` is a global,
+  // a loaded template sees its own tplfile, tpldir and tpldot (as Salt's
+  // loader sets them) in place of the globals'.
+  context globals;
+
+  // Filters and tests a host adds (Salt's, the state compiler's), by name;
+  // they take precedence over the built-in ones. A filter gets the value
+  // left of `|` and the call's arguments; a test the value left of `is`.
+  // Throw template_error to fail; the renderer adds the position.
+  using filter_function = std::function<value(const value& input, call_args& args)>;
+  using test_function = std::function<bool(const value& input, call_args& args)>;
+  std::map<std::string, filter_function> filters;
+  std::map<std::string, test_function> tests;
+
+  // Parses YAML text in Salt's dialect, for import_yaml and load_yaml
+  // (throws template_error); unset, those tags fail saying so.
+  std::function<nlohmann::ordered_json(std::string_view text, const std::string& name)>
+      yaml_loader;
+
+  // A bound on the statements, loop iterations and calls one render may
+  // execute, 0 for none; past it the render fails with template_error
+  // (fuzzing sets it; Jinja has none).
+  std::uint64_t max_steps = 0;
 
   // The settings of Salt's jinja renderer with default minion options.
   static environment salt();

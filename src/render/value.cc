@@ -231,6 +231,9 @@ std::string value::str() const {
       return "";
     case kind::string:
       return as_string();
+    case kind::dict:
+      if (dict().module) return dict().module_text;
+      return repr();
     default:
       return repr();
   }
@@ -290,6 +293,7 @@ std::string value::repr() const {
       return out;
     }
     case kind::dict: {
+      if (dict().module) return "<TemplateModule " + string_repr(dict().module_name) + ">";
       std::string out = is_namespace() ? "<Namespace {" : "{";
       bool first = true;
       for (const auto& [k, v] : dict().entries) {
@@ -357,6 +361,7 @@ std::string type_name(const value& v) {
     case value::kind::tuple:
       return "tuple";
     case value::kind::dict:
+      if (v.dict().module) return "TemplateModule";
       return v.is_namespace() ? "Namespace" : "dict";
     case value::kind::callable:
       return "function";

@@ -156,6 +156,11 @@ struct list_data {
 struct dict_data {
   std::vector<std::pair<value, value>> entries;
   bool is_namespace = false;
+  // An imported template (a namespace of its exports): its name, and its
+  // output, which is what str() of it gives.
+  bool module = false;
+  std::string module_name;
+  std::string module_text;
 
   value* find(const value& key);
   void set(const value& key, value v);

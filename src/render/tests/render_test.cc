@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "render/tests/python_oracle.h"
+
 // Expected outputs come from Python's Jinja2 3.1 (SandboxedEnvironment with
 // StrictUndefined and the do and loopcontrols extensions, as Salt builds it).
 // Error cases list the text brine's message must contain; Jinja raises for each
@@ -190,8 +192,8 @@ TEST(Robustness, BrokenTemplatesAreTemplateErrors) {
 // Renders every table case with Python's Jinja2 as well, when it is installed,
 // so that the table cannot drift from the reference implementation.
 TEST(Differential, MatchesPythonJinja2) {
-  if (std::system("python3 -c 'import jinja2' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "python3 with jinja2 not found";
+  std::string python = testing::python_with_jinja2();
+  if (python.empty()) GTEST_SKIP() << "python3 with jinja2 not found";
   char dir_template[] = "/tmp/brine-render-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   std::filesystem::path dir(dir_template);
@@ -214,7 +216,7 @@ json.dump(out, open(sys.argv[2], "w"))
     for (const auto& c : k_cases) cases.push_back({c.source, c.context, c.flags});
     std::ofstream(dir / "cases.json") << cases.dump();
   }
-  std::string cmd = "python3 " + (dir / "oracle.py").string() + " " +
+  std::string cmd = python + " " + (dir / "oracle.py").string() + " " +
                     (dir / "cases.json").string() + " " + (dir / "out.json").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   std::ifstream in(dir / "out.json");
