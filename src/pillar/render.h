@@ -19,13 +19,15 @@ class render_error : public base::error {
 };
 
 // The data of pillar file `path` whose text is `text`, as Salt's yaml
-// renderer (SaltYamlSafeLoader) makes it: one document, YAML 1.1 scalars
-// (base::yaml_to_json, but `0644` is 644 as Salt's loader has it), merge keys (`<<`), duplicate
-// keys refused ("found conflicting ID"), as are mapping or sequence keys and unknown tags. An empty
-// file is null. The first line chooses the renderer as Salt's template_shebang does (`#!yaml`,
-// `#!jinja|yaml`; anything else is refused), and the default, jinja|yaml, is taken only when the
-// file holds no Jinja markup. Throws render_error. Json: nlohmann::json (sorted keys) or
-// nlohmann::ordered_json (document order, for top files).
+// renderer (SaltYamlSafeLoader) makes it: render::load_yaml (one document,
+// YAML 1.1 scalars with `0644` as 644, merge keys, duplicate keys refused
+// with "found conflicting ID", as are mapping or sequence keys and unknown
+// tags; an empty file is null), its errors named "pillar file PATH". The
+// first line chooses the renderer as Salt's template_shebang does (`#!yaml`,
+// `#!jinja|yaml`; anything else is refused), and the default, jinja|yaml, is
+// taken only when the file holds no Jinja markup. Throws render_error. Json:
+// nlohmann::json (sorted keys) or nlohmann::ordered_json (document order,
+// for top files).
 template <class Json>
 Json render_text(std::string_view text, const std::string& path);
 

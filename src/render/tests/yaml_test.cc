@@ -1,0 +1,327 @@
+#include "render/yaml.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace brine::render {
+namespace {
+
+struct load_case {
+  std::string yaml;
+  // Python's repr() of what Salt 3006's SaltYamlSafeLoader returns.
+  std::string repr;
+};
+
+// Expected values: repr(salt.utils.yamlloader.load(yaml)) under Salt 3006.26
+// and PyYAML.
+TEST(LoadYaml, MatchesSaltYamlSafeLoader) {
+  const std::vector<load_case> rows = {
+      {"a: 0644\nb: 0\nc: 00\nd: 0_644\ne: -0644\nf: +0644\ng: 0x1f\nh: 0b101\ni: 1_000\nj: "
+       "0o7\nk: 0899\n",
+       "{'a': 644, 'b': 0, 'c': 0, 'd': 644, 'e': -420, 'f': 420, 'g': 31, 'h': 5, 'i': 1000, "
+       "'j': '0o7', 'k': '0899'}"},
+      {"- yes\n- No\n- ON\n- off\n- y\n- n\n- True\n- FALSE\n- tRue\n",
+       "[True, False, True, False, 'y', 'n', True, False, 'tRue']"},
+      {"- ~\n- null\n- Null\n- \n- 'null'\n- \"yes\"\n", "[None, None, None, None, 'null', 'yes']"},
+      {"- 1.5\n- .5\n- 1.0e+3\n- .inf\n- -.Inf\n- 1e3\n- 1.\n",
+       "[1.5, 0.5, 1000.0, inf, -inf, '1e3', 1.0]"},
+      {"a: 2001-12-14\nb: 2001-12-14t21:59:43.10-05:00\nc: !!timestamp 2001-12-14\n",
+       "{'a': '2001-12-14', 'b': '2001-12-14t21:59:43.10-05:00', 'c': '2001-12-14'}"},
+      {"a: !!python/unicode x\nb: !!str 12\nc: !!int '7'\nd: !!float '1'\ne: !!bool 'yes'\n",
+       "{'a': 'x', 'b': '12', 'c': 7, 'd': 1.0, 'e': True}"},
+      {"z: 1\na: 2\nm: {y: 1, b: 2}\n", "{'z': 1, 'a': 2, 'm': {'y': 1, 'b': 2}}"},
+      {"base: &b {x: 1, y: 2}\nd:\n  <<: *b\n  y: 3\n",
+       "{'base': {'x': 1, 'y': 2}, 'd': {'x': 1, 'y': 3}}"},
+      {"a: &a {x: 1}\nb: &b {k: b, j: b}\nc:\n  <<: [*a, *b]\n  z: 0\n",
+       "{'a': {'x': 1}, 'b': {'k': 'b', 'j': 'b'}, 'c': {'k': 'b', 'j': 'b', 'x': 1, 'z': 0}}"},
+      {"1: a\n'1': b\n1.5: c\nnull: d\nfalse: e\n",
+       "{1: 'a', '1': 'b', 1.5: 'c', None: 'd', False: 'e'}"},
+      {"", "None"},
+      {"# just a comment\n", "None"},
+      {"plain\n", "'plain'"},
+      {"[1, 2, [3, {a: b}]]\n", "[1, 2, [3, {'a': 'b'}]]"},
+      {"a: |\n  line1\n  line2\nb: >\n  folded\n  text\n",
+       "{'a': 'line1\\nline2\\n', 'b': 'folded text\\n'}"},
+  };
+  for (const auto& r : rows) {
+    EXPECT_EQ(load_yaml_value(r.yaml, "x.sls").repr(), r.repr) << r.yaml;
+  }
+}
+
+struct error_case {
+  std::string yaml;
+  int line;
+  int column;
+  std::string message;
+};
+
+TEST(LoadYaml, ErrorsNamePositionAndProblem) {
+  const std::vector<error_case> rows = {
+      // Salt: "found conflicting ID 'True'" at the second key (line 5, column 1).
+      {"1: a\n'1': b\n1.5: c\nnull: d\ntrue: e\n", 5, 1, "found conflicting ID 'True'"},
+      {"a: 1\nb: 2\na: 3\n", 3, 1, "found conflicting ID 'a'"},
+      // Merged entries are not deduplicated among themselves (Salt's flatten_mapping).
+      {"a: &a {x: 1}\nb: &b {x: 2}\nc:\n  <<: [*a, *b]\n", 1, 8, "found conflicting ID 'x'"},
+      {"a: [1, 2\nb: 3\n", 2, 2, "end of sequence flow not found"},
+      {"a: 1\n---\nb: 2\n", 3, 1, "expected a single document in the stream, but found another"},
+      {"a: !!binary aGk=\n", 1, 4,
+       "could not determine a constructor for the tag 'tag:yaml.org,2002:binary'"},
+      {"? [a, b]\n: 1\n", 1, 3, "found unacceptable key"},
+      {"a:\n  <<: 3\n", 2, 7,
+       "expected a mapping or list of mappings for merging, but found scalar"},
+      {"a:\n  <<: [3]\n", 2, 8, "expected a mapping for merging, but found scalar"},
+  };
+  for (const auto& r : rows) {
+    try {
+      load_yaml_value(r.yaml, "x.sls");
+      ADD_FAILURE() << "no error for " << r.yaml;
+    } catch (const yaml_error& e) {
+      EXPECT_EQ(e.line(), r.line) << r.yaml;
+      EXPECT_EQ(e.column(), r.column) << r.yaml;
+      EXPECT_EQ(e.message(), r.message) << r.yaml;
+      EXPECT_EQ(std::string(e.what()), "x.sls line " + std::to_string(r.line) + " column " +
+                                           std::to_string(r.column) + ": " + r.message);
+    }
+  }
+}
+
+TEST(LoadYaml, JsonKeepsDocumentOrderOrSortsKeys) {
+  const char* text = "z: 1\na: {y: 0644, b: [yes, '0644']}\n";
+  EXPECT_EQ(load_yaml<nlohmann::ordered_json>(text, "t").dump(),
+            R"({"z":1,"a":{"y":644,"b":[true,"0644"]}})");
+  EXPECT_EQ(load_yaml<nlohmann::json>(text, "t").dump(),
+            R"({"a":{"b":[true,"0644"],"y":644},"z":1})");
+  // Json keys are strings; 1 and '1' stay two keys as in Python.
+  EXPECT_THROW(load_yaml<nlohmann::json>("1: a\n1: b\n", "t"), yaml_error);
+  EXPECT_EQ(load_yaml<nlohmann::ordered_json>("1: a\n'2': b\n", "t").dump(),
+            R"({"1":"a","2":"b"})");
+  EXPECT_TRUE(load_yaml<nlohmann::json>("", "t").is_null());
+}
+
+TEST(LoadYaml, RecursiveAliasIsAnError) {
+  EXPECT_THROW(load_yaml_value("a: &x [*x]\n", "t"), yaml_error);
+}
+
+struct dump_case {
+  std::string json;
+  yaml_dump_options::flow flow;
+  std::string yaml;
+};
+
+// Expected: salt.utils.yaml.safe_dump(json.loads(json), default_flow_style=
+// True/False/None).strip() without a trailing "\n...", as the yaml filter
+// prints (Salt 3006.26 with PyYAML's libyaml emitter).
+TEST(DumpYaml, MatchesSaltSafeDump) {
+  const std::vector<dump_case> rows = {
+      {"{\"b\": 1, \"a\": [1, 2.5, null, true], \"c\": {\"z\": \"yes\", \"y\": \"012\", \"x\": "
+       "\"\"}}",
+       yaml_dump_options::flow::always,
+       "{a: [1, 2.5, null, true], b: 1, c: {x: '', y: '012', z: 'yes'}}"},
+      {"\"plain text\"", yaml_dump_options::flow::always, "plain text"},
+      {"\"yes\"", yaml_dump_options::flow::always, "'yes'"},
+      {"\"1.5\"", yaml_dump_options::flow::always, "'1.5'"},
+      {"\"a: b\"", yaml_dump_options::flow::always, "'a: b'"},
+      {"\"- x\"", yaml_dump_options::flow::always, "'- x'"},
+      {"\"#c\"", yaml_dump_options::flow::always, "'#c'"},
+      {"\"x #c\"", yaml_dump_options::flow::always, "'x #c'"},
+      {"\"with\\ttab\"", yaml_dump_options::flow::always, "\"with\\ttab\""},
+      {"\"line1\\nline2\"", yaml_dump_options::flow::always, "'line1\n\n  line2'"},
+      {"\"trailing \"", yaml_dump_options::flow::always, "'trailing '"},
+      {"\"caf\\u00e9 \\ud83d\\ude00\"", yaml_dump_options::flow::always,
+       "\"caf\xc3\xa9"
+       " \\U0001F600\""},
+      {"\"it's\"", yaml_dump_options::flow::always, "it's"},
+      {"\"ends\\n\"", yaml_dump_options::flow::always, "'ends\n\n  '"},
+      {"12", yaml_dump_options::flow::always, "12"},
+      {"1e20", yaml_dump_options::flow::always, "1.0e+20"},
+      {"1.5e-7", yaml_dump_options::flow::always, "1.5e-07"},
+      {"-0.0", yaml_dump_options::flow::always, "-0.0"},
+      {"[]", yaml_dump_options::flow::always, "[]"},
+      {"{}", yaml_dump_options::flow::always, "{}"},
+      {"null", yaml_dump_options::flow::always, "null"},
+      {"[\"2001-12-14\", \"~\", \"Null\", \"0o17\", \"0x1F\", \"1_000\", \"<<\", \"=\", \"@at\", "
+       "\"`b\", \"%p\", \"!t\", \"&a\", \"*s\", \"|\", \">\", \"?\", \"? x\", \"a?b\", \"-\", "
+       "\"-x\", \"---\", \"...\"]",
+       yaml_dump_options::flow::always,
+       "['2001-12-14', '~', 'Null', 0o17, '0x1F', '1_000', '<<', '=', '@at', '`b', '%p', '!t',\n  "
+       "'&a', '*s', '|', '>', '?', '? x', 'a?b', '-', -x, '---', '...']"},
+      {"{\"list\": [\"aaaaaaaaaaaaaaa\", \"bbbbbbbbbbbbbbbbbb\", \"ccccccccccccccccccc\", "
+       "\"dddddddddddddddd\", \"eeeeeeeeeeeee\", \"ffffffffff\"]}",
+       yaml_dump_options::flow::always,
+       "{list: [aaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbb, ccccccccccccccccccc, dddddddddddddddd,\n    "
+       "eeeeeeeeeeeee, ffffffffff]}"},
+      {"\"word word word word word word word word word word word word word word word word word "
+       "word word word word\"",
+       yaml_dump_options::flow::always,
+       "word word word word word word word word word word word word word word word word word\n  "
+       "word word word word"},
+      {"[\"word word word word word word word word word word word word word word word word word "
+       "word word word word\"]",
+       yaml_dump_options::flow::always,
+       "[word word word word word word word word word word word word word word word word word\n    "
+       "word word word word]"},
+      {"{\"k\": \"quoted \\\"x\\\" and more and more and more and more and more and more and more "
+       "and more and more\\t\"}",
+       yaml_dump_options::flow::always,
+       "{k: \"quoted \\\"x\\\" and more and more and more and more and more and more and more "
+       "and\n    more and more\\t\"}"},
+      {"{\"nested\": {\"deep\": {\"list\": [{\"a\": 1}, {\"b\": [1, 2]}], \"s\": \"x\"}}, \"top\": "
+       "[[1, 2], [3]]}",
+       yaml_dump_options::flow::always,
+       "{nested: {deep: {list: [{a: 1}, {b: [1, 2]}], s: x}}, top: [[1, 2], [3]]}"},
+      {"{\"multi\": \"first line\\nsecond line\\n\"}", yaml_dump_options::flow::always,
+       "{multi: 'first line\n\n    second line\n\n    '}"},
+      {"{\"1\": \"a\", \"\": \"empty key\"}", yaml_dump_options::flow::always,
+       "{'': empty key, '1': a}"},
+      {"{\"b\": 1, \"a\": [1, 2.5, null, true], \"c\": {\"z\": \"yes\", \"y\": \"012\", \"x\": "
+       "\"\"}}",
+       yaml_dump_options::flow::never,
+       "a:\n- 1\n- 2.5\n- null\n- true\nb: 1\nc:\n  x: ''\n  y: '012'\n  z: 'yes'"},
+      {"\"plain text\"", yaml_dump_options::flow::never, "plain text"},
+      {"\"yes\"", yaml_dump_options::flow::never, "'yes'"},
+      {"\"1.5\"", yaml_dump_options::flow::never, "'1.5'"},
+      {"\"a: b\"", yaml_dump_options::flow::never, "'a: b'"},
+      {"\"- x\"", yaml_dump_options::flow::never, "'- x'"},
+      {"\"#c\"", yaml_dump_options::flow::never, "'#c'"},
+      {"\"x #c\"", yaml_dump_options::flow::never, "'x #c'"},
+      {"\"with\\ttab\"", yaml_dump_options::flow::never, "\"with\\ttab\""},
+      {"\"line1\\nline2\"", yaml_dump_options::flow::never, "'line1\n\n  line2'"},
+      {"\"trailing \"", yaml_dump_options::flow::never, "'trailing '"},
+      {"\"caf\\u00e9 \\ud83d\\ude00\"", yaml_dump_options::flow::never,
+       "\"caf\xc3\xa9"
+       " \\U0001F600\""},
+      {"\"it's\"", yaml_dump_options::flow::never, "it's"},
+      {"\"ends\\n\"", yaml_dump_options::flow::never, "'ends\n\n  '"},
+      {"12", yaml_dump_options::flow::never, "12"},
+      {"1e20", yaml_dump_options::flow::never, "1.0e+20"},
+      {"1.5e-7", yaml_dump_options::flow::never, "1.5e-07"},
+      {"-0.0", yaml_dump_options::flow::never, "-0.0"},
+      {"[]", yaml_dump_options::flow::never, "[]"},
+      {"{}", yaml_dump_options::flow::never, "{}"},
+      {"null", yaml_dump_options::flow::never, "null"},
+      {"[\"2001-12-14\", \"~\", \"Null\", \"0o17\", \"0x1F\", \"1_000\", \"<<\", \"=\", \"@at\", "
+       "\"`b\", \"%p\", \"!t\", \"&a\", \"*s\", \"|\", \">\", \"?\", \"? x\", \"a?b\", \"-\", "
+       "\"-x\", \"---\", \"...\"]",
+       yaml_dump_options::flow::never,
+       "- '2001-12-14'\n- '~'\n- 'Null'\n- 0o17\n- '0x1F'\n- '1_000'\n- '<<'\n- '='\n- '@at'\n- "
+       "'`b'\n- '%p'\n- '!t'\n- '&a'\n- '*s'\n- '|'\n- '>'\n- '?'\n- '? x'\n- a?b\n- '-'\n- -x\n- "
+       "'---'\n- '...'"},
+      {"{\"list\": [\"aaaaaaaaaaaaaaa\", \"bbbbbbbbbbbbbbbbbb\", \"ccccccccccccccccccc\", "
+       "\"dddddddddddddddd\", \"eeeeeeeeeeeee\", \"ffffffffff\"]}",
+       yaml_dump_options::flow::never,
+       "list:\n- aaaaaaaaaaaaaaa\n- bbbbbbbbbbbbbbbbbb\n- ccccccccccccccccccc\n- "
+       "dddddddddddddddd\n- eeeeeeeeeeeee\n- ffffffffff"},
+      {"\"word word word word word word word word word word word word word word word word word "
+       "word word word word\"",
+       yaml_dump_options::flow::never,
+       "word word word word word word word word word word word word word word word word word\n  "
+       "word word word word"},
+      {"[\"word word word word word word word word word word word word word word word word word "
+       "word word word word\"]",
+       yaml_dump_options::flow::never,
+       "- word word word word word word word word word word word word word word word word\n  word "
+       "word word word word"},
+      {"{\"k\": \"quoted \\\"x\\\" and more and more and more and more and more and more and more "
+       "and more and more\\t\"}",
+       yaml_dump_options::flow::never,
+       "k: \"quoted \\\"x\\\" and more and more and more and more and more and more and more and\n "
+       " more and more\\t\""},
+      {"{\"nested\": {\"deep\": {\"list\": [{\"a\": 1}, {\"b\": [1, 2]}], \"s\": \"x\"}}, \"top\": "
+       "[[1, 2], [3]]}",
+       yaml_dump_options::flow::never,
+       "nested:\n  deep:\n    list:\n    - a: 1\n    - b:\n      - 1\n      - 2\n    s: x\ntop:\n- "
+       "- 1\n  - 2\n- - 3"},
+      {"{\"multi\": \"first line\\nsecond line\\n\"}", yaml_dump_options::flow::never,
+       "multi: 'first line\n\n  second line\n\n  '"},
+      {"{\"1\": \"a\", \"\": \"empty key\"}", yaml_dump_options::flow::never,
+       "'': empty key\n'1': a"},
+      {"{\"b\": 1, \"a\": [1, 2.5, null, true], \"c\": {\"z\": \"yes\", \"y\": \"012\", \"x\": "
+       "\"\"}}",
+       yaml_dump_options::flow::leaves,
+       "a: [1, 2.5, null, true]\nb: 1\nc: {x: '', y: '012', z: 'yes'}"},
+      {"\"plain text\"", yaml_dump_options::flow::leaves, "plain text"},
+      {"\"yes\"", yaml_dump_options::flow::leaves, "'yes'"},
+      {"\"1.5\"", yaml_dump_options::flow::leaves, "'1.5'"},
+      {"\"a: b\"", yaml_dump_options::flow::leaves, "'a: b'"},
+      {"\"- x\"", yaml_dump_options::flow::leaves, "'- x'"},
+      {"\"#c\"", yaml_dump_options::flow::leaves, "'#c'"},
+      {"\"x #c\"", yaml_dump_options::flow::leaves, "'x #c'"},
+      {"\"with\\ttab\"", yaml_dump_options::flow::leaves, "\"with\\ttab\""},
+      {"\"line1\\nline2\"", yaml_dump_options::flow::leaves, "'line1\n\n  line2'"},
+      {"\"trailing \"", yaml_dump_options::flow::leaves, "'trailing '"},
+      {"\"caf\\u00e9 \\ud83d\\ude00\"", yaml_dump_options::flow::leaves,
+       "\"caf\xc3\xa9"
+       " \\U0001F600\""},
+      {"\"it's\"", yaml_dump_options::flow::leaves, "it's"},
+      {"\"ends\\n\"", yaml_dump_options::flow::leaves, "'ends\n\n  '"},
+      {"12", yaml_dump_options::flow::leaves, "12"},
+      {"1e20", yaml_dump_options::flow::leaves, "1.0e+20"},
+      {"1.5e-7", yaml_dump_options::flow::leaves, "1.5e-07"},
+      {"-0.0", yaml_dump_options::flow::leaves, "-0.0"},
+      {"[]", yaml_dump_options::flow::leaves, "[]"},
+      {"{}", yaml_dump_options::flow::leaves, "{}"},
+      {"null", yaml_dump_options::flow::leaves, "null"},
+      {"[\"2001-12-14\", \"~\", \"Null\", \"0o17\", \"0x1F\", \"1_000\", \"<<\", \"=\", \"@at\", "
+       "\"`b\", \"%p\", \"!t\", \"&a\", \"*s\", \"|\", \">\", \"?\", \"? x\", \"a?b\", \"-\", "
+       "\"-x\", \"---\", \"...\"]",
+       yaml_dump_options::flow::leaves,
+       "['2001-12-14', '~', 'Null', 0o17, '0x1F', '1_000', '<<', '=', '@at', '`b', '%p', '!t',\n  "
+       "'&a', '*s', '|', '>', '?', '? x', 'a?b', '-', -x, '---', '...']"},
+      {"{\"list\": [\"aaaaaaaaaaaaaaa\", \"bbbbbbbbbbbbbbbbbb\", \"ccccccccccccccccccc\", "
+       "\"dddddddddddddddd\", \"eeeeeeeeeeeee\", \"ffffffffff\"]}",
+       yaml_dump_options::flow::leaves,
+       "list: [aaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbb, ccccccccccccccccccc, dddddddddddddddd,\n  "
+       "eeeeeeeeeeeee, ffffffffff]"},
+      {"\"word word word word word word word word word word word word word word word word word "
+       "word word word word\"",
+       yaml_dump_options::flow::leaves,
+       "word word word word word word word word word word word word word word word word word\n  "
+       "word word word word"},
+      {"[\"word word word word word word word word word word word word word word word word word "
+       "word word word word\"]",
+       yaml_dump_options::flow::leaves,
+       "[word word word word word word word word word word word word word word word word word\n    "
+       "word word word word]"},
+      {"{\"k\": \"quoted \\\"x\\\" and more and more and more and more and more and more and more "
+       "and more and more\\t\"}",
+       yaml_dump_options::flow::leaves,
+       "{k: \"quoted \\\"x\\\" and more and more and more and more and more and more and more "
+       "and\n    more and more\\t\"}"},
+      {"{\"nested\": {\"deep\": {\"list\": [{\"a\": 1}, {\"b\": [1, 2]}], \"s\": \"x\"}}, \"top\": "
+       "[[1, 2], [3]]}",
+       yaml_dump_options::flow::leaves,
+       "nested:\n  deep:\n    list:\n    - {a: 1}\n    - b: [1, 2]\n    s: x\ntop:\n- [1, 2]\n- "
+       "[3]"},
+      {"{\"multi\": \"first line\\nsecond line\\n\"}", yaml_dump_options::flow::leaves,
+       "{multi: 'first line\n\n    second line\n\n    '}"},
+      {"{\"1\": \"a\", \"\": \"empty key\"}", yaml_dump_options::flow::leaves,
+       "{'': empty key, '1': a}"},
+  };
+  for (const auto& r : rows) {
+    yaml_dump_options o;
+    o.flow_style = r.flow;
+    value v = value::from_json(nlohmann::ordered_json::parse(r.json));
+    EXPECT_EQ(dump_yaml(v, o), r.yaml) << r.json << " flow " << static_cast<int>(r.flow);
+  }
+}
+
+TEST(DumpYaml, OptionsTuplesAndCallables) {
+  value v = value::from_json(nlohmann::ordered_json::parse(R"({"b": 1, "a": [1, 2]})"));
+  yaml_dump_options o;
+  o.sort_keys = false;
+  EXPECT_EQ(dump_yaml(v, o), "{b: 1, a: [1, 2]}");
+  o.strip = false;
+  o.flow_style = yaml_dump_options::flow::never;
+  EXPECT_EQ(dump_yaml(v, o), "b: 1\na:\n- 1\n- 2\n");
+  EXPECT_EQ(dump_yaml(value("x"), o), "x\n");
+  // A tuple is a sequence; what YAML cannot represent (a callable) is NULL,
+  // Salt's SafeOrderedDumper's fallback representer.
+  EXPECT_EQ(dump_yaml(value::make_tuple({value(1)})), "[1]");
+  EXPECT_EQ(dump_yaml(value::make_callable("f", [](call_args&) { return value(); })), "NULL");
+  EXPECT_THROW(dump_yaml(value::undefined("'x' is undefined")), template_error);
+}
+
+}  // namespace
+}  // namespace brine::render

@@ -1,0 +1,73 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "render/value.h"
+
+// Salt's YAML dialect: loading as salt.utils.yamlloader.SaltYamlSafeLoader
+// does (the loader of the yaml renderer, of pillar files and of the
+// load_yaml/import_yaml filters and tags), and dumping as
+// salt.utils.yaml.safe_dump does (the `yaml` filter). Pure functions; safe
+// to call from several threads.
+namespace brine::render {
+
+// YAML that cannot be loaded. what() is "<name> line L column C: <message>"
+// (or "<name>: <message>" when the position is unknown); line() and
+// column() are 1-based, 0 when unknown.
+class yaml_error : public template_error {
+ public:
+  yaml_error(const std::string& name, int line, int column, std::string message);
+  int line() const { return line_; }
+  int column() const { return column_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  int line_;
+  int column_;
+  std::string message_;
+};
+
+// The data of one YAML document, `name` naming it in errors, as
+// SaltYamlSafeLoader constructs it: YAML 1.1 scalars (yes/no/on/off are
+// booleans, `0x`, `0b` and `_` in integers, `.inf`), except that a plain
+// integer with leading zeros is decimal (`0644` is 644, as Salt users write
+// file modes; PyYAML alone reads 420); timestamps stay strings; merge keys
+// (`<<`, a mapping or a list of mappings, explicit keys winning); a key seen
+// twice is refused ("found conflicting ID 'x'"), as are mapping or sequence
+// keys, tags SafeLoader does not construct (`!!python/unicode` is a string)
+// and a second document. An empty text is null.
+//
+// Json: nlohmann::json (keys sorted) or nlohmann::ordered_json (document
+// order, as Salt's OrderedDict loader keeps it). Keys become strings (1 and
+// '1' are still two keys, as in Python).
+template <class Json>
+Json load_yaml(std::string_view text, const std::string& name);
+
+// The same as an engine value: dicts in document order, keys keeping their
+// type (int, bool, None, float), duplicates found with Python's == (so `1`
+// and `true` conflict, as in Python).
+value load_yaml_value(std::string_view text, const std::string& name);
+
+struct yaml_dump_options {
+  // PyYAML's default_flow_style: true writes every collection in flow style
+  // (`{a: 1, b: [1, 2]}`), false none, and Salt's default (None in
+  // safe_dump) only the collections that hold no collection.
+  enum class flow { always, never, leaves } flow_style = flow::always;
+  // yaml.dump's sort_keys: a plain Python dict is sorted; Salt's
+  // OrderedDicts are not.
+  bool sort_keys = true;
+  // Drop the trailing newline and the "..." document end marker, as the
+  // `yaml` filter does (`.strip()`).
+  bool strip = true;
+};
+
+// The text salt.utils.yaml.safe_dump(v, default_flow_style=...) prints with
+// Salt's SafeOrderedDumper (allow_unicode, an 80-column width, 2-space
+// indentation, PyYAML's choice of plain, single- or double-quoted scalars).
+// Throws template_error for a value YAML cannot hold (a callable, an
+// undefined value).
+std::string dump_yaml(const value& v, const yaml_dump_options& options = {});
+
+}  // namespace brine::render
