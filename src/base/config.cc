@@ -532,9 +532,34 @@ void warn_unknown(const std::string& source, int line, const std::string& name,
 }
 
 // Applies every option of the file to `config`; returns the line of each option seen.
+// Salt's loader refuses duplicate keys too; silently taking one would hide a mistake.
+void check_once(std::map<std::string, int>& seen, const std::string& source, const std::string& name,
+                int line) {
+  if (auto [it, fresh] = seen.emplace(name, line); !fresh) {
+    fail_at(source, line,
+            fmt::format("{} is set twice (first on line {}); keep one", show(name), it->second));
+  }
+}
+
 template <class Config>
 std::map<std::string, int> apply(const std::string& yaml, const std::string& source,
                                  const option_table<Config>& table, Config& config) {
+  std::map<std::string, int> seen;
+  if (auto simple = detail::simple_mapping(yaml)) {
+    for (const auto& o : *simple) {
+      std::string name(o.name);
+      check_once(seen, source, name, o.line);
+      auto handler = table.find(name);
+      if (handler == table.end()) {
+        warn_unknown(source, o.line, name, table);
+        continue;
+      }
+      YAML::Node value(std::string(o.value));
+      value.SetTag("?");  // plain, as the parser tags it
+      handler->second(config, option{source, name, o.line, value});
+    }
+    return seen;
+  }
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(yaml);
@@ -547,7 +572,6 @@ std::map<std::string, int> apply(const std::string& yaml, const std::string& sou
     fail_at(source, docs[1].Mark().line + 1,
             "a second YAML document; put all options in one mapping");
   }
-  std::map<std::string, int> seen;
   if (docs.empty() || docs[0].IsNull()) return seen;
   const YAML::Node& root = docs[0];
   if (!root.IsMap()) {
@@ -562,11 +586,7 @@ std::map<std::string, int> apply(const std::string& yaml, const std::string& sou
               fmt::format("an option name must be a word, got {}", describe(kv.first)));
     }
     const std::string& name = kv.first.Scalar();
-    // Salt's loader refuses duplicate keys too; silently taking one would hide a mistake.
-    if (auto [it, fresh] = seen.emplace(name, line); !fresh) {
-      fail_at(source, line,
-              fmt::format("{} is set twice (first on line {}); keep one", show(name), it->second));
-    }
+    check_once(seen, source, name, line);
     auto handler = table.find(name);
     if (handler == table.end()) {
       warn_unknown(source, line, name, table);
@@ -744,6 +764,49 @@ std::string master_address::text() const {
   if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
   return fmt::format("{}:{}", host, port);
 }
+
+namespace detail {
+
+std::optional<std::vector<simple_option>> simple_mapping(std::string_view yaml) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  // Characters that start something other than a plain scalar (YAML 1.2
+  // c-indicator), or that yaml-cpp may read differently (a leading '-').
+  constexpr std::string_view k_indicators = "-?:,[]{}#&*!|>'\"%@`";
+  std::vector<simple_option> out;
+  int line = 0;
+  size_t at = 0;
+  while (at < yaml.size()) {
+    size_t end = yaml.find('\n', at);
+    if (end == std::string_view::npos) end = yaml.size();
+    std::string_view l = yaml.substr(at, end - at);
+    at = end + 1;
+    ++line;
+    for (unsigned char c : l) {
+      if (c < 0x20 || c >= 0x7f) return std::nullopt;  // tabs, CR, control, non-ASCII
+    }
+    size_t first = l.find_first_not_of(' ');
+    if (first == std::string_view::npos) continue;  // blank
+    if (l[first] == '#') continue;                  // comment
+    size_t colon = 0;
+    while (colon < l.size() && word(l[colon])) ++colon;
+    if (colon == 0 || colon + 1 >= l.size() || l[colon] != ':' || l[colon + 1] != ' ') {
+      return std::nullopt;
+    }
+    std::string_view value = l.substr(colon + 2);
+    value.remove_prefix(std::min(value.find_first_not_of(' '), value.size()));
+    while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+    if (value.empty() || k_indicators.find(value.front()) != std::string_view::npos ||
+        value.back() == ':' || value.find('#') != std::string_view::npos ||
+        value.find(": ") != std::string_view::npos || value == "~" || value == "null" ||
+        value == "Null" || value == "NULL") {
+      return std::nullopt;
+    }
+    out.push_back({l.substr(0, colon), value, line});
+  }
+  return out;
+}
+
+}  // namespace detail
 
 master_config parse_master_config(const std::string& yaml, const std::string& source) {
   master_config config;

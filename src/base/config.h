@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <map>
@@ -131,4 +132,23 @@ minion_config load_minion_config(const std::string& path);
 master_config parse_master_config(const std::string& yaml, const std::string& source);
 minion_config parse_minion_config(const std::string& yaml, const std::string& source);
 
+namespace detail {
+
+// One `name: value` line of a config file.
+struct simple_option {
+  std::string_view name;
+  std::string_view value;  // a plain scalar, as yaml-cpp reads it (trailing blanks dropped)
+  int line;                // 1-based
+};
+
+// The options of `yaml` when the text is nothing but `name: value` lines at
+// column 0 whose values are plain one-line scalars, comments and blank lines
+// (the usual config file), read without yaml-cpp, whose scanner costs about
+// 3,000 instructions a byte: a client command reads its config on every run.
+// nullopt for anything else (quotes, lists, maps, anchors, tags, `#` or `: `
+// in a value, null values, document markers, tabs, CR, non-ASCII bytes); the
+// full parser reads those.
+std::optional<std::vector<simple_option>> simple_mapping(std::string_view yaml);
+
+}  // namespace detail
 }  // namespace brine::base

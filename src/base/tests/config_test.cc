@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <stdlib.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cctype>
 #include <filesystem>
@@ -865,6 +866,96 @@ TEST(LoadConfig, DirectoryIsNotAConfigFile) {
   std::string path = dir.path().string();
   EXPECT_EQ(error_of([&] { load_minion_config(path); }),
             "config " + path + ": cannot read: Is a directory");
+}
+
+}  // namespace
+}  // namespace brine::base
+
+namespace brine::base {
+namespace {
+
+// The fast reading of a config file (no yaml-cpp) must give exactly what the
+// parser gives, or decline.
+TEST(Config, SimpleMappingAgreesWithTheParserOrDeclines) {
+  struct sample {
+    const char* text;
+    bool simple;
+  };
+  const sample samples[] = {
+      {"", true},
+      {"# only a comment\n\n   \n", true},
+      {"pki_dir: /tmp/pki\ncachedir: /tmp/c\n", true},
+      {"port: 4506\nauto_accept: yes\ntimeout: 1.5\n", true},
+      {"id: web-1   \nmaster: 127.0.0.1:4506\n", true},
+      {"  # indented comment\nlog_level:    debug\n# end", true},
+      {"interface: 0.0.0.0\nopen_mode: Off\nx: a b  c\n", true},
+      {"v: 0x1f\nw: 0644\nz: 1e3\nq: .inf\n", true},
+      {"id: a\n\nid2: b", true},
+      {"key: 'quoted'\n", false},
+      {"key: \"quoted\"\n", false},
+      {"key: value # trailing comment\n", false},
+      {"key: ~\n", false},
+      {"key: null\n", false},
+      {"key:\n  - a\n", false},
+      {"key: [a, b]\n", false},
+      {"key: {a: 1}\n", false},
+      {"key: &anchor x\n", false},
+      {"key: *anchor\n", false},
+      {"key: !!str 1\n", false},
+      {"key: |\n  text\n", false},
+      {"key: -1\n", false},
+      {"key: a: b\n", false},
+      {"key: ::1\n", false},
+      {"---\nkey: a\n", false},
+      {" key: a\n", false},
+      {"key:\ta\n", false},
+      {"key: a\r\n", false},
+      {"key: caf\xc3\xa9\n", false},
+      {"\xef\xbb\xbfkey: a\n", false},
+      {"key-name: a\n", false},
+      {"key:a\n", false},
+  };
+  for (const auto& s : samples) {
+    SCOPED_TRACE(s.text);
+    auto simple = detail::simple_mapping(s.text);
+    ASSERT_EQ(simple.has_value(), s.simple);
+    if (!simple) continue;
+    YAML::Node root = YAML::Load(s.text);
+    if (simple->empty()) {
+      EXPECT_TRUE(root.IsNull());
+      continue;
+    }
+    ASSERT_TRUE(root.IsMap());
+    ASSERT_EQ(root.size(), simple->size());
+    size_t i = 0;
+    for (const auto& kv : root) {
+      const auto& o = (*simple)[i++];
+      EXPECT_EQ(kv.first.Scalar(), o.name);
+      EXPECT_EQ(kv.first.Mark().line + 1, o.line);
+      ASSERT_TRUE(kv.second.IsScalar());
+      EXPECT_EQ(kv.second.Scalar(), o.value);
+      EXPECT_EQ(kv.second.Tag(), "?");
+    }
+  }
+}
+
+// The same options read either way: a duplicate is still refused with its lines.
+TEST(Config, SimpleMappingKeepsTheChecks) {
+  try {
+    parse_master_config("port: 4506\nport: 4507\n", "m.yaml");
+    FAIL() << "a duplicate was accepted";
+  } catch (const error& e) {
+    EXPECT_STREQ(e.what(), "config m.yaml: line 2: port is set twice (first on line 1); keep one");
+  }
+  try {
+    parse_master_config("port: 70000\n", "m.yaml");
+    FAIL() << "a bad port was accepted";
+  } catch (const error& e) {
+    EXPECT_STREQ(e.what(), "config m.yaml: line 1: port must be an integer 1..65535, got 70000");
+  }
+  auto c = parse_master_config("auto_accept: on\nport: 4600\n", "m.yaml");
+  EXPECT_TRUE(c.auto_accept);
+  EXPECT_EQ(c.port, 4600);
 }
 
 }  // namespace
