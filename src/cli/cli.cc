@@ -16,6 +16,7 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "cli/cmd_line.h"
 #include "cli/commands.h"
 #include "master/master.h"
 #include "minion/minion.h"
@@ -116,80 +117,20 @@ runner define_key(CLI::App& key_cmd) {
   };
 }
 
-runner define_cmd(CLI::App& cmd_cmd) {
-  struct state {
-    std::string config;
-    cmd_options cmd;
-    std::vector<std::string> words;
+runner run_cmd(std::shared_ptr<cmd_line> line) {
+  return [line] {
+    auto cfg = base::load_master_config(line->config);
+    return cmd_command(cfg, line->cmd);
   };
-  auto s = std::make_shared<state>();
-  cmd_options& cmd = s->cmd;
-  cmd_cmd.add_option("-c,--config", s->config, "Master config file (YAML)")
-      ->default_val(k_master_config);
-  cmd_cmd.add_option("-t,--timeout", cmd.timeout, "Seconds to wait for returns")
-      ->default_val(5)
-      ->check(CLI::PositiveNumber);
-  cmd_cmd.add_option("--out", cmd.out, "Output format: nested, json, yaml, raw, txt")
-      ->default_val("nested")
-      ->check(CLI::IsMember({"nested", "json", "yaml", "raw", "txt"}));
-  cmd_cmd.add_flag("--static", cmd.static_out,
-                   "Print every return at the end, sorted by minion id");
-  cmd_cmd.add_flag("--hide-timeout", cmd.hide_timeout,
-                   "No lines for minions that did not return (the exit status still says so)");
-  cmd_cmd.add_flag("--show-jid", cmd.show_jid, "Print the job id first");
-  cmd_cmd.add_option("-b,--batch,--batch-size", cmd.batch,
-                     "Run on N minions (or N%) at a time, a sliding window");
-  cmd_cmd
-      .add_option("--batch-wait", cmd.batch_wait,
-                  "Seconds to wait after a minion returns before its slot takes the next")
-      ->check(CLI::NonNegativeNumber);
-  // Salt's target flags: at most one.
-  struct target_flag {
-    const char* flags;
-    const char* type;
-    const char* help;
-  };
-  static const target_flag target_flags[] = {
-      {"-E,--pcre", "pcre", "TARGET is a regular expression over minion ids"},
-      {"-L,--list", "list", "TARGET is a comma-separated list of minion ids"},
-      {"-G,--grain", "grain", "TARGET is GRAIN:GLOB (':' walks nested grains)"},
-      {"-P,--grain-pcre", "grain_pcre", "TARGET is GRAIN:REGEX"},
-      {"-I,--pillar", "pillar", "TARGET is PILLAR_KEY:GLOB"},
-      {"-J,--pillar-pcre", "pillar_pcre", "TARGET is PILLAR_KEY:REGEX"},
-      {"-S,--ipcidr", "ipcidr", "TARGET is an IP address or CIDR subnet"},
-      {"-N,--nodegroup", "nodegroup", "TARGET is a nodegroup of the master config"},
-      {"-C,--compound", "compound", "TARGET is a compound expression (G@os:Debian and web*)"},
-  };
-  std::vector<CLI::Option*> type_options;
-  for (const auto& f : target_flags) {
-    type_options.push_back(cmd_cmd.add_flag_callback(
-        f.flags, [&cmd, type = f.type] { cmd.tgt_type = type; }, f.help));
-  }
-  for (auto* a : type_options) {
-    for (auto* b : type_options) {
-      if (a != b) a->excludes(b);
-    }
-  }
-  cmd_cmd
-      .add_option("--delimiter", cmd.delimiter,
-                  "Separator of nested keys in grain and pillar targets")
-      ->default_val(":");
-  cmd_cmd.add_flag("--async", cmd.async, "Print the job id and return without waiting");
-  cmd_cmd.add_flag("!--no-progress", cmd.progress, "No live progress line on a terminal");
-  cmd_cmd
-      .add_option("TARGET FUN ARG", s->words,
-                  "TARGET (a glob over minion ids by default; see the target flags), the function "
-                  "(e.g. test.ping, cmd.run), then its arguments: ARG or KEY=VALUE (YAML)")
-      ->required()
-      ->expected(2, -1);
+}
 
-  return [s] {
-    auto cfg = base::load_master_config(s->config);
-    cmd_options& cmd = s->cmd;
-    cmd.target = s->words[0];
-    cmd.fun = s->words[1];
-    cmd.words.assign(s->words.begin() + 2, s->words.end());
-    return cmd_command(cfg, cmd);
+runner define_cmd(CLI::App& cmd_cmd) {
+  auto line = std::make_shared<cmd_line>();
+  declare_cmd_options(cmd_cmd, *line);
+  auto run = run_cmd(line);
+  return [line, run] {
+    finish(*line);
+    return run();
   };
 }
 
@@ -427,6 +368,19 @@ const subcommand* named_subcommand(int argc, char** argv) {
   return nullptr;
 }
 
+// Runs a subcommand, its errors printed as one line.
+int run_guarded(const runner& run) {
+  try {
+    return run();
+  } catch (const base::error& e) {
+    std::cerr << "brine: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "brine: unexpected error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
 }  // namespace
 
 bool runs_daemon(int argc, char** argv) {
@@ -441,6 +395,14 @@ int run(int argc, char** argv) {
   // fail with EPIPE instead. (Child processes get SIGPIPE back: process.cc
   // resets every signal to its default before exec.)
   ::signal(SIGPIPE, SIG_IGN);
+
+  // A plain `brine cmd` line (nearly every one) is read without declaring
+  // its options on CLI11 (cmd_line.h). Until a daemon reads its log
+  // settings, warnings (config) go to stderr.
+  if (auto plain = read_plain_cmd_line(argc, argv)) {
+    base::init_logging("", spdlog::level::warn, "brine");
+    return run_guarded(run_cmd(std::make_shared<cmd_line>(std::move(*plain))));
+  }
 
   CLI::App app{
       "brine: configuration management and remote execution for fleets of machines.\n"
@@ -488,17 +450,8 @@ int run(int argc, char** argv) {
     std::abort();
   }
 
-  // Until a daemon reads its log settings, warnings (config) go to stderr.
   base::init_logging("", spdlog::level::warn, "brine");
-  try {
-    return run_named();
-  } catch (const base::error& e) {
-    std::cerr << "brine: " << e.what() << "\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "brine: unexpected error: " << e.what() << "\n";
-    return 1;
-  }
+  return run_guarded(run_named);
 }
 
 }  // namespace brine::cli
