@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang and runs each for SECONDS (default 60):
-# the frame decoder and the DNS SRV reply parser.
+# the frame decoder, the DNS SRV reply parser and the Jinja template engine.
+# TARGETS (default all: "frame srv template") picks some.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
+targets=${2:-frame srv template}
 out=build/fuzz
 mkdir -p "$out"
 clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
   tests/fuzz/frame_fuzz.cc src/proto/frame.cc src/base/error.cc -o "$out/frame_fuzz"
 clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -DASIO_STANDALONE \
   tests/fuzz/srv_fuzz.cc src/net/dns.cc src/base/error.cc -lcares -lfmt -o "$out/srv_fuzz"
-for target in frame srv; do
+clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
+  tests/fuzz/template_fuzz.cc src/render/{value,parser,interpreter,methods,format,builtins,render}.cc \
+  src/base/error.cc src/base/python.cc -o "$out/template_fuzz"
+for target in $targets; do
   corpus=$(mktemp -d)
   cp "tests/fuzz/corpus/$target/"* "$corpus/"
   "$out/${target}_fuzz" -max_total_time="$seconds" -max_len=4096 "$corpus"

@@ -28,7 +28,20 @@ bool integral(const value& v) { return v.is_int() || v.is_bool(); }
                        type_name(b) + "'");
 }
 
+struct step_budget {
+  std::uint64_t* steps = nullptr;
+  std::uint64_t max = 0;
+};
+thread_local step_budget budget;
+
 value repeat(const value& seq, std::int64_t n) {
+  std::uint64_t len = seq.is_string() ? seq.as_string().size() : seq.items().size();
+  if (n > 0) {
+    std::uint64_t total = 0;
+    if (__builtin_mul_overflow(len, static_cast<std::uint64_t>(n), &total))
+      total = UINT64_MAX;
+    charge_steps(total);
+  }
   if (seq.is_string()) {
     std::string out;
     for (std::int64_t i = 0; i < n; ++i) out += seq.as_string();
@@ -41,6 +54,15 @@ value repeat(const value& seq, std::int64_t n) {
 }
 
 }  // namespace
+
+void charge_steps(std::uint64_t n) {
+  if (!budget.steps) return;
+  if (n > budget.max || *budget.steps > budget.max - n) {
+    *budget.steps = budget.max;
+    throw template_error("the render took more than " + std::to_string(budget.max) + " steps");
+  }
+  *budget.steps += n;
+}
 
 value binary_op(const std::string& op, const value& a, const value& b) {
   a.defined();
@@ -106,8 +128,12 @@ value binary_op(const std::string& op, const value& a, const value& b) {
     if (op == "**") return std::pow(x, y);
   }
   if (op == "+") {
-    if (a.is_string() && b.is_string()) return a.as_string() + b.as_string();
+    if (a.is_string() && b.is_string()) {
+      charge_steps(a.as_string().size() + b.as_string().size());
+      return a.as_string() + b.as_string();
+    }
     if (a.type() == b.type() && a.is_sequence_like()) {
+      charge_steps(a.items().size() + b.items().size());
       std::vector<value> out = a.items();
       out.insert(out.end(), b.items().begin(), b.items().end());
       return a.is_tuple() ? value::make_tuple(std::move(out)) : value::make_list(std::move(out));
@@ -472,6 +498,7 @@ value interpreter::eval_inner(const expr& e) {
     case expr::kind::concat: {
       std::string out;
       for (const auto& a : e.args) out += eval(*a).str();
+      charge_steps(out.size());
       return out;
     }
   }
@@ -613,6 +640,7 @@ void interpreter::run(const template_tree& t, const std::string& tpldir, std::st
     std::vector<value>* outer;
     ~cleanup() {
       mutation_log = outer;
+      budget = saved_budget;
       if (changed.empty()) return;
       std::set<const void*> kept;
       for (const auto& [k, v] : in.ctx_) reach(v, kept);
@@ -626,8 +654,10 @@ void interpreter::run(const template_tree& t, const std::string& tpldir, std::st
         }
       }
     }
-  } c{*this, changed, mutation_log};
+    step_budget saved_budget;
+  } c{*this, changed, mutation_log, budget};
   mutation_log = &changed;
+  if (env_.max_steps && state_) budget = {&state_->steps, env_.max_steps};
   run_template(t, tpldir, out);
 }
 

@@ -159,6 +159,11 @@ std::string str_format(const std::string& fmt, const call_args& args);
 // the only ones that can have become cycles (a list that holds itself).
 extern thread_local std::vector<value>* mutation_log;
 
+// While a render with a step budget (environment::max_steps) runs on this
+// thread, building a string or list of n elements costs n steps: charges
+// them, throwing template_error past the budget. Without a budget, nothing.
+void charge_steps(std::uint64_t n);
+
 // The bound method `name` of obj, or an undefined value when it has none.
 value method(const value& obj, const std::string& name);
 // A value's elements as Python's iter() gives them (dict keys, string chars).

@@ -61,7 +61,8 @@ struct environment {
       yaml_loader;
 
   // A bound on the statements, loop iterations and calls one render may
-  // execute, 0 for none; past it the render fails with template_error
+  // execute, 0 for none; a string or list that `*`, `+` or `~` builds
+  // costs its length. Past it the render fails with template_error
   // (fuzzing sets it; Jinja has none).
   std::uint64_t max_steps = 0;
 
