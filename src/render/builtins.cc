@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "render/interpreter.h"
+#include "render/salt_filters.h"
 
 // Jinja's built-in filters, tests and globals (Jinja 3.1 signatures).
 namespace brine::render::detail {
@@ -804,7 +805,211 @@ value f_attr(interpreter& in, const value& v, call_args& a) {
   return in.getattr(v, argument(a, 0, "name").str());
 }
 
+
+// textwrap.wrap(width, expand_tabs=False, replace_whitespace=False) per
+// line, greedy as textwrap fills; words are split at whitespace only (a
+// hyphenated word is not split at its hyphens).
+value f_wordwrap(interpreter&, const value& v, call_args& a) {
+  std::string s = v.str();
+  auto width = static_cast<std::size_t>(std::max<std::int64_t>(1, to_int(argument(a, 0, "width", 79), "width")));
+  bool break_long = argument(a, 1, "break_long_words", true).truthy();
+  value wrap_v = argument(a, 2, "wrapstring", nullptr);
+  std::string wrapstring = wrap_v.is_none() ? "\n" : wrap_v.str();
+  value lines_v = method(value(s), "splitlines");
+  call_args none;
+  std::vector<std::string> paragraphs;
+  value lines = lines_v.callable().fn(none);
+  for (const auto& l : lines.items()) {
+    const std::string& line = l.as_string();
+    std::vector<std::string> chunks;
+    std::size_t i = 0;
+    while (i < line.size()) {
+      std::size_t j = i;
+      bool space = std::isspace(static_cast<unsigned char>(line[i])) != 0;
+      while (j < line.size() && (std::isspace(static_cast<unsigned char>(line[j])) != 0) == space) ++j;
+      chunks.push_back(line.substr(i, j - i));
+      i = j;
+    }
+    std::vector<std::string> out;
+    std::reverse(chunks.begin(), chunks.end());
+    while (!chunks.empty()) {
+      std::string cur;
+      std::size_t len = 0;
+      if (!out.empty() && !chunks.empty() && std::isspace(static_cast<unsigned char>(chunks.back()[0]))) chunks.pop_back();
+      while (!chunks.empty()) {
+        std::size_t l = codepoints(chunks.back());
+        if (len + l <= width) {
+          cur += chunks.back();
+          len += l;
+          chunks.pop_back();
+        } else {
+          break;
+        }
+      }
+      if (!chunks.empty() && codepoints(chunks.back()) > width) {
+        if (break_long) {
+          std::size_t room = width > len ? width - len : 1;
+          auto chars = iterate(value(chunks.back()));
+          std::string head, tail;
+          for (std::size_t k = 0; k < chars.size(); ++k) (k < room ? head : tail) += chars[k].as_string();
+          cur += head;
+          chunks.back() = tail;
+        } else if (cur.empty()) {
+          cur = chunks.back();
+          chunks.pop_back();
+        }
+      }
+      while (!cur.empty() && std::isspace(static_cast<unsigned char>(cur.back()))) cur.pop_back();
+      if (!cur.empty()) out.push_back(cur);
+    }
+    std::string joined;
+    for (std::size_t k = 0; k < out.size(); ++k) joined += (k ? wrapstring : "") + out[k];
+    paragraphs.push_back(joined);
+  }
+  std::string rv;
+  for (std::size_t k = 0; k < paragraphs.size(); ++k) rv += (k ? wrapstring : "") + paragraphs[k];
+  return rv;
+}
+
+value f_xmlattr(interpreter& in, const value& v, call_args& a) {
+  bool autospace = argument(a, 0, "autospace", true).truthy();
+  v.defined();
+  if (!v.is_dict()) throw template_error("xmlattr: expected a mapping, got " + type_name(v));
+  std::string rv;
+  call_args none;
+  for (const auto& [k, e] : v.dict().entries) {
+    if (e.is_none() || e.is_undefined()) continue;
+    std::string key = k.str();
+    if (key.find_first_of(" \t\n\f\r/>=") != std::string::npos) {
+      throw template_error("Invalid character in attribute name: " + string_repr(key));
+    }
+    if (!rv.empty()) rv += " ";
+    rv += f_escape(in, value(key), none).as_string() + "=\"" + f_escape(in, e, none).as_string() + "\"";
+  }
+  if (autospace && !rv.empty()) rv = " " + rv;
+  return rv;
+}
+
+// Markup.striptags: comments and tags removed, whitespace runs made one
+// space, then HTML entities unescaped (the common named ones and numeric).
+value f_striptags(interpreter&, const value& v, call_args&) {
+  std::string s = v.str();
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    if (s.compare(i, 4, "<!--") == 0) {
+      auto e = s.find("-->", i + 4);
+      if (e != std::string::npos) {
+        i = e + 3;
+        continue;
+      }
+    }
+    if (s[i] == '<') {
+      auto e = s.find('>', i + 1);
+      if (e != std::string::npos) {
+        i = e + 1;
+        continue;
+      }
+    }
+    out += s[i++];
+  }
+  std::string words;
+  std::size_t i = 0;
+  while (i < out.size()) {
+    while (i < out.size() && std::isspace(static_cast<unsigned char>(out[i]))) ++i;
+    std::size_t j = i;
+    while (j < out.size() && !std::isspace(static_cast<unsigned char>(out[j]))) ++j;
+    if (j > i) words += (words.empty() ? "" : " ") + out.substr(i, j - i);
+    i = j;
+  }
+  static const std::vector<std::pair<std::string, std::string>> k_entities = {
+      {"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"},
+      {"&#34;", "\""}, {"&apos;", "'"}, {"&nbsp;", "\xc2\xa0"}};
+  std::string rv;
+  for (std::size_t k = 0; k < words.size();) {
+    bool hit = false;
+    if (words[k] == '&') {
+      for (const auto& [from, to] : k_entities) {
+        if (words.compare(k, from.size(), from) == 0) {
+          rv += to;
+          k += from.size();
+          hit = true;
+          break;
+        }
+      }
+    }
+    if (!hit) rv += words[k++];
+  }
+  return rv;
+}
+
+value f_filesizeformat(interpreter&, const value& v, call_args& a) {
+  bool binary = argument(a, 0, "binary", false).truthy();
+  v.defined();
+  double bytes = 0;
+  if (v.is_number()) {
+    bytes = v.to_double();
+  } else if (v.is_string()) {
+    char* end = nullptr;
+    bytes = std::strtod(v.as_string().c_str(), &end);
+    if (v.as_string().empty() || *end != '\0')
+      throw template_error("could not convert string to float: " + v.repr());
+  } else {
+    throw template_error("float() argument must be a string or a real number, not '" + type_name(v) + "'");
+  }
+  double base = binary ? 1024 : 1000;
+  static const char* k_binary[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+  static const char* k_decimal[] = {"kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+  if (bytes == 1) return "1 Byte";
+  if (bytes < base) return std::to_string(static_cast<std::int64_t>(bytes)) + " Bytes";
+  double unit = base;
+  const char* prefix = "";
+  for (int i = 0; i < 8; ++i) {
+    unit = std::pow(base, i + 2);
+    prefix = binary ? k_binary[i] : k_decimal[i];
+    if (bytes < unit) break;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f %s", base * bytes / unit, prefix);
+  return std::string(buf);
+}
+
+// pprint.pformat for what fits on one 80-column line: the repr with dict
+// keys sorted. Longer values, which pformat wraps, are refused.
+value f_pprint(interpreter&, const value& v, call_args&) {
+  std::function<value(const value&)> sorted = [&](const value& x) -> value {
+    if (x.is_dict()) {
+      value d = value::make_dict();
+      auto e = x.dict().entries;
+      std::stable_sort(e.begin(), e.end(), [](const auto& p, const auto& q) { return less(p.first, q.first); });
+      for (auto& [k, val] : e) d.dict().entries.emplace_back(k, sorted(val));
+      return d;
+    }
+    if (x.is_list()) {
+      std::vector<value> items;
+      for (const auto& i : x.items()) items.push_back(sorted(i));
+      return value::make_list(std::move(items));
+    }
+    return x;
+  };
+  std::string r = sorted(v.defined()).repr();
+  if (codepoints(r) > 80)
+    throw template_error("filter 'pprint' is not supported by brine for values longer than 80 "
+                         "characters (pprint wraps them)");
+  return r;
+}
+
+value f_urlize(interpreter&, const value&, call_args&) {
+  throw template_error("filter 'urlize' is not supported by brine yet");
+}
+
+value f_random(interpreter&, const value&, call_args&) {
+  throw template_error(
+      "filter 'random' is not supported by brine: its result is random (nondeterministic)");
+}
+
 bool t_defined(interpreter&, const value& v, call_args&) { return !v.is_undefined(); }
+// No value is Markup in brine, so nothing is already escaped.
+bool t_escaped(interpreter&, const value& v, call_args&) { return v.defined(), false; }
 bool t_undefined(interpreter&, const value& v, call_args&) { return v.is_undefined(); }
 bool t_none(interpreter&, const value& v, call_args&) { return v.is_none(); }
 bool t_string(interpreter&, const value& v, call_args&) { return v.is_string(); }
@@ -930,10 +1135,13 @@ const std::map<std::string, filter_fn>& builtin_filters() {
       {"dictsort", f_dictsort},
       {"e", f_escape},
       {"escape", f_escape},
+      {"filesizeformat", f_filesizeformat},
       {"first", f_first},
+      {"forceescape", f_escape},
       {"float", f_float},
       {"groupby", f_groupby},
       {"urlencode", f_urlencode},
+      {"urlize", f_urlize},
       {"format", f_format},
       {"indent", f_indent},
       {"int", f_int},
@@ -946,6 +1154,8 @@ const std::map<std::string, filter_fn>& builtin_filters() {
       {"map", f_map},
       {"max", f_max},
       {"min", f_min},
+      {"pprint", f_pprint},
+      {"random", f_random},
       {"reject", f_reject},
       {"rejectattr", f_rejectattr},
       {"replace", f_replace},
@@ -957,6 +1167,7 @@ const std::map<std::string, filter_fn>& builtin_filters() {
       {"slice", f_slice},
       {"sort", f_sort},
       {"string", f_string},
+      {"striptags", f_striptags},
       {"sum", f_sum},
       {"title", f_title},
       {"tojson", f_tojson},
@@ -965,8 +1176,16 @@ const std::map<std::string, filter_fn>& builtin_filters() {
       {"unique", f_unique},
       {"upper", f_upper},
       {"wordcount", f_wordcount},
+      {"wordwrap", f_wordwrap},
+      {"xmlattr", f_xmlattr},
   };
-  return filters;
+  // Salt's filters are always on, as in Salt; Jinja's keep their names.
+  static const fmap merged = [] {
+    fmap m = filters;
+    m.insert(salt_filters().begin(), salt_filters().end());
+    return m;
+  }();
+  return merged;
 }
 
 const std::map<std::string, test_fn>& builtin_tests() {
@@ -1007,15 +1226,21 @@ const std::map<std::string, test_fn>& builtin_tests() {
       {"sameas", t_sameas},
       {"lower", t_lower},
       {"upper", t_upper},
+      {"escaped", t_escaped},
   };
-  return tests;
+  static const tmap merged = [] {
+    tmap m = tests;
+    m.insert(salt_tests().begin(), salt_tests().end());
+    return m;
+  }();
+  return merged;
 }
 
 value builtin_global(const std::string& name) {
   if (name == "range") return value::make_callable("range", g_range);
   if (name == "dict") return value::make_callable("dict", g_dict);
   if (name == "namespace") return value::make_callable("namespace", g_namespace);
-  return value::undefined("'" + name + "' is undefined");
+  return salt_global(name);
 }
 
 }  // namespace brine::render::detail

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "render/interpreter.h"
+
+// The filters, tests and globals Salt 3006 adds to Jinja (salt.utils.jinja,
+// salt.utils.data, stringutils, hashutils, network, path, yamlencoding and
+// the SerializerExtension), with Salt's semantics. Salt's filters are
+// always on in brine, as in Salt; the ones Salt cannot give a deterministic
+// or host-free answer for (random_hash, dns_check, file_hashsum, ...) fail
+// naming the filter.
+namespace brine::render::detail {
+
+// Salt's filters that have no Jinja namesake; builtin_filters() merges them.
+const std::map<std::string, filter_fn>& salt_filters();
+// Salt's tests (match, equalto, list); builtin_tests() merges them.
+const std::map<std::string, test_fn>& salt_tests();
+// Salt's globals (raise, odict, ifelse), or an undefined value.
+value salt_global(const std::string& name);
+
+}  // namespace brine::render::detail
+
+namespace brine::render {
+
+// Salt replaces four of Jinja's filters with its own: `tojson` (keys in
+// insertion order, any json.dumps option), `unique` (exact, keeps order),
+// `min` and `max` (Python's min()/max(), no attribute or case folding).
+// Jinja's stay the built-ins; a host rendering Salt's templates installs
+// Salt's through environment::filters with this, which also sets
+// environment::yaml_loader to Salt's dialect (render/yaml.h) when unset.
+void use_salt_dialect(environment& env);
+
+}  // namespace brine::render
