@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -1957,15 +1958,124 @@ BRINE_UNSUPPORTED(f_json_encode, "json_encode_dict/json_encode_list",
 BRINE_UNSUPPORTED(f_to_bytes, "to_bytes", "brine templates have no bytes type")
 BRINE_UNSUPPORTED(f_mac_str_to_bytes, "mac_str_to_bytes", "brine templates have no bytes type")
 BRINE_UNSUPPORTED(f_xml, "xml", "not implemented yet")
-BRINE_UNSUPPORTED(f_strftime, "strftime", "not implemented yet (dateutils/timelib parsing)")
-BRINE_UNSUPPORTED(f_date_format, "date_format", "not implemented yet (dateutils/timelib parsing)")
-BRINE_UNSUPPORTED(f_human_to_bytes, "human_to_bytes", "not implemented yet")
 BRINE_UNSUPPORTED(f_mysql_to_dict, "mysql_to_dict", "not implemented yet")
 BRINE_UNSUPPORTED(f_filter_by_networks, "filter_by_networks", "not implemented yet")
-BRINE_UNSUPPORTED(f_dict_to_sls_yaml_params, "dict_to_sls_yaml_params", "not implemented yet")
 BRINE_UNSUPPORTED(f_python, "python", "pprint.pformat is not implemented yet")
 
 #undef BRINE_UNSUPPORTED
+
+// salt.utils.dateutils.strftime without timelib (Salt's onedir has none):
+// a number, or a string of one, is a POSIX timestamp shown in the local
+// time zone (datetime.fromtimestamp); other strings fail as in Salt.
+value f_strftime(interpreter&, const value& v, call_args& a) {
+  std::string format = argument(a, 0, "format", "%Y-%m-%d").str();
+  v.defined();
+  if (v.is_none())
+    unsupported("strftime", "without a date it formats the current time (nondeterministic)");
+  double stamp = 0;
+  if (v.is_int() || v.is_bool()) {
+    stamp = static_cast<double>(v.is_bool() ? v.as_bool() : v.as_int());
+  } else if (v.is_float()) {
+    stamp = v.as_float();
+  } else if (v.is_string()) {
+    const std::string& t = v.as_string();
+    char* end = nullptr;
+    stamp = std::strtod(t.c_str(), &end);
+    if (t.empty() || *end != '\0' || t.find_first_of("xXpPnN") != std::string::npos) {
+      throw template_error("Unable to parse " + t + ". Consider installing timelib");
+    }
+  } else {
+    throw template_error("Unable to parse " + v.str() + ". Consider installing timelib");
+  }
+  if (!std::isfinite(stamp) || std::fabs(stamp) > 1e11) {
+    throw template_error("year is out of range");
+  }
+  auto secs = static_cast<std::time_t>(std::floor(stamp));
+  auto micros = static_cast<long>(std::llround((stamp - std::floor(stamp)) * 1e6));
+  if (micros >= 1000000) {
+    ++secs;
+    micros -= 1000000;
+  }
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  // Python adds %f (microseconds); C's strftime does not know it.
+  std::string fmt;
+  for (std::size_t i = 0; i < format.size(); ++i) {
+    if (format[i] == '%' && i + 1 < format.size()) {
+      if (format[i + 1] == 'f') {
+        char buf[24];
+        std::snprintf(buf, sizeof buf, "%06ld", micros);
+        fmt += buf;
+      } else {
+        fmt += format.substr(i, 2);
+      }
+      ++i;
+    } else {
+      fmt += format[i];
+    }
+  }
+  if (fmt.empty()) return "";
+  std::vector<char> buf(fmt.size() * 8 + 256);
+  std::size_t n = std::strftime(buf.data(), buf.size(), fmt.c_str(), &tm);
+  return std::string(buf.data(), n);
+}
+
+value f_human_to_bytes(interpreter&, const value& v, call_args& a) {
+  std::string default_unit = argument(a, 0, "default_unit", "B").str();
+  bool metric = argument(a, 1, "handle_metric", false).truthy();
+  std::string s = v.defined().str();
+  s.erase(0, s.find_first_not_of(" \t\n\r\f\v"));
+  s.erase(s.find_last_not_of(" \t\n\r\f\v") + 1);
+  std::size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  std::string number = s.substr(0, i);
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  std::string unit = s.substr(i);
+  auto lower = [](std::string x) {
+    for (auto& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return x;
+  };
+  unit = lower(unit.empty() ? default_unit : unit);
+  double amount = 0;
+  bool integral = !number.empty() && number.find('.') == std::string::npos;
+  if (integral) {
+    amount = std::stod(number);
+  } else {
+    char* end = nullptr;
+    amount = std::strtod(number.c_str(), &end);
+    if (number.empty() || *end != '\0' || number == ".") return 0;
+  }
+  static const std::string k_prefixes = "bkmgtpezy";
+  bool dec = false;
+  if (unit.size() == 2 && unit[1] == 'b' && k_prefixes.find(unit[0]) != std::string::npos &&
+      unit[0] != 'b') {
+    dec = metric;
+  } else if (!(unit == "b" || (unit.size() == 1 && k_prefixes.find(unit[0]) != std::string::npos) ||
+               (unit.size() == 3 && unit.substr(1) == "ib" &&
+                k_prefixes.find(unit[0]) != std::string::npos && unit[0] != 'b'))) {
+    return 0;
+  }
+  auto p = static_cast<int>(k_prefixes.find(unit[0]));
+  double result = amount * (dec ? std::pow(10.0, p * 3) : std::pow(2.0, p * 10));
+  if (result >= 9.2e18) throw template_error("human_to_bytes: the size does not fit in 64 bits");
+  return static_cast<std::int64_t>(result);
+}
+
+// SerializerExtension.dict_to_sls_yaml_params: each key/value pair as a
+// one-key dict in a list, through the yaml filter (flow_style=False).
+value f_dict_to_sls_yaml_params(interpreter& in, const value& v, call_args& a) {
+  require_defined(v);
+  if (!v.is_dict()) throw template_error("'" + type_name(v) + "' object has no attribute 'items'");
+  std::vector<value> items;
+  for (const auto& [k, e] : v.dict().entries) {
+    value d = value::make_dict();
+    d.dict().set(k, e);
+    items.push_back(d);
+  }
+  call_args b;
+  b.positional.push_back(argument(a, 0, "flow_style", false));
+  return f_yaml(in, value::make_list(std::move(items)), b);
+}
 
 value g_raise(call_args& a) {
   throw template_error(a.positional.empty() ? std::string() : a.positional[0].str());
@@ -2005,7 +2115,7 @@ const std::map<std::string, filter_fn>& salt_filters() {
       {"compare_lists", f_compare_lists},
       {"compress", f_compress},
       {"contains_whitespace", f_contains_whitespace},
-      {"date_format", f_date_format},
+      {"date_format", f_strftime},
       {"dict_to_sls_yaml_params", f_dict_to_sls_yaml_params},
       {"difference", f_difference},
       {"dns_check", f_dns_check},
@@ -2110,6 +2220,11 @@ const std::map<std::string, test_fn>& salt_tests() {
 value salt_global(const std::string& name) {
   if (name == "raise") return value::make_callable("raise", g_raise);
   if (name == "odict") return value::make_callable("odict", g_odict);
+  if (name == "ifelse" || name == "show_full_context") {
+    return value::make_callable(name, [name](call_args&) -> value {
+      throw template_error("'" + name + "' is not supported by brine yet");
+    });
+  }
   return value::undefined("'" + name + "' is undefined");
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -229,7 +231,7 @@ TEST(SaltFilters, ErrorsNameTheProblem) {
       {"{{ 'example.com'|dns_check(80) }}", "filter 'dns_check' is not supported by brine"},
       {"{{ {'a': 1}|json_encode_dict }}", "is not supported by brine"},
       {"{{ 'x'|json_query('a') }}", "filter 'json_query' is not supported by brine"},
-      {"{{ 'x'|strftime }}", "filter 'strftime' is not supported by brine"},
+      {"{{ none|strftime }}", "filter 'strftime' is not supported by brine"},
       {"{{ 'ab'|union('bc') }}", "whose order is not deterministic"},
       {"{{ []|min }}", "min() arg is an empty sequence"},
       {"{{ 'x'|regex_search('(') }}", "bad regular expression '('"},
@@ -242,6 +244,37 @@ TEST(SaltFilters, ErrorsNameTheProblem) {
     std::string got = error_of(r.source);
     EXPECT_NE(got.find(r.expected), std::string::npos) << r.source << "\n  got: " << got;
   }
+}
+
+TEST(SaltFilters, MoreMatchSalt) {
+  // strftime shows timestamps in the local time zone, as Salt's does.
+  setenv("TZ", "UTC", 1);
+  tzset();
+  const std::vector<filter_case> rows = {
+      {"{{ 1040814000|strftime }} {{ '1040814000'|strftime('%Y/%m/%d %H:%M:%S') }} {{ "
+       "1040814000.25|date_format('%H:%M:%S.%f %j %a %b') }}",
+       "2002-12-25 2002/12/25 11:00:00 11:00:00.250000 359 Wed Dec"},
+      {"{{ '2G'|human_to_bytes }} {{ '30MB'|human_to_bytes }} {{ "
+       "'30MB'|human_to_bytes(handle_metric=True) }} {{ '64KiB'|human_to_bytes }} {{ "
+       "'10'|human_to_bytes }} {{ '1.5 k'|human_to_bytes }} {{ 'x'|human_to_bytes }} {{ '5 "
+       "zz'|human_to_bytes }} {{ '7'|human_to_bytes('M') }}",
+       "2147483648 31457280 30000000 65536 10 1536 0 0 7340032"},
+      {"{{ {'name': 'x', 'pkgs': ['a', 'b'], 'refresh': True}|dict_to_sls_yaml_params }}",
+       "- name: x\n- pkgs:\n  - a\n  - b\n- refresh: true"},
+      {"{{ {'name': 'x', 'pkgs': ['a', 'b']}|dict_to_sls_yaml_params(True) }}",
+       "[{name: x}, {pkgs: [a, b]}]"},
+  };
+  for (const auto& r : rows) {
+    try {
+      EXPECT_EQ(render_salt(r.source), r.expected) << r.source;
+    } catch (const template_error& e) {
+      ADD_FAILURE() << r.source << ": " << e.what();
+    }
+  }
+  EXPECT_NE(error_of("{{ 'tomorrow'|strftime }}").find("Unable to parse tomorrow"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ ifelse('a', 1, 2) }}").find("'ifelse' is not supported by brine"),
+            std::string::npos);
 }
 
 TEST(SaltFilters, OverridesOnlyWithTheSaltDialect) {
