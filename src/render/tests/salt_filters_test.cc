@@ -292,5 +292,56 @@ TEST(SaltFilters, OverridesOnlyWithTheSaltDialect) {
   EXPECT_EQ(env.yaml_loader("a: 0644\n", "x").dump(), R"({"a":644})");
 }
 
+// Every Salt filter and test, given values of every kind and a few argument
+// lists, renders or fails with template_error (ASan and UBSan watch).
+TEST(SaltFilters, AnyInputRendersOrIsATemplateError) {
+  const std::vector<std::string> inputs = {"none",
+                                           "0",
+                                           "-7",
+                                           "1.5",
+                                           "true",
+                                           "''",
+                                           "'x'",
+                                           "'a b:c'",
+                                           "'::1'",
+                                           "'10.0.0.1/30'",
+                                           "'0644'",
+                                           "[]",
+                                           "[1, 'a', none, [2]]",
+                                           "{}",
+                                           "{'a': {'b': [1, 2]}}",
+                                           "(1, 'a')",
+                                           "'\\xff'",
+                                           "range(3)"};
+  const std::vector<std::string> arglists = {"",       "(1)",       "('a')",   "('a', 'b')",
+                                             "([1])",  "(none)",    "('a:b')", "(-1)",
+                                             "(2, 3)", "({'a': 1})"};
+  int rendered = 0;
+  for (const auto& [name, fn] : detail::salt_filters()) {
+    for (const auto& in : inputs) {
+      for (const auto& args : arglists) {
+        std::string source = "{{ (" + in + ")|" + name + args + " }}";
+        try {
+          render_salt(source);
+          ++rendered;
+        } catch (const template_error&) {
+        }
+      }
+    }
+  }
+  for (const auto& [name, fn] : detail::salt_tests()) {
+    for (const auto& in : inputs) {
+      for (const auto& args : arglists) {
+        try {
+          render_salt("{{ (" + in + ") is " + name + args + " }}");
+          ++rendered;
+        } catch (const template_error&) {
+        }
+      }
+    }
+  }
+  EXPECT_GT(rendered, 1000);
+}
+
 }  // namespace
 }  // namespace brine::render
