@@ -160,7 +160,11 @@ bool contains(const value& container, const value& item) {
       if (equal(e, item)) return true;
     return false;
   }
-  if (container.is_dict()) return container.dict().find(item) != nullptr;
+  if (container.is_dict()) {
+    if (item.is_list() || item.is_dict())
+      throw template_error("unhashable type: '" + type_name(item) + "'");
+    return container.dict().find(item) != nullptr;
+  }
   throw template_error("argument of type '" + type_name(container) + "' is not iterable");
 }
 

@@ -188,6 +188,19 @@ TEST(Registration, HostFiltersAndTestsOverrideBuiltins) {
   EXPECT_EQ(render("{% from 'm' import v %}{{ v }}", "t", {}, withl), "b!");
 }
 
+TEST(Budget, MaxStepsStopsRunawayRendersAndBigProducts) {
+  environment env;
+  env.max_steps = 1000;
+  EXPECT_NE(error_of("{% for i in range(2000) %}{% endfor %}", env)
+                .find("the render took more than 1000 steps"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ 'x' * 10**12 }}", env).find("more than 1000 steps"), std::string::npos);
+  EXPECT_NE(error_of("{{ [1] * 10**12 }}", env).find("more than 1000 steps"), std::string::npos);
+  EXPECT_EQ(render("{{ 'x' * 3 }}", "t", {}, env), "xxx");
+  // Without a budget, as in Jinja, there is no bound.
+  EXPECT_EQ(render("{% for i in range(2000) %}{% endfor %}ok", "t", {}), "ok");
+}
+
 environment salt_env(const files& fs) {
   environment env = env_with(fs);
   // A stand-in for Salt's YAML loader: JSON is YAML.
