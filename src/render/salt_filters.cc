@@ -1929,6 +1929,65 @@ value f_ipwrap(interpreter&, const value& v, call_args&) {
   return wrap(v);
 }
 
+// ipaddress.ip_network(net) (strict: no host bits set).
+ip_value strict_network(const value& net) {
+  auto n = parse_ip(net);
+  if (!n) {
+    throw template_error(net.repr() + " does not appear to be an IPv4 or IPv6 network");
+  }
+  int bits = n->version == 4 ? 32 : 128;
+  if (n->prefix < 0) n->prefix = bits;
+  for (int i = n->prefix; i < bits; ++i) {
+    if (n->bytes[i / 8] & (1 << (7 - i % 8)))
+      throw template_error(net.str() + " has host bits set");
+  }
+  return *n;
+}
+
+bool network_contains(const ip_value& net, const ip_value& ip) {
+  if (net.version != ip.version) return false;
+  for (int i = 0; i < net.prefix; ++i) {
+    int bit = 7 - i % 8;
+    if (((ip.bytes[i / 8] >> bit) & 1) != ((net.bytes[i / 8] >> bit) & 1)) return false;
+  }
+  return true;
+}
+
+value f_filter_by_networks(interpreter&, const value& v, call_args& a) {
+  value networks = argument(a, 0, "networks");
+  if (networks.is_none()) return v;
+  std::vector<ip_value> nets;
+  for (const auto& n : iterate(networks)) nets.push_back(strict_network(n));
+  auto filter = [&](const value& ips) {
+    std::vector<value> out;
+    for (const auto& ip : iterate(ips)) {
+      auto addr = ip.is_string() ? parse_address(ip.as_string()) : std::nullopt;
+      if (!addr) {
+        throw template_error(ip.repr() + " does not appear to be an IPv4 or IPv6 address");
+      }
+      for (const auto& n : nets)
+        if (network_contains(n, *addr)) out.push_back(ip);
+    }
+    return value::make_list(std::move(out));
+  };
+  v.defined();
+  if (v.is_dict()) {
+    value out = value::make_dict();
+    for (const auto& [k, e] : v.dict().entries) out.dict().set(k, filter(e));
+    return out;
+  }
+  if (v.is_sequence_like() || v.is_string()) return filter(v);
+  throw template_error("Do not know how to filter a <class '" + type_name(v) + "'>");
+}
+
+// SerializerExtension.format_python: pprint.pformat(value).strip(), which
+// brine writes for what fits on one line (as Jinja's pprint filter).
+value f_python(interpreter& in, const value& v, call_args&) {
+  require_defined(v);
+  call_args none;
+  return in.filter("pprint", v, none);
+}
+
 // --- not supported: nondeterministic, or they read the host ---
 
 #define BRINE_UNSUPPORTED(fn, name, why) \
@@ -1959,8 +2018,6 @@ BRINE_UNSUPPORTED(f_to_bytes, "to_bytes", "brine templates have no bytes type")
 BRINE_UNSUPPORTED(f_mac_str_to_bytes, "mac_str_to_bytes", "brine templates have no bytes type")
 BRINE_UNSUPPORTED(f_xml, "xml", "not implemented yet")
 BRINE_UNSUPPORTED(f_mysql_to_dict, "mysql_to_dict", "not implemented yet")
-BRINE_UNSUPPORTED(f_filter_by_networks, "filter_by_networks", "not implemented yet")
-BRINE_UNSUPPORTED(f_python, "python", "pprint.pformat is not implemented yet")
 
 #undef BRINE_UNSUPPORTED
 

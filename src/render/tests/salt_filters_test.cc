@@ -263,6 +263,15 @@ TEST(SaltFilters, MoreMatchSalt) {
        "- name: x\n- pkgs:\n  - a\n  - b\n- refresh: true"},
       {"{{ {'name': 'x', 'pkgs': ['a', 'b']}|dict_to_sls_yaml_params(True) }}",
        "[{name: x}, {pkgs: [a, b]}]"},
+      {"{{ ['192.168.0.1', '10.0.0.1', 'fe80::1']|filter_by_networks(['192.168.0.0/24', "
+       "'fe80::/64']) }} {{ {'eth0': ['192.168.0.5', '8.8.8.8'], 'lo': "
+       "['127.0.0.1']}|filter_by_networks(['192.168.0.0/16', '127.0.0.0/8']) }} {{ "
+       "['1.2.3.4']|filter_by_networks(none) }} {{ ['1.2.3.4']|filter_by_networks([]) }}",
+       "['192.168.0.1', 'fe80::1'] {'eth0': ['192.168.0.5'], 'lo': ['127.0.0.1']} ['1.2.3.4'] []"},
+      {"{{ ['1.2.3.4']|filter_by_networks(['1.2.3.0/24', '1.2.0.0/16']) }}",
+       "['1.2.3.4', '1.2.3.4']"},
+      {"{{ {'b': 1, 'a': [1, 'x'], 'c': None}|python }} {{ 'x'|python }} {{ (1, 2)|python }}",
+       "{'a': [1, 'x'], 'b': 1, 'c': None} 'x' (1, 2)"},
   };
   for (const auto& r : rows) {
     try {
@@ -271,6 +280,9 @@ TEST(SaltFilters, MoreMatchSalt) {
       ADD_FAILURE() << r.source << ": " << e.what();
     }
   }
+  EXPECT_NE(error_of("{{ ['1.2.3.4']|filter_by_networks(['1.2.3.1/24']) }}")
+                .find("1.2.3.1/24 has host bits set"),
+            std::string::npos);
   EXPECT_NE(error_of("{{ 'tomorrow'|strftime }}").find("Unable to parse tomorrow"),
             std::string::npos);
   EXPECT_NE(error_of("{{ ifelse('a', 1, 2) }}").find("'ifelse' is not supported by brine"),
