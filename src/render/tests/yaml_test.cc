@@ -298,6 +298,186 @@ TEST(DumpYaml, MatchesSaltSafeDump) {
        "{multi: 'first line\n\n    second line\n\n    '}"},
       {"{\"1\": \"a\", \"\": \"empty key\"}", yaml_dump_options::flow::leaves,
        "{'': empty key, '1': a}"},
+      // Random documents (a generator of keys and strings that need quoting,
+      // folding, escapes), as Salt's safe_dump printed them.
+      {"{\">\": [], \" lead\": [[[-5, \":\"], \"---\", {\"\": \"@a\", \"|\": \"1\", \"`b\": "
+       "\"\xf0\x9f\x98\x80"
+       "\", \"a #b\": \"long long long long long long long long long long long long long long long "
+       "long long long long long \", \"x y\": 3.0}, \"0.5\"], [[1000000000000000000]], {\"\": "
+       "{\"~\": \"&a\", \"@a\": 1.5, \":\": 0, \"{y}\": \"#c\", \"\xc3\xa9"
+       "\": -0.0}, \"line\\n\": {}, \"q\\\"uote\": \"a\", \"...\": [\"key: v\"]}, true], \"`b\": "
+       "-5}",
+       yaml_dump_options::flow::always,
+       "{' lead': [[[-5, ':'], '---', {'': '@a', '`b': \"\\U0001F600\", 'a #b': 'long long long\n  "
+       "        long long long long long long long long long long long long long long long\n       "
+       "   long long ', x y: 3.0, '|': '1'}, '0.5'], [[1000000000000000000]], {'': {\n        ':': "
+       "0, '@a': 1.5, '{y}': '#c', '~': '&a', \xc3\xa9"
+       ": -0.0}, '...': ['key: v'], ? 'line\n\n        ' : {}, q\"uote: a}, true], '>': [], '`b': "
+       "-5}"},
+      {"{\"[x]\": [{\"a\\nb\": "
+       "{\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+       "xx\": null, \"?\": \">\"}}, null], \"a\": [], \"0x1F\": [{\"x y\": null, \" lead\": [], "
+       "\"0644\": [0, false, \"\xc2\x85"
+       "\", false, true], \"%p\": {\"key: v\": \"%p\"}, \"2001-12-14\": {\"*a\": \"&a\", \"a\": "
+       "0.1}}, [{\"true\": \"...\", \" \": true, \">\": 3.0, \"?\": 1.5}]], \"a,b\": null}",
+       yaml_dump_options::flow::always,
+       "{'0x1F': [{' lead': [], '%p': {'key: v': '%p'}, '0644': [0, false, \"\\N\", false, "
+       "true],\n      '2001-12-14': {'*a': '&a', a: 0.1}, x y: null}, [{' ': true, '>': 3.0, '?': "
+       "1.5,\n        'true': '...'}]], '[x]': [{? 'a\n\n        b' : {'?': '>', "
+       "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx:"
+       " null}},\n    null], a: [], 'a,b': null}"},
+      {"{\"k3\": null, \"%p\": 1, \"key: v\": {}, \"---\": [{\"a\\n\\nb\": {}, \"http://x.y/z\": "
+       "[\"\"], \"...\": false, \"\xc3\xa9"
+       "\": [], \"~\": [-0.0, \"\xf0\x9f\x98\x80"
+       "\"]}, 1.5e-07, \"{y}\", {\"k1\": {\"a #b\": -5, \"k3\": 123456789012}, \"1\": {\"a\\nb\": "
+       "\"0644\", \"x y\": 1, \"trail \": \">\"}, \"#c\": -0.0, \"\\ttab\": {\"0x1F\": true, "
+       "\"`b\": \"\\\\\", \"http://x.y/z\": \"a\", \"x y\": 1e+20}, \"k3\": true}]}",
+       yaml_dump_options::flow::always,
+       "{'%p': 1, '---': [{'...': false, ? 'a\n\n\n        b' : {}, 'http://x.y/z': [''], '~': "
+       "[-0.0, \"\\U0001F600\"], \xc3\xa9"
+       ": []}, 1.5e-07,\n    '{y}', {\"\\ttab\": {'0x1F': true, '`b': \\, 'http://x.y/z': a, x y: "
+       "1.0e+20}, '#c': -0.0,\n      '1': {? 'a\n\n          b' : '0644', 'trail ': '>', x y: 1}, "
+       "k1: {'a #b': -5, k3: 123456789012},\n      k3: true}], k3: null, 'key: v': {}}"},
+      {"{\"2001-12-14\": {\"wordwordword "
+       "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww\": \"\\\\\", "
+       "\"k3\": {}, \"yes\": \"*a\", \"0x1F\": {\"%p\": [\"---\", \"No\", \"a\"], \"---\": "
+       "\"it's\"}}, \"line\\n\": [[\"it's\", [false, 0, \"~\"], {\"a #b\": false, \"\xe2\x80\xa8"
+       "\": \"it's\", \":\": \"&a\", \"\xc3\xbc"
+       " \xc3\xb6"
+       "\": \"a #b\"}, \" \"], null, [], [], {\"trail \": [], \"k4\": 0.1}]}",
+       yaml_dump_options::flow::always,
+       "{'2001-12-14': {'0x1F': {'%p': ['---', 'No', a], '---': it's}, k3: {}, wordwordword "
+       "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww: \\,\n    'yes': "
+       "'*a'}, ? 'line\n\n    ' : [[it's, [false, 0, '~'], {':': '&a', 'a #b': false, \xc3\xbc"
+       " \xc3\xb6"
+       ": 'a #b', ? '\xe2\x80\xa8"
+       "          ' : it's}, ' '], null, [], [], {k4: 0.1, 'trail ': []}]}"},
+      {"[[{\"---\": [\":\", -0.0, true], \"|\": [\"1e3\", 1.5e-07, \"\xe2\x80\xa8"
+       "\", \"&a\", 0]}], [{\"k2\": \"No\", \"---\": 123456789012, \"2001-12-14\": \"0644\"}, "
+       "[{\"%p\": true, \"a\\n\\nb\": null}], false, [{\"[x]\": \" lead\", \"it's\": false, \"a "
+       "#b\": \"null\"}, \"a #b\", [123456789012, \"a\", \"wordwordword "
+       "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww\"]]], -5]",
+       yaml_dump_options::flow::never,
+       "- - '---':\n    - ':'\n    - -0.0\n    - true\n    '|':\n    - 1e3\n    - 1.5e-07\n    - "
+       "'\xe2\x80\xa8"
+       "      '\n    - '&a'\n    - 0\n- - '---': 123456789012\n    '2001-12-14': '0644'\n    k2: "
+       "'No'\n  - - '%p': true\n      ? 'a\n\n\n        b'\n      : null\n  - false\n  - - '[x]': "
+       "' lead'\n      'a #b': 'null'\n      it's: false\n    - 'a #b'\n    - - 123456789012\n     "
+       " - a\n      - wordwordword "
+       "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww\n- -5"},
+      {"[{\"{y}\": {}, \"a\": [{\"No\": \"null\", \"\xc3\xa9"
+       "\": -0.0}], \"~\": false, \">\": 1.5, \" \": [[\"No\"], \">\", {\"\xe2\x80\xa8"
+       "\": \"---\"}, 0, 0.1]}, [\"@a\", \"a:b\", 123456789012], {\"0x1F\": \"long long long long "
+       "long long long long long long long long long long long long long long long long \", "
+       "\"`b\": {\"it's\": 1e+20, \"a:b\": 1, \"a\": \"x y\"}, \"\xe2\x80\xa8"
+       "\": \"line\\n\", \"{y}\": {\"a\": \"\xc2\x85"
+       "\"}, \"k4\": \"line\\n\"}, {\"- a\": \"#c\"}, {}]",
+       yaml_dump_options::flow::never,
+       "- ' ':\n  - - 'No'\n  - '>'\n  - ? '\xe2\x80\xa8"
+       "      '\n    : '---'\n  - 0\n  - 0.1\n  '>': 1.5\n  a:\n  - 'No': 'null'\n    \xc3\xa9"
+       ": -0.0\n  '{y}': {}\n  '~': false\n- - '@a'\n  - a:b\n  - 123456789012\n- '0x1F': 'long "
+       "long long long long long long long long long long long long long long\n    long long long "
+       "long long '\n  '`b':\n    a: x y\n    a:b: 1\n    it's: 1.0e+20\n  k4: 'line\n\n    '\n  "
+       "'{y}':\n    a: \"\\N\"\n  ? '\xe2\x80\xa8"
+       "    '\n  : 'line\n\n    '\n- '- a': '#c'\n- {}"},
+      {"{\"~\": -5, \"a \\nb\": -5, \"|\": null, \"---\": {\"key: v\": -5, \"k3\": \"a \\nb\", "
+       "\"\xc2\x85"
+       "\": [0.1]}, \"0x1F\": {\"%p\": [null, "
+       "{\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+       "xx\": \"\xc3\xa9"
+       "\", \"|\": \"*a\"}, [\"http://x.y/z\", 3.0, \"\\ttab\", \"a:b\", 3.0], [\"*a\", null, "
+       "\"it's\"], [\"\", 0.1, \"1e3\"]], \"a #b\": [\"1\", 0, false], \"1e3\": \"#c\", "
+       "\"\xf0\x9f\x98\x80"
+       "\": 1.5e-07}}",
+       yaml_dump_options::flow::never,
+       "'---':\n  k3: \"a \\nb\"\n  'key: v': -5\n  ? \"\\N\"\n  : - 0.1\n'0x1F':\n  '%p':\n  - "
+       "null\n  - "
+       "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx:"
+       " \xc3\xa9"
+       "\n    '|': '*a'\n  - - http://x.y/z\n    - 3.0\n    - \"\\ttab\"\n    - a:b\n    - 3.0\n  "
+       "- - '*a'\n    - null\n    - it's\n  - - ''\n    - 0.1\n    - 1e3\n  1e3: '#c'\n  'a #b':\n "
+       " - '1'\n  - 0\n  - false\n  \"\\U0001F600\": 1.5e-07\n? \"a \\nb\"\n: -5\n'|': null\n'~': "
+       "-5"},
+      {"{\"[x]\": [[[\"it's\", \"key: v\", true, \"\xf0\x9f\x98\x80"
+       "\", \"0644\"], \"0x1F\"], {\"\\ttab\": [\":\", \"{y}\"], \"k0\": \"{y}\", \"?\": "
+       "1000000000000000000, \"k2\": 123456789012}, {\"1e3\": 1000000000000000000}, \"a\\nb\"], "
+       "\"k4\": \"0.5\", \"k0\": {\"k4\": [1.5, []], \"{y}\": [\"&a\", \"it's\", [\"%p\", "
+       "\"line\\n\"], \"trail \", {\"0.5\": 1e+20, \"it's\": \"yes\", \"line\\n\": \"@a\", \"trail "
+       "\": \">\"}]}}",
+       yaml_dump_options::flow::never,
+       "'[x]':\n- - - it's\n    - 'key: v'\n    - true\n    - \"\\U0001F600\"\n    - '0644'\n  - "
+       "'0x1F'\n- \"\\ttab\":\n  - ':'\n  - '{y}'\n  '?': 1000000000000000000\n  k0: '{y}'\n  k2: "
+       "123456789012\n- 1e3: 1000000000000000000\n- 'a\n\n  b'\nk0:\n  k4:\n  - 1.5\n  - []\n  "
+       "'{y}':\n  - '&a'\n  - it's\n  - - '%p'\n    - 'line\n\n      '\n  - 'trail '\n  - '0.5': "
+       "1.0e+20\n    it's: 'yes'\n    ? 'line\n\n      '\n    : '@a'\n    'trail ': '>'\nk4: "
+       "'0.5'"},
+      {"[\"&a\", [], \"true\", {\"long long long long long long long long long long long long long "
+       "long long long long long long long \": {\"0.5\": -0.0, \">\": true, \"long long long long "
+       "long long long long long long long long long long long long long long long long \": "
+       "[\"wordwordword wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww\", "
+       "\"*a\", \"\", false], \"- a\": \"\xc3\xbc"
+       " \xc3\xb6"
+       "\"}}]",
+       yaml_dump_options::flow::leaves,
+       "- '&a'\n- []\n- 'true'\n- 'long long long long long long long long long long long long "
+       "long long long long long long long long ':\n    '- a': \xc3\xbc"
+       " \xc3\xb6"
+       "\n    '0.5': -0.0\n    '>': true\n    'long long long long long long long long long long "
+       "long long long long long long long long long long ': [\n      wordwordword "
+       "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww,\n      '*a', '', "
+       "false]"},
+      {"{\"wordwordword wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww\": "
+       "{}, \"\xc3\xa9"
+       "\": {\"2001-12-14\": {\"a\": \">\"}, \"!t\": [{\"\xc3\xbc"
+       " \xc3\xb6"
+       "\": 3.0, \"k3\": \"{y}\"}], \"?\": \"1e3\", \"a \\nb\": false, \"@a\": {\"trail \": "
+       "\"null\", \"- a\": [null, "
+       "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+       "x\", 0, \"{y}\"], \"http://x.y/z\": \"\\ttab\"}}, \"\xe2\x80\xa8"
+       "\": [[[]]]}",
+       yaml_dump_options::flow::leaves,
+       "wordwordword wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww: "
+       "{}\n\xc3\xa9"
+       ":\n  '!t':\n  - {k3: '{y}', \xc3\xbc"
+       " \xc3\xb6"
+       ": 3.0}\n  '2001-12-14': {a: '>'}\n  '?': 1e3\n  '@a':\n    '- a': [null, "
+       "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx,"
+       "\n      0, '{y}']\n    http://x.y/z: \"\\ttab\"\n    'trail ': 'null'\n  ? \"a \\nb\"\n  : "
+       "false\n? '\xe2\x80\xa8"
+       "  '\n: - - []"},
+      {"{\"\xc3\xbc"
+       " \xc3\xb6"
+       "\": [1e+20, \"1\"], \"1\": \"#c\", \"null\": {\"- a\": {}, \"[x]\": {\"&a\": "
+       "\"wordwordword wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww\", "
+       "\"!t\": \"No\"}}, \"k4\": \"a #b\", \"key: v\": {\"a\\n\\nb\": \">\", \"\": {\" lead\": "
+       "[\"http://x.y/z\", 0.1], \"0x1F\": \" lead\", \"!t\": {\"0644\": false, \"\": false}}, "
+       "\"key: v\": {\"1\": 1e+20, \"No\": \">\"}, \"k0\": \"[x]\"}}",
+       yaml_dump_options::flow::leaves,
+       "'1': '#c'\nk4: 'a #b'\n'key: v':\n  '':\n    ' lead': ['http://x.y/z', 0.1]\n    '!t': "
+       "{'': false, '0644': false}\n    '0x1F': ' lead'\n  ? 'a\n\n\n    b'\n  : '>'\n  k0: "
+       "'[x]'\n  'key: v': {'1': 1.0e+20, 'No': '>'}\n'null':\n  '- a': {}\n  '[x]': {'!t': 'No', "
+       "'&a': wordwordword "
+       "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww}\n\xc3\xbc"
+       " \xc3\xb6"
+       ": [1.0e+20, '1']"},
+      {"[{\"...\": true, \"%p\": {\"http://x.y/z\": \"\xc3\xa9"
+       "\", \"0x1F\": 1000000000000000000, \"~\": \"~\", \"\xc3\xbc"
+       " \xc3\xb6"
+       "\": [3.0, \" \", 0, null, \"`b\"], \"...\": \"trail \"}, \"|\": [\"a #b\"], \"k3\": {}, "
+       "\"\xc3\xbc"
+       " \xc3\xb6"
+       "\": {\"|\": {\"2001-12-14\": \"...\", \"yes\": 1.5e-07, \"x y\": true, \"\\\\\": 0}, "
+       "\"null\": {\"%p\": \" lead\", \"line\\n\": \"line\\n\", \"0.5\": \"- a\", \"- a\": 1.5}}}, "
+       "\"`b\", \"{y}\", []]",
+       yaml_dump_options::flow::leaves,
+       "- '%p':\n    '...': 'trail '\n    '0x1F': 1000000000000000000\n    http://x.y/z: \xc3\xa9"
+       "\n    '~': '~'\n    \xc3\xbc"
+       " \xc3\xb6"
+       ": [3.0, ' ', 0, null, '`b']\n  '...': true\n  k3: {}\n  '|': ['a #b']\n  \xc3\xbc"
+       " \xc3\xb6"
+       ":\n    'null': {'%p': ' lead', '- a': 1.5, '0.5': '- a', ? 'line\n\n        ' : 'line\n\n  "
+       "      '}\n    '|': {'2001-12-14': '...', \\: 0, x y: true, 'yes': 1.5e-07}\n- '`b'\n- "
+       "'{y}'\n- []"},
   };
   for (const auto& r : rows) {
     yaml_dump_options o;
