@@ -393,6 +393,7 @@ class emitter {
   explicit emitter(const yaml_dump_options& o) : opts_(o) {}
 
   std::string run(const value& v) {
+    find_anchors(v, 0);
     node(v, false, false, false, 0);
     write_indent();
     return std::move(out_);
@@ -516,11 +517,52 @@ class emitter {
     return t.text.size() <= 128 && !analyze(decode(t.text)).multiline;
   }
 
+  // PyYAML's Serializer.anchor_node: a list or dict reached twice (the
+  // same object, not an equal one) gets an anchor, numbered in the order
+  // the second sighting comes in a pre-order walk.
+  static bool aliasable(const value& v) {
+    return v.is_dict() || v.is_list() || (v.is_tuple() && !v.items().empty());
+  }
+
+  void find_anchors(const value& v, int depth) {
+    if (depth > 500) throw template_error("yaml: data nested deeper than 500 levels");
+    if (!aliasable(v)) return;
+    auto [it, first] = anchors_.emplace(v.identity(), 0);
+    if (!first) {
+      if (it->second == 0) it->second = ++last_anchor_;
+      return;
+    }
+    if (v.is_dict()) {
+      for (const auto& [k, e] : entries(v)) {
+        find_anchors(k, depth + 1);
+        find_anchors(e, depth + 1);
+      }
+    } else {
+      for (const auto& e : v.items()) find_anchors(e, depth + 1);
+    }
+  }
+
+  static std::string anchor_name(int n) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "id%03d", n);
+    return buf;
+  }
+
   void node(const value& v, bool sequence, bool mapping, bool simple, int depth) {
     if (depth > 500) throw template_error("yaml: data nested deeper than 500 levels");
     sequence_ = sequence;
     mapping_ = mapping;
     simple_ = simple;
+    if (aliasable(v)) {
+      int anchor = anchors_[v.identity()];
+      if (anchor > 0) {
+        if (!emitted_.insert(v.identity()).second) {
+          write_indicator("*" + anchor_name(anchor), true);
+          return;
+        }
+        write_indicator("&" + anchor_name(anchor), true);
+      }
+    }
     if (v.is_sequence_like()) {
       std::vector<const value*> children;
       for (const auto& e : v.items()) children.push_back(&e);
@@ -733,6 +775,9 @@ class emitter {
   }
 
   const yaml_dump_options& opts_;
+  std::map<const void*, int> anchors_;
+  std::set<const void*> emitted_;
+  int last_anchor_ = 0;
   std::string out_;
   int column_ = 0;
   int indent_ = -1;

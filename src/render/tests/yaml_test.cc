@@ -487,6 +487,37 @@ TEST(DumpYaml, MatchesSaltSafeDump) {
   }
 }
 
+// The same list or dict reached twice is written once with an anchor, as
+// PyYAML's serializer does (and a list that holds itself ends).
+TEST(DumpYaml, SharedCollectionsGetAnchors) {
+  value l = value::make_list({value(1), value(2)});
+  value d = value::make_dict();
+  d.dict().set(value("k"), value(1));
+  value top = value::make_dict();
+  top.dict().set(value("a"), l);
+  top.dict().set(value("b"), l);
+  top.dict().set(value("c"), value::make_list({d, d}));
+  top.dict().set(value("e"), d);
+  EXPECT_EQ(dump_yaml(top), "{a: &id001 [1, 2], b: *id001, c: [&id002 {k: 1}, *id002], e: *id002}");
+  value two = value::make_dict();
+  two.dict().set(value("a"), l);
+  two.dict().set(value("b"), l);
+  yaml_dump_options block;
+  block.flow_style = yaml_dump_options::flow::never;
+  EXPECT_EQ(dump_yaml(two, block), "a: &id001\n- 1\n- 2\nb: *id001");
+  value self = value::make_list({value(1)});
+  self.items().push_back(self);
+  EXPECT_EQ(dump_yaml(self), "&id001 [1, *id001]");
+  EXPECT_EQ(dump_yaml(self, block), "&id001\n- 1\n- *id001");
+  self.items().clear();  // no cycle collector: break it by hand
+  value t = value::make_tuple({value(1), value(2)});
+  value e = value::make_list();
+  yaml_dump_options leaves;
+  leaves.flow_style = yaml_dump_options::flow::leaves;
+  EXPECT_EQ(dump_yaml(value::make_list({t, t}), leaves), "- &id001 [1, 2]\n- *id001");
+  EXPECT_EQ(dump_yaml(value::make_list({e, e}), leaves), "- &id001 []\n- *id001");
+}
+
 TEST(DumpYaml, OptionsTuplesAndCallables) {
   value v = value::from_json(nlohmann::ordered_json::parse(R"({"b": 1, "a": [1, 2]})"));
   yaml_dump_options o;
