@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/fs.h"
 #include "packed/packed.h"
 #include "pillar/merge.h"
 #include "pillar/render.h"
@@ -199,6 +200,13 @@ struct compiler::tree {
 
   strategy merging = strategy::smart;
   bool merge_lists = false;
+  options opts;  // as loaded, to read the tree again for a minion
+  // A top or sls file met holds Jinja markup: compile() reads the tree
+  // again for each minion (build_for), this one only serves load's checks.
+  bool templated = false;
+  // Set while a tree is read for one minion: what its templates see.
+  std::optional<std::string> minion_id;
+  render::value grains_v, pillar_v, opts_v, salt_v;
   // Keyed by path: a file is rendered once whatever names reach it.
   std::map<std::string, sls_file> files;
   std::map<std::string, env_data, std::less<>> envs;
@@ -222,16 +230,36 @@ struct compiler::tree {
     return it->second;
   }
 
-  const sls_file& file(const std::string& path) {
+  // The data of `path`, a file of environment `e` reached as sls `sls` ("" for
+  // a top file); nullopt for a template when no minion is set (`templated`
+  // is then set). Throws detail::render_error.
+  template <class Json>
+  std::optional<Json> read(const std::string& path, const env_data& e, const std::string& sls) {
+    std::string text;
+    try {
+      text = base::read_file(path);
+    } catch (const base::error& err) {
+      throw detail::render_error("pillar file " + std::string(err.what()));
+    }
+    if (!detail::is_template(text)) return detail::render_text<Json>(text, path);
+    templated = true;
+    if (!minion_id) return std::nullopt;
+    detail::template_context ctx{e.name, sls, e.roots, salt_v, grains_v, pillar_v, opts_v};
+    return detail::render_text<Json>(text, path, &ctx);
+  }
+
+  const sls_file& file(const std::string& path, const env_data& e, const std::string& sls) {
     auto [it, added] = files.try_emplace(path);
     sls_file& f = it->second;
     if (!added) return f;
     f.path = path;
     json data;
     try {
-      data = detail::render_file<json>(path);
-    } catch (const detail::render_error& e) {
-      f.error = e.what();
+      auto got = read<json>(path, e, sls);
+      if (!got) return f;  // a template, rendered for each minion
+      data = std::move(*got);
+    } catch (const detail::render_error& err) {
+      f.error = err.what();
       return f;
     }
     f.truthy = detail::truthy(data);
@@ -257,7 +285,7 @@ struct compiler::tree {
       std::string candidate = rel + (init ? "/init.sls" : ".sls");
       for (const auto& root : e.roots) {
         std::string full = root + "/" + candidate;
-        if (is_file(full)) return {&file(full), init};
+        if (is_file(full)) return {&file(full, e, name), init};
       }
     }
     return {nullptr, false};
@@ -346,7 +374,7 @@ struct compiler::tree {
         std::string path = root + "/" + top_name;
         if (!is_file(path)) continue;
         try {
-          env_tops.push_back({path, detail::render_file<ordered_json>(path)});
+          if (auto data = read<ordered_json>(path, e, "")) env_tops.push_back({path, *data});
         } catch (const detail::render_error& err) {
           top_errors.push_back("Rendering Primary Top file failed, render error:\n" +
                                std::string(err.what()));
@@ -373,7 +401,7 @@ struct compiler::tree {
         auto [f, init] = find(e, sls);
         if (f == nullptr) continue;  // Salt renders nothing and says nothing
         try {
-          env_tops.push_back({f->path, detail::render_file<ordered_json>(f->path)});
+          if (auto data = read<ordered_json>(f->path, e, "")) env_tops.push_back({f->path, *data});
         } catch (const detail::render_error& err) {
           top_errors.push_back("Rendering Top file " + sls + " failed, render error:\n" +
                                std::string(err.what()));
@@ -576,8 +604,23 @@ class renderer {
 
 }  // namespace
 
-compiler compiler::load(options o) {
-  auto t = std::make_shared<tree>();
+namespace {
+
+// The tree of `o`, for the minion `id` with `grains` when `id` is set.
+std::shared_ptr<compiler::tree> build_tree(const options& o, std::optional<std::string_view> id,
+                                           const json& grains) {
+  auto t = std::make_shared<compiler::tree>();
+  t->opts = o;
+  if (id) {
+    t->minion_id = std::string(*id);
+    json opts = o.opts.is_object() ? o.opts : json::object();
+    opts["id"] = *id;
+    opts["grains"] = grains;
+    t->grains_v = render::value::from_json(ordered_json(grains));
+    t->pillar_v = render::value::make_dict();
+    t->opts_v = render::value::from_json(ordered_json(opts));
+    t->salt_v = o.salt ? o.salt(*id, grains) : render::value::undefined("'salt' is undefined");
+  }
   auto merging = parse_strategy(o.merging_strategy);
   if (!merging) {
     throw base::error(
@@ -629,8 +672,12 @@ compiler compiler::load(options o) {
       }
     }
   }
-  return compiler(std::move(t));
+  return t;
 }
+
+}  // namespace
+
+compiler compiler::load(options o) { return compiler(build_tree(o, std::nullopt, json::object())); }
 
 std::string compiler::tree::match_key(std::string_view id, packed::value grains) const {
   static const packed::document k_no_grains{json::object()};
@@ -697,6 +744,11 @@ std::shared_ptr<const compiler::result> compiler::compile_shared(std::string_vie
 std::shared_ptr<const compiler::result> compiler::compile_shared(std::string_view id,
                                                                  packed::value grains) const {
   const tree& t = *t_;
+  if (t.templated) {
+    // Salt renders every template for each minion: nothing is shared.
+    auto mine = build_tree(t.opts, id, grains ? grains.to_json() : json::object());
+    return std::make_shared<const result>(mine->build(mine->match_key(id, grains)));
+  }
   std::string key = t.match_key(id, grains);
   {
     std::shared_lock lock(t.memo_mutex);

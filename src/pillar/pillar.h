@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "packed/packed.h"
+#include "render/value.h"
 #include "target/target.h"
 
 // Salt's pillar compiler (3006) for YAML pillar in pillar_roots: top files,
@@ -33,13 +35,22 @@ struct options {
   std::optional<std::string> pillarenv;  // only this environment's top file and sls
   target::nodegroups groups;             // the master's nodegroups, for N@ and match: nodegroup
   std::string state_top = "top.sls";     // state_top: the top file's name in each environment
+  // Templates (files with Jinja markup) render for each minion with its
+  // grains and Salt's context; `opts` is what they see as opts (the host's
+  // options, Salt's names; `id` and `grains` are set per minion), `salt`
+  // makes the `salt` they call for a minion (none: templates that use it
+  // fail with "'salt' is undefined").
+  nlohmann::json opts = nlohmann::json::object();
+  std::function<render::value(std::string_view id, const nlohmann::json& grains)> salt;
 };
 
 // A pillar tree loaded once: every top file read and merged, every sls file
 // it can reach (through the top files and include) read and parsed, target
 // expressions parsed, sls globs expanded. compile() then only matches targets
 // and merges parsed data, and minions that match the same targets share one
-// result (kept in a bounded cache). Immutable after load() but for that
+// result (kept in a bounded cache). A tree with a template (a top or sls
+// file with Jinja markup) is read again for each compile(), its templates
+// rendered with that minion's grains, as Salt does for every minion. Immutable after load() but for that
 // cache; copies share their state; compile() may run on any number of
 // threads at once. A changed tree on disk needs a new load().
 class compiler {

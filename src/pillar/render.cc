@@ -1,9 +1,14 @@
 #include "pillar/render.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "base/fs.h"
+#include "render/render.h"
+#include "render/salt_filters.h"
 #include "render/yaml.h"
 
 namespace brine::pillar::detail {
@@ -19,39 +24,92 @@ std::string_view trim(std::string_view s) {
 
 // Salt's template_shebang and check_render_pipe_str: a first line `#!a|b`
 // (not `#!/path`) names the renderers, each maybe followed by a space and
-// arguments; otherwise the master's `renderer`, jinja|yaml. Refuses pipes
-// brine cannot run and, for a pipe with jinja, any Jinja markup.
-void check_renderer(std::string_view text, const std::string& path) {
+// arguments; otherwise the master's `renderer`, jinja|yaml. True when the
+// pipe includes jinja; throws for pipes brine cannot run.
+bool jinja_pipe(std::string_view text, const std::string& path) {
   std::string_view first = text.substr(0, text.find('\n'));
-  bool jinja = true;
-  if (first.starts_with("#!") && !first.starts_with("#!/")) {
-    std::string_view pipe = trim(first.substr(2));
-    std::vector<std::string_view> names;
-    std::string_view rest = pipe;
-    for (;;) {
-      size_t bar = rest.find('|');
-      std::string_view part = trim(rest.substr(0, bar));
-      names.push_back(part.substr(0, part.find(' ')));
-      if (bar == std::string_view::npos) break;
-      rest = rest.substr(bar + 1);
-    }
-    using v = std::vector<std::string_view>;
-    if (names == v{"yaml"}) {
-      jinja = false;
-    } else if (names != v{"jinja", "yaml"} && names != v{"yaml", "jinja"}) {
-      throw render_error("pillar file " + path + " line 1: renderer '#!" + std::string(pipe) +
-                         "' is not supported; brine renders pillar files as #!yaml, or as "
-                         "#!jinja|yaml (the default) when they hold no Jinja markup");
+  if (!first.starts_with("#!") || first.starts_with("#!/")) return true;
+  std::string_view pipe = trim(first.substr(2));
+  std::vector<std::string_view> names;
+  std::string_view rest = pipe;
+  for (;;) {
+    size_t bar = rest.find('|');
+    std::string_view part = trim(rest.substr(0, bar));
+    names.push_back(part.substr(0, part.find(' ')));
+    if (bar == std::string_view::npos) break;
+    rest = rest.substr(bar + 1);
+  }
+  using v = std::vector<std::string_view>;
+  if (names == v{"yaml"}) return false;
+  if (names == v{"jinja", "yaml"} || names == v{"yaml", "jinja"}) return true;
+  throw render_error("pillar file " + path + " line 1: renderer '#!" + std::string(pipe) +
+                     "' is not supported; brine renders pillar files as #!yaml or "
+                     "#!jinja|yaml (the default)");
+}
+
+bool has_markup(std::string_view text) {
+  for (std::string_view markup : {"{{", "{%", "{#"}) {
+    if (text.find(markup) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// The file through Jinja with Salt's pillar context.
+std::string render_jinja(std::string_view text, const std::string& path,
+                         const template_context& ctx) {
+  // salt.utils.templates.generate_sls_context, for a file in one of `roots`.
+  std::string rel = path;
+  for (const auto& root : ctx.roots) {
+    std::string prefix = root.ends_with('/') ? root : root + "/";
+    if (path.starts_with(prefix)) {
+      rel = path.substr(prefix.size());
+      break;
     }
   }
-  if (!jinja) return;
-  size_t at = std::string_view::npos;
-  for (std::string_view markup : {"{{", "{%", "{#"}) at = std::min(at, text.find(markup));
-  if (at == std::string_view::npos) return;
-  auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n') + 1;
-  throw render_error("pillar file " + path + " line " + std::to_string(line) +
-                     " uses Jinja markup; brine renders Jinja in pillar once the template "
-                     "engine lands (states issue); until then write plain YAML");
+  std::string slspath = ctx.sls;
+  std::replace(slspath.begin(), slspath.end(), '.', '/');
+  std::string tplfile = rel;
+  if (ctx.sls.empty()) tplfile = rel.substr(rel.rfind('/') + 1);
+  std::string dir = tplfile.find('/') == std::string::npos ? "" : tplfile.substr(0, tplfile.rfind('/'));
+  auto with = [](std::string s, char c) {
+    std::replace(s.begin(), s.end(), '/', c);
+    return s;
+  };
+  render::context c;
+  c["salt"] = ctx.salt;
+  c["grains"] = ctx.grains;
+  c["pillar"] = ctx.pillar;
+  c["opts"] = ctx.opts;
+  c["saltenv"] = render::value(ctx.saltenv);
+  c["sls"] = render::value(ctx.sls);
+  c["tplpath"] = render::value(path);
+  c["tplfile"] = render::value(tplfile);
+  c["tpldir"] = render::value(dir.empty() ? std::string(".") : dir);
+  c["tpldot"] = render::value(with(dir, '.'));
+  c["slspath"] = render::value(dir);
+  c["slsdotpath"] = render::value(with(dir, '.'));
+  c["slscolonpath"] = render::value(with(dir, ':'));
+  c["sls_path"] = render::value(with(dir, '_'));
+  render::environment env = render::environment::salt();
+  render::use_salt_dialect(env);
+  env.globals = c;
+  env.loader = [&ctx](const std::string& name, const std::string&) -> std::optional<std::string> {
+    std::string rel_name = name.starts_with("salt://") ? name.substr(7) : name;
+    if (rel_name.empty() || rel_name.starts_with('/') || rel_name.find("..") != std::string::npos) {
+      return std::nullopt;
+    }
+    for (const auto& root : ctx.roots) {
+      std::string full = root + "/" + rel_name;
+      struct stat st {};
+      if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return base::read_file(full);
+    }
+    return std::nullopt;
+  };
+  try {
+    return render::render(std::string(text), rel, c, env);
+  } catch (const render::template_error& e) {
+    throw render_error("pillar file " + path + ": " + e.what());
+  }
 }
 
 }  // namespace
@@ -74,9 +132,26 @@ bool truthy(const nlohmann::json& v) {
   }
 }
 
+bool is_template(std::string_view text) {
+  if (!has_markup(text)) return false;
+  try {
+    return jinja_pipe(text, "");
+  } catch (const render_error&) {
+    return false;  // refused when it is rendered
+  }
+}
+
 template <class Json>
-Json render_text(std::string_view text, const std::string& path) {
-  check_renderer(text, path);
+Json render_text(std::string_view text, const std::string& path, const template_context* ctx) {
+  std::string rendered;
+  if (jinja_pipe(text, path) && has_markup(text)) {
+    if (ctx == nullptr) {
+      throw render_error("pillar file " + path +
+                         " is a Jinja template: it renders for a minion, with its grains");
+    }
+    rendered = render_jinja(text, path, *ctx);
+    text = rendered;
+  }
   try {
     return render::load_yaml<Json>(text, path);
   } catch (const render::yaml_error& e) {
@@ -89,20 +164,23 @@ Json render_text(std::string_view text, const std::string& path) {
 }
 
 template <class Json>
-Json render_file(const std::string& path) {
+Json render_file(const std::string& path, const template_context* ctx) {
   std::string text;
   try {
     text = base::read_file(path);
   } catch (const base::error& e) {
     throw render_error("pillar file " + std::string(e.what()));
   }
-  return render_text<Json>(text, path);
+  return render_text<Json>(text, path, ctx);
 }
 
-template nlohmann::json render_text<nlohmann::json>(std::string_view, const std::string&);
+template nlohmann::json render_text<nlohmann::json>(std::string_view, const std::string&,
+                                                    const template_context*);
 template nlohmann::ordered_json render_text<nlohmann::ordered_json>(std::string_view,
-                                                                    const std::string&);
-template nlohmann::json render_file<nlohmann::json>(const std::string&);
-template nlohmann::ordered_json render_file<nlohmann::ordered_json>(const std::string&);
+                                                                    const std::string&,
+                                                                    const template_context*);
+template nlohmann::json render_file<nlohmann::json>(const std::string&, const template_context*);
+template nlohmann::ordered_json render_file<nlohmann::ordered_json>(const std::string&,
+                                                                    const template_context*);
 
 }  // namespace brine::pillar::detail

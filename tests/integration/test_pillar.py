@@ -120,14 +120,21 @@ class Pillar(unittest.TestCase):
         self.assertIs(self.call("web1", "saltutil.refresh_pillar"), True)
         wait_for(lambda: self.call("web1", "pillar.get", "web:port") == 8080, 10,
                  "the refreshed pillar on web1")
-        # A Jinja file is refused with a message that names it, in _errors.
-        write_tree(self.root, {"web.sls": "web:\n  port: {{ 8081 }}\n"})
+        # A template renders for the minion, with its grains.
+        write_tree(self.root, {"web.sls": "web:\n  port: {{ 8000 + 81 }}\n"
+                                          "  host: {{ grains['id'] }}\n"})
         try:
+            self.assertIs(self.call("web1", "saltutil.refresh_pillar"), True)
+            wait_for(lambda: self.call("web1", "pillar.get", "web") ==
+                     {"port": 8081, "host": "web1"}, 10, "web1's templated pillar")
+            # A broken one: an error naming the file, line and column, in _errors.
+            write_tree(self.root, {"web.sls": "web:\n  port: {{ grains.nosuch }}\n"})
             self.call("web1", "saltutil.refresh_pillar")
             wait_for(lambda: "_errors" in self.call("web1", "pillar.raw"), 10,
                      "_errors in web1's pillar")
             errors = self.call("web1", "pillar.get", "_errors")
-            self.assertTrue(any("web.sls" in e and "Jinja" in e for e in errors), errors)
+            self.assertTrue(any("web.sls" in e and "line 2 column" in e and "nosuch" in e
+                                for e in errors), errors)
         finally:
             write_tree(self.root, {"web.sls": TREE["web.sls"]})
             self.call("web1", "saltutil.refresh_pillar")

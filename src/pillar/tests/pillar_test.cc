@@ -133,25 +133,19 @@ TEST(Render, RendererShebangs) {
       {"#! jinja | yaml\na: 1\n", ""},
       {"#!yaml|jinja\na: 1\n", ""},
       {"#!/usr/bin/env whatever\na: 1\n", ""},  // a path is not a renderer line
-      {"#!jinja|yaml\na: 1\nb: {{ grains.id }}\n",
-       "pillar file /p/x.sls line 3 uses Jinja markup; brine renders Jinja in pillar once the "
-       "template engine lands (states issue); until then write plain YAML"},
-      {"a: 1\n{% if true %}\nb: 2\n{% endif %}\n",
-       "pillar file /p/x.sls line 2 uses Jinja markup; brine renders Jinja in pillar once the "
-       "template engine lands (states issue); until then write plain YAML"},
-      {"{# a comment #}\na: 1\n",
-       "pillar file /p/x.sls line 1 uses Jinja markup; brine renders Jinja in pillar once the "
-       "template engine lands (states issue); until then write plain YAML"},
+      // Templates render for a minion (Templates.* below); without one, an error.
+      {"#!jinja|yaml\na: 1\nb: {{ grains.id }}\n", "pillar file /p/x.sls is a Jinja template: it renders for a minion, with its grains"},
+      {"a: 1\n{% if true %}\nb: 2\n{% endif %}\n", "pillar file /p/x.sls is a Jinja template: it renders for a minion, with its grains"},
+      {"{# a comment #}\na: 1\n", "pillar file /p/x.sls is a Jinja template: it renders for a minion, with its grains"},
       {"#!yaml|gpg\na: 1\n",
        "pillar file /p/x.sls line 1: renderer '#!yaml|gpg' is not supported; brine renders "
-       "pillar files as #!yaml, or as #!jinja|yaml (the default) when they hold no Jinja markup"},
+       "pillar files as #!yaml or #!jinja|yaml (the default)"},
       {"#!py\ndef run(): return {}\n",
        "pillar file /p/x.sls line 1: renderer '#!py' is not supported; brine renders pillar "
-       "files as #!yaml, or as #!jinja|yaml (the default) when they hold no Jinja markup"},
+       "files as #!yaml or #!jinja|yaml (the default)"},
       {"#!mako|yaml\na: 1\n",
        "pillar file /p/x.sls line 1: renderer '#!mako|yaml' is not supported; brine renders "
-       "pillar files as #!yaml, or as #!jinja|yaml (the default) when they hold no Jinja "
-       "markup"},
+       "pillar files as #!yaml or #!jinja|yaml (the default)"},
   };
   for (const auto& r : rows) {
     std::string got = render_error(r.text);
@@ -490,9 +484,9 @@ TEST(Top, Errors) {
         " line 4 column 2: end of map not found"}},
       {"base:\n  '{{ grains.id }}':\n    - a\n",
        json::object(),
+       // No grains cached: Salt renders with grains {}.
        {"Rendering Primary Top file failed, render error:\npillar file " + path +
-        " line 2 uses Jinja markup; brine renders Jinja in pillar once the template engine "
-        "lands (states issue); until then write plain YAML"}},
+        ": template 'top.sls' line 2 column 7: 'dict object' has no attribute 'id'"}},
   };
   for (const auto& r : rows) {
     f.write("base/top.sls", r.top);
@@ -540,13 +534,11 @@ TEST(Sls, ErrorsAreReportedAndTheRestCompiles) {
                 "Rendering SLS 'broken' failed, render error:\npillar file " + base +
                     "/broken.sls line 4 column 1: end of sequence flow not found",
                 "Rendering SLS 'jinja' failed, render error:\npillar file " + base +
-                    "/jinja.sls line 3 uses Jinja markup; brine renders Jinja in pillar once "
-                    "the template engine lands (states issue); until then write plain YAML",
+                    "/jinja.sls: template 'jinja.sls' line 3 column 7: 'salt' is undefined",
                 "SLS 'listy' does not render to a dictionary",
                 "Rendering SLS 'gpg' failed, render error:\npillar file " + base +
                     "/gpg.sls line 1: renderer '#!yaml|gpg' is not supported; brine renders "
-                    "pillar files as #!yaml, or as #!jinja|yaml (the default) when they hold "
-                    "no Jinja markup",
+                    "pillar files as #!yaml or #!jinja|yaml (the default)",
             }));
 }
 
@@ -747,6 +739,93 @@ TEST(Compiler, ConcurrentCompilesAgree) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+}  // namespace
+}  // namespace brine::pillar
+
+namespace brine::pillar {
+namespace {
+
+// ---- templates: Jinja in pillar files renders for each minion
+
+TEST(Templates, RenderWithTheMinionsGrainsAndSaltsContext) {
+  files f;
+  f.write("base/top.sls",
+          "base:\n  '*':\n    - common\n"
+          "{% if grains.get('os') == 'Debian' %}\n  'G@os:Debian':\n    - debian\n{% endif %}\n");
+  f.write("base/common.sls",
+          "{% from 'lib/macros.jinja' import port %}\n"
+          "{% import_yaml 'lib/defaults.yaml' as defaults %}\n"
+          "id: {{ grains['id'] }}\n"
+          "saltenv: {{ saltenv }}\n"
+          "sls: {{ sls }}\n"
+          "tpldir: {{ tpldir }}\n"
+          "opts_id: {{ opts.id }}\n"
+          "port: {{ port(grains.get('role', 'web')) }}\n"
+          "limits: {{ defaults.limits | json }}\n"
+          "{% for u in ['alice', 'bob'] %}\n"
+          "user_{{ u }}: {{ loop.index }}\n"
+          "{% endfor %}\n");
+  f.write("base/lib/macros.jinja",
+          "{% macro port(role) %}{{ {'web': 80, 'db': 5432}[role] }}{% endmacro %}\n");
+  f.write("base/lib/defaults.yaml", "limits: {nofile: 1024}\n");
+  f.write("base/debian.sls", "apt: {proxy: none}\n");
+  const options o = base_only(f);
+  const compiler c = compiler::load(o);
+
+  json debian = {{"id", "web1"}, {"os", "Debian"}};
+  auto r = c.compile("web1", &debian);
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.pillar, json::parse(R"({"id": "web1", "saltenv": "base", "sls": "common",
+    "tpldir": ".", "opts_id": "web1", "port": 80, "limits": {"nofile": 1024},
+    "user_alice": 1, "user_bob": 2, "apt": {"proxy": "none"}})"));
+
+  // Another minion, other grains: its own rendering (nothing shared).
+  json rocky = {{"id", "db1"}, {"os", "Rocky"}, {"role", "db"}};
+  r = c.compile("db1", &rocky);
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.pillar["id"], "db1");
+  EXPECT_EQ(r.pillar["port"], 5432);
+  EXPECT_FALSE(r.pillar.contains("apt"));
+}
+
+TEST(Templates, IncludesAndTheSaltFunctionsTheHostGives) {
+  files f;
+  f.write("base/top.sls", "base:\n  '*':\n    - app\n");
+  f.write("base/app/init.sls",
+          "include:\n  - .{{ grains['role'] }}\n"
+          "app: {{ salt['test.double'](21) }}\n");
+  f.write("base/app/web.sls", "web: {{ tpldir }} {{ slsdotpath }}\n");
+  options o = base_only(f);
+  o.salt = [](std::string_view id, const json&) {
+    render::value salt = render::value::make_dict();
+    salt.dict().set(render::value("test.double"),
+                  render::value::make_callable(
+                      "test.double", [id = std::string(id)](render::call_args& a) {
+                        return render::value(a.positional.at(0).as_int() * 2);
+                      }));
+    return salt;
+  };
+  json grains = {{"role", "web"}};
+  auto r = compile(o, "m1", &grains);
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.pillar, json::parse(R"({"app": 42, "web": "app app"})"));
+}
+
+TEST(Templates, ErrorsNameTheFileLineAndColumnAndLoseNothingElse) {
+  files f;
+  f.write("base/top.sls", "base:\n  '*':\n    - good\n    - bad\n");
+  f.write("base/good.sls", "good: {{ grains.id }}\n");
+  f.write("base/bad.sls", "a: 1\nb: {{ grains.nosuch }}\n");
+  json grains = {{"id", "m1"}};
+  auto r = compile(base_only(f), "m1", &grains);
+  EXPECT_EQ(r.pillar, json::parse(R"({"good": "m1"})"));
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0], "Rendering SLS 'bad' failed, render error:\npillar file " +
+                             f.root("base") +
+                             "/bad.sls: template 'bad.sls' line 2 column 7: 'dict object' has "
+                             "no attribute 'nosuch'");
 }
 
 }  // namespace
