@@ -1009,15 +1009,21 @@ value f_substring_in_list(interpreter&, const value& v, call_args& a) {
   return false;
 }
 
+// salt.utils.data.flatten: None, "None" and "null" dropped unless
+// preserve_nulls; every non-string iterable (a list, tuple or dict, whose
+// keys it gives) flattened while levels remain.
 void flatten_into(const value& data, std::int64_t levels, bool preserve_nulls,
                   std::vector<const void*>& seen, std::vector<value>& out) {
-  if (std::find(seen.begin(), seen.end(), data.identity()) != seen.end()) {
+  if (data.identity() != nullptr &&
+      std::find(seen.begin(), seen.end(), data.identity()) != seen.end()) {
     throw template_error("Reference cycle detected. Check input list.");
   }
   seen.push_back(data.identity());
   for (const auto& e : iterate(data)) {
-    if (e.is_none() && !preserve_nulls) continue;
-    if (e.is_list() && levels != 0) {
+    bool null =
+        e.is_none() || (e.is_string() && (e.as_string() == "None" || e.as_string() == "null"));
+    if (null && !preserve_nulls) continue;
+    if ((e.is_sequence_like() || e.is_dict()) && levels != 0) {
       flatten_into(e, levels > 0 ? levels - 1 : levels, preserve_nulls, seen, out);
     } else {
       out.push_back(e);
@@ -2088,6 +2094,11 @@ value f_human_to_bytes(interpreter&, const value& v, call_args& a) {
   std::string number = s.substr(0, i);
   while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
   std::string unit = s.substr(i);
+  // Salt's re.match(r"(?P<value>[0-9.]*)\s*(?P<unit>.*)$") fails on a line
+  // break in the unit, and Salt then calls .group on None.
+  if (unit.find('\n') != std::string::npos) {
+    throw template_error("human_to_bytes: 'NoneType' object has no attribute 'group'");
+  }
   auto lower = [](std::string x) {
     for (auto& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return x;

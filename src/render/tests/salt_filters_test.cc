@@ -270,6 +270,9 @@ TEST(SaltFilters, MoreMatchSalt) {
        "['192.168.0.1', 'fe80::1'] {'eth0': ['192.168.0.5'], 'lo': ['127.0.0.1']} ['1.2.3.4'] []"},
       {"{{ ['1.2.3.4']|filter_by_networks(['1.2.3.0/24', '1.2.0.0/16']) }}",
        "['1.2.3.4', '1.2.3.4']"},
+      {"{{ [1, 'None', 'null', None, {'a': 1, 'b': [2]}, (3, [4])]|flatten }} {{ [1, 'null', "
+       "[None]]|flatten(preserve_nulls=True) }} {{ [{'k': 1}]|flatten(levels=0) }}",
+       "[1, 'a', 'b', 3, 4] [1, 'null', None] [{'k': 1}]"},
       {"{{ {'b': 1, 'a': [1, 'x'], 'c': None}|python }} {{ 'x'|python }} {{ (1, 2)|python }}",
        "{'a': [1, 'x'], 'b': 1, 'c': None} 'x' (1, 2)"},
   };
@@ -282,6 +285,9 @@ TEST(SaltFilters, MoreMatchSalt) {
   }
   EXPECT_NE(error_of("{{ ['1.2.3.4']|filter_by_networks(['1.2.3.1/24']) }}")
                 .find("1.2.3.1/24 has host bits set"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ 'line1\\nline2'|human_to_bytes }}")
+                .find("'NoneType' object has no attribute 'group'"),
             std::string::npos);
   EXPECT_NE(error_of("{{ 'tomorrow'|strftime }}").find("Unable to parse tomorrow"),
             std::string::npos);
