@@ -1731,16 +1731,28 @@ bool any_net(const ip_value& ip, std::initializer_list<const char*> nets) {
   return std::any_of(nets.begin(), nets.end(), [&](const char* n) { return in_net(ip, n); });
 }
 
-// ipaddress's is_private (Python 3.10, Salt 3006's onedir).
+// ipaddress's is_private as the CPython security releases of 2024 define
+// it (3.10.15+, 3.11.10+, 3.12.4+): IANA's special-purpose registries
+// with their exceptions, and an IPv4-mapped IPv6 address judged by its
+// IPv4 address.
 bool is_private(const ip_value& ip) {
   if (ip.version == 4) {
-    return any_net(
-        ip, {"0.0.0.0/8", "10.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-             "192.0.0.0/29", "192.0.0.170/31", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15",
-             "198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32"});
+    return any_net(ip, {"0.0.0.0/8", "10.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+                        "192.0.0.0/24", "192.0.0.170/31", "192.0.2.0/24", "192.168.0.0/16",
+                        "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4",
+                        "255.255.255.255/32"}) &&
+           !any_net(ip, {"192.0.0.9/32", "192.0.0.10/32"});
   }
-  return any_net(ip, {"::1/128", "::/128", "::ffff:0:0/96", "100::/64", "2001::/23", "2001:2::/48",
-                      "2001:db8::/32", "2001:10::/28", "fc00::/7", "fe80::/10"});
+  if (in_net(ip, "::ffff:0:0/96")) {
+    ip_value v4;
+    v4.version = 4;
+    std::copy(ip.bytes.begin() + 12, ip.bytes.end(), v4.bytes.begin());
+    return is_private(v4);
+  }
+  return any_net(ip, {"::1/128", "::/128", "64:ff9b:1::/48", "100::/64", "2001::/23",
+                      "2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10"}) &&
+         !any_net(ip, {"2001:1::1/128", "2001:1::2/128", "2001:3::/32", "2001:4:112::/48",
+                       "2001:20::/28", "2001:30::/28"});
 }
 
 bool ip_option(const ip_value& ip, const std::string& option) {
@@ -1922,10 +1934,16 @@ value f_network_hosts(interpreter&, const value& v, call_args& a) {
   return value::make_list(std::move(out));
 }
 
+// ipwrap: an IPv6 address (or interface, which ip_bracket then refuses as
+// Salt's ipaddress.ip_address does) in brackets, written as Python writes it.
 value f_ipwrap(interpreter&, const value& v, call_args&) {
   auto wrap = [](const value& x) {
-    auto ip = x.is_string() ? parse_address(x.as_string()) : std::nullopt;
-    return ip && ip->version == 6 ? value("[" + x.as_string() + "]") : x;
+    if (!is_ipv(x, 6, nullptr)) return x;
+    std::string s = x.as_string();
+    auto ip = parse_address(s);
+    if (!ip)
+      throw template_error(string_repr(s) + " does not appear to be an IPv4 or IPv6 address");
+    return value("[" + address_text(*ip) + "]");
   };
   if (v.is_sequence_like()) {
     std::vector<value> out;

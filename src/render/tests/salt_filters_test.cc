@@ -273,6 +273,10 @@ TEST(SaltFilters, MoreMatchSalt) {
       {"{{ [1, 'None', 'null', None, {'a': 1, 'b': [2]}, (3, [4])]|flatten }} {{ [1, 'null', "
        "[None]]|flatten(preserve_nulls=True) }} {{ [{'k': 1}]|flatten(levels=0) }}",
        "[1, 'a', 'b', 3, 4] [1, 'null', None] [{'k': 1}]"},
+      {"{{ '::ffff:1.2.3.4'|is_ip('private') }} {{ '::ffff:10.0.0.1'|is_ipv6('private') }} {{ "
+       "'192.0.0.9'|is_ipv4('private') }} {{ '2002::1'|is_ipv6('private') }} {{ "
+       "'2001:DB8:0:0:0:0:0:1'|ipwrap }} {{ ['1:0:0:2:0:0:0:3', '1.2.3.4']|ipwrap }}",
+       "False True False True [2001:db8::1] ['[1:0:0:2::3]', '1.2.3.4']"},
       {"{{ {'b': 1, 'a': [1, 'x'], 'c': None}|python }} {{ 'x'|python }} {{ (1, 2)|python }}",
        "{'a': [1, 'x'], 'b': 1, 'c': None} 'x' (1, 2)"},
   };
@@ -288,6 +292,9 @@ TEST(SaltFilters, MoreMatchSalt) {
             std::string::npos);
   EXPECT_NE(error_of("{{ 'line1\\nline2'|human_to_bytes }}")
                 .find("'NoneType' object has no attribute 'group'"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ 'fe80::1/64'|ipwrap }}")
+                .find("'fe80::1/64' does not appear to be an IPv4 or IPv6 address"),
             std::string::npos);
   EXPECT_NE(error_of("{{ 'tomorrow'|strftime }}").find("Unable to parse tomorrow"),
             std::string::npos);
