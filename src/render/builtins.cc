@@ -805,69 +805,32 @@ value f_attr(interpreter& in, const value& v, call_args& a) {
   return in.getattr(v, argument(a, 0, "name").str());
 }
 
-
-// textwrap.wrap(width, expand_tabs=False, replace_whitespace=False) per
-// line, greedy as textwrap fills; words are split at whitespace only (a
-// hyphenated word is not split at its hyphens).
+// Jinja's wordwrap: textwrap.wrap per line (existing line breaks are
+// paragraphs), joined with wrapstring.
 value f_wordwrap(interpreter&, const value& v, call_args& a) {
   std::string s = v.str();
-  auto width = static_cast<std::size_t>(std::max<std::int64_t>(1, to_int(argument(a, 0, "width", 79), "width")));
+  std::int64_t width = to_int(argument(a, 0, "width", 79), "width");
+  if (width <= 0) throw template_error("invalid width " + std::to_string(width) + " (must be > 0)");
   bool break_long = argument(a, 1, "break_long_words", true).truthy();
   value wrap_v = argument(a, 2, "wrapstring", nullptr);
   std::string wrapstring = wrap_v.is_none() ? "\n" : wrap_v.str();
+  bool break_on_hyphens = argument(a, 3, "break_on_hyphens", true).truthy();
   value lines_v = method(value(s), "splitlines");
   call_args none;
-  std::vector<std::string> paragraphs;
   value lines = lines_v.callable().fn(none);
-  for (const auto& l : lines.items()) {
-    const std::string& line = l.as_string();
-    std::vector<std::string> chunks;
-    std::size_t i = 0;
-    while (i < line.size()) {
-      std::size_t j = i;
-      bool space = std::isspace(static_cast<unsigned char>(line[i])) != 0;
-      while (j < line.size() && (std::isspace(static_cast<unsigned char>(line[j])) != 0) == space) ++j;
-      chunks.push_back(line.substr(i, j - i));
-      i = j;
-    }
-    std::vector<std::string> out;
-    std::reverse(chunks.begin(), chunks.end());
-    while (!chunks.empty()) {
-      std::string cur;
-      std::size_t len = 0;
-      if (!out.empty() && !chunks.empty() && std::isspace(static_cast<unsigned char>(chunks.back()[0]))) chunks.pop_back();
-      while (!chunks.empty()) {
-        std::size_t l = codepoints(chunks.back());
-        if (len + l <= width) {
-          cur += chunks.back();
-          len += l;
-          chunks.pop_back();
-        } else {
-          break;
-        }
-      }
-      if (!chunks.empty() && codepoints(chunks.back()) > width) {
-        if (break_long) {
-          std::size_t room = width > len ? width - len : 1;
-          auto chars = iterate(value(chunks.back()));
-          std::string head, tail;
-          for (std::size_t k = 0; k < chars.size(); ++k) (k < room ? head : tail) += chars[k].as_string();
-          cur += head;
-          chunks.back() = tail;
-        } else if (cur.empty()) {
-          cur = chunks.back();
-          chunks.pop_back();
-        }
-      }
-      while (!cur.empty() && std::isspace(static_cast<unsigned char>(cur.back()))) cur.pop_back();
-      if (!cur.empty()) out.push_back(cur);
-    }
-    std::string joined;
-    for (std::size_t k = 0; k < out.size(); ++k) joined += (k ? wrapstring : "") + out[k];
-    paragraphs.push_back(joined);
-  }
   std::string rv;
-  for (std::size_t k = 0; k < paragraphs.size(); ++k) rv += (k ? wrapstring : "") + paragraphs[k];
+  bool first_paragraph = true;
+  for (const auto& l : lines.items()) {
+    if (!first_paragraph) rv += wrapstring;
+    first_paragraph = false;
+    bool first = true;
+    for (const auto& w :
+         textwrap(l.as_string(), static_cast<std::size_t>(width), break_long, break_on_hyphens)) {
+      if (!first) rv += wrapstring;
+      first = false;
+      rv += w;
+    }
+  }
   return rv;
 }
 
@@ -884,7 +847,8 @@ value f_xmlattr(interpreter& in, const value& v, call_args& a) {
       throw template_error("Invalid character in attribute name: " + string_repr(key));
     }
     if (!rv.empty()) rv += " ";
-    rv += f_escape(in, value(key), none).as_string() + "=\"" + f_escape(in, e, none).as_string() + "\"";
+    rv += f_escape(in, value(key), none).as_string() + "=\"" + f_escape(in, e, none).as_string() +
+          "\"";
   }
   if (autospace && !rv.empty()) rv = " " + rv;
   return rv;
@@ -922,8 +886,8 @@ value f_striptags(interpreter&, const value& v, call_args&) {
     i = j;
   }
   static const std::vector<std::pair<std::string, std::string>> k_entities = {
-      {"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"},
-      {"&#34;", "\""}, {"&apos;", "'"}, {"&nbsp;", "\xc2\xa0"}};
+      {"&amp;", "&"}, {"&lt;", "<"},   {"&gt;", ">"},   {"&quot;", "\""},
+      {"&#39;", "'"}, {"&#34;", "\""}, {"&apos;", "'"}, {"&nbsp;", "\xc2\xa0"}};
   std::string rv;
   for (std::size_t k = 0; k < words.size();) {
     bool hit = false;
@@ -954,7 +918,8 @@ value f_filesizeformat(interpreter&, const value& v, call_args& a) {
     if (v.as_string().empty() || *end != '\0')
       throw template_error("could not convert string to float: " + v.repr());
   } else {
-    throw template_error("float() argument must be a string or a real number, not '" + type_name(v) + "'");
+    throw template_error("float() argument must be a string or a real number, not '" +
+                         type_name(v) + "'");
   }
   double base = binary ? 1024 : 1000;
   static const char* k_binary[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
@@ -980,7 +945,8 @@ value f_pprint(interpreter&, const value& v, call_args&) {
     if (x.is_dict()) {
       value d = value::make_dict();
       auto e = x.dict().entries;
-      std::stable_sort(e.begin(), e.end(), [](const auto& p, const auto& q) { return less(p.first, q.first); });
+      std::stable_sort(e.begin(), e.end(),
+                       [](const auto& p, const auto& q) { return less(p.first, q.first); });
       for (auto& [k, val] : e) d.dict().entries.emplace_back(k, sorted(val));
       return d;
     }
@@ -993,8 +959,9 @@ value f_pprint(interpreter&, const value& v, call_args&) {
   };
   std::string r = sorted(v.defined()).repr();
   if (codepoints(r) > 80)
-    throw template_error("filter 'pprint' is not supported by brine for values longer than 80 "
-                         "characters (pprint wraps them)");
+    throw template_error(
+        "filter 'pprint' is not supported by brine for values longer than 80 "
+        "characters (pprint wraps them)");
   return r;
 }
 

@@ -2012,6 +2012,96 @@ value f_python(interpreter& in, const value& v, call_args&) {
   return in.filter("pprint", v, none);
 }
 
+std::size_t cp_len(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char c : s)
+    if ((c & 0xc0) != 0x80) ++n;
+  return n;
+}
+
+// The first `n` code points of s, and the rest.
+std::pair<std::string, std::string> cp_split(const std::string& s, std::size_t n) {
+  std::size_t i = 0;
+  while (i < s.size() && n > 0) {
+    ++i;
+    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xc0) == 0x80) ++i;
+    --n;
+  }
+  return {s.substr(0, i), s.substr(i)};
+}
+
+}  // namespace
+
+std::vector<std::string> textwrap(const std::string& text, std::size_t width, bool break_long_words,
+                                  bool break_on_hyphens) {
+  // TextWrapper.wordsep_re (or wordsep_simple_re), split as re.split does.
+  static const std::string k_ws = "[\\t\\n\\x0b\\x0c\\r ]";
+  static const std::string k_nws = "[^\\t\\n\\x0b\\x0c\\r ]";
+  static const std::string k_wp = "[\\w!\"'&.,?]";
+  static const std::string k_lt = "[^\\d\\W]";
+  static const std::string k_hyphenated = "(" + k_ws + "+|(?<=" + k_wp + ")-{2,}(?=\\w)|" + k_nws +
+                                          "+?(?:-(?:(?<=" + k_lt + "{2}-)|(?<=" + k_lt + "-" +
+                                          k_lt + "-))(?=" + k_lt + "-?" + k_lt + ")|(?=" + k_ws +
+                                          "|\\z)|(?<=" + k_wp + ")(?=-{2,}\\w)))";
+  static const std::string k_simple = "(" + k_ws + "+)";
+  regex re(break_on_hyphens ? k_hyphenated : k_simple, false, false);
+  std::vector<std::string> chunks;
+  std::size_t at = 0;
+  while (at < text.size() && re.search(text, at)) {
+    if (re.begin(0) > at) chunks.push_back(text.substr(at, re.begin(0) - at));
+    chunks.push_back(text.substr(re.begin(0), re.end(0) - re.begin(0)));
+    at = re.end(0);
+  }
+  if (at < text.size()) chunks.push_back(text.substr(at));
+  auto blank = [](const std::string& c) {
+    return c.find_first_not_of(" \t\n\r\f\v") == std::string::npos;
+  };
+  // TextWrapper._wrap_chunks with empty indents and drop_whitespace.
+  std::reverse(chunks.begin(), chunks.end());
+  std::vector<std::string> lines;
+  while (!chunks.empty()) {
+    std::vector<std::string> cur;
+    std::size_t cur_len = 0;
+    if (blank(chunks.back()) && !lines.empty()) chunks.pop_back();
+    while (!chunks.empty() && cur_len + cp_len(chunks.back()) <= width) {
+      cur_len += cp_len(chunks.back());
+      cur.push_back(chunks.back());
+      chunks.pop_back();
+    }
+    if (!chunks.empty() && cp_len(chunks.back()) > width) {
+      // _handle_long_word
+      std::size_t space_left = width < 1 ? 1 : width - cur_len;
+      if (break_long_words) {
+        std::size_t end = space_left;
+        const std::string& chunk = chunks.back();
+        if (break_on_hyphens && cp_len(chunk) > space_left) {
+          std::string head = cp_split(chunk, space_left).first;
+          auto hyphen = head.rfind('-');
+          if (hyphen != std::string::npos && hyphen > 0 &&
+              head.substr(0, hyphen).find_first_not_of('-') != std::string::npos) {
+            end = cp_len(head.substr(0, hyphen)) + 1;
+          }
+        }
+        auto [first, rest] = cp_split(chunk, end);
+        cur.push_back(first);
+        chunks.back() = rest;
+      } else if (cur.empty()) {
+        cur.push_back(chunks.back());
+        chunks.pop_back();
+      }
+    }
+    if (!cur.empty() && blank(cur.back())) cur.pop_back();
+    if (!cur.empty()) {
+      std::string line;
+      for (const auto& c : cur) line += c;
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+namespace {
+
 // --- not supported: nondeterministic, or they read the host ---
 
 #define BRINE_UNSUPPORTED(fn, name, why) \

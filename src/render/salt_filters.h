@@ -2,6 +2,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "render/interpreter.h"
 
@@ -19,6 +20,12 @@ const std::map<std::string, filter_fn>& salt_filters();
 const std::map<std::string, test_fn>& salt_tests();
 // Salt's globals (raise, odict, ifelse), or an undefined value.
 value salt_global(const std::string& name);
+
+// Python's textwrap.wrap(text, width, expand_tabs=False,
+// replace_whitespace=False, ...) for Jinja's wordwrap filter (here for its
+// regex engine).
+std::vector<std::string> textwrap(const std::string& text, std::size_t width, bool break_long_words,
+                                  bool break_on_hyphens);
 
 }  // namespace brine::render::detail
 

@@ -277,6 +277,20 @@ TEST(SaltFilters, MoreMatchSalt) {
        "'192.0.0.9'|is_ipv4('private') }} {{ '2002::1'|is_ipv6('private') }} {{ "
        "'2001:DB8:0:0:0:0:0:1'|ipwrap }} {{ ['1:0:0:2:0:0:0:3', '1.2.3.4']|ipwrap }}",
        "False True False True [2001:db8::1] ['[1:0:0:2::3]', '1.2.3.4']"},
+      // Jinja's wordwrap is textwrap.wrap: words split after hyphens, long
+      // words broken at a hyphen when one fits.
+      {"{{ 'a-very-long-hyphenated-word-here'|wordwrap(6) }}|{{ "
+       "'a-very-long-hyphenated-word-here'|wordwrap(17) }}|{{ 'well-known e-mail x--y long--dash "
+       "\xc3\xbcn\xc3\xaf"
+       "c\xc3\xb6"
+       "d\xc3\xa9-w\xc3\xb6rd'|wordwrap(9) }}|{{ "
+       "'supercalifragilistic word'|wordwrap(8, break_long_words=False) }}|{{ 'a-b-c-d-e-f "
+       "g'|wordwrap(4, break_on_hyphens=False) }}",
+       "a-\nvery-\nlong-h\nyphena\nted-\nword-\nhere|a-very-long-\nhyphenated-word-\nhere|well-"
+       "\nknown\ne-mail x\n--y long\n--dash\n\xc3\xbcn\xc3\xaf"
+       "c\xc3\xb6"
+       "d\xc3\xa9-\nw\xc3\xb6"
+       "rd|supercalifragilistic\nword|a-b-\nc-d-\ne-f\ng"},
       {"{{ {'b': 1, 'a': [1, 'x'], 'c': None}|python }} {{ 'x'|python }} {{ (1, 2)|python }}",
        "{'a': [1, 'x'], 'b': 1, 'c': None} 'x' (1, 2)"},
   };
