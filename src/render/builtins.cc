@@ -886,11 +886,53 @@ value f_striptags(interpreter&, const value& v, call_args&) {
     i = j;
   }
   static const std::vector<std::pair<std::string, std::string>> k_entities = {
-      {"&amp;", "&"}, {"&lt;", "<"},   {"&gt;", ">"},   {"&quot;", "\""},
-      {"&#39;", "'"}, {"&#34;", "\""}, {"&apos;", "'"}, {"&nbsp;", "\xc2\xa0"}};
+      {"&amp;", "&"},
+      {"&lt;", "<"},
+      {"&gt;", ">"},
+      {"&quot;", "\""},
+      {"&apos;", "'"},
+      {"&nbsp;", "\xc2\xa0"},
+      {"&copy;", "\xc2\xa9"},
+      {"&reg;", "\xc2\xae"},
+      {"&mdash;", "\xe2\x80\x94"},
+      {"&ndash;", "\xe2\x80\x93"},
+      {"&hellip;", "\xe2\x80\xa6"}};
   std::string rv;
   for (std::size_t k = 0; k < words.size();) {
     bool hit = false;
+    if (words[k] == '&' && k + 2 < words.size() && words[k + 1] == '#') {
+      // A numeric reference, decimal or hex, as html.unescape reads it.
+      bool hex = words[k + 2] == 'x' || words[k + 2] == 'X';
+      std::size_t d = k + (hex ? 3 : 2);
+      std::size_t e = d;
+      while (e < words.size() && e - d < 8 &&
+             (hex ? std::isxdigit(static_cast<unsigned char>(words[e]))
+                  : std::isdigit(static_cast<unsigned char>(words[e]))))
+        ++e;
+      if (e > d) {
+        unsigned long cp = std::stoul(words.substr(d, e - d), nullptr, hex ? 16 : 10);
+        if (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) cp = 0xfffd;
+        std::string u;
+        if (cp < 0x80) {
+          u += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+          u += static_cast<char>(0xc0 | (cp >> 6));
+          u += static_cast<char>(0x80 | (cp & 0x3f));
+        } else if (cp < 0x10000) {
+          u += static_cast<char>(0xe0 | (cp >> 12));
+          u += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+          u += static_cast<char>(0x80 | (cp & 0x3f));
+        } else {
+          u += static_cast<char>(0xf0 | (cp >> 18));
+          u += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+          u += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+          u += static_cast<char>(0x80 | (cp & 0x3f));
+        }
+        rv += u;
+        k = e < words.size() && words[e] == ';' ? e + 1 : e;
+        continue;
+      }
+    }
     if (words[k] == '&') {
       for (const auto& [from, to] : k_entities) {
         if (words.compare(k, from.size(), from) == 0) {

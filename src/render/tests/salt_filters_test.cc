@@ -291,6 +291,8 @@ TEST(SaltFilters, MoreMatchSalt) {
        "c\xc3\xb6"
        "d\xc3\xa9-\nw\xc3\xb6"
        "rd|supercalifragilistic\nword|a-b-\nc-d-\ne-f\ng"},
+      {"{{ '<p>a &#65;&#x42; &copy; &mdash; &#233;x &amp;lt; <!-- c --> b</p>'|striptags }}",
+       "a AB \xc2\xa9 \xe2\x80\x94 \xc3\xa9x &lt; b"},
       {"{{ {'b': 1, 'a': [1, 'x'], 'c': None}|python }} {{ 'x'|python }} {{ (1, 2)|python }}",
        "{'a': [1, 'x'], 'b': 1, 'c': None} 'x' (1, 2)"},
   };
