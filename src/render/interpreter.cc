@@ -1133,7 +1133,13 @@ value interpreter::parse_data(const std::string& format, const std::string& text
   if (!env_.yaml_loader)
     throw template_error(
         "no YAML loader: this renderer cannot read YAML (environment::yaml_loader is unset)");
-  return value::from_json(env_.yaml_loader(text, name_));
+  try {
+    return value::from_json(env_.yaml_loader(text, name_));
+  } catch (const nlohmann::json::exception& e) {
+    // A loader's own slip (nlohmann refusing a key that is not UTF-8) is
+    // still the template's error, not a crash of the caller.
+    throw template_error(std::string("Encountered error loading yaml: ") + e.what());
+  }
 }
 
 void interpreter::exec_loader_tag(const stmt& s, std::string& out) {

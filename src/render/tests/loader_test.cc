@@ -267,6 +267,16 @@ TEST(SaltTags, YamlWithoutALoaderIsAClearError) {
             std::string::npos);
 }
 
+TEST(SaltTags, ALoadersJsonExceptionIsATemplateError) {
+  environment env;
+  env.yaml_loader = [](std::string_view, const std::string&) -> nlohmann::ordered_json {
+    return nlohmann::ordered_json::parse("{");
+  };
+  std::string e = error_of("{% load_yaml as d %}a: 1{% endload %}", env);
+  EXPECT_EQ(e.rfind("template 'init.sls' line 1 column 4: Encountered error loading yaml: ", 0), 0u)
+      << e;
+}
+
 TEST(SaltTags, ProfileRendersItsBody) {
   EXPECT_EQ(render("a{% profile as 'setup ' ~ 1 %}{% set x = 2 %}b{{ x }}{% endprofile %}{{ x }}",
                    "t", {}),
