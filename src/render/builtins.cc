@@ -980,32 +980,7 @@ value f_filesizeformat(interpreter&, const value& v, call_args& a) {
   return std::string(buf);
 }
 
-// pprint.pformat for what fits on one 80-column line: the repr with dict
-// keys sorted. Longer values, which pformat wraps, are refused.
-value f_pprint(interpreter&, const value& v, call_args&) {
-  std::function<value(const value&)> sorted = [&](const value& x) -> value {
-    if (x.is_dict()) {
-      value d = value::make_dict();
-      auto e = x.dict().entries;
-      std::stable_sort(e.begin(), e.end(),
-                       [](const auto& p, const auto& q) { return less(p.first, q.first); });
-      for (auto& [k, val] : e) d.dict().entries.emplace_back(k, sorted(val));
-      return d;
-    }
-    if (x.is_list()) {
-      std::vector<value> items;
-      for (const auto& i : x.items()) items.push_back(sorted(i));
-      return value::make_list(std::move(items));
-    }
-    return x;
-  };
-  std::string r = sorted(v.defined()).repr();
-  if (codepoints(r) > 80)
-    throw template_error(
-        "filter 'pprint' is not supported by brine for values longer than 80 "
-        "characters (pprint wraps them)");
-  return r;
-}
+value f_pprint(interpreter&, const value& v, call_args&) { return python_pformat(v); }
 
 value f_urlize(interpreter&, const value&, call_args&) {
   throw template_error("filter 'urlize' is not supported by brine yet");

@@ -2006,10 +2006,12 @@ value f_filter_by_networks(interpreter&, const value& v, call_args& a) {
 
 // SerializerExtension.format_python: pprint.pformat(value).strip(), which
 // brine writes for what fits on one line (as Jinja's pprint filter).
-value f_python(interpreter& in, const value& v, call_args&) {
+value f_python(interpreter&, const value& v, call_args&) {
   require_defined(v);
-  call_args none;
-  return in.filter("pprint", v, none);
+  std::string s = python_pformat(v);
+  auto e = s.find_last_not_of(" \t\n\r\f\v");
+  auto b = s.find_first_not_of(" \t\n\r\f\v");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
 std::size_t cp_len(const std::string& s) {
@@ -2098,6 +2100,192 @@ std::vector<std::string> textwrap(const std::string& text, std::size_t width, bo
     }
   }
   return lines;
+}
+
+namespace {
+
+// --- pprint.pformat (width 80, indent 1, sort_dicts) ---
+
+// A copy whose dicts are sorted by key, as pprint's _safe_repr shows them
+// (keys that do not compare keep their order).
+value sorted_copy(const value& v, int depth = 0) {
+  if (depth > 200) throw template_error("pprint: data nested deeper than 200 levels");
+  if (v.is_dict() && !v.is_namespace()) {
+    auto e = v.dict().entries;
+    try {
+      std::stable_sort(e.begin(), e.end(),
+                       [](const auto& p, const auto& q) { return less(p.first, q.first); });
+    } catch (const template_error&) {
+      e = v.dict().entries;
+    }
+    value d = value::make_dict();
+    for (auto& [k, x] : e) d.dict().entries.emplace_back(k, sorted_copy(x, depth + 1));
+    return d;
+  }
+  if (v.is_sequence_like() && v.list().repr_override.empty() && v.list().view.empty() &&
+      v.list().fields.empty()) {
+    std::vector<value> items;
+    for (const auto& i : v.items()) items.push_back(sorted_copy(i, depth + 1));
+    return v.is_tuple() ? value::make_tuple(std::move(items)) : value::make_list(std::move(items));
+  }
+  return v;
+}
+
+class pformatter {
+ public:
+  std::string run(const value& v) {
+    format(v, 0, 0, 0);
+    return std::move(out_);
+  }
+
+ private:
+  static constexpr int k_width = 80;
+
+  static int width_of(const std::string& s) { return static_cast<int>(cp_len(s)); }
+
+  void format(const value& v, int indent, int allowance, int level) {
+    if (level > 200) throw template_error("pprint: data nested deeper than 200 levels");
+    std::string rep = sorted_copy(v).repr();
+    if (width_of(rep) > k_width - indent - allowance) {
+      bool plain_seq = v.is_sequence_like() && v.list().repr_override.empty() &&
+                       v.list().view.empty() && v.list().fields.empty();
+      if (v.is_dict() && !v.is_namespace()) {
+        out_ += '{';
+        auto e = sorted_copy(v).dict().entries;
+        format_dict_items(e, indent, allowance + 1, level + 1);
+        out_ += '}';
+        return;
+      }
+      if (plain_seq && v.is_list()) {
+        out_ += '[';
+        format_items(v.items(), indent, allowance + 1, level + 1);
+        out_ += ']';
+        return;
+      }
+      if (plain_seq && v.is_tuple()) {
+        std::string end = v.items().size() == 1 ? ",)" : ")";
+        out_ += '(';
+        format_items(v.items(), indent, allowance + static_cast<int>(end.size()), level + 1);
+        out_ += end;
+        return;
+      }
+      if (v.is_string() && !v.as_string().empty()) {
+        format_str(v.as_string(), indent, allowance, level + 1);
+        return;
+      }
+    }
+    out_ += rep;
+  }
+
+  void format_dict_items(const std::vector<std::pair<value, value>>& items, int indent,
+                         int allowance, int level) {
+    indent += 1;
+    std::string delim = ",\n" + std::string(static_cast<std::size_t>(indent), ' ');
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      bool last = i + 1 == items.size();
+      std::string rep = sorted_copy(items[i].first).repr();
+      out_ += rep + ": ";
+      format(items[i].second, indent + width_of(rep) + 2, last ? allowance : 1, level);
+      if (!last) out_ += delim;
+    }
+  }
+
+  void format_items(const std::vector<value>& items, int indent, int allowance, int level) {
+    indent += 1;
+    std::string delim = ",\n" + std::string(static_cast<std::size_t>(indent), ' ');
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      bool last = i + 1 == items.size();
+      if (i) out_ += delim;
+      format(items[i], indent, last ? allowance : 1, level);
+    }
+  }
+
+  // str.splitlines(keepends=True) for the ASCII line boundaries.
+  static std::vector<std::string> split_lines(const std::string& s) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      char c = s[i];
+      if (c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\x1c' || c == '\x1d' ||
+          c == '\x1e') {
+        if (c == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
+        out.push_back(s.substr(start, i + 1 - start));
+        start = i + 1;
+      }
+    }
+    if (start < s.size()) out.push_back(s.substr(start));
+    return out;
+  }
+
+  static std::string repr_of(const std::string& s) { return value(s).repr(); }
+
+  // PrettyPrinter._pprint_str: a long string as adjacent literals split
+  // after whitespace, in parentheses at the top level.
+  void format_str(const std::string& s, int indent, int allowance, int level) {
+    std::vector<std::string> chunks;
+    auto lines = split_lines(s);
+    if (level == 1) {
+      indent += 1;
+      allowance += 1;
+    }
+    int max_width = k_width - indent;
+    int max_width1 = max_width;
+    std::string rep;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      const std::string& line = lines[i];
+      rep = repr_of(line);
+      if (i + 1 == lines.size()) max_width1 -= allowance;
+      if (width_of(rep) <= max_width1) {
+        chunks.push_back(rep);
+        continue;
+      }
+      // re.findall(r'\S*\s*', line) without the final empty match.
+      std::vector<std::string> parts;
+      auto space = [](char c) {
+        return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f');
+      };
+      std::size_t p = 0;
+      while (p < line.size()) {
+        std::size_t q = p;
+        while (q < line.size() && !space(line[q])) ++q;
+        while (q < line.size() && space(line[q])) ++q;
+        parts.push_back(line.substr(p, q - p));
+        p = q;
+      }
+      int max_width2 = max_width;
+      std::string current;
+      for (std::size_t j = 0; j < parts.size(); ++j) {
+        std::string candidate = current + parts[j];
+        if (j + 1 == parts.size() && i + 1 == lines.size()) max_width2 -= allowance;
+        if (width_of(repr_of(candidate)) > max_width2) {
+          if (!current.empty()) chunks.push_back(repr_of(current));
+          current = parts[j];
+        } else {
+          current = candidate;
+        }
+      }
+      if (!current.empty()) chunks.push_back(repr_of(current));
+    }
+    if (chunks.size() == 1) {
+      out_ += rep;
+      return;
+    }
+    if (level == 1) out_ += '(';
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      if (i) out_ += "\n" + std::string(static_cast<std::size_t>(indent), ' ');
+      out_ += chunks[i];
+    }
+    if (level == 1) out_ += ')';
+  }
+
+  std::string out_;
+};
+
+}  // namespace
+
+std::string python_pformat(const value& v) {
+  v.defined();
+  return pformatter().run(v);
 }
 
 namespace {

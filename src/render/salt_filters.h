@@ -24,6 +24,9 @@ value salt_global(const std::string& name);
 // Python's textwrap.wrap(text, width, expand_tabs=False,
 // replace_whitespace=False, ...) for Jinja's wordwrap filter (here for its
 // regex engine).
+// pprint.pformat(v): Jinja's pprint filter and Salt's python filter.
+std::string python_pformat(const value& v);
+
 std::vector<std::string> textwrap(const std::string& text, std::size_t width, bool break_long_words,
                                   bool break_on_hyphens);
 

@@ -293,6 +293,12 @@ TEST(SaltFilters, MoreMatchSalt) {
        "rd|supercalifragilistic\nword|a-b-\nc-d-\ne-f\ng"},
       {"{{ '<p>a &#65;&#x42; &copy; &mdash; &#233;x &amp;lt; <!-- c --> b</p>'|striptags }}",
        "a AB \xc2\xa9 \xe2\x80\x94 \xc3\xa9x &lt; b"},
+      {"{{ {'packages': ['nginx', 'postgresql-server', 'redis', 'memcached', 'haproxy'], 'motd': "
+       "'long words ' * 9, 'ports': (80, 443)}|pprint }}",
+       "{'motd': 'long words long words long words long words long words long words '\n"
+       "         'long words long words long words ',\n"
+       " 'packages': ['nginx', 'postgresql-server', 'redis', 'memcached', 'haproxy'],\n"
+       " 'ports': (80, 443)}"},
       {"{{ {'b': 1, 'a': [1, 'x'], 'c': None}|python }} {{ 'x'|python }} {{ (1, 2)|python }}",
        "{'a': [1, 'x'], 'b': 1, 'c': None} 'x' (1, 2)"},
   };
