@@ -332,7 +332,18 @@ value interpreter::eval_call(const expr& e, const value* caller) {
   call_args args;
   eval_args(e, args, 1);
   if (caller) args.keyword.emplace_back("caller", *caller);
-  return call(callee, args);
+  try {
+    return call(callee, args);
+  } catch (const located_error& ex) {
+    // A macro of another template (imported) failed: say where it was called.
+    std::string here = "template '" + name_ + "' ";
+    std::string what = ex.what();
+    if (what.rfind(here, 0) == 0 || what.rfind("template '", 0) != 0) throw;
+    std::string trail = "called from '" + name_ + "' line " + std::to_string(e.line);
+    if (const auto* n = dynamic_cast<const nested_error*>(&ex))
+      throw nested_error(n->head(), n->trail() + ", " + trail);
+    throw nested_error(what, trail);
+  }
 }
 
 value interpreter::filter(const std::string& name, const value& input, call_args& args) {

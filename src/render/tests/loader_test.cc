@@ -100,6 +100,20 @@ TEST(Loader, ErrorsNameTheTemplateAndTheTagsThatLedThere) {
   EXPECT_EQ(error_of("{{ nope }}", env), "template 'init.sls' line 1 column 4: 'nope' is undefined");
 }
 
+TEST(Loader, AnErrorInAnImportedMacroNamesTheCall) {
+  auto env = env_with({{"macros.jinja", "{% macro f(x) %}\n{{ x.nope }}{% endmacro %}"},
+                       {"a.sls", "{% from 'macros.jinja' import f %}\n\n{{ f(1) }}"}});
+  EXPECT_EQ(error_of("{% from 'macros.jinja' import f %}{{ f(1) }}", env),
+            "template 'macros.jinja' line 2 column 4: 'int object' has no attribute 'nope' "
+            "(called from 'init.sls' line 1)");
+  EXPECT_EQ(error_of("{% include 'a.sls' %}", env),
+            "template 'macros.jinja' line 2 column 4: 'int object' has no attribute 'nope' "
+            "(called from 'a.sls' line 3, included from 'init.sls' line 1)");
+  // A macro of the same template adds nothing.
+  EXPECT_EQ(error_of("{% macro g() %}{{ nope }}{% endmacro %}\n{{ g() }}", env),
+            "template 'init.sls' line 1 column 19: 'nope' is undefined");
+}
+
 TEST(Loader, ATemplateIncludingItselfIsAnErrorNotACrash) {
   auto env = env_with({{"a", "{% include 'b' %}"}, {"b", "{% include 'a' %}"}});
   std::string e = error_of("{% include 'a' %}", env);
