@@ -2290,6 +2290,40 @@ std::string python_pformat(const value& v) {
 
 namespace {
 
+// salt.utils.data.mysql_to_dict: MySQL's table output, as a list of lines,
+// to a dict of rows keyed by the column `key` (values through to_num).
+value f_mysql_to_dict(interpreter& in, const value& v, call_args& a) {
+  value key = argument(a, 0, "key");
+  value ret = value::make_dict();
+  std::vector<std::string> headers{""};
+  for (const auto& line_v : iterate(v)) {
+    if (!line_v.truthy()) continue;
+    if (!line_v.is_string()) throw template_error("mysql_to_dict: expected lines of text");
+    const std::string& line = line_v.as_string();
+    if (line.starts_with("+")) continue;
+    std::vector<std::string> comps = split_keys(line, "|");
+    for (auto& c : comps) {
+      c.erase(0, c.find_first_not_of(" \t\n\r\f\v"));
+      auto e = c.find_last_not_of(" \t\n\r\f\v");
+      c.erase(e == std::string::npos ? 0 : e + 1);
+    }
+    if (headers.size() > 1) {
+      value row = value::make_dict();
+      for (std::size_t field = 1; field + 1 < headers.size(); ++field) {
+        if (field >= comps.size()) throw template_error("mysql_to_dict: list index out of range");
+        call_args none;
+        row.dict().set(value(headers[field]), f_to_num(in, value(comps[field]), none));
+      }
+      value* k = row.dict().find(key);
+      if (!k) throw template_error("mysql_to_dict: " + key.repr());
+      ret.dict().set(*k, row);
+    } else {
+      headers = comps;
+    }
+  }
+  return ret;
+}
+
 // --- not supported: nondeterministic, or they read the host ---
 
 #define BRINE_UNSUPPORTED(fn, name, why) \
@@ -2319,7 +2353,6 @@ BRINE_UNSUPPORTED(f_json_encode, "json_encode_dict/json_encode_list",
 BRINE_UNSUPPORTED(f_to_bytes, "to_bytes", "brine templates have no bytes type")
 BRINE_UNSUPPORTED(f_mac_str_to_bytes, "mac_str_to_bytes", "brine templates have no bytes type")
 BRINE_UNSUPPORTED(f_xml, "xml", "not implemented yet")
-BRINE_UNSUPPORTED(f_mysql_to_dict, "mysql_to_dict", "not implemented yet")
 
 #undef BRINE_UNSUPPORTED
 

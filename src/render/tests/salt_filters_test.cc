@@ -299,6 +299,13 @@ TEST(SaltFilters, MoreMatchSalt) {
        "         'long words long words long words ',\n"
        " 'packages': ['nginx', 'postgresql-server', 'redis', 'memcached', 'haproxy'],\n"
        " 'ports': (80, 443)}"},
+      {"{% set out = '+----+-------+------+\\n| id | name  | size |\\n+----+-------+------+\\n|  1 "
+       "| "
+       "alpha | 1.5  |\\n|  2 | beta  | 20   |\\n+----+-------+------+' %}{{ "
+       "out.splitlines()|mysql_to_dict('name') }} {{ out.splitlines()|mysql_to_dict('id') }}",
+       "{'alpha': {'id': 1, 'name': 'alpha', 'size': 1.5}, 'beta': {'id': 2, 'name': 'beta', "
+       "'size': 20}} {1: {'id': 1, 'name': 'alpha', 'size': 1.5}, 2: {'id': 2, 'name': 'beta', "
+       "'size': 20}}"},
       {"{{ {'b': 1, 'a': [1, 'x'], 'c': None}|python }} {{ 'x'|python }} {{ (1, 2)|python }}",
        "{'a': [1, 'x'], 'b': 1, 'c': None} 'x' (1, 2)"},
   };
