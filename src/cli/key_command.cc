@@ -31,9 +31,11 @@ json apply_offline(const base::master_config& cfg, const key_options& o) {
       list.push_back(
           {{"id", k.id}, {"state", store::to_string(k.state)}, {"fingerprint", k.fingerprint}});
     }
+    // Only `finger` prints the master's own key; reading it starts OpenSSL
+    // (its config file, its providers), a millisecond `list` does not need.
     std::string master_fp;
     std::string pub = cfg.pki_dir + "/master.pub";
-    if (base::file_exists(pub)) {
+    if (o.action == "finger" && base::file_exists(pub)) {
       if (auto k = pki::parse_public_pem(base::read_file(pub)))
         master_fp = pki::fingerprint(k.get());
     }
