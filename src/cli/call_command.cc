@@ -17,6 +17,7 @@
 #include "minion/master_pillar.h"
 #include "modules/registry.h"
 #include "pillar/pillar.h"
+#include "state/state_mod.h"
 
 namespace brine::cli {
 
@@ -42,6 +43,7 @@ json local_pillar(const base::minion_config& cfg, const json& grains) {
 int call_command(const base::minion_config& cfg, const call_options& o) {
   modules::registry functions;
   modules::register_builtin_modules(functions);
+  state::register_state_module(functions);
   // saltutil.refresh_pillar: the pillar was compiled for this run (by the
   // master, or here with --local), as fresh as a refresh would make it.
   auto already_fresh = [](std::string&) { return true; };
@@ -79,7 +81,12 @@ int call_command(const base::minion_config& cfg, const call_options& o) {
   });
   io.run();
   if (!done) throw base::error(o.fun + " did not finish");
-  if (o.out == "json") {
+  if (o.out == "json" && out.ordered_ret) {
+    // Salt's json outputter: its dicts' own key order, ASCII only.
+    nlohmann::ordered_json doc = nlohmann::ordered_json::object();
+    doc["local"] = *out.ordered_ret;
+    std::cout << doc.dump(4, ' ', true) << "\n";
+  } else if (o.out == "json") {
     std::cout << json{{"local", out.ret}}.dump(4) << "\n";
   } else if (o.out == "yaml") {
     std::cout << yaml_out("local", out.ret);

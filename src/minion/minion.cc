@@ -15,6 +15,7 @@
 #include "base/fs.h"
 #include "base/memory.h"
 #include "minion/master_pillar.h"
+#include "state/state_mod.h"
 #include "target/target.h"
 
 namespace brine::minion {
@@ -69,6 +70,7 @@ minion::minion(base::minion_config cfg)
               cfg_.cachedir + "/returns")),
       history_(cfg_.cachedir + "/jids", k_jid_retention_hours, k_jid_history_max) {
   modules::register_builtin_modules(functions_);
+  state::register_state_module(functions_);
   auto t0 = std::chrono::steady_clock::now();
   context_ = std::make_unique<context>(
       cfg_, functions_,

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct outcome {
   nlohmann::json ret;
   bool success = true;
   int retcode = 0;
+  // `ret` in the key order the function made it (Salt's dicts keep
+  // insertion order; nlohmann::json sorts): set by functions whose output
+  // Salt prints in its own order (state.show_*), printed by brine call
+  // in place of `ret`. Null for the rest.
+  std::shared_ptr<const nlohmann::ordered_json> ordered_ret;
 };
 
 // A function runs on the caller's executor and must not block it: child

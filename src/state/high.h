@@ -19,6 +19,9 @@ bool py_equal(const json& a, const json& b);
 // Python's str() of a scalar (True, None, 1.5, text as is); repr-ish for
 // containers.
 std::string py_str(const json& v);
+// Python's json.dumps(v, indent=indent) (ensure_ascii, Infinity/NaN):
+// what salt-call --out=json prints.
+std::string python_json_dump(const json& v, int indent = 4);
 // The first key of a dict, "" when empty.
 std::string first_key(const json& dict);
 

@@ -1,0 +1,200 @@
+#include "state/state_mod.h"
+
+#include <asio/async_result.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+#include <asio/thread_pool.hpp>
+#include <asio/use_awaitable.hpp>
+#include <functional>
+#include <memory>
+
+#include "base/error.h"
+#include "modules/context.h"
+#include "modules/data.h"
+#include "state/bridge.h"
+#include "state/highstate.h"
+
+namespace brine::state {
+
+namespace {
+
+using modules::call;
+using modules::outcome;
+
+// Compilation blocks (files, templates, salt[...] calls run to completion
+// on the compiling thread), so it runs here and the caller's executor
+// stays free. Two threads: two compiles at once, no more.
+asio::thread_pool& compile_pool() {
+  static asio::thread_pool pool(2);
+  return pool;
+}
+
+// Posts the work to the compile pool; the handler (the caller's coroutine)
+// is resumed on its own executor once the outcome is in `result`.
+struct pool_initiation {
+  std::shared_ptr<outcome> result;
+
+  template <class Handler>
+  void operator()(Handler handler, std::function<outcome()> w) const {
+    auto guard = asio::make_work_guard(asio::get_associated_executor(handler));
+    asio::post(compile_pool(), [result = result, w = std::move(w), handler = std::move(handler),
+                                guard = std::move(guard)]() mutable {
+      *result = w();
+      w = nullptr;
+      auto ex = guard.get_executor();
+      asio::post(ex, std::move(handler));
+    });
+  }
+};
+
+// Runs `work` on the compile pool and resumes the caller on its own
+// executor with the outcome. Only a plain closure crosses threads; the
+// caller's coroutine frame stays with its executor. Every object here is
+// named: GCC 12 copies temporaries of a co_await expression into the
+// coroutine frame bitwise, which breaks strings and shared_ptrs.
+asio::awaitable<outcome> on_pool(std::function<outcome()> work) {
+  auto result = std::make_shared<outcome>();
+  pool_initiation init{result};
+  auto op = asio::async_initiate<decltype(asio::use_awaitable), void()>(
+      init, asio::use_awaitable, std::move(work));
+  co_await std::move(op);
+  outcome r = std::move(*result);
+  co_return r;
+}
+
+minion minion_of(modules::minion_context& ctx) {
+  minion m;
+  m.id = ctx.id();
+  m.grains = json::parse(ctx.grains()->dump());
+  m.pillar = json::parse(ctx.pillar()->dump());
+  m.opts = json::parse(ctx.opts().dump());
+  return m;
+}
+
+outcome to_outcome(result r) {
+  outcome o;
+  o.ret = nlohmann::json::parse(r.ret.dump());
+  o.ordered_ret = std::make_shared<const json>(std::move(r.ret));
+  o.retcode = r.retcode;
+  o.success = r.retcode == 0;
+  return o;
+}
+
+// The positional argument `i` or keyword `name` as text.
+std::optional<std::string> text_arg(const call& c, size_t i, const std::string& name) {
+  const nlohmann::json* v = nullptr;
+  if (c.args.is_array() && i < c.args.size()) v = &c.args[i];
+  if (!v && c.kwargs.is_object()) {
+    if (auto it = c.kwargs.find(name); it != c.kwargs.end()) v = &*it;
+  }
+  if (!v || v->is_null()) return std::nullopt;
+  if (v->is_string()) return v->get<std::string>();
+  if (v->is_array()) {
+    std::string joined;
+    for (const auto& e : *v) {
+      if (!joined.empty()) joined += ",";
+      joined += e.is_string() ? e.get<std::string>() : e.dump();
+    }
+    return joined;
+  }
+  return v->dump();
+}
+
+using show_fn = std::function<result(compiler&, const call&)>;
+
+asio::awaitable<outcome> show(call c, show_fn fn) {
+  modules::minion_context* ctx = &modules::need_context(c);
+  // A named closure, not a temporary inside the co_await expression: GCC 12
+  // copies such temporaries into the coroutine frame bitwise (their
+  // strings then point into the frame after it is gone).
+  std::function<outcome()> work = [c, fn, ctx]() {
+    try {
+      options o = options::from_opts(ctx->opts());
+      if (auto env = text_arg(c, 99, "saltenv")) o.saltenv = env;
+      auto comp = std::make_unique<compiler>(o, minion_of(*ctx));
+      comp->set_salt(make_salt(*comp, ctx->functions(), ctx));
+      return to_outcome(fn(*comp, c));
+    } catch (const std::exception& e) {
+      return modules::error_outcome(e.what());
+    }
+  };
+  outcome r = co_await on_pool(std::move(work));
+  co_return r;
+}
+
+std::string need_mods(const call& c) {
+  auto mods = text_arg(c, 0, "mods");
+  if (!mods) throw base::error(c.fun + ": missing argument 'mods'");
+  return *mods;
+}
+
+}  // namespace
+
+void register_state_module(modules::registry& reg) {
+  reg.add(
+      "state.show_top",
+      [](call c) { return show(std::move(c), [](compiler& x, const call&) { return x.show_top(); }); },
+      "state.show_top: the sls files the top files give this minion, per environment (Salt's "
+      "state.show_top)");
+  reg.add(
+      "state.show_highstate",
+      [](call c) {
+        return show(std::move(c), [](compiler& x, const call&) { return x.show_highstate(); });
+      },
+      "state.show_highstate: the high data of this minion's highstate, or the compiler's errors");
+  reg.add(
+      "state.show_lowstate",
+      [](call c) {
+        return show(std::move(c), [](compiler& x, const call&) { return x.show_lowstate(); });
+      },
+      "state.show_lowstate: the ordered low chunks of this minion's highstate, or the "
+      "compiler's errors");
+  reg.add(
+      "state.show_sls",
+      [](call c) {
+        return show(std::move(c), [](compiler& x, const call& c) {
+          return x.show_sls(need_mods(c), text_arg(c, 99, "saltenv"));
+        });
+      },
+      "state.show_sls MODS [saltenv=base]: the high data of sls files (comma-separated), or the "
+      "compiler's errors");
+  reg.add(
+      "state.show_low_sls",
+      [](call c) {
+        return show(std::move(c), [](compiler& x, const call& c) {
+          return x.show_low_sls(need_mods(c), text_arg(c, 99, "saltenv"));
+        });
+      },
+      "state.show_low_sls MODS [saltenv=base]: the low chunks of sls files (comma-separated), "
+      "or the compiler's errors");
+  reg.add(
+      "state.sls_exists",
+      [](call c) {
+        return show(std::move(c), [](compiler& x, const call& c) {
+          auto r = x.show_sls(need_mods(c), text_arg(c, 99, "saltenv"));
+          return result{json(r.ret.is_object()), 0};
+        });
+      },
+      "state.sls_exists MODS [saltenv=base]: whether the sls files render without errors");
+  reg.add(
+      "slsutil.renderer",
+      [](call c) {
+        return show(std::move(c), [](compiler& x, const call& c) {
+          auto path = text_arg(c, 0, "path");
+          if (!path) throw base::error("slsutil.renderer: missing argument 'path'");
+          std::string def = text_arg(c, 2, "default_renderer").value_or("jinja|yaml");
+          json kwargs = json::object();
+          for (const auto& [k, v] : c.kwargs.items()) {
+            if (k == "path" || k == "default_renderer" || k == "string" || k.starts_with("__")) {
+              continue;
+            }
+            kwargs[k] = json::parse(v.dump());
+          }
+          return x.renderer(*path, def, kwargs);
+        });
+      },
+      "slsutil.renderer PATH [default_renderer=jinja|yaml] [key=value...]: the data a file "
+      "renders to through its renderer pipe (Salt's slsutil.renderer)");
+}
+
+}  // namespace brine::state
