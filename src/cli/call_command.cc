@@ -17,6 +17,7 @@
 #include "minion/master_pillar.h"
 #include "modules/registry.h"
 #include "pillar/pillar.h"
+#include "state/high.h"
 #include "state/state_mod.h"
 
 namespace brine::cli {
@@ -85,7 +86,7 @@ int call_command(const base::minion_config& cfg, const call_options& o) {
     // Salt's json outputter: its dicts' own key order, ASCII only.
     nlohmann::ordered_json doc = nlohmann::ordered_json::object();
     doc["local"] = *out.ordered_ret;
-    std::cout << doc.dump(4, ' ', true) << "\n";
+    std::cout << state::python_json_dump(doc, 4) << "\n";
   } else if (o.out == "json") {
     std::cout << json{{"local", out.ret}}.dump(4) << "\n";
   } else if (o.out == "yaml") {
