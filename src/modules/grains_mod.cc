@@ -65,7 +65,11 @@ nlohmann::json filter_by(const std::string& fun, const nlohmann::json& lookup_di
   nlohmann::json ret;  // null: nothing found yet
   auto values = traversed.is_array() ? traversed : nlohmann::json::array({traversed});
   for (const auto& each : values) {
-    std::string text = each.is_string() ? each.get<std::string>() : each.dump();
+    // Python's str(): True, None, 1.5.
+    std::string text = each.is_string()    ? each.get<std::string>()
+                       : each.is_boolean() ? (each.get<bool>() ? "True" : "False")
+                       : each.is_null()    ? "None"
+                                           : each.dump();
     for (const auto& [key, value] : lookup_dict.items()) {
       if (fnmatch(key, text)) {
         ret = value;
@@ -92,7 +96,10 @@ nlohmann::json filter_by(const std::string& fun, const nlohmann::json& lookup_di
       }
     }
   }
-  if (merge != nullptr && !merge->is_null()) {
+  // Salt tests `if merge:`: an empty or false merge is no merge.
+  if (merge != nullptr && !merge->is_null() && !(merge->is_boolean() && !merge->get<bool>()) &&
+      !((merge->is_object() || merge->is_array()) && merge->empty()) &&
+      !(merge->is_string() && merge->get<std::string>().empty())) {
     if (!merge->is_object()) throw base::error(fun + ": filter_by merge argument must be a dictionary.");
     if (ret.is_null()) {
       ret = *merge;
