@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "render/yaml.h"
 
 namespace brine::state {
 
@@ -26,30 +25,6 @@ std::vector<char32_t> code_points(const std::string& s) {
     i += n;
   }
   return out;
-}
-
-void append_utf8(char32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-}
-
-std::string hex(unsigned v, int digits) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%0*X", digits, v);
-  return buf;
 }
 
 std::string hex_lower(unsigned v, int digits) {
@@ -169,61 +144,6 @@ void dump(const value& v, bool sort_keys, std::string& out) {
   }
 }
 
-// PyYAML's Emitter.write_double_quoted without line breaks (Salt sets the
-// width to sys.maxsize) and without allow_unicode.
-std::string yaml_dquote(const std::string& text) {
-  std::string out = "\"";
-  for (char32_t c : code_points(text)) {
-    const char* rep = nullptr;
-    switch (c) {
-      case 0: rep = "0"; break;
-      case 0x07: rep = "a"; break;
-      case 0x08: rep = "b"; break;
-      case 0x09: rep = "t"; break;
-      case 0x0a: rep = "n"; break;
-      case 0x0b: rep = "v"; break;
-      case 0x0c: rep = "f"; break;
-      case 0x0d: rep = "r"; break;
-      case 0x1b: rep = "e"; break;
-      case '"': rep = "\""; break;
-      case '\\': rep = "\\"; break;
-      case 0x85: rep = "N"; break;
-      case 0xa0: rep = "_"; break;
-      case 0x2028: rep = "L"; break;
-      case 0x2029: rep = "P"; break;
-      default: break;
-    }
-    if (rep) {
-      out += '\\';
-      out += rep;
-    } else if (c >= 0x20 && c <= 0x7e) {
-      out += static_cast<char>(c);
-    } else if (c <= 0xff) {
-      out += "\\x" + hex(c, 2);
-    } else if (c <= 0xffff) {
-      out += "\\u" + hex(c, 4);
-    } else {
-      out += "\\U" + hex(c, 8);
-    }
-  }
-  out += '"';
-  return out;
-}
-
-const value* keyword(call_args& a, const std::string& name) {
-  for (auto& [k, v] : a.keyword) {
-    if (k == name) return &v;
-  }
-  return nullptr;
-}
-
-// Positional argument `i` or keyword `name`, else `fallback`.
-value arg(call_args& a, size_t i, const std::string& name, value fallback) {
-  if (i < a.positional.size()) return a.positional[i];
-  if (const value* v = keyword(a, name)) return *v;
-  return fallback;
-}
-
 }  // namespace
 
 std::string python_json(const value& v, bool sort_keys) {
@@ -273,71 +193,6 @@ value traverse(const value& data, const std::string& key, const value& fallback,
     start = at + delimiter.size();
   }
   return ptr;
-}
-
-void add_salt_filters(render::environment& env) {
-  env.filters["json"] = [](const value& in, call_args& a) {
-    value sort = arg(a, 0, "sort_keys", value(true));
-    return value(python_json(in, sort.truthy()));
-  };
-  env.filters["yaml"] = [](const value& in, call_args& a) {
-    value flow = arg(a, 0, "flow_style", value(true));
-    render::yaml_dump_options o;
-    o.flow_style = flow.is_none()   ? render::yaml_dump_options::flow::leaves
-                   : flow.truthy() ? render::yaml_dump_options::flow::always
-                                   : render::yaml_dump_options::flow::never;
-    std::string text = render::dump_yaml(in, o);
-    if (text.ends_with("\n...")) text = text.substr(0, text.size() - 4);
-    return value(text);
-  };
-  // Salt's tojson: json.dumps in insertion order, HTML-safe.
-  env.filters["tojson"] = [](const value& in, call_args&) {
-    std::string text = python_json(in, false), out;
-    for (char c : text) {
-      switch (c) {
-        case '<': out += "\\u003c"; break;
-        case '>': out += "\\u003e"; break;
-        case '&': out += "\\u0026"; break;
-        case '\'': out += "\\u0027"; break;
-        default: out += c;
-      }
-    }
-    return value(out);
-  };
-  env.filters["yaml_dquote"] = [](const value& in, call_args&) {
-    return value(yaml_dquote(in.str()));
-  };
-  env.filters["yaml_squote"] = [](const value& in, call_args&) {
-    std::string out = "'";
-    for (char c : in.str()) {
-      if (c == '\'') out += '\'';
-      out += c;
-    }
-    return value(out + "'");
-  };
-  env.filters["yaml_encode"] = [](const value& in, call_args&) {
-    switch (in.type()) {
-      case value::kind::none:
-        return value("null");
-      case value::kind::boolean:
-        return value(in.as_bool() ? "true" : "false");
-      case value::kind::integer:
-        return value(in.str());
-      case value::kind::floating:
-        return value(in.str());
-      case value::kind::string:
-        return value(yaml_dquote(in.as_string()));
-      default:
-        throw render::template_error("yaml_encode() only works with YAML scalar data; failed for <class '" +
-                                     render::type_name(in) + "'>");
-    }
-  };
-  env.filters["traverse"] = [](const value& in, call_args& a) {
-    value key = arg(a, 0, "key", value(""));
-    value fallback = arg(a, 1, "default", value(nullptr));
-    value delim = arg(a, 2, "delimiter", value(":"));
-    return traverse(in, key.str(), fallback, delim.str());
-  };
 }
 
 }  // namespace brine::state

@@ -4,13 +4,9 @@
 
 #include "render/render.h"
 
-// Salt's own Jinja filters that SLS files use (salt.utils.jinja and its
-// SerializerExtension): json, yaml, yaml_dquote, yaml_squote, yaml_encode,
-// traverse, and the `python_json` helper they share.
+// Helpers of the salt[...] bridge on template values (Salt's own Jinja
+// filters are the engine's: render::use_salt_dialect).
 namespace brine::state {
-
-// Adds the filters to `env` (they take precedence over the engine's own).
-void add_salt_filters(render::environment& env);
 
 // Python's json.dumps(v, sort_keys=...) with its default separators and
 // ensure_ascii.

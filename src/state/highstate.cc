@@ -10,8 +10,8 @@
 #include "base/python.h"
 #include "modules/data.h"
 #include "render/render.h"
+#include "render/salt_filters.h"
 #include "render/yaml.h"
-#include "state/filters.h"
 
 namespace brine::state {
 
@@ -423,7 +423,9 @@ struct compiler::impl {
     env.yaml_loader = [](std::string_view t, const std::string& n) {
       return render::load_yaml<json>(t, n);
     };
-    add_salt_filters(env);
+    // Salt's own tojson/unique/min/max and the rest of its filters (the
+    // engine's); yaml_loader is set above.
+    render::use_salt_dialect(env);
     try {
       return render::render(text, relative_name(path, saltenv), ctx, env);
     } catch (const render::template_error& e) {
