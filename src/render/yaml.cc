@@ -1,5 +1,6 @@
 #include "render/yaml.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -203,20 +205,83 @@ class converter {
   const std::string& name_;
 };
 
+// Records where each document and its root node start, and nothing else.
+// yaml-cpp 0.7's document parser neither consumes nor refuses a token that
+// cannot start a node (a `,` outside a flow collection: `,`, `,}`,
+// `[a]\n,`, `&x ,`): it reports an empty document and leaves the token, so
+// YAML::LoadAll returns new empty documents at the same place until memory
+// runs out. Reading the events ourselves, two documents at one place is
+// that loop, and is refused.
+class document_marks : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    ++documents;
+    document_start = mark;
+    root_seen_ = false;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { root(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { root(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    root(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    root(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    root(mark);
+  }
+  void OnMapEnd() override {}
+
+  int documents = 0;
+  YAML::Mark document_start = YAML::Mark::null_mark();
+  YAML::Mark root_start = YAML::Mark::null_mark();
+
+ private:
+  void root(const YAML::Mark& mark) {
+    if (!root_seen_) root_start = mark;
+    root_seen_ = true;
+  }
+  bool root_seen_ = false;
+};
+
 template <class Out>
 Out load(std::string_view text, const std::string& name) {
-  std::vector<YAML::Node> docs;
+  YAML::Node doc;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    // First the events, at most two documents (PyYAML's single-document
+    // loader stops at the second too), then the one document as nodes.
+    std::string owned(text);
+    std::istringstream events_in(owned);
+    YAML::Parser parser(events_in);
+    document_marks marks;
+    YAML::Mark first = YAML::Mark::null_mark();
+    auto at = [&owned](const YAML::Mark& m) {
+      return m.pos >= 0 && static_cast<std::size_t>(m.pos) < owned.size()
+                 ? owned[static_cast<std::size_t>(m.pos)]
+                 : '\0';
+    };
+    while (marks.documents < 2 && parser.HandleNextDocument(marks)) {
+      const YAML::Mark& start = marks.document_start;
+      if (at(start) == ',' || (marks.documents == 2 && start.pos == first.pos))
+        fail(name, start, std::string("expected the node content, but found '") + at(start) + "'");
+      if (marks.documents == 1) {
+        first = start;
+        continue;
+      }
+      fail(name, marks.root_start, "expected a single document in the stream, but found another");
+    }
+    if (marks.documents == 0) return Out(nullptr);
+    doc = YAML::Load(owned);
   } catch (const YAML::Exception& e) {
     fail(name, e.mark, e.msg);
   }
-  if (docs.empty()) return Out(nullptr);
-  if (docs.size() > 1) {
-    fail(name, docs[1].Mark(), "expected a single document in the stream, but found another");
-  }
   try {
-    return converter<Out>(name).convert(docs[0], 0);
+    return converter<Out>(name).convert(doc, 0);
   } catch (const YAML::Exception& e) {
     fail(name, e.mark, e.msg);
   }

@@ -2,7 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <iostream>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace brine::render {
@@ -98,6 +104,45 @@ TEST(LoadYaml, JsonKeepsDocumentOrderOrSortsKeys) {
   EXPECT_EQ(load_yaml<nlohmann::ordered_json>("1: a\n'2': b\n", "t").dump(),
             R"({"1":"a","2":"b"})");
   EXPECT_TRUE(load_yaml<nlohmann::json>("", "t").is_null());
+}
+
+// yaml-cpp 0.7 loops without end (allocating an empty document each turn)
+// on a `,` where a node should start. Each load runs in a thread with a
+// deadline: a hang stops the test binary instead of the suite.
+TEST(LoadYaml, StrayFlowEntryIsAnErrorNotAHang) {
+  const std::vector<error_case> rows = {
+      {",,,,,,,,,,,,,,,,,,,}{}}", 1, 1, "expected the node content, but found ','"},
+      {",", 1, 1, "expected the node content, but found ','"},
+      {",}", 1, 1, "expected the node content, but found ','"},
+      {" ,}", 1, 2, "expected the node content, but found ','"},
+      {"&x ,", 1, 4, "expected the node content, but found ','"},
+      {"!!str ,", 1, 7, "expected the node content, but found ','"},
+      {"[a]\n,", 2, 1, "expected the node content, but found ','"},
+      {"a: 1\n---\n,", 3, 1, "expected a single document in the stream, but found another"},
+      {"--- ,", 1, 5, "expected the node content, but found ','"},
+  };
+  for (const auto& r : rows) {
+    auto result = std::make_shared<std::promise<std::string>>();
+    std::future<std::string> done = result->get_future();
+    std::thread([result, text = r.yaml] {
+      try {
+        load_yaml_value(text, "x.sls");
+        result->set_value("no error");
+      } catch (const yaml_error& e) {
+        result->set_value(e.what());
+      }
+    }).detach();
+    if (done.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+      std::cerr << "load_yaml did not return within 5 s on " << r.yaml << "\n";
+      std::abort();
+    }
+    EXPECT_EQ(done.get(), "x.sls line " + std::to_string(r.line) + " column " +
+                              std::to_string(r.column) + ": " + r.message)
+        << r.yaml;
+  }
+  // Commas inside a plain scalar or a flow collection are fine.
+  EXPECT_EQ(load_yaml_value("a,}\n", "t").repr(), "'a,}'");
+  EXPECT_EQ(load_yaml_value("[a, b]\n", "t").repr(), "['a', 'b']");
 }
 
 TEST(LoadYaml, RecursiveAliasIsAnError) {
