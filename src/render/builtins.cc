@@ -321,8 +321,16 @@ value f_items(interpreter&, const value& v, call_args&) {
   return value::make_list(std::move(pairs));
 }
 
+// Jinja's map, select, reject, selectattr and rejectattr iterate only a true
+// value (`if value: for item in value`): a false one, iterable or not,
+// gives nothing.
+std::vector<value> iterate_if_true(const value& v) {
+  if (!v.defined().truthy()) return {};
+  return iterate(v);
+}
+
 value f_map(interpreter& in, const value& v, call_args& a) {
-  auto items = iterate(v);
+  auto items = iterate_if_true(v);
   std::vector<value> out;
   bool by_attribute = a.positional.empty();
   if (by_attribute) {
@@ -354,7 +362,7 @@ value select_like(interpreter& in, const value& v, call_args& a, bool by_attr, b
   if (next < a.positional.size()) test_name = a.positional[next++].str();
   call_args rest = rest_args(a, next);
   rest.keyword.clear();
-  for (auto& e : iterate(v)) {
+  for (auto& e : iterate_if_true(v)) {
     value x = by_attr ? attribute_of(in, e, attr) : e;
     bool r = false;
     if (test_name.empty()) {
@@ -483,12 +491,20 @@ value f_indent(interpreter&, const value& v, call_args& a) {
   value width = argument(a, 0, "width", 4);
   bool first = argument(a, 1, "first", false).truthy();
   bool blank = argument(a, 2, "blank", false).truthy();
-  std::string ind =
-      width.is_string()
-          ? width.as_string()
-          : std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, to_int(width, "width"))),
-                        ' ');
-  std::string s = v.str() + "\n";
+  std::string ind;
+  if (width.is_string()) {
+    ind = width.as_string();
+  } else {
+    ind.assign(static_cast<std::size_t>(std::max<std::int64_t>(0, to_int(width, "width"))), ' ');
+  }
+  // Jinja does `s += "\n"` and then `s.splitlines()`: only a string gets
+  // through (a list takes the "\n" and has no splitlines).
+  v.defined();
+  if (v.is_list()) throw template_error("'list' object has no attribute 'splitlines'");
+  if (v.is_tuple()) throw template_error("can only concatenate tuple (not \"str\") to tuple");
+  if (!v.is_string())
+    throw template_error("unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
+  std::string s = v.as_string() + "\n";
   value lines_v = method(value(s), "splitlines");
   call_args none;
   auto lines = lines_v.callable().fn(none).items();
@@ -750,19 +766,33 @@ value f_center(interpreter&, const value& v, call_args& a) {
 }
 
 value f_truncate(interpreter&, const value& v, call_args& a) {
-  std::string s = v.str();
+  v.defined();
   std::int64_t length = to_int(argument(a, 0, "length", 255), "length");
   bool killwords = argument(a, 1, "killwords", false).truthy();
   std::string end = argument(a, 2, "end", "...").str();
   value leeway_v = argument(a, 3, "leeway", nullptr);
   std::int64_t leeway = leeway_v.is_none() ? 5 : to_int(leeway_v, "leeway");
-  auto chars = iterate(value(s));
+  std::vector<value> chars = v.is_string() ? iterate(v) : std::vector<value>{};
   auto n = static_cast<std::int64_t>(chars.size());
   auto elen = static_cast<std::int64_t>(codepoints(end));
   if (length < elen)
     throw template_error("expected length >= " + std::to_string(elen) + ", got " +
                          std::to_string(length));
   if (leeway < 0) throw template_error("expected leeway >= 0, got " + std::to_string(leeway));
+  // Jinja takes len() of the value and slices it: a list, tuple or dict
+  // short enough comes back as it is, a longer one fails on the slice.
+  if (!v.is_string()) {
+    if (!v.is_sequence_like() && !v.is_dict())
+      throw template_error("object of type '" + type_name(v) + "' has no len()");
+    auto len = static_cast<std::int64_t>(v.is_dict() ? v.dict().entries.size() : v.items().size());
+    if (len <= length + leeway) return v;
+    if (v.is_dict()) throw template_error("unhashable type: 'slice'");
+    if (killwords)
+      throw template_error("can only concatenate " + type_name(v) + " (not \"str\") to " +
+                           type_name(v));
+    throw template_error("'" + type_name(v) + "' object has no attribute 'rsplit'");
+  }
+  const std::string& s = v.as_string();
   if (n <= length + leeway) return s;
   std::string head;
   for (std::int64_t i = 0; i < length - elen; ++i)
@@ -1011,14 +1041,16 @@ bool t_boolean(interpreter&, const value& v, call_args&) { return v.is_bool(); }
 bool t_true(interpreter&, const value& v, call_args&) { return v.is_bool() && v.as_bool(); }
 bool t_false(interpreter&, const value& v, call_args&) { return v.is_bool() && !v.as_bool(); }
 bool t_callable(interpreter&, const value& v, call_args&) { return v.is_callable(); }
+// Jinja: `value % 2 == 0`, `value % 2 == 1`, `value % num == 0`, so a
+// float is odd or even only when it is a whole number (1.5 is neither).
 bool t_even(interpreter&, const value& v, call_args&) {
-  return binary_op("%", v, value(2)).truthy() == false;
+  return equal(binary_op("%", v, value(2)), value(0));
 }
 bool t_odd(interpreter&, const value& v, call_args&) {
-  return binary_op("%", v, value(2)).truthy();
+  return equal(binary_op("%", v, value(2)), value(1));
 }
 bool t_divisibleby(interpreter&, const value& v, call_args& a) {
-  return !binary_op("%", v, argument(a, 0, "num")).truthy();
+  return equal(binary_op("%", v, argument(a, 0, "num")), value(0));
 }
 bool t_in(interpreter&, const value& v, call_args& a) { return contains(argument(a, 0, "seq"), v); }
 bool t_eq(interpreter&, const value& v, call_args& a) { return equal(v, argument(a, 0, "other")); }

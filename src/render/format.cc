@@ -199,12 +199,16 @@ std::string format_field(const value& v, const std::string& text) {
 }
 
 std::string percent_format(const std::string& fmt, const value& args) {
+  // Python's rule: a tuple is the argument list; any other value is one
+  // argument, and one that has __getitem__ but is not a str (a dict, and a
+  // list too) is also the mapping, which excuses arguments left unconverted:
+  // 'abc' % [1] is 'abc', 'abc' % 1 fails.
   std::vector<value> list;
   const value* mapping = nullptr;
   if (args.is_tuple()) {
     list = args.items();
   } else {
-    if (args.is_dict()) mapping = &args;
+    if (args.is_dict() || args.is_list()) mapping = &args;
     list.push_back(args);
   }
   std::size_t next = 0;
@@ -222,6 +226,8 @@ std::string percent_format(const std::string& fmt, const value& args) {
       auto close = fmt.find(')', i);
       if (close == std::string::npos) throw template_error("incomplete format key");
       if (!mapping) throw template_error("format requires a mapping");
+      if (!mapping->is_dict())
+        throw template_error("list indices must be integers or slices, not str");
       std::string key = fmt.substr(i + 1, close - i - 1);
       value* v = mapping->dict().find(value(key));
       if (!v) throw template_error("KeyError: " + string_repr(key));
