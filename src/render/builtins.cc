@@ -495,7 +495,9 @@ value f_indent(interpreter&, const value& v, call_args& a) {
   if (width.is_string()) {
     ind = width.as_string();
   } else {
-    ind.assign(static_cast<std::size_t>(std::max<std::int64_t>(0, to_int(width, "width"))), ' ');
+    auto n = static_cast<std::size_t>(std::max<std::int64_t>(0, to_int(width, "width")));
+    charge_steps(n);
+    ind.assign(n, ' ');
   }
   // Jinja does `s += "\n"` and then `s.splitlines()`: only a string gets
   // through (a list takes the "\n" and has no splitlines).
@@ -508,6 +510,11 @@ value f_indent(interpreter&, const value& v, call_args& a) {
   value lines_v = method(value(s), "splitlines");
   call_args none;
   auto lines = lines_v.callable().fn(none).items();
+  std::uint64_t indented = 0;
+  if (__builtin_mul_overflow(static_cast<std::uint64_t>(ind.size()),
+                             static_cast<std::uint64_t>(lines.size()), &indented))
+    indented = UINT64_MAX;
+  charge_steps(indented);
   std::string rv;
   if (blank) {
     for (std::size_t i = 0; i < lines.size(); ++i)

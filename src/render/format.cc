@@ -1,3 +1,4 @@
+#include <climits>
 #include <cmath>
 #include <cstdio>
 
@@ -32,6 +33,7 @@ std::string pad(const std::string& body, const spec& sp, char default_align) {
   auto w = static_cast<std::size_t>(sp.width);
   if (len >= w) return body;
   std::size_t n = w - len;
+  charge_steps(n);
   char align = sp.align ? sp.align : default_align;
   std::string f(1, sp.fill);
   auto rep = [&](std::size_t k) {
@@ -154,7 +156,9 @@ spec parse_spec(const std::string& s) {
   }
   std::size_t w = i;
   while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-  if (i > w) sp.width = static_cast<int>(parse_digits(s.substr(w, i - w), 100000, "width"));
+  // Python takes any width that fits a Py_ssize_t; brine stops at INT_MAX
+  // (2 GiB of padding). pad() charges the padding to the step budget.
+  if (i > w) sp.width = static_cast<int>(parse_digits(s.substr(w, i - w), INT_MAX, "width"));
   if (i < s.size() && s[i] == ',') {
     sp.grouping = true;
     ++i;
@@ -254,7 +258,7 @@ std::string percent_format(const std::string& fmt, const value& args) {
     }
     std::size_t w = i;
     while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i]))) ++i;
-    if (i > w) sp.width = static_cast<int>(parse_digits(fmt.substr(w, i - w), 100000, "width"));
+    if (i > w) sp.width = static_cast<int>(parse_digits(fmt.substr(w, i - w), INT_MAX, "width"));
     if (i < fmt.size() && fmt[i] == '.') {
       std::size_t p = ++i;
       while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i]))) ++i;

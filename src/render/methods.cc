@@ -291,6 +291,7 @@ value string_method(const value& obj, const std::string& name, call_args& a) {
     auto len = static_cast<std::int64_t>(iterate(obj).size());
     if (width <= len) return s;
     auto n = static_cast<std::size_t>(width - len);
+    charge_steps(n);
     auto rep = [&](std::size_t k) {
       std::string out;
       for (std::size_t i = 0; i < k; ++i) out += fill;

@@ -215,6 +215,36 @@ TEST(Budget, MaxStepsStopsRunawayRendersAndBigProducts) {
   EXPECT_EQ(render("{% for i in range(2000) %}{% endfor %}ok", "t", {}), "ok");
 }
 
+// Padding to a width is output the template asks for as surely as 'x' * n:
+// with a budget, each pad character costs a step, so a width of 10**9
+// fails at once instead of building a gigabyte.
+TEST(Budget, WidthArgumentsAreCharged) {
+  environment env;
+  env.max_steps = 1000;
+  for (const char* t :
+       {"{{ 'x'.center(10**9) }}", "{{ 'x'.ljust(10**9) }}", "{{ 'x'.rjust(10**9) }}",
+        "{{ 'x'.zfill(10**9) }}", "{{ 'x'|center(10**9) }}", "{{ 'x'|indent(10**9, true) }}",
+        "{{ 'a\nb\nc'|indent(400) }}", "{{ '%1000000000s' % 'x' }}",
+        "{{ '{:>1000000000}'.format(1) }}", "{{ '%-1000000000d'|format(1) }}",
+        "{{ '{:*^1000000000}'.format('x') }}"}) {
+    EXPECT_NE(error_of(t, env).find("the render took more than 1000 steps"), std::string::npos)
+        << t;
+  }
+  // Python refuses a width past Py_ssize_t; brine past INT_MAX.
+  EXPECT_NE(error_of("{{ '%10000000000s' % 'x' }}", env).find("width too big"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ '{:>10000000000}'.format(1) }}", env).find("width too big"),
+            std::string::npos);
+  // wordwrap's width builds nothing: a wide one is one line.
+  EXPECT_EQ(render("{{ 'a b'|wordwrap(10**10) }}", "t", {}, env), "a b");
+  // Within the budget, and without one, widths are Python's.
+  EXPECT_EQ(render("{{ 'x'.center(5, '*') }}|{{ '%4s' % 1 }}|{{ 'a\nb'|indent(2) }}", "t", {},
+                   env),
+            "**x**|   1|a\n  b");
+  EXPECT_EQ(render("{{ 'x'.ljust(200000)|length }}|{{ ('%200000s' % 1)|length }}", "t", {}),
+            "200000|200000");
+}
+
 environment salt_env(const files& fs) {
   environment env = env_with(fs);
   // A stand-in for Salt's YAML loader: JSON is YAML.

@@ -358,8 +358,9 @@ class template_generator {
       case 1:
         return atom();
       case 2:
-        if (pick(4) == 0)  // str % list is a difference (see README)
-          return "(" + expr(depth + 1) + " % " + std::to_string(1 + pick(5)) + ")";
+        if (pick(4) == 0)
+          return "(" + expr(depth + 1) + " % " +
+                 (pick(2) ? std::to_string(1 + pick(5)) : expr(depth + 1)) + ")";
         return "(" + expr(depth + 1) + " " + one_of({"+", "-", "*", "//", "/", "~"}) + " " +
                expr(depth + 1) + ")";
       case 3:
@@ -377,7 +378,8 @@ class template_generator {
                        "max", "round", "count", "replace('a', 'b')", "batch(2)|list",
                        "dictsort", "items|list", "wordcount",
                        "string|center(9)", "string|indent(2)", "string|truncate(5)",
-                       "float|round(1)"});
+                       "indent(2)", "truncate(5)", "select|list", "reject|list",
+                       "map('string')|list", "float|round(1)"});
       case 7:
         return "(" + expr(depth + 1) + " is " +
                one_of({"defined", "number", "string", "iterable", "mapping", "sequence", "none",
