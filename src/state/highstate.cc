@@ -219,25 +219,35 @@ struct compiler::impl {
 
   bool env_available(const std::string& env) const { return contains(envs(), env); }
 
-  std::vector<std::string> list_files(const std::string& env) const {
+  // The tree is listed once per compile, as Salt's file client caches its
+  // listing: the includes of a formula ask for it again and again.
+  mutable std::map<std::string, std::vector<std::string>, std::less<>> files_memo, states_memo;
+
+  const std::vector<std::string>& list_files(const std::string& env) const {
+    if (auto it = files_memo.find(env); it != files_memo.end()) return it->second;
     std::set<std::string> out;
-    const auto* dirs = roots(env);
-    if (!dirs) return {};
-    for (const auto& d : *dirs) {
-      std::error_code ec;
-      fs::recursive_directory_iterator it(d, fs::directory_options::follow_directory_symlink, ec);
-      if (ec) continue;
-      for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (ec) break;
-        std::error_code fec;
-        if (!it->is_regular_file(fec)) continue;
-        out.insert(fs::relative(it->path(), d, fec).generic_string());
+    if (const auto* dirs = roots(env)) {
+      for (const auto& d : *dirs) {
+        std::error_code ec;
+        fs::recursive_directory_iterator it(d, fs::directory_options::follow_directory_symlink, ec);
+        if (ec) continue;
+        const fs::path root(d);
+        for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+          if (ec) break;
+          std::error_code fec;
+          if (!it->is_regular_file(fec)) continue;
+          // Lexically: fs::relative would resolve symbolic links with a
+          // readlink per path component of every file.
+          out.insert(it->path().lexically_relative(root).generic_string());
+        }
       }
     }
-    return {out.begin(), out.end()};
+    return files_memo.emplace(env, std::vector<std::string>(out.begin(), out.end()))
+        .first->second;
   }
 
-  std::vector<std::string> list_states(const std::string& env) const {
+  const std::vector<std::string>& list_states(const std::string& env) const {
+    if (auto it = states_memo.find(env); it != states_memo.end()) return it->second;
     std::set<std::string> states;
     for (const auto& path : list_files(env)) {
       if (!path.ends_with(".sls")) continue;
@@ -249,7 +259,8 @@ struct compiler::impl {
         states.insert(dotted.substr(0, dotted.size() - 4));
       }
     }
-    return {states.begin(), states.end()};
+    return states_memo.emplace(env, std::vector<std::string>(states.begin(), states.end()))
+        .first->second;
   }
 
   std::optional<std::string> find_file(std::string rel, const std::string& env) const {
@@ -384,9 +395,9 @@ struct compiler::impl {
   std::string relative_name(const std::string& path, const std::string& saltenv) const {
     if (const auto* dirs = roots(saltenv)) {
       for (const auto& d : *dirs) {
-        std::error_code ec;
-        auto rel = fs::relative(path, d, ec);
-        if (!ec && !rel.empty() && !rel.generic_string().starts_with("..")) {
+        auto rel = fs::path(path).lexically_normal().lexically_relative(
+            fs::path(d).lexically_normal());
+        if (!rel.empty() && !rel.generic_string().starts_with("..")) {
           return rel.generic_string();
         }
       }
