@@ -8,6 +8,8 @@
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
 #include <iostream>
+#include <memory>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -17,7 +19,9 @@
 #include "minion/master_pillar.h"
 #include "modules/registry.h"
 #include "pillar/pillar.h"
+#include "state/bridge.h"
 #include "state/high.h"
+#include "state/highstate.h"
 #include "state/state_mod.h"
 
 namespace brine::cli {
@@ -26,9 +30,24 @@ using nlohmann::json;
 
 namespace {
 
-json local_pillar(const base::minion_config& cfg, const json& grains) {
+json local_pillar(const base::minion_config& cfg, const json& grains,
+                  const modules::registry& functions, modules::minion_context& ctx) {
   pillar::options o;
   o.roots = cfg.pillar_roots;
+  // Pillar templates call the minion's execution functions, with a file
+  // client over pillar_roots (Salt's Pillar uses pillar_roots as its
+  // file_roots): a state compiler over them gives the bridge its files.
+  auto compilers = std::make_shared<std::vector<std::unique_ptr<state::compiler>>>();
+  o.salt = [compilers, &functions, &ctx, &cfg](std::string_view id, const json& g) {
+    state::options so;
+    for (const auto& [env, dirs] : cfg.pillar_roots) so.file_roots.emplace_back(env, dirs);
+    state::minion m;
+    m.id = std::string(id);
+    m.grains = state::json(g);
+    m.opts = state::json(ctx.opts());
+    auto& c = compilers->emplace_back(std::make_unique<state::compiler>(so, std::move(m)));
+    return state::make_salt(*c, functions, &ctx);
+  };
   auto compiler = pillar::compiler::load(o);
   auto result = compiler.compile(cfg.id, &grains);
   json p = std::move(result.pillar);
@@ -50,7 +69,7 @@ int call_command(const base::minion_config& cfg, const call_options& o) {
   auto already_fresh = [](std::string&) { return true; };
   minion::context ctx(cfg, functions, minion::context::hooks{nullptr, already_fresh});
   if (o.local) {
-    ctx.set_pillar(local_pillar(cfg, *ctx.grains()));
+    ctx.set_pillar(local_pillar(cfg, *ctx.grains(), functions, ctx));
   } else {
     auto got = minion::fetch_master_pillar(cfg, *ctx.grains());
     if (!got.pillar) {
