@@ -15,9 +15,16 @@
 // loaded, then compiled for every minion with compile() and compile_shared().
 //
 //   cmake --preset release && cmake --build --preset release --target brine_microbench
-//   build/release/bench/brine_microbench [--rounds N] [--pillar-rounds N] [--only target|pillar]
+//
+// States: the `bench` tree of tests/fixtures/states (111 states, 5 sls,
+// templates, pillar) rendered and compiled to Salt's lowstate for a Debian 12
+// minion, CPU per catalog; the heap a compiled catalog keeps; templates
+// rendered per second over the fixture trees.
+//
+//   build/release/bench/brine_microbench [--rounds N] [--pillar-rounds N] [--only target|pillar|state]
 //     [--filter TEXT]   (only the target expressions containing TEXT: for perf record)
 #include <malloc.h>
+#include <time.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -36,6 +43,9 @@
 #include "pillar/pillar.h"
 #include "support/temp_dir.h"
 #include "target/target.h"
+#include "modules/registry.h"
+#include "state/bridge.h"
+#include "state/highstate.h"
 
 namespace {
 
@@ -365,9 +375,124 @@ int bench_pillar(const fleet& f, const options& o) {
   return 0;
 }
 
+double cpu_ms_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+// One minion of a state tree of tests/fixtures/states, as the fixtures were
+// recorded: id minion1, the tree's pillar compiled for it, file_client local.
+struct state_minion {
+  brine::state::options opts;
+  brine::state::minion minion;
+};
+
+state_minion fixture_minion(const std::filesystem::path& tree, const json& grains) {
+  state_minion sm;
+  sm.opts.file_roots = {{"base", {(tree / "salt").string()}}};
+  if (std::filesystem::exists(tree / "salt-dev")) {
+    sm.opts.file_roots.push_back({"dev", {(tree / "salt-dev").string()}});
+  }
+  pillar::options po;
+  po.roots = {{"base", {(tree / "pillar").string()}}};
+  auto pr = pillar::compiler::load(po).compile("minion1", &grains);
+  json opts = {{"id", "minion1"}, {"file_client", "local"}};
+  for (const auto& [env, dirs] : sm.opts.file_roots) opts["file_roots"][env] = dirs;
+  opts["pillar_roots"]["base"] = {(tree / "pillar").string()};
+  sm.minion.id = "minion1";
+  sm.minion.grains = brine::state::json::parse(grains.dump());
+  sm.minion.pillar = brine::state::json::parse(pr.pillar.dump());
+  sm.minion.opts = brine::state::json::parse(opts.dump());
+  return sm;
+}
+
+// The state compiler: render and compile of the `bench` tree (111 states in
+// 5 sls with map.jinja, a macro and pillar loops) for a Debian 12 minion,
+// CPU per catalog, as Salt's state.show_lowstate does it; the heap a
+// compiled catalog (its lowstate) keeps; and templates rendered per second
+// (slsutil.renderer of every sls of the fixture trees).
+int bench_states(const options& o) {
+  namespace fs = std::filesystem;
+  const fs::path root = BRINE_STATE_FIXTURES;
+  json grains = brine::base::yaml_to_json(YAML::LoadFile(o.grains_dir + "/debian-12.yaml"));
+  brine::modules::registry reg;
+  brine::modules::register_builtin_modules(reg);
+  auto heap = [] { return static_cast<double>(mallinfo2().uordblks); };
+
+  state_minion bench = fixture_minion(root / "bench", grains);
+  size_t chunks = 0;
+  std::vector<double> cpu, wall;
+  const int catalogs = std::max(10, o.rounds * 5);
+  std::vector<brine::state::json> kept;
+  kept.reserve(static_cast<size_t>(catalogs));
+  double heap0 = heap();
+  for (int i = 0; i < catalogs; ++i) {
+    double c0 = cpu_ms_now();
+    auto t0 = clock_type::now();
+    brine::state::compiler c(bench.opts, bench.minion);
+    c.set_salt(brine::state::make_salt(c, reg, nullptr));
+    auto r = c.show_lowstate();
+    wall.push_back(ms_since(t0));
+    cpu.push_back(cpu_ms_now() - c0);
+    if (r.retcode != 0 || !r.ret.is_array()) {
+      std::cerr << "brine_microbench: state: the bench tree failed to compile: "
+                << r.ret.dump().substr(0, 500) << "\n";
+      return 1;
+    }
+    chunks = r.ret.size();
+    kept.push_back(std::move(r.ret));
+  }
+  double kept_bytes = (heap() - heap0) / static_cast<double>(kept.size());
+  emit({{"bench", "state_compile"},
+        {"tree", "bench"},
+        {"chunks", chunks},
+        {"cpu_ms", cpu},
+        {"wall_ms", wall},
+        {"catalog_bytes", kept_bytes}});
+
+  // Every sls file of the fixture trees through slsutil.renderer.
+  size_t rendered = 0, failed = 0;
+  double seconds = 0;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (!fs::is_directory(entry) || entry.path().filename() == "errors") continue;
+    state_minion sm = fixture_minion(entry.path(), grains);
+    // salt://path and the sls and tpldir it renders with, as a state run
+    // renders it (slsutil.renderer alone would give tpldir '.').
+    std::vector<std::pair<std::string, brine::state::json>> files;
+    for (const auto& [env, dirs] : sm.opts.file_roots) {
+      if (env != "base") continue;
+      for (const auto& f : fs::recursive_directory_iterator(dirs.at(0))) {
+        if (f.path().extension() != ".sls" || f.path().filename() == "top.sls") continue;
+        std::string rel = f.path().lexically_relative(dirs.at(0)).generic_string();
+        std::string sls = rel.substr(0, rel.size() - 4);
+        if (sls.ends_with("/init")) sls.resize(sls.size() - 5);
+        std::replace(sls.begin(), sls.end(), '/', '.');
+        std::string dir = rel.find('/') == std::string::npos ? "." : rel.substr(0, rel.rfind('/'));
+        files.push_back({"salt://" + rel, {{"sls", sls}, {"tpldir", dir}}});
+      }
+    }
+    brine::state::compiler c(sm.opts, sm.minion);
+    c.set_salt(brine::state::make_salt(c, reg, nullptr));
+    for (int round = 0; round < o.rounds; ++round) {
+      for (const auto& [f, kwargs] : files) {
+        auto t0 = clock_type::now();
+        auto r = c.renderer(f, "jinja|yaml", kwargs);
+        seconds += ms_since(t0) / 1000;
+        (r.retcode == 0 ? rendered : failed) += 1;
+      }
+    }
+  }
+  emit({{"bench", "template_render"},
+        {"templates", rendered},
+        {"failed", failed},
+        {"templates_per_s", seconds > 0 ? static_cast<double>(rendered) / seconds : 0.0}});
+  return rendered == 0 ? 1 : 0;
+}
+
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
-            << " [--minions N] [--rounds N] [--pillar-rounds N] [--only target|pillar]"
+            << " [--minions N] [--rounds N] [--pillar-rounds N] [--only target|pillar|state]"
                " [--filter TEXT] [--grains-dir DIR]\n";
   return 2;
 }
@@ -386,7 +511,7 @@ int main(int argc, char** argv) {
       o.rounds = std::atoi(v.c_str());
     } else if (a == "--pillar-rounds") {
       o.pillar_rounds = std::atoi(v.c_str());
-    } else if (a == "--only" && (v == "target" || v == "pillar")) {
+    } else if (a == "--only" && (v == "target" || v == "pillar" || v == "state")) {
       o.only = v;
     } else if (a == "--filter") {
       o.filter = v;
@@ -403,9 +528,10 @@ int main(int argc, char** argv) {
     std::cerr << "brine_microbench: " << o.minions << " minions' grains built in "
               << static_cast<int>(ms_since(t0)) << " ms\n";
     int failures = 0;
-    if (o.only != "pillar") failures += bench_targets(f, o);
-    if (o.only != "pillar") bench_grains_memory(f);
-    if (o.only != "target") failures += bench_pillar(f, o);
+    if (o.only.empty() || o.only == "target") failures += bench_targets(f, o);
+    if (o.only.empty() || o.only == "target") bench_grains_memory(f);
+    if (o.only.empty() || o.only == "pillar") failures += bench_pillar(f, o);
+    if (o.only.empty() || o.only == "state") failures += bench_states(o);
     return failures > 0 ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "brine_microbench: " << e.what() << '\n';
