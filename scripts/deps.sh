@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libasio-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev
-  libcli11-dev libspdlog-dev libfmt-dev libjemalloc-dev libc-ares-dev libpcre2-dev
+  libcli11-dev libspdlog-dev libfmt-dev libjemalloc-dev libc-ares-dev libpcre2-dev libyaml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 openssl procps dnsmasq-base
   python3-jinja2

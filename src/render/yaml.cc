@@ -1,16 +1,16 @@
 #include "render/yaml.h"
 
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/yaml.h>
+#include <yaml.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <new>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -27,18 +27,244 @@ std::string located_message(const std::string& name, int line, int column,
   return w + ": " + message;
 }
 
-[[noreturn]] void fail(const std::string& name, const YAML::Mark& mark, const std::string& what) {
-  if (mark.line < 0) throw yaml_error(name, 0, 0, what);
-  throw yaml_error(name, mark.line + 1, mark.column + 1, what);
+// A 1-based position; 0 when unknown.
+struct mark {
+  int line = 0;
+  int column = 0;
+};
+
+mark from_libyaml(const yaml_mark_t& m) {
+  return {static_cast<int>(m.line) + 1, static_cast<int>(m.column) + 1};
+}
+
+// PyYAML's str() of a Mark read by its C loader (no snippet: libyaml keeps
+// no buffer) for a str stream.
+std::string pyyaml_mark(mark m) {
+  return "  in \"<unicode string>\", line " + std::to_string(m.line) + ", column " +
+         std::to_string(m.column);
+}
+
+// PyYAML's str() of a MarkedYAMLError: the context and its mark (left out
+// when it is the problem's), then the problem and its mark.
+std::string pyyaml_text(const std::string& context, mark context_mark, const std::string& problem,
+                        mark problem_mark) {
+  std::string out;
+  if (!context.empty()) {
+    out += context + "\n";
+    if (context_mark.line != problem_mark.line || context_mark.column != problem_mark.column) {
+      out += pyyaml_mark(context_mark) + "\n";
+    }
+  }
+  return out + problem + "\n" + pyyaml_mark(problem_mark);
+}
+
+// An error of brine's own wording (message) at `at`; salt_context is the
+// "while constructing a mapping" PyYAML's constructor adds, at `context_at`.
+[[noreturn]] void fail(const std::string& name, mark at, const std::string& message,
+                       const std::string& salt_context = {}, mark context_at = {}) {
+  throw yaml_error(name, at.line, at.column, message,
+                   pyyaml_text(salt_context, context_at, message, at));
+}
+
+// One node of the document as libyaml's events describe it. Nodes live in
+// one vector and refer to each other by index, so an alias is the index of
+// its anchor's node (a tree with shared and even cyclic branches, which
+// conversion bounds) and freeing a deep tree does not recurse.
+struct node {
+  enum class kind : std::uint8_t { scalar, sequence, mapping } type = kind::scalar;
+  // "?" for a plain untagged scalar, "!" for a quoted one, "" for an
+  // untagged collection, else the tag as libyaml resolved it.
+  std::string tag;
+  std::string text;
+  mark at;
+  // A sequence's items; a mapping's keys and values, alternating.
+  std::vector<std::size_t> items;
+};
+
+struct document {
+  std::vector<node> nodes;
+  std::size_t root = 0;
+  bool empty = true;
+};
+
+class libyaml_parser {
+ public:
+  libyaml_parser() {
+    if (yaml_parser_initialize(&parser_) == 0) throw std::bad_alloc();
+  }
+  ~libyaml_parser() { yaml_parser_delete(&parser_); }
+  libyaml_parser(const libyaml_parser&) = delete;
+  libyaml_parser& operator=(const libyaml_parser&) = delete;
+  yaml_parser_t* get() { return &parser_; }
+
+ private:
+  yaml_parser_t parser_{};
+};
+
+class libyaml_event {
+ public:
+  libyaml_event() = default;
+  ~libyaml_event() { yaml_event_delete(&event_); }
+  libyaml_event(const libyaml_event&) = delete;
+  libyaml_event& operator=(const libyaml_event&) = delete;
+  yaml_event_t* get() { return &event_; }
+  const yaml_event_t& operator*() const { return event_; }
+
+ private:
+  yaml_event_t event_{};
+};
+
+std::string text_of(const yaml_char_t* s) {
+  return s == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(s));
+}
+
+// libyaml's error as PyYAML's C loader raises it. Salt's yaml renderer
+// reports a ScannerError by its problem alone (its marks have no buffer for
+// SaltRenderError to quote; its _ERROR_MAP renames only the pure-Python
+// scanner's tab message), other errors as str().
+[[noreturn]] void fail_parser(const std::string& name, std::string_view text,
+                              const yaml_parser_t& p) {
+  std::string problem = p.problem == nullptr ? "unknown error" : p.problem;
+  std::string context = p.context == nullptr ? "" : p.context;
+  if (p.error == YAML_MEMORY_ERROR) throw std::bad_alloc();
+  if (p.error == YAML_READER_ERROR) {
+    // A reader error has an offset, not a mark.
+    auto offset = std::min(p.problem_offset, text.size());
+    int line = 1, column = 1;
+    for (std::size_t i = 0; i < offset; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else if ((static_cast<unsigned char>(text[i]) & 0xc0) != 0x80) {
+        ++column;
+      }
+    }
+    char value[16];
+    std::snprintf(value, sizeof value, "#x%04x", static_cast<unsigned>(p.problem_value));
+    std::string message = "unacceptable character " + std::string(value) + ": " + problem;
+    throw yaml_error(name, line, column, message,
+                     message + "\n  in \"<unicode string>\", position " + std::to_string(offset));
+  }
+  mark problem_at = from_libyaml(p.problem_mark);
+  mark context_at = from_libyaml(p.context_mark);
+  std::string salt = pyyaml_text(context, context_at, problem, problem_at);
+  if (p.error == YAML_SCANNER_ERROR) salt = problem;
+  std::string message = problem;
+  if (!context.empty()) {
+    message += " (" + context;
+    if (context_at.line != problem_at.line || context_at.column != problem_at.column) {
+      message += " at line " + std::to_string(context_at.line) + " column " +
+                 std::to_string(context_at.column);
+    }
+    message += ")";
+  }
+  throw yaml_error(name, problem_at.line, problem_at.column, message, salt);
+}
+
+// The one document of `text` as nodes, as PyYAML's composer (get_single_node)
+// builds it: anchors and aliases resolved, a second document refused.
+document compose(std::string_view text, const std::string& name) {
+  libyaml_parser parser;
+  yaml_parser_set_input_string(parser.get(), reinterpret_cast<const unsigned char*>(text.data()),
+                               text.size());
+  yaml_parser_set_encoding(parser.get(), YAML_UTF8_ENCODING);
+  document doc;
+  std::unordered_map<std::string, std::size_t> anchors;
+  std::vector<std::size_t> open;
+  int documents = 0;
+  mark first_document;
+  auto add = [&](std::size_t index) {
+    if (open.empty()) {
+      doc.root = index;
+      doc.empty = false;
+    } else {
+      doc.nodes[open.back()].items.push_back(index);
+    }
+  };
+  auto start = [&](const yaml_event_t& e, node::kind type, const yaml_char_t* anchor,
+                   std::string tag) {
+    node n;
+    n.type = type;
+    n.tag = std::move(tag);
+    n.at = from_libyaml(e.start_mark);
+    doc.nodes.push_back(std::move(n));
+    std::size_t index = doc.nodes.size() - 1;
+    if (anchor != nullptr) {
+      auto [it, fresh] = anchors.try_emplace(text_of(anchor), index);
+      if (!fresh) {
+        mark first = doc.nodes[it->second].at;
+        throw yaml_error(name, doc.nodes[index].at.line, doc.nodes[index].at.column,
+                         "found duplicate anchor '" + it->first + "' (first at line " +
+                             std::to_string(first.line) + " column " +
+                             std::to_string(first.column) + ")",
+                         pyyaml_text("found duplicate anchor; first occurrence", first,
+                                     "second occurrence", doc.nodes[index].at));
+      }
+    }
+    add(index);
+    return index;
+  };
+  for (;;) {
+    libyaml_event event;
+    if (yaml_parser_parse(parser.get(), event.get()) == 0) fail_parser(name, text, *parser.get());
+    const yaml_event_t& e = *event;
+    switch (e.type) {
+      case YAML_STREAM_END_EVENT:
+        return doc;
+      case YAML_DOCUMENT_START_EVENT:
+        if (++documents == 2) {
+          mark at = from_libyaml(e.start_mark);
+          throw yaml_error(name, at.line, at.column,
+                           "expected a single document in the stream, but found another",
+                           pyyaml_text("expected a single document in the stream", first_document,
+                                       "but found another document", at));
+        }
+        first_document = from_libyaml(e.start_mark);
+        break;
+      case YAML_ALIAS_EVENT: {
+        std::string anchor = text_of(e.data.alias.anchor);
+        auto it = anchors.find(anchor);
+        if (it == anchors.end()) {
+          mark at = from_libyaml(e.start_mark);
+          throw yaml_error(name, at.line, at.column, "found undefined alias '" + anchor + "'",
+                           pyyaml_text({}, {}, "found undefined alias", at));
+        }
+        add(it->second);
+        break;
+      }
+      case YAML_SCALAR_EVENT: {
+        const auto& s = e.data.scalar;
+        std::string tag = text_of(s.tag);
+        if (tag.empty()) tag = s.style == YAML_PLAIN_SCALAR_STYLE ? "?" : "!";
+        std::size_t index = start(e, node::kind::scalar, s.anchor, std::move(tag));
+        doc.nodes[index].text.assign(reinterpret_cast<const char*>(s.value), s.length);
+        break;
+      }
+      case YAML_SEQUENCE_START_EVENT:
+        open.push_back(start(e, node::kind::sequence, e.data.sequence_start.anchor,
+                             text_of(e.data.sequence_start.tag)));
+        break;
+      case YAML_MAPPING_START_EVENT:
+        open.push_back(start(e, node::kind::mapping, e.data.mapping_start.anchor,
+                             text_of(e.data.mapping_start.tag)));
+        break;
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT:
+        open.pop_back();
+        break;
+      default:
+        break;
+    }
+  }
 }
 
 // A scalar as SaltYamlSafeLoader constructs it. PyYAML reads `0644` as
 // octal (420), but Salt's construct_scalar strips the leading zeros of an
 // int first, so `mode: 0644` is 644: Salt users write file modes that way.
 // `-0644`, `0b…` and `0x…` keep PyYAML's reading.
-nlohmann::json scalar(const YAML::Node& n) {
-  const std::string& text = n.Scalar();
-  if (n.Tag() == "?" && text.size() > 1 && text[0] == '0' &&
+nlohmann::json scalar(const node& n) {
+  const std::string& text = n.text;
+  if (n.tag == "?" && text.size() > 1 && text[0] == '0' &&
       std::all_of(text.begin() + 1, text.end(),
                   [](char c) { return (c >= '0' && c <= '7') || c == '_'; })) {
     std::string digits;
@@ -48,21 +274,26 @@ nlohmann::json scalar(const YAML::Node& n) {
     if (digits.empty()) return 0;
     if (digits.size() < 19) return std::stoll(digits);
   }
-  nlohmann::json j = base::yaml_to_json(n);
+  // Quoted (or explicitly tagged !!str) scalars are strings as they are.
+  if (n.tag == "!" || n.tag == "tag:yaml.org,2002:str" ||
+      n.tag == "tag:yaml.org,2002:python/unicode") {
+    return text;
+  }
+  nlohmann::json j = base::yaml_scalar(text);
   // `!!float 1` is 1.0.
-  if (n.Tag() == "tag:yaml.org,2002:float" && j.is_number_integer()) return j.get<double>();
+  if (n.tag == "tag:yaml.org,2002:float" && j.is_number_integer()) return j.get<double>();
   return j;
 }
 
-bool is_merge_key(const YAML::Node& key) {
-  return key.IsScalar() && key.Tag() == "?" && key.Scalar() == "<<";
+bool is_merge_key(const node& key) {
+  return key.type == node::kind::scalar && key.tag == "?" && key.text == "<<";
 }
 
-std::string_view kind(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Sequence:
+std::string_view kind(const node& n) {
+  switch (n.type) {
+    case node::kind::sequence:
       return "sequence";
-    case YAML::NodeType::Map:
+    case node::kind::mapping:
       return "mapping";
     default:
       return "scalar";
@@ -70,9 +301,9 @@ std::string_view kind(const YAML::Node& n) {
 }
 
 // The tags SafeLoader (and Salt's loader on top of it) constructs; a plain
-// node has "?", a quoted scalar "!", an untagged collection "" or "?".
-void check_tag(const YAML::Node& n, const std::string& name) {
-  const std::string& tag = n.Tag();
+// node has "?", a quoted scalar "!", an untagged collection "".
+void check_tag(const node& n, const std::string& name) {
+  const std::string& tag = n.tag;
   if (tag.empty() || tag == "?" || tag == "!") return;
   static const std::set<std::string, std::less<>> known = {
       "str", "int", "float", "bool", "null", "map", "seq", "omap", "timestamp", "python/unicode"};
@@ -80,12 +311,14 @@ void check_tag(const YAML::Node& n, const std::string& name) {
   if (tag.starts_with(prefix) && known.contains(std::string_view(tag).substr(prefix.size()))) {
     return;
   }
-  fail(name, n.Mark(), "could not determine a constructor for the tag '" + tag + "'");
+  fail(name, n.at, "could not determine a constructor for the tag '" + tag + "'");
 }
 
 // A mapping's entries after Salt's flatten_mapping: merge keys replaced by
 // the entries they bring, an explicit key winning over a merged one.
-using entries = std::vector<std::pair<YAML::Node, YAML::Node>>;
+using entries = std::vector<std::pair<std::size_t, std::size_t>>;
+
+constexpr int k_max_depth = 2000;
 
 // Out is nlohmann::json, nlohmann::ordered_json or value.
 template <class Out>
@@ -93,31 +326,40 @@ class converter {
   static constexpr bool k_value = std::is_same_v<Out, value>;
 
  public:
-  explicit converter(const std::string& name) : name_(name) {}
+  converter(const document& doc, const std::string& name, std::size_t text_size)
+      : doc_(doc),
+        name_(name),
+        // Without aliases a document has fewer nodes than bytes; aliases
+        // can multiply that (a "billion laughs"), so expansion is bounded.
+        budget_(text_size + 250'000) {}
 
-  Out convert(const YAML::Node& n, int depth) {
-    // yaml-cpp bounds nesting while parsing, but aliases can still make the
-    // converted tree deeper (or, through a self-reference, endless).
-    if (depth > 2000) fail(name_, n.Mark(), "nesting deeper than 2000 levels (recursive alias?)");
+  Out convert(std::size_t index, int depth) {
+    const node& n = doc_.nodes[index];
+    // Aliases can make the converted tree deeper than the text (or,
+    // through a self-reference, endless) and wider.
+    if (depth > k_max_depth) {
+      fail(name_, n.at, "nesting deeper than 2000 levels (recursive alias?)");
+    }
+    if (budget_-- == 0) {
+      fail(name_, n.at, "the document expands to too many nodes through aliases");
+    }
     check_tag(n, name_);
-    switch (n.Type()) {
-      case YAML::NodeType::Null:
-      case YAML::NodeType::Undefined:
-        return Out(nullptr);
-      case YAML::NodeType::Sequence: {
+    switch (n.type) {
+      case node::kind::sequence: {
         if constexpr (k_value) {
           std::vector<value> items;
-          for (const auto& item : n) items.push_back(convert(item, depth + 1));
+          items.reserve(n.items.size());
+          for (std::size_t item : n.items) items.push_back(convert(item, depth + 1));
           return value::make_list(std::move(items));
         } else {
           Out a = Out::array();
-          for (const auto& item : n) a.push_back(convert(item, depth + 1));
+          for (std::size_t item : n.items) a.push_back(convert(item, depth + 1));
           return a;
         }
       }
-      case YAML::NodeType::Map:
-        return mapping(n, depth);
-      case YAML::NodeType::Scalar:
+      case node::kind::mapping:
+        return mapping(index, depth);
+      case node::kind::scalar:
         break;
     }
     if constexpr (k_value) {
@@ -128,163 +370,109 @@ class converter {
   }
 
  private:
-  entries flatten(const YAML::Node& map, int depth) {
-    if (depth > 2000) fail(name_, map.Mark(), "nesting deeper than 2000 levels (recursive alias?)");
+  static constexpr const char* k_mapping_context = "while constructing a mapping";
+
+  entries flatten(std::size_t index, int depth) {
+    const node& map = doc_.nodes[index];
+    if (depth > k_max_depth) {
+      fail(name_, map.at, "nesting deeper than 2000 levels (recursive alias?)");
+    }
+    if (budget_-- == 0) {
+      fail(name_, map.at, "the document expands to too many nodes through aliases");
+    }
     entries explicit_entries, merged;
-    for (const auto& kv : map) {
-      if (!is_merge_key(kv.first)) {
-        explicit_entries.emplace_back(kv.first, kv.second);
+    for (std::size_t i = 0; i + 1 < map.items.size(); i += 2) {
+      std::size_t k = map.items[i], v = map.items[i + 1];
+      if (!is_merge_key(doc_.nodes[k])) {
+        explicit_entries.emplace_back(k, v);
         continue;
       }
-      const YAML::Node& v = kv.second;
-      if (v.IsMap()) {
+      const node& vn = doc_.nodes[v];
+      if (vn.type == node::kind::mapping) {
         auto sub = flatten(v, depth + 1);
         merged.insert(merged.end(), sub.begin(), sub.end());
-      } else if (v.IsSequence()) {
+      } else if (vn.type == node::kind::sequence) {
         std::vector<entries> subs;
-        for (const auto& s : v) {
-          if (!s.IsMap()) {
-            fail(name_, s.Mark(),
-                 "expected a mapping for merging, but found " + std::string(kind(s)));
+        for (std::size_t s : vn.items) {
+          const node& sn = doc_.nodes[s];
+          if (sn.type != node::kind::mapping) {
+            fail(name_, sn.at, "expected a mapping for merging, but found " + std::string(kind(sn)),
+                 k_mapping_context, map.at);
           }
           subs.push_back(flatten(s, depth + 1));
         }
         std::reverse(subs.begin(), subs.end());
         for (auto& sub : subs) merged.insert(merged.end(), sub.begin(), sub.end());
       } else {
-        fail(name_, v.Mark(),
+        fail(name_, vn.at,
              "expected a mapping or list of mappings for merging, but found " +
-                 std::string(kind(v)));
+                 std::string(kind(vn)),
+             k_mapping_context, map.at);
       }
     }
     if (merged.empty()) return explicit_entries;
     std::set<std::string> existing;
     for (const auto& [k, v] : explicit_entries) {
-      if (k.IsScalar()) existing.insert(k.Scalar());
+      if (doc_.nodes[k].type == node::kind::scalar) existing.insert(doc_.nodes[k].text);
     }
     entries out;
     for (auto& e : merged) {
-      if (!(e.first.IsScalar() && existing.contains(e.first.Scalar()))) out.push_back(e);
+      const node& k = doc_.nodes[e.first];
+      if (!(k.type == node::kind::scalar && existing.contains(k.text))) out.push_back(e);
     }
     out.insert(out.end(), explicit_entries.begin(), explicit_entries.end());
     return out;
   }
 
-  Out mapping(const YAML::Node& n, int depth) {
+  Out mapping(std::size_t index, int depth) {
+    const node& map = doc_.nodes[index];
+    auto check_key = [&](const node& k) {
+      if (k.type != node::kind::scalar) {
+        fail(name_, k.at, "found unacceptable key", k_mapping_context, map.at);
+      }
+      check_tag(k, name_);
+    };
     if constexpr (k_value) {
       value out = value::make_dict();
-      for (const auto& [k, v] : flatten(n, depth)) {
-        if (k.IsMap() || k.IsSequence()) fail(name_, k.Mark(), "found unacceptable key");
-        check_tag(k, name_);
-        value key = k.IsNull() ? value(nullptr) : convert(k, depth + 1);
+      for (const auto& [ki, vi] : flatten(index, depth)) {
+        const node& k = doc_.nodes[ki];
+        check_key(k);
+        value key = convert(ki, depth + 1);
         // Python's dict: 1, 1.0 and True are one key.
         if (out.dict().find(key)) {
-          fail(name_, k.Mark(), "found conflicting ID '" + key.str() + "'");
+          fail(name_, k.at, "found conflicting ID '" + key.str() + "'", k_mapping_context, map.at);
         }
-        out.dict().entries.emplace_back(key, convert(v, depth + 1));
+        out.dict().entries.emplace_back(key, convert(vi, depth + 1));
       }
       return out;
     } else {
       Out out = Out::object();
       std::set<std::string> seen;
-      for (const auto& [k, v] : flatten(n, depth)) {
-        if (k.IsMap() || k.IsSequence()) fail(name_, k.Mark(), "found unacceptable key");
-        check_tag(k, name_);
+      for (const auto& [ki, vi] : flatten(index, depth)) {
+        const node& k = doc_.nodes[ki];
+        check_key(k);
         nlohmann::json key = scalar(k);
         std::string key_name = key.is_string() ? key.get<std::string>() : key.dump();
         // Python compares keys by value and type: 1 and '1' are two keys.
         if (!seen.insert(key.dump()).second) {
-          fail(name_, k.Mark(), "found conflicting ID '" + key_name + "'");
+          fail(name_, k.at, "found conflicting ID '" + key_name + "'", k_mapping_context, map.at);
         }
-        out[key_name] = convert(v, depth + 1);
+        out[key_name] = convert(vi, depth + 1);
       }
       return out;
     }
   }
 
+  const document& doc_;
   const std::string& name_;
-};
-
-// Records where each document and its root node start, and nothing else.
-// yaml-cpp 0.7's document parser neither consumes nor refuses a token that
-// cannot start a node (a `,` outside a flow collection: `,`, `,}`,
-// `[a]\n,`, `&x ,`): it reports an empty document and leaves the token, so
-// YAML::LoadAll returns new empty documents at the same place until memory
-// runs out. Reading the events ourselves, two documents at one place is
-// that loop, and is refused.
-class document_marks : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark& mark) override {
-    ++documents;
-    document_start = mark;
-    root_seen_ = false;
-  }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { root(mark); }
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { root(mark); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
-                const std::string&) override {
-    root(mark);
-  }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {
-    root(mark);
-  }
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {
-    root(mark);
-  }
-  void OnMapEnd() override {}
-
-  int documents = 0;
-  YAML::Mark document_start = YAML::Mark::null_mark();
-  YAML::Mark root_start = YAML::Mark::null_mark();
-
- private:
-  void root(const YAML::Mark& mark) {
-    if (!root_seen_) root_start = mark;
-    root_seen_ = true;
-  }
-  bool root_seen_ = false;
+  std::size_t budget_;
 };
 
 template <class Out>
 Out load(std::string_view text, const std::string& name) {
-  YAML::Node doc;
-  try {
-    // First the events, at most two documents (PyYAML's single-document
-    // loader stops at the second too), then the one document as nodes.
-    std::string owned(text);
-    std::istringstream events_in(owned);
-    YAML::Parser parser(events_in);
-    document_marks marks;
-    YAML::Mark first = YAML::Mark::null_mark();
-    auto at = [&owned](const YAML::Mark& m) {
-      return m.pos >= 0 && static_cast<std::size_t>(m.pos) < owned.size()
-                 ? owned[static_cast<std::size_t>(m.pos)]
-                 : '\0';
-    };
-    while (marks.documents < 2 && parser.HandleNextDocument(marks)) {
-      const YAML::Mark& start = marks.document_start;
-      if (at(start) == ',' || (marks.documents == 2 && start.pos == first.pos))
-        fail(name, start, std::string("expected the node content, but found '") + at(start) + "'");
-      if (marks.documents == 1) {
-        first = start;
-        continue;
-      }
-      fail(name, marks.root_start, "expected a single document in the stream, but found another");
-    }
-    if (marks.documents == 0) return Out(nullptr);
-    doc = YAML::Load(owned);
-  } catch (const YAML::Exception& e) {
-    fail(name, e.mark, e.msg);
-  }
-  try {
-    return converter<Out>(name).convert(doc, 0);
-  } catch (const YAML::Exception& e) {
-    fail(name, e.mark, e.msg);
-  }
+  document doc = compose(text, name);
+  if (doc.empty) return Out(nullptr);
+  return converter<Out>(doc, name, text.size()).convert(doc.root, 0);
 }
 
 // PyYAML's implicit resolvers (YAML 1.1): a plain scalar that reads back as
@@ -857,11 +1045,15 @@ class emitter {
 
 }  // namespace
 
-yaml_error::yaml_error(const std::string& name, int line, int column, std::string message)
+yaml_error::yaml_error(const std::string& name, int line, int column, std::string message,
+                       std::string salt_message)
     : template_error(located_message(name, line, column, message)),
       line_(line),
       column_(column),
-      message_(std::move(message)) {}
+      message_(std::move(message)),
+      salt_message_(std::move(salt_message)) {
+  if (salt_message_.empty()) salt_message_ = message_;
+}
 
 template <class Json>
 Json load_yaml(std::string_view text, const std::string& name) {

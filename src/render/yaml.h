@@ -15,18 +15,30 @@ namespace brine::render {
 
 // YAML that cannot be loaded. what() is "<name> line L column C: <message>"
 // (or "<name>: <message>" when the position is unknown); line() and
-// column() are 1-based, 0 when unknown.
+// column() are 1-based, 0 when unknown. Syntax errors are libyaml's (the
+// parser PyYAML's C loader uses), in its words: message() is the problem,
+// then the context when there is one ("did not find expected ',' or ']'
+// (while parsing a flow sequence at line 1 column 4)").
 class yaml_error : public template_error {
  public:
-  yaml_error(const std::string& name, int line, int column, std::string message);
+  yaml_error(const std::string& name, int line, int column, std::string message,
+             std::string salt_message = {});
   int line() const { return line_; }
   int column() const { return column_; }
   const std::string& message() const { return message_; }
+  // What Salt's yaml renderer reports for the same text: str() of the
+  // MarkedYAMLError PyYAML's C loader raises (context, its mark, problem,
+  // its mark: `while parsing a flow sequence\n  in "<unicode string>",
+  // line 1, column 4\ndid not find expected ',' or ']'\n  in "<unicode
+  // string>", line 2, column 2`), or a scanner error's problem alone, as
+  // SaltRenderError words it. message() when not given.
+  const std::string& salt_message() const { return salt_message_; }
 
  private:
   int line_;
   int column_;
   std::string message_;
+  std::string salt_message_;
 };
 
 // The data of one YAML document, `name` naming it in errors, as

@@ -363,7 +363,8 @@ struct compiler::impl {
         try {
           data = render::load_yaml<json>(current, path);
         } catch (const render::yaml_error& e) {
-          throw render_failure(e.what());
+          // Salt's yaml renderer reports PyYAML's error text, not a position prefix.
+          throw render_failure(e.salt_message());
         }
         if (!truthy(data)) data = json::object();
         is_text = false;

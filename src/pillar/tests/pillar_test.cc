@@ -90,10 +90,15 @@ TEST(Render, Errors) {
       {"a: 1\nb: 2\na: 3\n", "pillar file /p/x.sls line 3 column 1: found conflicting ID 'a'"},
       {"top:\n  x: 1\n  x: 2\n", "pillar file /p/x.sls line 3 column 3: found conflicting ID 'x'"},
       {"yes: 1\ntrue: 2\n", "pillar file /p/x.sls line 2 column 1: found conflicting ID 'true'"},
-      {"a: [1, 2\nb: 3\n", "pillar file /p/x.sls line 2 column 2: end of sequence flow not found"},
-      {"a:\n  b: 1\n c: 2\n", "pillar file /p/x.sls line 3 column 2: end of map not found"},
+      // Syntax errors in libyaml's words (PyYAML's C loader), its context after the problem.
+      {"a: [1, 2\nb: 3\n",
+       "pillar file /p/x.sls line 2 column 2: did not find expected ',' or ']' (while parsing a "
+       "flow sequence at line 1 column 4)"},
+      {"a:\n  b: 1\n c: 2\n",
+       "pillar file /p/x.sls line 3 column 2: did not find expected key (while parsing a block "
+       "mapping at line 1 column 1)"},
       {"a: 1\n---\nb: 2\n",
-       "pillar file /p/x.sls line 3 column 1: expected a single document in the stream, but "
+       "pillar file /p/x.sls line 2 column 1: expected a single document in the stream, but "
        "found another"},
       {"a: !secret x\n",
        "pillar file /p/x.sls line 1 column 4: could not determine a constructor for the tag "
@@ -481,7 +486,8 @@ TEST(Top, Errors) {
       {"base:\n  '*':\n  - a\n - b\n",
        json::object(),
        {"Rendering Primary Top file failed, render error:\npillar file " + path +
-        " line 4 column 2: end of map not found"}},
+        " line 4 column 2: did not find expected key (while parsing a block mapping at line 1 "
+        "column 1)"}},
       {"base:\n  '{{ grains.id }}':\n    - a\n",
        json::object(),
        // No grains cached: Salt renders with grains {}.
@@ -532,7 +538,8 @@ TEST(Sls, ErrorsAreReportedAndTheRestCompiles) {
   EXPECT_EQ(r.errors,
             (strings{
                 "Rendering SLS 'broken' failed, render error:\npillar file " + base +
-                    "/broken.sls line 4 column 1: end of sequence flow not found",
+                    "/broken.sls line 4 column 1: did not find expected ',' or ']' (while "
+                    "parsing a flow sequence at line 3 column 6)",
                 "Rendering SLS 'jinja' failed, render error:\npillar file " + base +
                     "/jinja.sls: template 'jinja.sls' line 3 column 7: 'salt' is undefined",
                 "SLS 'listy' does not render to a dictionary",
