@@ -465,6 +465,41 @@ std::string plain_text(const option& opt) {
 }
 
 // Globs of grain names: one string or a list.
+std::string file_client(const option& opt) {
+  std::string v = text(opt, "remote or local");
+  if (v != "remote" && v != "local") opt.fail("remote or local");
+  return v;
+}
+
+std::string state_top(const option& opt) {
+  std::string v = text(opt, "a file name such as top.sls");
+  if (v.empty()) opt.fail("a file name such as top.sls");
+  return v;
+}
+
+std::string top_merging(const option& opt) {
+  constexpr std::string_view expected = "merge, same or merge_all";
+  std::string v = text(opt, expected);
+  if (v != "merge" && v != "same" && v != "merge_all") opt.fail(expected);
+  return v;
+}
+
+std::vector<std::string> env_names(const option& opt) {
+  constexpr std::string_view expected = "a list of environment names";
+  std::vector<std::string> out;
+  if (opt.value.IsScalar()) {
+    out.push_back(opt.value.Scalar());
+  } else if (opt.value.IsSequence()) {
+    for (const auto& item : opt.value) {
+      if (!item.IsScalar()) opt.fail(expected);
+      out.push_back(item.Scalar());
+    }
+  } else if (!opt.value.IsNull()) {
+    opt.fail(expected);
+  }
+  return out;
+}
+
 std::vector<std::string> globs(const option& opt) {
   constexpr std::string_view expected = "a list of globs of grain names";
   if (opt.value.IsScalar()) return {opt.value.Scalar()};
@@ -677,6 +712,11 @@ const option_table<minion_config>& minion_options() {
       {"grains_blacklist", set(&c::grains_blacklist, globs)},
       {"file_roots", set(&c::file_roots, roots)},
       {"pillar_roots", set(&c::pillar_roots, roots)},
+      {"file_client", set(&c::file_client, file_client)},
+      {"state_top", set(&c::state_top, state_top)},
+      {"top_file_merging_strategy", set(&c::top_file_merging_strategy, top_merging)},
+      {"env_order", set(&c::env_order, env_names)},
+      {"state_auto_order", set(&c::state_auto_order, boolean)},
       {"pki_dir", set(&c::pki_dir, required_path)},
       {"cachedir", set(&c::cachedir, required_path)},
       {"acceptance_wait_time", set_int(&c::acceptance_wait_time, 1, k_u32_max, "seconds")},

@@ -108,6 +108,14 @@ struct minion_config {
   // Masterless runs (brine call --local): Salt's file_roots and pillar_roots.
   std::map<std::string, std::vector<std::string>> file_roots{{"base", {"/srv/salt"}}};
   std::map<std::string, std::vector<std::string>> pillar_roots{{"base", {"/srv/pillar"}}};
+  // What the state compiler reads (Salt's names and defaults): file_client
+  // (remote or local), state_top, top_file_merging_strategy (merge, same,
+  // merge_all), env_order, state_auto_order.
+  std::string file_client = "remote";
+  std::string state_top = "top.sls";
+  std::string top_file_merging_strategy = "merge";
+  std::vector<std::string> env_order;
+  bool state_auto_order = true;
   std::string pki_dir = "/etc/brine/pki/minion";
   std::string cachedir = "/var/cache/brine/minion";
   uint32_t acceptance_wait_time = 10;   // seconds between retries while pending

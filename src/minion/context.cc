@@ -29,6 +29,11 @@ nlohmann::json opts_of(const base::minion_config& cfg) {
           {"cachedir", cfg.cachedir},
           {"file_roots", cfg.file_roots},
           {"pillar_roots", cfg.pillar_roots},
+          {"file_client", cfg.file_client},
+          {"state_top", cfg.state_top},
+          {"top_file_merging_strategy", cfg.top_file_merging_strategy},
+          {"env_order", cfg.env_order},
+          {"state_auto_order", cfg.state_auto_order},
           {"master_alive_interval", cfg.master_alive_interval},
           {"grains_blacklist", cfg.grains_blacklist}};
 }

@@ -960,3 +960,29 @@ TEST(Config, SimpleMappingKeepsTheChecks) {
 
 }  // namespace
 }  // namespace brine::base
+
+namespace brine::base {
+namespace {
+
+TEST(MinionConfig, StateCompilerOptions) {
+  auto c = parse_minion_config(
+      "file_client: local\nstate_top: site.sls\ntop_file_merging_strategy: same\n"
+      "env_order: [base, dev]\nstate_auto_order: false\n",
+      "m.yaml");
+  EXPECT_EQ(c.file_client, "local");
+  EXPECT_EQ(c.state_top, "site.sls");
+  EXPECT_EQ(c.top_file_merging_strategy, "same");
+  EXPECT_EQ(c.env_order, (std::vector<std::string>{"base", "dev"}));
+  EXPECT_FALSE(c.state_auto_order);
+  try {
+    parse_minion_config("top_file_merging_strategy: union\n", "m.yaml");
+    FAIL() << "an unknown strategy was accepted";
+  } catch (const error& e) {
+    EXPECT_STREQ(e.what(),
+                 "config m.yaml: line 1: top_file_merging_strategy must be merge, same or "
+                 "merge_all, got union");
+  }
+}
+
+}  // namespace
+}  // namespace brine::base
