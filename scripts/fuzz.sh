@@ -14,7 +14,7 @@ clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -DASIO_STAND
   tests/fuzz/srv_fuzz.cc src/net/dns.cc src/base/error.cc -lcares -lfmt -o "$out/srv_fuzz"
 clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
   tests/fuzz/template_fuzz.cc src/render/*.cc src/base/{error,python,yaml_json}.cc \
-  -lyaml-cpp -lpcre2-8 -lcrypto -o "$out/template_fuzz"
+  -lyaml -lyaml-cpp -lpcre2-8 -lcrypto -o "$out/template_fuzz"
 for target in $targets; do
   corpus=$(mktemp -d)
   cp "tests/fuzz/corpus/$target/"* "$corpus/"
