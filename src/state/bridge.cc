@@ -205,7 +205,9 @@ void add(value& salt, const std::string& name, render::function fn) {
   value mod(name.substr(0, dot));
   value* m = salt.dict().find(mod);
   if (!m || !m->is_dict()) {
-    salt.dict().set(mod, value::make_dict());
+    // A namespace, not a dict: `salt.config.get` and `salt.pillar.items` are
+    // the functions (Salt's loader namespaces), not dict methods.
+    salt.dict().set(mod, value::make_namespace());
     m = salt.dict().find(mod);
   }
   m->dict().set(value(name.substr(dot + 1)), callable);
