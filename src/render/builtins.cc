@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "render/interpreter.h"
+#include "render/python_json.h"
 #include "render/salt_filters.h"
 
 // Jinja's built-in filters, tests and globals (Jinja 3.1 signatures).
@@ -574,171 +575,13 @@ value f_slice(interpreter&, const value& v, call_args& a) {
   return value::make_list(std::move(out));
 }
 
-void json_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    char buf[16];
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        continue;
-      case '\\':
-        out += "\\\\";
-        continue;
-      case '\n':
-        out += "\\n";
-        continue;
-      case '\r':
-        out += "\\r";
-        continue;
-      case '\t':
-        out += "\\t";
-        continue;
-      case '\b':
-        out += "\\b";
-        continue;
-      case '\f':
-        out += "\\f";
-        continue;
-      default:
-        break;
-    }
-    if (c < 0x20) {
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-      continue;
-    }
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-      continue;
-    }
-    // ensure_ascii: a code point as \uXXXX, beyond the BMP as a surrogate pair.
-    std::uint32_t cp = 0;
-    std::size_t n = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
-    cp = c & (c >= 0xf0 ? 0x07 : c >= 0xe0 ? 0x0f : 0x1f);
-    for (std::size_t k = 0; k < n && i + 1 < s.size(); ++k)
-      cp = (cp << 6) | (static_cast<unsigned char>(s[++i]) & 0x3f);
-    if (cp >= 0x10000) {
-      cp -= 0x10000;
-      std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", 0xd800 + (cp >> 10), 0xdc00 + (cp & 0x3ff));
-    } else {
-      std::snprintf(buf, sizeof buf, "\\u%04x", cp);
-    }
-    out += buf;
-  }
-  out += '"';
-}
-
-// Python's json.dumps(v, sort_keys=True[, indent]).
-void json_dump(std::string& out, const value& v, int indent, int level) {
-  v.defined();
-  auto newline = [&](int lv) {
-    if (indent < 0) return;
-    out += '\n';
-    out += std::string(static_cast<std::size_t>(indent * lv), ' ');
-  };
-  switch (v.type()) {
-    case value::kind::none:
-      out += "null";
-      return;
-    case value::kind::boolean:
-      out += v.as_bool() ? "true" : "false";
-      return;
-    case value::kind::integer:
-      out += std::to_string(v.as_int());
-      return;
-    case value::kind::floating: {
-      double d = v.as_float();
-      out += std::isnan(d)   ? "NaN"
-             : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity")
-                             : float_repr(d);
-      return;
-    }
-    case value::kind::string:
-      json_string(out, v.as_string());
-      return;
-    case value::kind::list:
-    case value::kind::tuple: {
-      if (v.items().empty()) {
-        out += "[]";
-        return;
-      }
-      out += '[';
-      bool first = true;
-      for (const auto& e : v.items()) {
-        if (!first) out += indent < 0 ? ", " : ",";
-        first = false;
-        newline(level + 1);
-        json_dump(out, e, indent, level + 1);
-      }
-      newline(level);
-      out += ']';
-      return;
-    }
-    case value::kind::dict: {
-      if (v.dict().entries.empty()) {
-        out += "{}";
-        return;
-      }
-      auto entries = v.dict().entries;
-      std::stable_sort(entries.begin(), entries.end(),
-                       [](const auto& x, const auto& y) { return less(x.first, y.first); });
-      out += '{';
-      bool first = true;
-      for (const auto& [k, e] : entries) {
-        if (!first) out += indent < 0 ? ", " : ",";
-        first = false;
-        newline(level + 1);
-        std::string key;
-        if (k.is_string()) {
-          key = k.as_string();
-        } else if (k.is_bool()) {
-          key = k.as_bool() ? "true" : "false";
-        } else if (k.is_none()) {
-          key = "null";
-        } else if (k.is_number()) {
-          key = k.repr();
-        } else {
-          throw template_error("keys must be str, int, float, bool or None, not " + type_name(k));
-        }
-        json_string(out, key);
-        out += ": ";
-        json_dump(out, e, indent, level + 1);
-      }
-      newline(level);
-      out += '}';
-      return;
-    }
-    default:
-      throw template_error("Object of type " + type_name(v) + " is not JSON serializable");
-  }
-}
-
+// Jinja's htmlsafe_json_dumps with its json.dumps_kwargs policy (sort_keys).
 value f_tojson(interpreter&, const value& v, call_args& a) {
-  value ind = argument(a, 0, "indent", nullptr);
-  std::string raw;
-  json_dump(raw, v, ind.is_none() ? -1 : static_cast<int>(to_int(ind, "indent")), 0);
-  std::string out;
-  for (char c : raw) {
-    switch (c) {
-      case '<':
-        out += "\\u003c";
-        break;
-      case '>':
-        out += "\\u003e";
-        break;
-      case '&':
-        out += "\\u0026";
-        break;
-      case '\'':
-        out += "\\u0027";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  json_dumps_options o;
+  o.sort_keys = true;
+  o.html_safe = true;
+  o.indent = json_indent(argument(a, 0, "indent", nullptr));
+  return python_json_dumps(v, o);
 }
 
 value f_format(interpreter&, const value& v, call_args& a) {

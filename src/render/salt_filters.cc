@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 
+#include "render/python_json.h"
 #include "render/yaml.h"
 
 namespace brine::render::detail {
@@ -67,171 +68,9 @@ bool contains_value(const std::vector<value>& items, const value& x) {
 
 // --- JSON (Python's json.dumps) ---
 
-void json_string(std::string& out, const std::string& s, bool ascii) {
-  out += '"';
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    char buf[16];
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        continue;
-      case '\\':
-        out += "\\\\";
-        continue;
-      case '\n':
-        out += "\\n";
-        continue;
-      case '\r':
-        out += "\\r";
-        continue;
-      case '\t':
-        out += "\\t";
-        continue;
-      case '\b':
-        out += "\\b";
-        continue;
-      case '\f':
-        out += "\\f";
-        continue;
-      default:
-        break;
-    }
-    if (c < 0x20 || (ascii && c == 0x7f)) {
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-      continue;
-    }
-    if (c < 0x80 || !ascii) {
-      out += static_cast<char>(c);
-      continue;
-    }
-    std::size_t n = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
-    std::uint32_t cp = c & (c >= 0xf0 ? 0x07 : c >= 0xe0 ? 0x0f : 0x1f);
-    for (std::size_t k = 0; k < n && i + 1 < s.size(); ++k)
-      cp = (cp << 6) | (static_cast<unsigned char>(s[++i]) & 0x3f);
-    if (cp >= 0x10000) {
-      cp -= 0x10000;
-      std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", 0xd800 + (cp >> 10), 0xdc00 + (cp & 0x3ff));
-    } else {
-      std::snprintf(buf, sizeof buf, "\\u%04x", cp);
-    }
-    out += buf;
-  }
-  out += '"';
-}
-
-struct json_options {
-  bool sort_keys = false;
-  bool ensure_ascii = false;
-  std::optional<std::string> indent;
-  std::string item_separator = ", ";
-  std::string key_separator = ": ";
-};
-
-void json_dump(std::string& out, const value& v, const json_options& o, int level) {
-  if (level > 500) throw template_error("maximum recursion depth exceeded while encoding JSON");
-  v.defined();
-  auto newline = [&](int lv) {
-    if (!o.indent) return;
-    out += '\n';
-    for (int i = 0; i < lv; ++i) out += *o.indent;
-  };
-  switch (v.type()) {
-    case value::kind::none:
-      out += "null";
-      return;
-    case value::kind::boolean:
-      out += v.as_bool() ? "true" : "false";
-      return;
-    case value::kind::integer:
-      out += std::to_string(v.as_int());
-      return;
-    case value::kind::floating: {
-      double d = v.as_float();
-      out += std::isnan(d)   ? "NaN"
-             : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity")
-                             : float_repr(d);
-      return;
-    }
-    case value::kind::string:
-      json_string(out, v.as_string(), o.ensure_ascii);
-      return;
-    case value::kind::list:
-    case value::kind::tuple: {
-      if (v.items().empty()) {
-        out += "[]";
-        return;
-      }
-      out += '[';
-      bool first = true;
-      for (const auto& e : v.items()) {
-        if (!first) out += o.item_separator;
-        first = false;
-        newline(level + 1);
-        json_dump(out, e, o, level + 1);
-      }
-      newline(level);
-      out += ']';
-      return;
-    }
-    case value::kind::dict: {
-      if (v.dict().entries.empty()) {
-        out += "{}";
-        return;
-      }
-      auto entries = v.dict().entries;
-      if (o.sort_keys) {
-        std::stable_sort(entries.begin(), entries.end(),
-                         [](const auto& x, const auto& y) { return less(x.first, y.first); });
-      }
-      out += '{';
-      bool first = true;
-      for (const auto& [k, e] : entries) {
-        if (!first) out += o.item_separator;
-        first = false;
-        newline(level + 1);
-        std::string key;
-        if (k.is_string()) {
-          key = k.as_string();
-        } else if (k.is_bool()) {
-          key = k.as_bool() ? "true" : "false";
-        } else if (k.is_none()) {
-          key = "null";
-        } else if (k.is_int()) {
-          key = std::to_string(k.as_int());
-        } else if (k.is_float()) {
-          std::string f;
-          json_dump(f, k, o, level + 1);
-          key = f;
-        } else {
-          throw template_error("keys must be str, int, float, bool or None, not " + type_name(k));
-        }
-        json_string(out, key, o.ensure_ascii);
-        out += o.key_separator;
-        json_dump(out, e, o, level + 1);
-      }
-      newline(level);
-      out += '}';
-      return;
-    }
-    default:
-      throw template_error("Object of type " + type_name(v) + " is not JSON serializable");
-  }
-}
-
-// json.dumps's keyword arguments that change the text.
-json_options json_options_from(call_args& a, std::size_t indent_pos, json_options o) {
-  value indent = argument(a, indent_pos, "indent", nullptr);
-  if (!indent.is_none()) {
-    if (indent.is_string()) {
-      o.indent = indent.as_string();
-    } else {
-      o.indent = std::string(
-          static_cast<std::size_t>(std::max<std::int64_t>(0, to_int(indent, "indent"))), ' ');
-    }
-    o.item_separator = ",";
-  }
+// json.dumps's keyword arguments that change the text, over `o`.
+json_dumps_options json_options_from(call_args& a, json_dumps_options o) {
+  o.indent = json_indent(argument(a, 0, "indent", nullptr));
   for (const auto& [k, v] : a.keyword) {
     if (k == "sort_keys") {
       o.sort_keys = v.truthy();
@@ -249,22 +88,14 @@ json_options json_options_from(call_args& a, std::size_t indent_pos, json_option
   return o;
 }
 
-std::string json_text(const value& v, const json_options& o) {
-  std::string out;
-  json_dump(out, v, o, 0);
-  return out;
-}
-
 // SerializerExtension.format_json(value, sort_keys=True, indent=None).
 value f_json(interpreter&, const value& v, call_args& a) {
   require_defined(v);
-  json_options o;
+  json_dumps_options o;
+  o.ensure_ascii = false;
   o.sort_keys = argument(a, 0, "sort_keys", true).truthy();
-  value indent = argument(a, 1, "indent", nullptr);
-  call_args b;
-  b.positional.push_back(indent);
-  o = json_options_from(b, 0, o);
-  std::string s = json_text(v, o);
+  o.indent = json_indent(argument(a, 1, "indent", nullptr));
+  std::string s = python_json_dumps(v, o);
   auto e = s.find_last_not_of(" \t\n\r");
   return s.substr(0, e == std::string::npos ? 0 : e + 1);
 }
@@ -273,30 +104,9 @@ value f_json(interpreter&, const value& v, call_args& a) {
 // characters escaped as Jinja's.
 value salt_tojson(const value& v, call_args& a) {
   require_defined(v);
-  json_options o;
-  o.ensure_ascii = true;
-  o = json_options_from(a, 0, o);
-  std::string raw = json_text(v, o);
-  std::string out;
-  for (char c : raw) {
-    switch (c) {
-      case '<':
-        out += "\\u003c";
-        break;
-      case '>':
-        out += "\\u003e";
-        break;
-      case '&':
-        out += "\\u0026";
-        break;
-      case '\'':
-        out += "\\u0027";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  json_dumps_options o;
+  o.html_safe = true;
+  return python_json_dumps(v, json_options_from(a, o));
 }
 
 // --- YAML ---

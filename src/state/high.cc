@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <set>
 #include <utility>
 
 #include "base/python.h"
 #include "modules/data.h"
+#include "render/python_json.h"
 #include "render/value.h"
 
 namespace brine::state {
@@ -168,111 +168,12 @@ std::string sls_of(const json& body) {
   return "None";
 }
 
-void json_text(const std::string& s, std::string& out) {
-  out += '"';
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-    if (i + n > s.size()) n = 1;
-    char32_t cp = n == 1 ? c : n == 2 ? (c & 0x1f) : n == 3 ? (c & 0x0f) : (c & 0x07);
-    for (int k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
-    i += n;
-    char buf[16];
-    switch (cp) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
-    }
-    if (cp >= 0x20 && cp < 0x7f) {
-      out += static_cast<char>(cp);
-    } else if (cp > 0xffff) {
-      char32_t v = cp - 0x10000;
-      std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", static_cast<unsigned>(0xd800 + (v >> 10)),
-                    static_cast<unsigned>(0xdc00 + (v & 0x3ff)));
-      out += buf;
-    } else {
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
-      out += buf;
-    }
-  }
-  out += '"';
-}
-
-void dump_py(const json& v, int indent, int level, std::string& out) {
-  auto newline = [&](int l) {
-    out += '\n';
-    out.append(static_cast<size_t>(indent * l), ' ');
-  };
-  switch (v.type()) {
-    case json::value_t::object: {
-      if (v.empty()) {
-        out += "{}";
-        return;
-      }
-      out += '{';
-      bool first = true;
-      for (const auto& [k, e] : v.items()) {
-        if (!first) out += ',';
-        first = false;
-        newline(level + 1);
-        json_text(k, out);
-        out += ": ";
-        dump_py(e, indent, level + 1, out);
-      }
-      newline(level);
-      out += '}';
-      return;
-    }
-    case json::value_t::array: {
-      if (v.empty()) {
-        out += "[]";
-        return;
-      }
-      out += '[';
-      bool first = true;
-      for (const auto& e : v) {
-        if (!first) out += ',';
-        first = false;
-        newline(level + 1);
-        dump_py(e, indent, level + 1, out);
-      }
-      newline(level);
-      out += ']';
-      return;
-    }
-    case json::value_t::string:
-      json_text(v.get_ref<const std::string&>(), out);
-      return;
-    case json::value_t::number_float: {
-      double d = v.get<double>();
-      if (std::isnan(d)) {
-        out += "NaN";
-      } else if (std::isinf(d)) {
-        out += d > 0 ? "Infinity" : "-Infinity";
-      } else {
-        out += render::float_repr(d);
-      }
-      return;
-    }
-    case json::value_t::null:
-      out += "null";
-      return;
-    default:
-      out += v.dump();
-  }
-}
-
 }  // namespace
 
 std::string python_json_dump(const json& v, int indent) {
-  std::string out;
-  dump_py(v, indent, 0, out);
-  return out;
+  render::json_dumps_options o;
+  o.indent = std::string(static_cast<size_t>(std::max(0, indent)), ' ');
+  return render::python_json_dumps(v, o);
 }
 
 bool py_equal(const json& a, const json& b) {
