@@ -466,6 +466,43 @@ void add_req(json& extend, const std::string& name, const std::string& st,
   if (!found) e[st].push_back(json{{rkey, json::array({json{{state, id}}})}});
 }
 
+// Salt's requisite_in error for `state.fun` where a state name belongs.
+std::string dotted_requisite_in(const std::string& rkey, const std::string& st,
+                                const std::string& name, const json& body) {
+  return "Invalid requisite in " + rkey + ": " + st + " for " + name + ", in SLS '" +
+         sls_of(body) + "'. Requisites must not contain dots, did you mean '" +
+         st.substr(0, st.find('.')) + "'?";
+}
+
+// Salt's req_in: the keywords requisite_in acts on.
+const std::set<std::string, std::less<>>& req_in() {
+  static const std::set<std::string, std::less<>> k = {
+      "require_in", "watch_in", "onfail_in", "onchanges_in", "use", "use_in", "prereq",
+      "prereq_in"};
+  return k;
+}
+
+// Salt's req_in_all: req_in and the plain requisites, which use and use_in
+// never copy.
+const std::set<std::string, std::less<>>& req_in_all() {
+  static const std::set<std::string, std::less<>> k = {
+      "require_in", "watch_in", "onfail_in", "onchanges_in", "use",    "use_in",     "prereq",
+      "prereq_in",  "require",  "watch",     "onfail",       "onfail_stop", "onchanges"};
+  return k;
+}
+
+// use and use_in: the single-key arguments of `from` appended to `to`, but
+// for requisites, name and names, and those `to` has (`to_args`).
+void use_args(const json& from, const std::set<std::string>& to_args, json& to) {
+  for (const auto& a : from) {
+    if (!a.is_object() || a.size() != 1) continue;
+    std::string k = first_key(a);
+    if (req_in_all().contains(k) || to_args.contains(k)) continue;
+    if (k == "name" || k == "names") continue;
+    to.push_back(a);
+  }
+}
+
 json& ext_list(json& extend, const std::string& id, const std::string& st) {
   json& e = extend[id];
   if (!e.is_object()) e = json::object();
@@ -476,12 +513,6 @@ json& ext_list(json& extend, const std::string& id, const std::string& st) {
 }  // namespace
 
 errors requisite_in(json& high, const std::vector<std::string>& disabled) {
-  static const std::set<std::string, std::less<>> req_in = {
-      "require_in", "watch_in", "onfail_in", "onchanges_in", "use", "use_in", "prereq",
-      "prereq_in"};
-  static const std::set<std::string, std::less<>> req_in_all = {
-      "require_in", "watch_in", "onfail_in", "onchanges_in", "use",    "use_in",     "prereq",
-      "prereq_in",  "require",  "watch",     "onfail",       "onfail_stop", "onchanges"};
   json extend = json::object();
   errors errs;
   for (const auto& [id, body] : high.items()) {
@@ -492,7 +523,7 @@ errors requisite_in(json& high, const std::vector<std::string>& disabled) {
       for (const auto& arg : run) {
         if (!arg.is_object() || arg.empty()) continue;
         std::string key = first_key(arg);
-        if (!req_in.contains(key)) continue;
+        if (!req_in().contains(key)) continue;
         if (std::find(disabled.begin(), disabled.end(), key) != disabled.end()) continue;
         std::string rkey = key.substr(0, key.find('_'));
         const json& items = arg.begin().value();
@@ -502,10 +533,7 @@ errors requisite_in(json& high, const std::vector<std::string>& disabled) {
             std::string name = py_str(nm);
             if (!extend.contains(name)) extend[name] = json::object();
             if (auto dot = st.find('.'); dot != std::string::npos) {
-              errs.push_back("Invalid requisite in " + rkey + ": " + st + " for " + name +
-                             ", in SLS '" + sls_of(body) +
-                             "'. Requisites must not contain dots, did you mean '" +
-                             st.substr(0, dot) + "'?");
+              errs.push_back(dotted_requisite_in(rkey, st, name, body));
               st = st.substr(0, dot);
             }
             add_req(extend, name, st, rkey, state, id, body);
@@ -553,11 +581,8 @@ errors requisite_in(json& high, const std::vector<std::string>& disabled) {
           } else {
             hinges.emplace_back(py_str(pname), pstate);
           }
-          if (auto dot = pstate.find('.'); dot != std::string::npos) {
-            errs.push_back("Invalid requisite in " + rkey + ": " + pstate + " for " +
-                           py_str(pname) + ", in SLS '" + sls_of(body) +
-                           "'. Requisites must not contain dots, did you mean '" +
-                           pstate.substr(0, dot) + "'?");
+          if (pstate.find('.') != std::string::npos) {
+            errs.push_back(dotted_requisite_in(rkey, pstate, py_str(pname), body));
           }
           for (const auto& [name, st] : hinges) {
             if (key == "prereq_in") {
@@ -571,32 +596,17 @@ errors requisite_in(json& high, const std::vector<std::string>& disabled) {
               }
               continue;
             }
-            if (key == "use_in") {
+            if (key == "use_in" || key == "use") {
+              // use_in gives this state's arguments to the named one; use
+              // takes the named one's.
               for (const auto& [ext_id, req_state] : find_name(name, st, high, true)) {
                 if (ext_id.empty()) continue;
-                auto ext_args = state_args(ext_id, st, high);
-                json& dest = ext_list(extend, ext_id, req_state);
-                for (const auto& a : high[id][state]) {
-                  if (!a.is_object() || a.size() != 1) continue;
-                  std::string k = first_key(a);
-                  if (req_in_all.contains(k) || ext_args.contains(k)) continue;
-                  if (k == "name" || k == "names") continue;
-                  dest.push_back(a);
-                }
-              }
-              continue;
-            }
-            if (key == "use") {
-              for (const auto& [ext_id, req_state] : find_name(name, st, high, true)) {
-                if (ext_id.empty()) continue;
-                auto loc_args = state_args(id, state, high);
-                json& dest = ext_list(extend, id, state);
-                for (const auto& a : high[ext_id][req_state]) {
-                  if (!a.is_object() || a.size() != 1) continue;
-                  std::string k = first_key(a);
-                  if (req_in_all.contains(k) || loc_args.contains(k)) continue;
-                  if (k == "name" || k == "names") continue;
-                  dest.push_back(a);
+                if (key == "use_in") {
+                  use_args(high[id][state], state_args(ext_id, st, high),
+                           ext_list(extend, ext_id, req_state));
+                } else {
+                  use_args(high[ext_id][req_state], state_args(id, state, high),
+                           ext_list(extend, id, state));
                 }
               }
               continue;

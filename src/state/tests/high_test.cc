@@ -165,6 +165,14 @@ const low_case k_low_cases[] = {
                "__env__": "base"},
          "b": {"pkg": ["installed"], "__sls__": "s", "__env__": "base"}})",
      R"(["Invalid requisite type 'pkg.installed' in state 'a', in SLS 's'. Requisite types must not contain dots, did you mean 'pkg'?"])"},
+    {"a dotted state in a requisite_in, as a dict and as a list",
+     R"({"a": {"pkg": ["installed", {"require_in": {"pkg.installed": "b"}}], "__sls__": "s",
+               "__env__": "base"},
+         "c": {"pkg": ["installed", {"watch_in": [{"pkg.removed": "b"}]}], "__sls__": "t",
+               "__env__": "base"},
+         "b": {"pkg": ["installed"], "__sls__": "s", "__env__": "base"}})",
+     R"(["Invalid requisite in require: pkg.installed for b, in SLS 's'. Requisites must not contain dots, did you mean 'pkg'?",
+         "Invalid requisite in watch: pkg.removed for b, in SLS 't'. Requisites must not contain dots, did you mean 'pkg'?"])"},
 };
 
 TEST(CompileLow, Cases) {
