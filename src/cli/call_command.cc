@@ -30,7 +30,7 @@ using nlohmann::json;
 
 namespace {
 
-json local_pillar(const base::minion_config& cfg, const json& grains,
+nlohmann::ordered_json local_pillar(const base::minion_config& cfg, const json& grains,
                   const modules::registry& functions, modules::minion_context& ctx) {
   pillar::options o;
   o.roots = cfg.pillar_roots;
@@ -50,7 +50,7 @@ json local_pillar(const base::minion_config& cfg, const json& grains,
   };
   auto compiler = pillar::compiler::load(o);
   auto result = compiler.compile(cfg.id, &grains);
-  json p = std::move(result.pillar);
+  nlohmann::ordered_json p = std::move(result.ordered);
   if (!result.errors.empty()) {
     p["_errors"] = result.errors;
     for (const auto& e : result.errors) std::cerr << "pillar: " << e << "\n";

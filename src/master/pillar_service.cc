@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "net/connection.h"
+#include "proto/frame.h"
 
 namespace brine::master {
 
@@ -47,20 +48,28 @@ std::shared_ptr<const pillar::compiler> pillar_service::current(bool reload) {
 
 namespace {
 
-// The compiled pillar as the minion gets it. Salt hands compile errors to
+// The compiled pillar as the master keeps it (sorted, for targeting) and
+// as the minion gets it (Salt's key order). Salt hands compile errors to
 // the minion under _errors; their text names files and lines, never pillar
 // values, and only they are logged.
-minion_cache::value deliverable(const std::shared_ptr<const pillar::compiler::result>& result,
-                                const std::string& id, const char* why) {
+struct delivery {
+  minion_cache::value kept;
+  nlohmann::json body;
+};
+
+delivery deliverable(const std::shared_ptr<const pillar::compiler::result>& result,
+                     const std::string& id, const char* why) {
   if (result->errors.empty()) {
     // Shares the compiled result: minions that match alike hold one copy.
-    return minion_cache::value(result, &result->pillar);
+    return {minion_cache::value(result, &result->pillar), proto::pillar_body(result->ordered)};
   }
   auto with_errors = std::make_shared<nlohmann::json>(result->pillar);
   (*with_errors)["_errors"] = result->errors;
+  nlohmann::ordered_json ordered = result->ordered;
+  ordered["_errors"] = result->errors;
   spdlog::warn("pillar of minion {}{}: {} error(s), the first: {}", id, why, result->errors.size(),
                result->errors.front());
-  return with_errors;
+  return {std::move(with_errors), proto::pillar_body(ordered)};
 }
 
 }  // namespace
@@ -74,8 +83,8 @@ void pillar_service::compile_and_send(const std::shared_ptr<session>& s, bool re
   // The cached grains as they are packed: matched in place, not copied.
   packed::document grains = cache_.packed_grains(s->id);
   auto pillar = deliverable(compiler->compile_shared(s->id, grains.root()), s->id, "");
-  cache_.set_pillar(s->id, pillar);
-  s->conn->send(net::make_frame({proto::msg_type::pillar, 0, {{"pillar", *pillar}}}));
+  cache_.set_pillar(s->id, std::move(pillar.kept));
+  s->conn->send(net::make_frame({proto::msg_type::pillar, 0, std::move(pillar.body)}));
 }
 
 void pillar_service::serve_call(const std::shared_ptr<session>& s, const nlohmann::json& grains,
@@ -84,7 +93,7 @@ void pillar_service::serve_call(const std::shared_ptr<session>& s, const nlohman
     auto compiler = current(true);
     auto pillar =
         deliverable(compiler->compile_shared(s->id, &grains), s->id, " (for brine call)");
-    s->conn->send(net::make_frame({proto::msg_type::pillar, request_id, {{"pillar", *pillar}}}));
+    s->conn->send(net::make_frame({proto::msg_type::pillar, request_id, std::move(pillar.body)}));
   });
 }
 

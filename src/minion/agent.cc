@@ -54,7 +54,8 @@ struct call_state {
   bool asked = false;
   call_reply reply;
 
-  void finish(call_reply::status st, std::string detail, json pillar = json()) {
+  void finish(call_reply::status st, std::string detail,
+              nlohmann::ordered_json pillar = nlohmann::ordered_json()) {
     if (done) return;
     done = true;
     reply.st = st;
@@ -77,13 +78,15 @@ void on_call_message(call_state& st, net::connection& conn, const net::frame_ptr
       }
       return;
     }
-    case msg_type::pillar:
-      if (auto p = m.body.find("pillar"); p != m.body.end() && p->is_object()) {
+    case msg_type::pillar: {
+      std::string why;
+      if (auto p = proto::read_pillar(m.body, why)) {
         st.finish(status::answered, "", std::move(*p));
       } else {
-        st.finish(status::failed, "the master sent a pillar message without a pillar map");
+        st.finish(status::failed, "the master sent a pillar message without a pillar: " + why);
       }
       return;
+    }
     case msg_type::ping:
       conn.send({msg_type::pong, m.id, json::object()});
       return;
@@ -627,14 +630,16 @@ void agent::on_message(proto::message&& m) {
       deps_.spool.forget(m.body.value("jid", ""));
       if (deps_.on_acked) deps_.on_acked(*this);
       return;
-    case msg_type::pillar:
-      if (auto p = m.body.find("pillar"); p != m.body.end() && p->is_object()) {
+    case msg_type::pillar: {
+      std::string why;
+      if (auto p = proto::read_pillar(m.body, why)) {
         if (deps_.on_pillar) deps_.on_pillar(std::move(*p));
       } else {
-        spdlog::warn("minion {}: master {} sent a pillar message without a pillar map; ignored",
-                     cfg_.id, address_);
+        spdlog::warn("minion {}: master {} sent a pillar message without a pillar ({}); ignored",
+                     cfg_.id, address_, why);
       }
       return;
+    }
     default:
       spdlog::warn("minion {}: master sent unexpected {}; ignored", cfg_.id,
                    proto::to_string(m.type));

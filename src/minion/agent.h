@@ -63,7 +63,7 @@ struct call_reply {
   };
   status st = status::failed;
   std::string detail;
-  nlohmann::json pillar;
+  nlohmann::ordered_json pillar;  // in the order the master compiled it
 };
 
 // Salt's recon_default and recon_max: reconnect waits start at 1 s and
@@ -118,7 +118,7 @@ class agent : public std::enable_shared_from_this<agent> {
     // grains of); empty: every publish does.
     std::function<bool(const nlohmann::json& publish)> targeted;  // may be empty
     // The pillar a master compiled for this minion arrived.
-    std::function<void(nlohmann::json pillar)> on_pillar;  // may be empty
+    std::function<void(nlohmann::ordered_json pillar)> on_pillar;  // may be empty
     // What jobs see of the minion (modules::call::context); may be null.
     modules::minion_context* context = nullptr;
     // Jobs register here while they run (saltutil.running, kill_job).

@@ -42,6 +42,7 @@ context::context(const base::minion_config& cfg, const modules::registry& functi
     : cfg_(cfg), functions_(functions), hooks_(std::move(h)), opts_(opts_of(cfg)) {
   grains_ = std::make_shared<const nlohmann::json>(collect());
   pillar_ = std::make_shared<const nlohmann::json>(nlohmann::json::object());
+  ordered_pillar_ = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::object());
 }
 
 std::string context::grains_file() const {
@@ -105,10 +106,17 @@ asio::awaitable<std::shared_ptr<const nlohmann::json>> context::fresh_pillar() {
   co_return co_await hooks_.fetch_pillar();
 }
 
-void context::set_pillar(nlohmann::json pillar) {
-  auto p = std::make_shared<const nlohmann::json>(std::move(pillar));
+std::shared_ptr<const nlohmann::ordered_json> context::ordered_pillar() const {
   std::lock_guard lock(mu_);
-  pillar_ = std::move(p);
+  return ordered_pillar_;
+}
+
+void context::set_pillar(nlohmann::ordered_json pillar) {
+  auto sorted = std::make_shared<const nlohmann::json>(pillar);
+  auto ordered = std::make_shared<const nlohmann::ordered_json>(std::move(pillar));
+  std::lock_guard lock(mu_);
+  pillar_ = std::move(sorted);
+  ordered_pillar_ = std::move(ordered);
 }
 
 }  // namespace brine::minion

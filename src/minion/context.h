@@ -38,6 +38,7 @@ class context : public modules::minion_context {
   const std::string& id() const override { return cfg_.id; }
   std::shared_ptr<const nlohmann::json> grains() const override;
   std::shared_ptr<const nlohmann::json> pillar() const override;
+  std::shared_ptr<const nlohmann::ordered_json> ordered_pillar() const override;
   const nlohmann::json& opts() const override { return opts_; }
   std::string grains_file() const override;
   const modules::registry& functions() const override { return functions_; }
@@ -47,7 +48,8 @@ class context : public modules::minion_context {
   std::vector<modules::running_job> running() const override { return jobs_.list(); }
   bool kill_job(const std::string& jid) override { return jobs_.kill(jid); }
 
-  void set_pillar(nlohmann::json pillar);
+  // The pillar as compiled, in Salt's key order.
+  void set_pillar(nlohmann::ordered_json pillar);
   job_table& jobs() { return jobs_; }
 
  private:
@@ -61,6 +63,7 @@ class context : public modules::minion_context {
   mutable std::mutex mu_;
   std::shared_ptr<const nlohmann::json> grains_;
   std::shared_ptr<const nlohmann::json> pillar_;
+  std::shared_ptr<const nlohmann::ordered_json> ordered_pillar_;
 };
 
 // Where versions before brine call asked the master kept the pillar

@@ -47,7 +47,7 @@ asio::awaitable<race_result> first_answer(size_t n, pillar_try start,
 inline constexpr std::chrono::seconds k_call_stagger{1};
 
 struct master_pillar {
-  std::optional<nlohmann::json> pillar;  // absent: no master answered
+  std::optional<nlohmann::ordered_json> pillar;  // absent: no master answered; Salt's key order
   std::string master;                    // "host:port" of the one that did
   // Every master asked that did not answer (or not first), with why.
   std::vector<std::pair<std::string, call_reply>> failed;

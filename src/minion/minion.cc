@@ -109,7 +109,7 @@ minion::minion(base::minion_config cfg)
     return grains_frame_;
   };
   link.targeted = [this](const nlohmann::json& publish) { return targeted(publish); };
-  link.on_pillar = [this](nlohmann::json pillar) {
+  link.on_pillar = [this](nlohmann::ordered_json pillar) {
     spdlog::debug("minion {}: pillar received ({} keys)", cfg_.id, pillar.size());
     context_->set_pillar(std::move(pillar));
   };
@@ -154,7 +154,7 @@ asio::awaitable<std::shared_ptr<const nlohmann::json>> minion::fetch_pillar() {
   // its copies of the arguments.
   auto got = co_await asio::co_spawn(blocking_, ask_masters(cfg_, context_->grains()),
                                      asio::use_awaitable);
-  if (got.pillar) co_return std::make_shared<const nlohmann::json>(std::move(*got.pillar));
+  if (got.pillar) co_return std::make_shared<const nlohmann::json>(*got.pillar);
   // The kept pillar, as the master last compiled it, rather than nothing.
   spdlog::warn("minion {}: pillar.items: {}; answering with the pillar kept", cfg_.id,
                no_pillar_message(cfg_, got));

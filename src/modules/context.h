@@ -32,6 +32,12 @@ class minion_context {
   // Immutable snapshots: a refresh swaps them, a reader keeps its copy.
   virtual std::shared_ptr<const nlohmann::json> grains() const = 0;
   virtual std::shared_ptr<const nlohmann::json> pillar() const = 0;
+  // The same pillar in Salt's key order (document order, as compiled), for
+  // what iterates it as Salt would (the state compiler's templates). By
+  // default pillar()'s, sorted.
+  virtual std::shared_ptr<const nlohmann::ordered_json> ordered_pillar() const {
+    return std::make_shared<const nlohmann::ordered_json>(*pillar());
+  }
   // The minion's options as Salt's `opts` shows them (config.get reads them).
   virtual const nlohmann::json& opts() const = 0;
   // Where grains.setval / grains.delval keep grains (Salt: /etc/salt/grains).

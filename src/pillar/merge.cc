@@ -16,7 +16,8 @@ constexpr std::pair<std::string_view, strategy> k_strategies[] = {
 
 // salt.utils.dictupdate.update with recursive_update=True. Its shortcut for
 // mappings with no key in common (a plain dict.update) gives the same result.
-void update(nlohmann::json& dest, const nlohmann::json& upd, bool merge_lists) {
+template <class Json>
+void update(Json& dest, const Json& upd, bool merge_lists) {
   for (const auto& [key, val] : upd.items()) {
     auto it = dest.find(key);
     if (it == dest.end()) {
@@ -51,7 +52,8 @@ std::optional<strategy> parse_strategy(std::string_view name) {
 
 namespace detail {
 
-void merge(nlohmann::json& dest, const nlohmann::json& upd, strategy s, bool merge_lists) {
+template <class Json>
+void merge(Json& dest, const Json& upd, strategy s, bool merge_lists) {
   switch (s) {
     case strategy::smart:
     case strategy::recurse:
@@ -69,6 +71,9 @@ void merge(nlohmann::json& dest, const nlohmann::json& upd, strategy s, bool mer
       return;
   }
 }
+
+template void merge(nlohmann::json&, const nlohmann::json&, strategy, bool);
+template void merge(nlohmann::ordered_json&, const nlohmann::ordered_json&, strategy, bool);
 
 }  // namespace detail
 

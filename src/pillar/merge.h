@@ -14,6 +14,10 @@ namespace brine::pillar::detail {
 //   followed by the items of `upd`'s list that `dest`'s list did not hold;
 // - none: recurse, never merging lists;
 // - overwrite, aggregate: each top-level key of `upd` replaces `dest`'s.
-void merge(nlohmann::json& dest, const nlohmann::json& upd, strategy s, bool merge_lists);
+// As with Python's dicts, a key `dest` has keeps its place and a new key
+// goes last: with nlohmann::ordered_json the result is in Salt's key order.
+// Json: nlohmann::json or nlohmann::ordered_json.
+template <class Json>
+void merge(Json& dest, const Json& upd, strategy s, bool merge_lists);
 
 }  // namespace brine::pillar::detail

@@ -32,12 +32,13 @@ struct sls_file {
   std::string path;
   std::string error;  // rendering failed: the detail, naming the file
   // What Salt keeps in `mods` for it: the data with a list `include` taken
-  // out; {} for data that is false in Python's sense (an empty file).
-  json own = json::object();
+  // out; {} for data that is false in Python's sense (an empty file). In
+  // document order, as Salt's YAML loader keeps mappings.
+  ordered_json own = ordered_json::object();
   bool truthy = false;       // the data before `include` was taken out
   bool has_include = false;  // a mapping with an `include` key
   bool include_is_list = false;
-  json include;
+  ordered_json include;
 };
 
 // One include item of an sls file, resolved at load.
@@ -253,9 +254,9 @@ struct compiler::tree {
     sls_file& f = it->second;
     if (!added) return f;
     f.path = path;
-    json data;
+    ordered_json data;
     try {
-      auto got = read<json>(path, e, sls);
+      auto got = read<ordered_json>(path, e, sls);
       if (!got) return f;  // a template, rendered for each minion
       data = std::move(*got);
     } catch (const detail::render_error& err) {
@@ -311,14 +312,15 @@ struct compiler::tree {
   }
 
   // One item of sls `sls`'s include list, as render_pstate reads it.
-  include_ref include(const env_data& e, const std::string& sls, bool init, const json& item) {
+  include_ref include(const env_data& e, const std::string& sls, bool init,
+                      const ordered_json& item) {
     include_ref ref;
     std::string sub;
     if (item.is_string()) {
       sub = item.get<std::string>();
     } else if (item.is_object() && item.size() == 1 && item.begin().value().is_object()) {
       sub = item.begin().key();
-      const json& opts = item.begin().value();
+      const ordered_json& opts = item.begin().value();
       // `defaults` are template variables; brine's pillar files have no
       // template markup, so they change nothing.
       if (auto k = opts.find("key"); k != opts.end() && detail::truthy(*k)) {
@@ -458,7 +460,7 @@ struct compiler::tree {
           for (const auto& comp : items) {
             if (!comp.is_object()) continue;
             if (comp.contains("order")) m.order = order_of(comp["order"]);
-            if (comp.contains("ignore_missing") && detail::truthy(json(comp["ignore_missing"]))) {
+            if (comp.contains("ignore_missing") && detail::truthy(comp["ignore_missing"])) {
               ignore_missing = true;
             }
           }
@@ -528,13 +530,13 @@ namespace {
 // `mods`, the sls already rendered for this minion in this environment.
 class renderer {
  public:
-  renderer(const compiler::tree& t, const env_data& e, std::deque<json>& arena,
+  renderer(const compiler::tree& t, const env_data& e, std::deque<ordered_json>& arena,
            std::vector<std::string>& errors)
       : t_(t), e_(e), arena_(arena), errors_(errors) {}
 
   // The sls's data merged over its includes' data; null for Salt's None
   // (missing, or failed to render).
-  const json* render(const std::string& name) {
+  const ordered_json* render(const std::string& name) {
     const sls_node& node = e_.nodes.at(name);
     if (node.file == nullptr) {
       if (e_.ignored.contains(name)) return nullptr;
@@ -563,7 +565,7 @@ class renderer {
       errors_.push_back("Include Declaration in SLS '" + name + "' is not formed as a list");
       return &f.own;
     }
-    std::vector<const json*> layers;
+    std::vector<const ordered_json*> layers;
     for (const auto& inc : node.includes) {
       if (!inc.error.empty()) {
         errors_.push_back(inc.error);
@@ -571,12 +573,14 @@ class renderer {
       }
       for (const auto& m : inc.names) {
         auto done = mods_.find(m);
-        const json* sub = done != mods_.end() ? done->second : render(m);
+        const ordered_json* sub = done != mods_.end() ? done->second : render(m);
         if (sub == nullptr || !detail::truthy(*sub)) continue;
         if (!inc.key.empty()) {
-          json nested = *sub;
+          ordered_json nested = *sub;
           for (auto k = inc.key.rbegin(); k != inc.key.rend(); ++k) {
-            nested = json{{*k, std::move(nested)}};
+            ordered_json outer = ordered_json::object();
+            outer[*k] = std::move(nested);
+            nested = std::move(outer);
           }
           sub = &arena_.emplace_back(std::move(nested));
         }
@@ -586,7 +590,7 @@ class renderer {
     }
     // The including file is laid last: its values win.
     if (layers.empty()) return &f.own;
-    json& state = arena_.emplace_back(*layers.front());
+    ordered_json& state = arena_.emplace_back(*layers.front());
     for (size_t i = 1; i < layers.size(); ++i) {
       detail::merge(state, *layers[i], t_.merging, t_.merge_lists);
     }
@@ -597,9 +601,9 @@ class renderer {
  private:
   const compiler::tree& t_;
   const env_data& e_;
-  std::deque<json>& arena_;
+  std::deque<ordered_json>& arena_;
   std::vector<std::string>& errors_;
-  std::unordered_map<std::string_view, const json*> mods_;
+  std::unordered_map<std::string_view, const ordered_json*> mods_;
 };
 
 }  // namespace
@@ -695,8 +699,8 @@ std::string compiler::tree::match_key(std::string_view id, packed::value grains)
 }
 
 compiler::result compiler::tree::build(const std::string& key) const {
-  result r{json::object(), {}};
-  std::deque<json> arena;
+  result r{json::object(), ordered_json::object(), {}};
+  std::deque<ordered_json> arena;
   std::vector<const std::string*> patterns;
   size_t i = 0;
   for (const env_top& et : top) {
@@ -723,14 +727,15 @@ compiler::result compiler::tree::build(const std::string& key) const {
     renderer rd(*this, e, arena, r.errors);
     for (const auto* p : patterns) {
       for (const auto& name : e.expansions.at(*p)) {
-        const json* state = rd.render(name);
+        const ordered_json* state = rd.render(name);
         if (state != nullptr && state->is_object()) {
-          detail::merge(r.pillar, *state, merging, merge_lists);
+          detail::merge(r.ordered, *state, merging, merge_lists);
         }
       }
     }
   }
   r.errors.insert(r.errors.end(), top_errors.begin(), top_errors.end());
+  r.pillar = json(r.ordered);
   return r;
 }
 

@@ -62,7 +62,12 @@ class compiler {
   static compiler load(options o);
 
   struct result {
-    nlohmann::json pillar;            // always an object
+    nlohmann::json pillar;  // always an object; sorted keys, for caches and targeting
+    // The same pillar in Salt's key order: each sls file's mappings in
+    // document order, merged as Salt's dict updates merge them (a key
+    // keeps its first place, new keys go last). What templates iterate
+    // and what the minion is sent.
+    nlohmann::ordered_json ordered;
     std::vector<std::string> errors;  // Salt's _errors, in Salt's order; empty when clean
   };
 

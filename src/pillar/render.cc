@@ -114,23 +114,27 @@ std::string render_jinja(std::string_view text, const std::string& path,
 
 }  // namespace
 
-bool truthy(const nlohmann::json& v) {
+template <class Json>
+bool truthy(const Json& v) {
   switch (v.type()) {
     case nlohmann::json::value_t::null:
     case nlohmann::json::value_t::discarded:
       return false;
     case nlohmann::json::value_t::boolean:
-      return v.get<bool>();
+      return v.template get<bool>();
     case nlohmann::json::value_t::number_integer:
-      return v.get<int64_t>() != 0;
+      return v.template get<int64_t>() != 0;
     case nlohmann::json::value_t::number_unsigned:
-      return v.get<uint64_t>() != 0;
+      return v.template get<uint64_t>() != 0;
     case nlohmann::json::value_t::number_float:
-      return v.get<double>() != 0.0;
+      return v.template get<double>() != 0.0;
     default:
       return !v.empty();
   }
 }
+
+template bool truthy(const nlohmann::json&);
+template bool truthy(const nlohmann::ordered_json&);
 
 bool is_template(std::string_view text) {
   if (!has_markup(text)) return false;

@@ -57,6 +57,8 @@ template <class Json>
 Json render_file(const std::string& path, const template_context* ctx = nullptr);
 
 // Python's truth value of the data: null, false, 0, "", [] and {} are false.
-bool truthy(const nlohmann::json& v);
+// Json: nlohmann::json or nlohmann::ordered_json.
+template <class Json>
+bool truthy(const Json& v);
 
 }  // namespace brine::pillar::detail

@@ -134,6 +134,25 @@ base::errc decode_body(std::span<const uint8_t> body, message& out, std::string&
   return base::errc::ok;
 }
 
+nlohmann::json pillar_body(const nlohmann::ordered_json& pillar) {
+  return {{"pillar", nlohmann::json::binary(nlohmann::ordered_json::to_msgpack(pillar))}};
+}
+
+std::optional<nlohmann::ordered_json> read_pillar(const nlohmann::json& body, std::string& detail) {
+  auto p = body.find("pillar");
+  if (p == body.end() || !p->is_binary()) {
+    detail = "the body has no 'pillar' (MessagePack bytes of the pillar map)";
+    return std::nullopt;
+  }
+  const auto& bytes = p->get_binary();
+  auto pillar = nlohmann::ordered_json::from_msgpack(bytes.begin(), bytes.end(), true, false);
+  if (pillar.is_discarded() || !pillar.is_object()) {
+    detail = "its 'pillar' bytes are not a MessagePack map";
+    return std::nullopt;
+  }
+  return pillar;
+}
+
 void frame_decoder::feed(std::span<const uint8_t> bytes) {
   if (pos_ > 0 && pos_ == buf_.size()) {
     buf_.clear();

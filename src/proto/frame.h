@@ -23,6 +23,15 @@ std::vector<uint8_t> encode_frame(const message& m);
 // spooled return is encoded once, kept, and sent as it is).
 std::vector<uint8_t> encode_frame(msg_type type, uint64_t id, std::span<const uint8_t> body);
 
+// The pillar message's body, {"pillar": bin}: the pillar as a MessagePack map
+// in its own key order (Salt's, which templates iterate), carried as bytes
+// because a body map decodes with its keys sorted.
+nlohmann::json pillar_body(const nlohmann::ordered_json& pillar);
+
+// The pillar of a pillar message's body, in the order it was sent; nullopt
+// with `detail` saying why when the body holds no pillar map.
+std::optional<nlohmann::ordered_json> read_pillar(const nlohmann::json& body, std::string& detail);
+
 // Incremental decoder for one connection's byte stream. The length is checked
 // against the limit before any buffer for the body is allocated.
 //

@@ -66,7 +66,7 @@ minion minion_of(modules::minion_context& ctx) {
   minion m;
   m.id = ctx.id();
   m.grains = json::parse(ctx.grains()->dump());
-  m.pillar = json::parse(ctx.pillar()->dump());
+  m.pillar = *ctx.ordered_pillar();  // Salt's key order: templates iterate it
   m.opts = json::parse(ctx.opts().dump());
   return m;
 }

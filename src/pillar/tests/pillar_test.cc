@@ -579,6 +579,26 @@ name: web
     "roles": ["b"]})"));
 }
 
+// Salt's dicts keep insertion order: each file's mappings in document
+// order, the first include as the base, a key keeping its first place when
+// a later layer changes it, new keys last. `ordered` keeps that order.
+TEST(Sls, OrderedPillarKeepsSaltsKeyOrder) {
+  files f;
+  f.write("base/top.sls", "base:\n  '*':\n    - zeta\n    - alpha\n");
+  f.write("base/zeta.sls", R"(include:
+  - inc
+zoo: {z: 1, b: 2, a: 3}
+mid: 1
+)");
+  f.write("base/inc.sls", "mid: 0\nzoo: {y: 0, a: 0}\nfirst: true\n");
+  f.write("base/alpha.sls", "zoo: {c: 4}\nlast: [1]\nmid: 2\n");
+  auto r = compile(base_only(f), "m", nullptr);
+  EXPECT_TRUE(r.errors.empty()) << json(r.errors).dump();
+  EXPECT_EQ(r.ordered.dump(),
+            R"({"mid":2,"zoo":{"y":0,"a":3,"z":1,"b":2,"c":4},"first":true,"last":[1]})");
+  EXPECT_EQ(r.pillar, json(r.ordered));
+}
+
 TEST(Sls, IncludeWithMergeLists) {
   files f;
   f.write("base/top.sls", "base:\n  '*':\n    - r\n");

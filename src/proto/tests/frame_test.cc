@@ -53,6 +53,33 @@ TEST(frame, pre_encoded_body_gives_the_same_frame) {
   EXPECT_EQ(encode_frame(m.type, m.id, body), encode_frame(m));
 }
 
+// The pillar travels as MessagePack bytes so that its keys keep their
+// order (a body map decodes sorted).
+TEST(frame, pillar_body_keeps_key_order_through_a_frame) {
+  auto pillar = nlohmann::ordered_json::parse(R"({"zeta": {"b": 1, "a": [2, {"y": 0, "x": 1}]}, "alpha": null})");
+  auto bytes = encode_frame({msg_type::pillar, 0, pillar_body(pillar)});
+  frame_decoder d(1 << 20);
+  d.feed(bytes);
+  message out;
+  ASSERT_EQ(d.next(out), frame_decoder::status::ready);
+  std::string why;
+  auto back = read_pillar(out.body, why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(back->dump(), pillar.dump());
+}
+
+TEST(frame, pillar_body_without_pillar_bytes_says_why) {
+  std::string why;
+  EXPECT_FALSE(read_pillar({{"pillar", {{"a", 1}}}}, why));
+  EXPECT_NE(why.find("MessagePack bytes"), std::string::npos) << why;
+  why.clear();
+  EXPECT_FALSE(read_pillar({{"pillar", nlohmann::json::binary({0x93, 1, 2, 3})}}, why));
+  EXPECT_NE(why.find("not a MessagePack map"), std::string::npos) << why;
+  why.clear();
+  EXPECT_FALSE(read_pillar({{"pillar", nlohmann::json::binary({0xc1})}}, why));
+  EXPECT_NE(why.find("not a MessagePack map"), std::string::npos) << why;
+}
+
 TEST(frame, header_is_big_endian_length) {
   auto bytes = encode_frame(sample());
   uint32_t len = (uint32_t{bytes[0]} << 24) | (uint32_t{bytes[1]} << 16) |

@@ -99,13 +99,13 @@ outcome_text run(const fs::path& tree, const json& grains, const parsed_call& ca
   auto pc = pillar::compiler::load(po);
   nlohmann::json plain_grains = nlohmann::json::parse(grains.dump());
   auto pr = pc.compile("minion1", &plain_grains);
-  nlohmann::json pillar = std::move(pr.pillar);
+  nlohmann::ordered_json pillar = std::move(pr.ordered);
   if (!pr.errors.empty()) pillar["_errors"] = pr.errors;
 
   minion m;
   m.id = "minion1";
   m.grains = grains;
-  m.pillar = json::parse(pillar.dump());
+  m.pillar = std::move(pillar);
   nlohmann::json opts = {{"id", "minion1"}, {"file_client", "local"}};
   for (const auto& [env, dirs] : o.file_roots) opts["file_roots"][env] = dirs;
   opts["pillar_roots"]["base"] = {(tree / "pillar").string()};
