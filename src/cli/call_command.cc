@@ -22,6 +22,7 @@
 #include "state/bridge.h"
 #include "state/high.h"
 #include "state/highstate.h"
+#include "state/pillar_salt.h"
 #include "state/state_mod.h"
 
 namespace brine::cli {
@@ -34,20 +35,8 @@ nlohmann::ordered_json local_pillar(const base::minion_config& cfg, const json& 
                   const modules::registry& functions, modules::minion_context& ctx) {
   pillar::options o;
   o.roots = cfg.pillar_roots;
-  // Pillar templates call the minion's execution functions, with a file
-  // client over pillar_roots (Salt's Pillar uses pillar_roots as its
-  // file_roots): a state compiler over them gives the bridge its files.
-  auto compilers = std::make_shared<std::vector<std::unique_ptr<state::compiler>>>();
-  o.salt = [compilers, &functions, &ctx, &cfg](std::string_view id, const json& g) {
-    state::options so;
-    for (const auto& [env, dirs] : cfg.pillar_roots) so.file_roots.emplace_back(env, dirs);
-    state::minion m;
-    m.id = std::string(id);
-    m.grains = state::json(g);
-    m.opts = state::json(ctx.opts());
-    auto& c = compilers->emplace_back(std::make_unique<state::compiler>(so, std::move(m)));
-    return state::make_salt(*c, functions, &ctx);
-  };
+  // Pillar templates call the minion's execution functions.
+  o.salt = state::pillar_salt(cfg.pillar_roots, functions, &ctx, ctx.opts());
   auto compiler = pillar::compiler::load(o);
   auto result = compiler.compile(cfg.id, &grains);
   nlohmann::ordered_json p = std::move(result.ordered);

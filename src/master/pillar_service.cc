@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "net/connection.h"
 #include "proto/frame.h"
+#include "state/pillar_salt.h"
 
 namespace brine::master {
 
@@ -18,6 +19,8 @@ pillar_service::pillar_service(const base::master_config& cfg, const target::nod
   options_.merge_lists = cfg.pillar_merge_lists;
   if (!cfg.pillarenv.empty()) options_.pillarenv = cfg.pillarenv;
   options_.groups = groups;
+  modules::register_builtin_modules(functions_);
+  options_.salt = state::pillar_salt(cfg.pillar_roots, functions_, nullptr, nlohmann::json::object());
   try {
     compiler_ = std::make_shared<const pillar::compiler>(pillar::compiler::load(options_));
   } catch (const std::exception& e) {

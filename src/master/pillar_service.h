@@ -11,6 +11,7 @@
 #include "base/config.h"
 #include "master/minion_cache.h"
 #include "master/minion_sessions.h"
+#include "modules/registry.h"
 #include "pillar/pillar.h"
 
 namespace brine::master {
@@ -48,6 +49,10 @@ class pillar_service {
   void compile_and_send(const std::shared_ptr<session>& s, bool reload);
 
   const base::master_config& cfg_;
+  // What pillar templates call as salt['mod.fun'](...): the built-in
+  // execution functions, run here on the master as Salt's Pillar runs its
+  // own minion modules.
+  modules::registry functions_;
   pillar::options options_;
   minion_cache& cache_;
   std::mutex mu_;

@@ -208,6 +208,7 @@ struct compiler::tree {
   // Set while a tree is read for one minion: what its templates see.
   std::optional<std::string> minion_id;
   render::value grains_v, pillar_v, opts_v, salt_v;
+  std::shared_ptr<const void> salt_keep;  // what salt_v refers to
   // Keyed by path: a file is rendered once whatever names reach it.
   std::map<std::string, sls_file> files;
   std::map<std::string, env_data, std::less<>> envs;
@@ -623,7 +624,13 @@ std::shared_ptr<compiler::tree> build_tree(const options& o, std::optional<std::
     t->grains_v = render::value::from_json(ordered_json(grains));
     t->pillar_v = render::value::make_dict();
     t->opts_v = render::value::from_json(ordered_json(opts));
-    t->salt_v = o.salt ? o.salt(*id, grains) : render::value::undefined("'salt' is undefined");
+    if (o.salt) {
+      auto s = o.salt(*id, grains);
+      t->salt_v = std::move(s.salt);
+      t->salt_keep = std::move(s.keep);
+    } else {
+      t->salt_v = render::value::undefined("'salt' is undefined");
+    }
   }
   auto merging = parse_strategy(o.merging_strategy);
   if (!merging) {

@@ -41,7 +41,11 @@ struct options {
   // makes the `salt` they call for a minion (none: templates that use it
   // fail with "'salt' is undefined").
   nlohmann::json opts = nlohmann::json::object();
-  std::function<render::value(std::string_view id, const nlohmann::json& grains)> salt;
+  struct minion_salt {
+    render::value salt;
+    std::shared_ptr<const void> keep;  // what `salt` refers to, kept while the tree renders
+  };
+  std::function<minion_salt(std::string_view id, const nlohmann::json& grains)> salt;
 };
 
 // A pillar tree loaded once: every top file read and merged, every sls file

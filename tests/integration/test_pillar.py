@@ -121,12 +121,16 @@ class Pillar(unittest.TestCase):
         wait_for(lambda: self.call("web1", "pillar.get", "web:port") == 8080, 10,
                  "the refreshed pillar on web1")
         # A template renders for the minion, with its grains.
+        # `salt` is the master's execution functions, as Salt's Pillar has.
         write_tree(self.root, {"web.sls": "web:\n  port: {{ 8000 + 81 }}\n"
-                                          "  host: {{ grains['id'] }}\n"})
+                                          "  host: {{ grains['id'] }}\n"
+                                          "  echo: {{ salt['test.echo']('hi') }}\n"
+                                          "  role: {{ salt['grains.get']('roles:0') }}\n"})
         try:
             self.assertIs(self.call("web1", "saltutil.refresh_pillar"), True)
             wait_for(lambda: self.call("web1", "pillar.get", "web") ==
-                     {"port": 8081, "host": "web1"}, 10, "web1's templated pillar")
+                     {"port": 8081, "host": "web1", "echo": "hi", "role": "web"}, 10,
+                     "web1's templated pillar")
             # A broken one: an error naming the file, line and column, in _errors.
             write_tree(self.root, {"web.sls": "web:\n  port: {{ grains.nosuch }}\n"})
             self.call("web1", "saltutil.refresh_pillar")

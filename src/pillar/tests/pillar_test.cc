@@ -832,7 +832,7 @@ TEST(Templates, IncludesAndTheSaltFunctionsTheHostGives) {
                       "test.double", [id = std::string(id)](render::call_args& a) {
                         return render::value(a.positional.at(0).as_int() * 2);
                       }));
-    return salt;
+    return options::minion_salt{salt, nullptr};
   };
   json grains = {{"role", "web"}};
   auto r = compile(o, "m1", &grains);
