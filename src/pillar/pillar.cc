@@ -39,6 +39,7 @@ struct sls_file {
   bool has_include = false;  // a mapping with an `include` key
   bool include_is_list = false;
   ordered_json include;
+  bool is_template = false;  // its data depends on the minion: rendered for each
 };
 
 // One include item of an sls file, resolved at load.
@@ -205,8 +206,10 @@ struct compiler::tree {
   // A top or sls file met holds Jinja markup: compile() reads the tree
   // again for each minion (build_for), this one only serves load's checks.
   bool templated = false;
-  // Set while a tree is read for one minion: what its templates see.
+  // Set while a tree is read for one minion: what its templates see, and
+  // the tree load() read, whose plain files and listings are reused.
   std::optional<std::string> minion_id;
+  const tree* loaded = nullptr;
   render::value grains_v, pillar_v, opts_v, salt_v;
   std::shared_ptr<const void> salt_keep;  // what salt_v refers to
   // Keyed by path: a file is rendered once whatever names reach it.
@@ -255,10 +258,21 @@ struct compiler::tree {
     sls_file& f = it->second;
     if (!added) return f;
     f.path = path;
+    if (loaded != nullptr) {
+      // A plain file reads the same for every minion: load() parsed it.
+      auto kept = loaded->files.find(path);
+      if (kept != loaded->files.end() && !kept->second.is_template) {
+        f = kept->second;
+        return f;
+      }
+    }
     ordered_json data;
     try {
       auto got = read<ordered_json>(path, e, sls);
-      if (!got) return f;  // a template, rendered for each minion
+      if (!got) {
+        f.is_template = true;  // rendered for each minion
+        return f;
+      }
       data = std::move(*got);
     } catch (const detail::render_error& err) {
       f.error = err.what();
@@ -611,11 +625,14 @@ class renderer {
 
 namespace {
 
-// The tree of `o`, for the minion `id` with `grains` when `id` is set.
+// The tree of `o`, for the minion `id` with `grains` when `id` is set;
+// `loaded` (the tree load() read) lends its plain files and sls listings.
 std::shared_ptr<compiler::tree> build_tree(const options& o, std::optional<std::string_view> id,
-                                           const json& grains) {
+                                           const json& grains,
+                                           const compiler::tree* loaded = nullptr) {
   auto t = std::make_shared<compiler::tree>();
   t->opts = o;
+  t->loaded = loaded;
   if (id) {
     t->minion_id = std::string(*id);
     json opts = o.opts.is_object() ? o.opts : json::object();
@@ -659,7 +676,11 @@ std::shared_ptr<compiler::tree> build_tree(const options& o, std::optional<std::
     if (auto r = o.roots.find(name); r != o.roots.end()) e.roots = r->second;
     e.has_roots = !e.roots.empty();
     e.listed = true;
-    e.avail = list_states(e.roots);
+    const env_data* was = nullptr;
+    if (loaded != nullptr) {
+      if (auto k = loaded->envs.find(name); k != loaded->envs.end()) was = &k->second;
+    }
+    e.avail = was != nullptr ? was->avail : list_states(e.roots);
   }
 
   // get_tops: Salt reads them from a set of environments, in no fixed order;
@@ -758,7 +779,7 @@ std::shared_ptr<const compiler::result> compiler::compile_shared(std::string_vie
   const tree& t = *t_;
   if (t.templated) {
     // Salt renders every template for each minion: nothing is shared.
-    auto mine = build_tree(t.opts, id, grains ? grains.to_json() : json::object());
+    auto mine = build_tree(t.opts, id, grains ? grains.to_json() : json::object(), &t);
     return std::make_shared<const result>(mine->build(mine->match_key(id, grains)));
   }
   std::string key = t.match_key(id, grains);

@@ -53,8 +53,9 @@ struct options {
 // expressions parsed, sls globs expanded. compile() then only matches targets
 // and merges parsed data, and minions that match the same targets share one
 // result (kept in a bounded cache). A tree with a template (a top or sls
-// file with Jinja markup) is read again for each compile(), its templates
-// rendered with that minion's grains, as Salt does for every minion. Immutable after load() but for that
+// file with Jinja markup) is built again for each compile(), its templates
+// rendered with that minion's grains, as Salt does for every minion; its
+// plain files and listings are load()'s. Immutable after load() but for that
 // cache; copies share their state; compile() may run on any number of
 // threads at once. A changed tree on disk needs a new load().
 class compiler {

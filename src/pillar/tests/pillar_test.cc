@@ -817,6 +817,23 @@ TEST(Templates, RenderWithTheMinionsGrainsAndSaltsContext) {
   EXPECT_FALSE(r.pillar.contains("apt"));
 }
 
+// A tree with templates renders them for each minion, but its plain files
+// and listings are load()'s: read once, as a tree without templates is.
+TEST(Templates, PlainFilesOfATemplatedTreeAreReadOnceAtLoad) {
+  files f;
+  f.write("base/top.sls", "base:\n  '*':\n    - plain\n    - mine\n");
+  f.write("base/plain.sls", "plain: 1\n");
+  f.write("base/mine.sls", "mine: {{ grains['id'] }}\n");
+  auto c = compiler::load(base_only(f));
+  json g1 = {{"id", "m1"}}, g2 = {{"id", "m2"}};
+  EXPECT_EQ(c.compile("m1", &g1).pillar, json::parse(R"({"plain": 1, "mine": "m1"})"));
+  f.write("base/plain.sls", "plain: 2\n");
+  f.write("base/new.sls", "new: 1\n");
+  EXPECT_EQ(c.compile("m2", &g2).pillar, json::parse(R"({"plain": 1, "mine": "m2"})"));
+  EXPECT_EQ(compiler::load(base_only(f)).compile("m2", &g2).pillar,
+            json::parse(R"({"plain": 2, "mine": "m2"})"));
+}
+
 TEST(Templates, IncludesAndTheSaltFunctionsTheHostGives) {
   files f;
   f.write("base/top.sls", "base:\n  '*':\n    - app\n");
