@@ -3,8 +3,9 @@
 against a real DNS server, dnsmasq, on a loopback port: RFC 2782 priority
 and weight order (checked statistically), the next priority level only when
 a whole level is down, records looked up again after a failure and after
-their TTL, hot mode connecting every target, and clear errors for missing
-and "not available" record sets."""
+their TTL, hot mode connecting every target, brine call finding its master
+through the records, and clear errors for missing and "not available"
+record sets."""
 
 import json
 import os
@@ -117,6 +118,34 @@ class SrvOrderTest(SrvTestCase):
         for m in ms.masters:
             wait_for(lambda m=m: m.ping_json("m1", 2)[1] == {"m1": True}, 20,
                      "m1 on " + m.name)
+
+
+class SrvCallTest(SrvTestCase):
+
+    def test_brine_call_asks_the_masters_the_records_name(self):
+        ms = self.master_set(2)
+        dns = self.dns(ms, self.records(ms, [(0, 10, 1), (1, 20, 1)]))
+        m = self.srv_minion(ms, dns, master_type="failover")
+        wait_for(lambda: len(self.serving(ms, "m1")) == 1, 20, "m1 served by a master")
+
+        def call():
+            p = subprocess.run([BRINE_BIN, "call", "-c", m.config, "--out", "json",
+                                "test.ping"], capture_output=True, text=True, timeout=60)
+            return p.returncode, p.stdout, p.stderr
+
+        rc, out, err = call()
+        self.assertEqual((rc, json.loads(out) if rc == 0 else out), (0, {"local": True}), err)
+        # The first record's master down: the call goes on to the next one.
+        ms.masters[0].kill()
+        rc, out, err = call()
+        self.assertEqual((rc, json.loads(out) if rc == 0 else out), (0, {"local": True}), err)
+        # Every master down: salt-call's exit 2, naming the SRV records.
+        ms.masters[1].kill()
+        rc, out, err = call()
+        self.assertEqual(rc, 2, out)
+        self.assertIn("no master answered the pillar request of minion m1", err)
+        for i in (0, 1):
+            self.assertIn("master %s:%d: " % (target(i), ms.masters[i].port), err)
 
 
 class SrvRefreshTest(SrvTestCase):
