@@ -32,27 +32,30 @@ struct token {
   value literal;
 };
 
+// Jinja's describe_token: a name as itself, an operator as its text, other
+// tokens by Jinja's names for their types. Messages quote it, as Jinja does.
 std::string describe(const token& t) {
   switch (t.t) {
     case tok::data:
-      return "template data";
+      return "template data / text";
     case tok::block_begin:
-      return "'{%'";
+      return "begin of statement block";
     case tok::block_end:
-      return "'%}'";
+      return "end of statement block";
     case tok::var_begin:
-      return "'{{'";
+      return "begin of print statement";
     case tok::var_end:
-      return "'}}'";
+      return "end of print statement";
     case tok::eof:
       return "end of template";
     case tok::string:
       return "string";
     case tok::integer:
+      return "integer";
     case tok::floating:
-      return "number";
+      return "float";
     default:
-      return "'" + t.text + "'";
+      return t.text;
   }
 }
 
@@ -153,7 +156,11 @@ class lexer {
           {kind == '%' ? tok::block_begin : tok::var_begin, kind == '%' ? "{%" : "{{", found, {}});
       pos = lex_tag(p, kind == '%', strip_next);
     }
-    out_.push_back({tok::eof, "", src_.size(), {}});
+    // Jinja's end of template is on the line of the last token when a tag
+    // is left open (its error names that line).
+    bool in_tag = !out_.empty() && out_.back().t != tok::data &&
+                  out_.back().t != tok::block_end && out_.back().t != tok::var_end;
+    out_.push_back({tok::eof, "", in_tag ? out_.back().pos : src_.size(), {}});
     return std::move(out_);
   }
 
@@ -225,12 +232,12 @@ class lexer {
 
   std::size_t lex_tag(std::size_t p, bool block, bool& strip_next) {
     const char* end = block ? "%}" : "}}";
-    int depth = 0;
+    std::string closers;
     while (true) {
       p = skip_ws(p);
-      if (p >= src_.size())
-        fail(p, std::string("unexpected end of template, expected '") + end + "'");
-      if (depth == 0 || block) {
+      // The parser reports the end, as what it expected there.
+      if (p >= src_.size()) return p;
+      if (closers.empty()) {
         if ((src_[p] == '-' || (block && src_[p] == '+')) && src_.compare(p + 1, 2, end) == 0) {
           out_.push_back({block ? tok::block_end : tok::var_end, end, p, {}});
           p += 3;
@@ -266,8 +273,15 @@ class lexer {
             fail(p, std::string("unexpected char '") + c + "'");
           op = std::string(1, c);
         }
-        if (op == "(" || op == "[" || op == "{") ++depth;
-        if ((op == ")" || op == "]" || op == "}") && depth > 0) --depth;
+        // Jinja's lexer checks that brackets pair up.
+        if (op == "(" || op == "[" || op == "{") {
+          closers.push_back(op == "(" ? ')' : op == "[" ? ']' : '}');
+        } else if (op == ")" || op == "]" || op == "}") {
+          if (closers.empty()) fail(p, "unexpected '" + op + "'");
+          if (closers.back() != op[0])
+            fail(p, "unexpected '" + op + "', expected '" + closers.back() + "'");
+          closers.pop_back();
+        }
         out_.push_back({tok::op, op, start, {}});
         p += op.size();
       }
@@ -445,7 +459,7 @@ class parser {
 
   body parse_template() {
     body b = parse_body({});
-    if (cur().t != tok::eof) fail(cur(), "unexpected " + describe(cur()));
+    if (cur().t != tok::eof) unexpected(cur());
     return b;
   }
 
@@ -466,15 +480,27 @@ class parser {
     return true;
   }
   [[noreturn]] void fail(const token& t, const std::string& msg) const { lx_.fail(t.pos, msg); }
+  // Jinja's TokenStream.expect failing: `what` is Jinja's name for the
+  // token it wanted.
+  [[noreturn]] void expected(const std::string& what) const {
+    if (cur().t == tok::eof) fail(cur(), "unexpected end of template, expected '" + what + "'.");
+    fail(cur(), "expected token '" + what + "', got '" + describe(cur()) + "'");
+  }
+  [[noreturn]] void unexpected(const token& t) const {
+    fail(t, "unexpected '" + describe(t) + "'");
+  }
   void expect_op(const char* s) {
-    if (!skip_op(s)) fail(cur(), std::string("expected '") + s + "', got " + describe(cur()));
+    if (!skip_op(s)) expected(s);
+  }
+  void expect_name(const char* s) {
+    if (!skip_name(s)) expected(s);
   }
   void expect_end() {
-    if (cur().t != tok::block_end) fail(cur(), "expected '%}', got " + describe(cur()));
+    if (cur().t != tok::block_end) expected("end of statement block");
     ++i_;
   }
   std::string expect_name() {
-    if (cur().t != tok::name) fail(cur(), "expected a name, got " + describe(cur()));
+    if (cur().t != tok::name) expected("name");
     return next().text;
   }
 
@@ -532,7 +558,7 @@ class parser {
         auto s = make_stmt(stmt::kind::output, t);
         ++i_;
         s->value = parse_tuple(false, true);
-        if (cur().t != tok::var_end) fail(cur(), "expected '}}', got " + describe(cur()));
+        if (cur().t != tok::var_end) expected("end of print statement");
         ++i_;
         b.push_back(std::move(s));
       } else if (t.t == tok::block_begin) {
@@ -544,7 +570,7 @@ class parser {
         ++i_;
         b.push_back(parse_statement(ends, block));
       } else {
-        fail(t, "unexpected " + describe(t));
+        unexpected(t);
       }
     }
   }
@@ -552,7 +578,7 @@ class parser {
   stmt_ptr parse_statement(const std::set<std::string>& ends, const std::string& block) {
     nesting guard(*this);
     const token& t = cur();
-    if (t.t != tok::name) fail(t, "expected a tag name, got " + describe(t));
+    if (t.t != tok::name) fail(t, "expected a tag name, got '" + describe(t) + "'");
     const std::string& n = t.text;
     if (n == "if") return parse_if();
     if (n == "for") return parse_for();
@@ -622,7 +648,7 @@ class parser {
   stmt_ptr parse_for() {
     auto s = make_stmt(stmt::kind::for_, next());
     s->target = parse_assign_target(true);
-    if (!skip_name("in")) fail(cur(), "expected 'in', got " + describe(cur()));
+    expect_name("in");
     s->value = parse_tuple(false, false, {"recursive"});
     if (skip_name("if")) s->condition = parse_tuple(false, false);
     if (skip_name("recursive")) s->recursive = true;
@@ -769,7 +795,7 @@ class parser {
   stmt_ptr parse_import(stmt::kind k) {
     auto s = make_stmt(k, next());
     s->value = parse_expression();
-    if (!skip_name("as")) fail(cur(), "expected 'as', got " + describe(cur()));
+    expect_name("as");
     s->name = expect_name();
     parse_context(*s);
     expect_end();
@@ -779,10 +805,10 @@ class parser {
   stmt_ptr parse_from() {
     auto s = make_stmt(stmt::kind::from_import, next());
     s->value = parse_expression();
-    if (!skip_name("import")) fail(cur(), "expected 'import', got " + describe(cur()));
+    expect_name("import");
     while (true) {
       if (!s->imports.empty()) expect_op(",");
-      if (cur().t != tok::name) fail(cur(), "expected a name, got " + describe(cur()));
+      if (cur().t != tok::name) expected("name");
       if (parse_context(*s)) break;
       const token& at = cur();
       std::string name = expect_name();
@@ -825,7 +851,7 @@ class parser {
   stmt_ptr parse_load() {
     auto s = make_stmt(stmt::kind::load, cur());
     s->format = next().text.substr(5);
-    if (!skip_name("as")) fail(cur(), "expected 'as', got " + describe(cur()));
+    expect_name("as");
     s->target = parse_assign_target(true);
     expect_end();
     s->children = parse_body({"endload"}, "load_" + s->format);
@@ -837,7 +863,7 @@ class parser {
   // Salt's {% profile as 'label' %}...{% endprofile %}.
   stmt_ptr parse_profile() {
     auto s = make_stmt(stmt::kind::profile, next());
-    if (!skip_name("as")) fail(cur(), "expected 'as', got " + describe(cur()));
+    expect_name("as");
     s->value = parse_expression();
     expect_end();
     s->children = parse_body({"endprofile"}, "profile");
@@ -901,7 +927,7 @@ class parser {
     }
     if (!is_tuple) {
       if (items.empty()) {
-        if (!explicit_parens) fail(cur(), "expected an expression, got " + describe(cur()));
+        if (!explicit_parens) fail(cur(), "expected an expression, got '" + describe(cur()) + "'");
       } else {
         return std::move(items[0]);
       }
@@ -1123,7 +1149,7 @@ class parser {
       default:
         break;
     }
-    fail(t, "unexpected " + describe(t));
+    unexpected(t);
   }
 
   expr_ptr parse_postfix(expr_ptr e) {
@@ -1146,7 +1172,7 @@ class parser {
           g->args.push_back(std::move(lit));
           e = std::move(g);
         } else {
-          fail(cur(), "expected a name after '.', got " + describe(cur()));
+          fail(cur(), "expected name or number");
         }
       } else if (is_op("[")) {
         ++i_;
@@ -1176,13 +1202,13 @@ class parser {
         continue;
       }
       if (is_op("]")) break;
-      if (parts[idx]) fail(cur(), "expected ']', got " + describe(cur()));
+      if (parts[idx]) expected("]");
       parts[idx] = parse_expression();
     }
     if (!is_slice) {
       auto g = make(expr::kind::getitem, at);
       g->args.push_back(std::move(obj));
-      if (!parts[0]) fail(cur(), "expected an expression, got " + describe(cur()));
+      if (!parts[0]) fail(cur(), "expected an expression, got '" + describe(cur()) + "'");
       g->args.push_back(std::move(parts[0]));
       return g;
     }

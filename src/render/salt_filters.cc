@@ -2288,8 +2288,10 @@ value g_raise(call_args& a) {
   throw template_error(a.positional.empty() ? std::string() : a.positional[0].str());
 }
 
+// collections.OrderedDict.
 value g_odict(call_args& a) {
   value d = value::make_dict();
+  d.dict().ordered_dict = true;
   if (!a.positional.empty()) {
     const value& src = a.positional[0].defined();
     if (src.is_dict()) {
@@ -2438,6 +2440,15 @@ value salt_global(const std::string& name) {
 }  // namespace brine::render::detail
 
 namespace brine::render {
+
+void mark_ordered_dicts(const value& v) {
+  if (v.is_dict()) {
+    v.dict().ordered_dict = true;
+    for (const auto& [k, e] : v.dict().entries) mark_ordered_dicts(e);
+  } else if (v.is_sequence_like()) {
+    for (const auto& e : v.items()) mark_ordered_dicts(e);
+  }
+}
 
 void use_salt_dialect(environment& env) {
   env.filters.emplace("tojson", detail::salt_tojson);

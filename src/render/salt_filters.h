@@ -42,4 +42,13 @@ namespace brine::render {
 // environment::yaml_loader to Salt's dialect (render/yaml.h) when unset.
 void use_salt_dialect(environment& env);
 
+// Marks every dict in `v` (v too) a collections.OrderedDict, as Salt's YAML
+// renderer makes each mapping of an sls or pillar file (SaltYamlSafeLoader
+// with dictclass=OrderedDict), for a host putting such data (a pillar) in a
+// template's context: Jinja then says "'collections.OrderedDict object' has
+// no attribute 'x'". load_yaml_value is not that loader: Salt's load_yaml,
+// import_yaml and slsutil.deserialize use safe_load, whose mappings are
+// dicts.
+void mark_ordered_dicts(const value& v);
+
 }  // namespace brine::render

@@ -362,6 +362,7 @@ std::string type_name(const value& v) {
       return "tuple";
     case value::kind::dict:
       if (v.dict().module) return "TemplateModule";
+      if (v.dict().ordered_dict) return "collections.OrderedDict";
       return v.is_namespace() ? "Namespace" : "dict";
     case value::kind::callable:
       return "function";

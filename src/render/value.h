@@ -156,6 +156,11 @@ struct list_data {
 struct dict_data {
   std::vector<std::pair<value, value>> entries;
   bool is_namespace = false;
+  // A collections.OrderedDict: what Salt's YAML renderer makes of a mapping
+  // (mark_ordered_dicts in salt_filters.h), and Salt's odict().
+  // Only its type name differs (Jinja's "'collections.OrderedDict object'
+  // has no attribute 'x'"); its repr stays dict's.
+  bool ordered_dict = false;
   // An imported template (a namespace of its exports): its name, and its
   // output, which is what str() of it gives.
   bool module = false;

@@ -92,7 +92,7 @@ TEST(Loader, ErrorsNameTheTemplateAndTheTagsThatLedThere) {
             "template 'nginx/map.jinja' line 3 column 10: 'foo' is undefined "
             "(imported from 'nginx/inc.sls' line 2, included from 'init.sls' line 3)");
   EXPECT_EQ(error_of("{% include 'bad.jinja' %}", env),
-            "template 'bad.jinja' line 1 column 7: unexpected '%}' "
+            "template 'bad.jinja' line 1 column 7: unexpected 'end of statement block' "
             "(included from 'init.sls' line 1)");
   EXPECT_EQ(error_of("x\n  {% include 'none.jinja' %}", env),
             "template 'init.sls' line 2 column 6: TemplateNotFound: none.jinja");

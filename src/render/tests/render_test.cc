@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "render/salt_filters.h"
 #include "render/tests/python_oracle.h"
 
 // Expected outputs come from Python's Jinja2 3.1 (SandboxedEnvironment with
@@ -138,6 +139,88 @@ TEST(Render, ListsAreSharedBetweenNames) {
 
 TEST(Render, DeepRecursionIsAnErrorNotACrash) {
   EXPECT_THROW(render("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "t", {}), template_error);
+}
+
+// The line and message Python's Jinja2 3.1 gave (TemplateSyntaxError's
+// lineno and message) for templates that fail to parse.
+struct syntax_case {
+  const char* source;
+  int line;
+  const char* message;
+};
+
+const syntax_case k_syntax_cases[] = {
+    {"{% if x y %}", 1, "expected token 'end of statement block', got 'y'"},
+    {"{{ x y }}", 1, "expected token 'end of print statement', got 'y'"},
+    {"{% if x", 1, "unexpected end of template, expected 'end of statement block'."},
+    {"{%- for x in [1, 2] %}\na-{{ x }}:\n  test.nop: []\n{%- endfor\n", 4,
+     "unexpected end of template, expected 'end of statement block'."},
+    {"a\n{{ x\n\n", 2, "unexpected end of template, expected 'end of print statement'."},
+    {"{% for x y %}{% endfor %}", 1, "expected token 'in', got 'y'"},
+    {"{% from 'a' imp x %}", 1, "expected token 'import', got 'imp'"},
+    {"{% import 'a' %}", 1, "expected token 'as', got 'end of statement block'"},
+    {"{{ x | }}", 1, "expected token 'name', got 'end of print statement'"},
+    {"{% block %}{% endblock %}", 1, "expected token 'name', got 'end of statement block'"},
+    {"{{ {1 2} }}", 1, "expected token ':', got 'integer'"},
+    {"{{ x 1.5 }}", 1, "expected token 'end of print statement', got 'float'"},
+    {"{{ x 'str' }}", 1, "expected token 'end of print statement', got 'string'"},
+    {"{% for x in y recursive z %}{% endfor %}", 1,
+     "expected token 'end of statement block', got 'z'"},
+    {"{% block c %}x{% endblock d %}", 1, "expected token 'end of statement block', got 'd'"},
+    {"{{ 1 +", 1, "unexpected 'end of template'"},
+    {"{{ x == }}", 1, "unexpected 'end of print statement'"},
+    {"{{ (1, 2 }}", 1, "unexpected '}', expected ')'"},
+    {"{{ [1, 2 }}", 1, "unexpected '}', expected ']'"},
+    {"{{ {1: 2 }}", 1, "unexpected '}'"},
+    {"{{ x ) }}", 1, "unexpected ')'"},
+    {"{{ x. }}", 1, "expected name or number"},
+};
+
+TEST(Render, SyntaxErrorsUseJinjasWording) {
+  for (const auto& c : k_syntax_cases) {
+    try {
+      render(c.source, "t", {});
+      ADD_FAILURE() << "rendered: " << c.source;
+    } catch (const template_error& e) {
+      std::string what = e.what();
+      std::string where = "template 't' line " + std::to_string(c.line) + " column ";
+      EXPECT_EQ(what.rfind(where, 0), 0u) << c.source << "\n" << what;
+      auto colon = what.find(": ");
+      EXPECT_EQ(colon == std::string::npos ? what : what.substr(colon + 2), c.message)
+          << c.source;
+    }
+  }
+}
+
+std::string error_of(const std::string& source, const context& ctx) {
+  try {
+    render(source, "t", ctx);
+  } catch (const template_error& e) {
+    std::string what = e.what();
+    return what.substr(what.find(": ") + 2);
+  }
+  return "rendered: " + source;
+}
+
+// Salt's YAML renderer makes each mapping of a pillar file an OrderedDict;
+// Jinja names its type in messages. Salt's load_yaml (safe_load) and dict()
+// make dicts.
+TEST(Render, DictsFromSaltsYamlRendererAreOrderedDicts) {
+  context ctx;
+  ctx["pillar"] = value::from_json(nlohmann::ordered_json::parse(R"({"app": {"name": "demo"}})"));
+  for (const auto& [k, v] : ctx["pillar"].dict().entries) mark_ordered_dicts(v);
+  EXPECT_EQ(error_of("{{ pillar.app.home.dir }}", ctx),
+            "'collections.OrderedDict object' has no attribute 'home'");
+  EXPECT_EQ(error_of("{{ pillar.nope.x }}", ctx), "'dict object' has no attribute 'nope'");
+  EXPECT_EQ(error_of("{{ pillar.app + 1 }}", ctx),
+            "unsupported operand type(s) for +: 'collections.OrderedDict' and 'int'");
+  EXPECT_EQ(error_of("{{ dict(pillar.app).home.dir }}", ctx),
+            "'dict object' has no attribute 'home'");
+  EXPECT_EQ(error_of("{{ ('a: 1'|load_yaml).home.dir }}", ctx),
+            "'dict object' has no attribute 'home'");
+  EXPECT_EQ(error_of("{{ odict(a=1).home.dir }}", ctx),
+            "'collections.OrderedDict object' has no attribute 'home'");
+  EXPECT_EQ(render("{{ pillar.app }}", "t", ctx), "{'name': 'demo'}");
 }
 
 TEST(Value, FloatReprMatchesPython) {
