@@ -946,7 +946,7 @@ std::optional<interpreter::found_template> interpreter::load(const std::string& 
     std::optional<std::string> source = env_.loader(resolved, name_);
     if (!source) return std::nullopt;
     try {
-      f.tree = parse_template(*source, resolved, state_->opts);
+      f.tree = shared_template(*source, resolved, state_->opts);
     } catch (const located_error& e) {
       throw nested_error(e.what(), trail(at, how));
     }

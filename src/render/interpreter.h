@@ -40,6 +40,18 @@ struct render_state {
   int depth = 0;  // calls in progress, across all the render's templates
 };
 
+// parse_template through a cache that all renders of the process share.
+// A tree is immutable once parsed, and a master compiling a state tree for
+// many minions renders the same sls files again and again, each importing
+// the same map.jinja and macro files: each distinct (name, options, source)
+// is lexed and parsed once. Keyed by the source itself, not a path and
+// mtime, so an edited file is parsed afresh. The least recently used trees
+// go once the sources held pass a bound. Thread-safe; a parse error is not
+// cached.
+std::shared_ptr<const template_tree> shared_template(const std::string& source,
+                                                    const std::string& name,
+                                                    const parse_options& opts);
+
 // An error in a template another one loaded: `what` is the innermost
 // message, `trail` the tags that led there, innermost first.
 class nested_error : public located_error {

@@ -2,7 +2,90 @@
 
 #include "render/interpreter.h"
 
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
 namespace brine::render {
+namespace detail {
+namespace {
+
+struct tree_key {
+  std::string_view name;
+  std::string_view source;
+  unsigned flags;
+  bool operator==(const tree_key&) const = default;
+};
+
+struct tree_key_hash {
+  std::size_t operator()(const tree_key& k) const {
+    std::size_t h = std::hash<std::string_view>{}(k.source);
+    h ^= std::hash<std::string_view>{}(k.name) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h ^ k.flags;
+  }
+};
+
+// The sources the cache may hold, in bytes: a formula tree's templates
+// fit many times over; a tree parsed is some tens of times its source.
+constexpr std::size_t k_tree_cache_bytes = std::size_t{2} << 20;
+
+class tree_cache {
+ public:
+  std::shared_ptr<const template_tree> find(const tree_key& k) {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(k);
+    if (it == index_.end()) return nullptr;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->tree;
+  }
+
+  void insert(const std::string& source, const std::string& name, unsigned flags,
+              std::shared_ptr<const template_tree> tree) {
+    if (source.size() + name.size() > k_tree_cache_bytes) return;
+    std::lock_guard lock(mu_);
+    if (index_.contains(tree_key{name, source, flags})) return;
+    lru_.push_front({name, source, flags, std::move(tree)});
+    const entry& e = lru_.front();
+    index_.emplace(tree_key{e.name, e.source, e.flags}, lru_.begin());
+    bytes_ += e.name.size() + e.source.size();
+    while (bytes_ > k_tree_cache_bytes) {
+      const entry& old = lru_.back();
+      bytes_ -= old.name.size() + old.source.size();
+      index_.erase(tree_key{old.name, old.source, old.flags});
+      lru_.pop_back();
+    }
+  }
+
+ private:
+  struct entry {
+    std::string name;
+    std::string source;
+    unsigned flags;
+    std::shared_ptr<const template_tree> tree;
+  };
+  std::mutex mu_;
+  std::list<entry> lru_;  // most recently used first; the index's keys view its strings
+  std::unordered_map<tree_key, std::list<entry>::iterator, tree_key_hash> index_;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<const template_tree> shared_template(const std::string& source,
+                                                    const std::string& name,
+                                                    const parse_options& opts) {
+  static tree_cache cache;
+  // Every option is part of the key: one added to parse_options belongs here.
+  static_assert(sizeof(parse_options) == 3);
+  const unsigned flags = (opts.trim_blocks ? 1U : 0U) | (opts.lstrip_blocks ? 2U : 0U) |
+                         (opts.keep_trailing_newline ? 4U : 0U);
+  if (auto t = cache.find(tree_key{name, source, flags})) return t;
+  auto t = parse_template(source, name, opts);
+  cache.insert(source, name, flags, t);
+  return t;
+}
+
+}  // namespace detail
 
 environment environment::salt() {
   environment env;
@@ -16,7 +99,7 @@ std::string render(const std::string& source, const std::string& name, const con
   opts.trim_blocks = env.trim_blocks;
   opts.lstrip_blocks = env.lstrip_blocks;
   opts.keep_trailing_newline = env.keep_trailing_newline;
-  auto tree = detail::parse_template(source, name, opts);
+  auto tree = detail::shared_template(source, name, opts);
   detail::render_state state{env, opts, {}, {}, {}, {}, {}, 0, 0};
   detail::interpreter in(ctx, env, name, &state);
   // Salt's tpldir global, else the template's own directory, is where its

@@ -35,7 +35,8 @@ struct environment {
   // is taken relative to the asking template's `tpldir` (its directory;
   // a template loaded by a relative name keeps its asker's) and one that
   // climbs above the root is not found. `from` names the asking template.
-  // Each template is loaded and parsed once per render.
+  // Each template is loaded once per render, and parsed once per process
+  // for as long as its text is the same (the trees are shared).
   std::function<std::optional<std::string>(const std::string& name, const std::string& from)>
       loader;
 
