@@ -85,6 +85,8 @@ void register_pillar_module(registry& reg);  // pillar.* and config.get
 void register_sys_module(registry& reg);     // sys.* and saltutil.*
 // slsutil.*, defaults.*, log.*, cp.list_*, file.join/dirname/basename
 void register_slsutil_module(registry& reg);
+// alternatives.* over /etc/alternatives (alternatives.h: the paths, for tests)
+void register_alternatives_module(registry& reg);
 
 // Runs `c` with `c.timeout` as its limit. An unknown function, an exception,
 // a bad argument or the limit each give an outcome with success == false and a
