@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <vector>
 
 #include "base/error.h"
 #include "modules/arguments.h"
@@ -61,7 +62,13 @@ void dict_update(nlohmann::json& dest, const nlohmann::json& upd, bool merge_lis
     if (it != dest.end() && it->is_object() && v.is_object()) {
       dict_update(*it, v, merge_lists);
     } else if (it != dest.end() && merge_lists && it->is_array() && v.is_array()) {
-      for (const auto& item : v) it->push_back(item);
+      // Only the items the list lacks (Salt since 2016.11.6), judged against
+      // the list as it was: repeats within `v` all go in.
+      std::vector<nlohmann::json> added;
+      for (const auto& item : v) {
+        if (std::find(it->begin(), it->end(), item) == it->end()) added.push_back(item);
+      }
+      for (auto& item : added) it->push_back(std::move(item));
     } else {
       dest[k] = v;
     }

@@ -19,7 +19,8 @@ const nlohmann::json* traverse(const nlohmann::json& data, std::string_view key,
                                std::string_view delimiter = ":");
 
 // Salt's dictupdate.update: maps merged recursively into `dest`, anything
-// else replaced; with `merge_lists`, a list extends the list it lands on.
+// else replaced; with `merge_lists`, a list extends the list it lands on
+// with the items that list lacks.
 void dict_update(nlohmann::json& dest, const nlohmann::json& upd, bool merge_lists = false);
 
 // Salt's grains.item and pillar.item: {key: the value at key in `data`, or

@@ -2,6 +2,13 @@
 // this minion (sent to it alone), and config.get over options, grains and
 // pillar.
 
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
 #include "base/error.h"
 #include "modules/arguments.h"
 #include "modules/context.h"
@@ -13,32 +20,123 @@ namespace {
 
 constexpr auto instant = registry::kind::instant;
 
-std::shared_ptr<const nlohmann::json> pillar_of(const call& c) {
+using json = nlohmann::json;
+
+std::shared_ptr<const json> pillar_of(const call& c) {
   auto p = need_context(c).pillar();
-  return p ? p : std::make_shared<const nlohmann::json>(nlohmann::json::object());
+  return p ? p : std::make_shared<const json>(json::object());
 }
+
+// A text option of the minion, as Salt's __opts__.get(name); nullopt when it
+// is absent or None.
+std::optional<std::string> opt_text(const json& opts, const char* name) {
+  auto it = opts.find(name);
+  if (it == opts.end() || it->is_null()) return std::nullopt;
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+bool opt_flag(const json& opts, const char* name) {
+  auto it = opts.find(name);
+  return it != opts.end() && it->is_boolean() && it->get<bool>();
+}
+
+// The pillar a function with pillarenv= and saltenv= reads, as Salt's
+// pillar.items picks it: neither given (pillar.get, pillar.item) is the
+// pillar the minion holds; otherwise one compiled now, for the pillarenv
+// argument, else the saltenv argument where the minion has
+// pillarenv_from_saltenv, else the minion's own pillarenv option. A pillar
+// compiled now for the minion's own environments is what fresh_pillar()
+// gives; one for another environment brine's minion cannot compile, so that
+// fails naming the argument rather than answer from the wrong pillar.
+asio::awaitable<std::shared_ptr<const json>> pillar_for(call c, const arguments& s,
+                                                        bool always_fresh) {
+  const json* pillarenv_arg = s.get("pillarenv");
+  const json* saltenv_arg = s.get("saltenv");
+  if (!always_fresh && pillarenv_arg == nullptr && saltenv_arg == nullptr) {
+    co_return pillar_of(c);
+  }
+  auto& ctx = need_context(c);
+  const json& opts = ctx.opts();
+  std::optional<std::string> env;
+  std::string from;
+  if (pillarenv_arg != nullptr) {
+    env = s.text_of("pillarenv", *pillarenv_arg);
+    from = "pillarenv";
+  } else if (opt_flag(opts, "pillarenv_from_saltenv")) {
+    if (saltenv_arg != nullptr) {
+      env = s.text_of("saltenv", *saltenv_arg);
+      from = "saltenv";
+    } else {
+      env = opt_text(opts, "saltenv");
+      from = "the minion's saltenv option";
+    }
+  } else {
+    env = opt_text(opts, "pillarenv");
+    from = "the minion's pillarenv option";
+  }
+  if (env && !env->empty() && env != opt_text(opts, "pillarenv")) {
+    std::string named = from == "pillarenv" || from == "saltenv" ? from + "='" + *env + "'"
+                                                                  : from + " ('" + *env + "')";
+    s.fail(named +
+           " asks for a pillar compiled for that environment alone, which brine's minion cannot "
+           "compile on request (Salt asks its master for one); leave it out to read this "
+           "minion's pillar (all of its environments)");
+  }
+  auto data = co_await ctx.fresh_pillar();
+  co_return data ? data : pillar_of(c);
+}
+
+asio::awaitable<outcome> item(call c);
 
 // Salt's pillar.items: a pillar compiled now (the minion asks its master;
 // the kept one is left as it is), where pillar.raw, get, item and ls read the
-// pillar the minion holds.
+// pillar the minion holds. Positional keys make it pillar.item (Salt keeps
+// that for backwards compatibility); pillar= is merged over the compiled
+// pillar, as Salt's pillar_override.
 asio::awaitable<outcome> items(call c) {
-  arguments s("pillar.items", c, {"pillar", "pillarenv", "pillar_enc"}, true);
-  auto data = co_await need_context(c).fresh_pillar();
-  if (!data) data = pillar_of(c);
-  co_return outcome{*data};
+  arguments s("pillar.items", c, {"pillar", "pillarenv", "saltenv", "pillar_enc"}, true);
+  if (!s.rest().empty()) co_return co_await item(std::move(c));
+  const json* override = s.get("pillar");
+  if (override != nullptr && !override->is_object()) {
+    s.fail("pillar must be a mapping of pillar keys to values, got " + override->dump());
+  }
+  if (s.get("pillar_enc") != nullptr) {
+    s.fail("pillar_enc: brine cannot decrypt a pillar override (Salt's gpg renderer); pass the "
+           "pillar= values in clear or leave pillar_enc out");
+  }
+  auto data = co_await pillar_for(c, s, true);
+  if (override == nullptr || override->empty()) co_return outcome{*data};
+  json merged = *data;
+  dict_update(merged, *override, opt_flag(need_context(c).opts(), "pillar_merge_lists"));
+  co_return outcome{std::move(merged)};
 }
 
 asio::awaitable<outcome> raw(call c) {
   arguments s("pillar.raw", c, {"key"});
   auto data = pillar_of(c);
-  const nlohmann::json* key = s.given("key");
+  const json* key = s.given("key");
   if (key == nullptr) co_return outcome{*data};
   // Salt's __pillar__.get(key, {}): a top-level key, no ':' walk.
   auto it = data->find(s.scalar_text("key", ""));
-  co_return outcome{it != data->end() ? *it : nlohmann::json::object()};
+  co_return outcome{it != data->end() ? *it : json::object()};
 }
 
-// Salt's pillar.get: with merge, a map default is merged under the value.
+// Python's type(x).__name__, for the messages Salt logs.
+const char* py_type(const json& v) {
+  switch (v.type()) {
+    case json::value_t::object: return "dict";
+    case json::value_t::array: return "list";
+    case json::value_t::string: return "str";
+    case json::value_t::boolean: return "bool";
+    case json::value_t::number_float: return "float";
+    case json::value_t::null: return "NoneType";
+    default: return "int";
+  }
+}
+
+// Salt's pillar.get. With merge, a dict default has the value merged into
+// it and a list default gets the value's items it lacks; other pairings are
+// logged and the value returned as it is.
 asio::awaitable<outcome> get(call c) {
   arguments s(
       "pillar.get", c,
@@ -46,25 +144,48 @@ asio::awaitable<outcome> get(call c) {
   if (s.given("key") == nullptr)
     throw base::error("pillar.get needs a key: pillar.get users:alice");
   std::string key = s.scalar_text("key", "");
-  auto p = pillar_of(c);
-  const auto* v = traverse(*p, key, s.scalar_text("delimiter", ":"));
-  const nlohmann::json* fallback = s.given("default");
-  nlohmann::json dflt = fallback ? *fallback : nlohmann::json("");
+  std::string delimiter = s.scalar_text("delimiter", ":");
+  const json& opts = need_context(c).opts();
+  auto p = co_await pillar_for(c, s, false);
+  const auto* v = traverse(*p, key, delimiter);
+  const json* fallback = s.given("default");
+  if (fallback == nullptr && v == nullptr && opt_flag(opts, "pillar_raise_on_missing")) {
+    s.fail("Pillar key not found: " + key);
+  }
+  json dflt = fallback ? *fallback : json("");
+  bool merge_lists = s.get("merge_nested_lists") != nullptr
+                         ? s.flag("merge_nested_lists", false)
+                         : opt_flag(opts, "pillar_merge_lists");
   if (s.flag("merge", false)) {
-    if (v == nullptr) co_return outcome{dflt};
-    if (dflt.is_object() && v->is_object()) {
-      nlohmann::json merged = dflt;
-      dict_update(merged, *v, s.flag("merge_nested_lists", false));
-      co_return outcome{std::move(merged)};
-    }
-    if (dflt.is_array() && v->is_array()) {
-      nlohmann::json merged = dflt;
-      for (const auto& item : *v) merged.push_back(item);
-      co_return outcome{std::move(merged)};
-    }
-    if (fallback != nullptr && dflt.type() != v->type()) {
-      throw base::error("pillar.get: default and pillar value of '" + key +
-                        "' must both be dictionaries or lists to merge");
+    if (dflt.is_object()) {
+      json found = v ? *v : json::object();
+      if (found.is_object()) {
+        dict_update(dflt, found, merge_lists);
+        co_return outcome{std::move(dflt)};
+      }
+      spdlog::error(
+          "pillar.get: Default ({}) is a dict, but the returned pillar value ({}) is of type "
+          "'{}'. Merge will be skipped.",
+          dflt.dump(), found.dump(), py_type(found));
+    } else if (dflt.is_array()) {
+      json found = v ? *v : json::array();
+      if (found.is_array()) {
+        json added = json::array();
+        for (const auto& x : found) {
+          if (std::find(dflt.begin(), dflt.end(), x) == dflt.end()) added.push_back(x);
+        }
+        for (auto& x : added) dflt.push_back(std::move(x));
+        co_return outcome{std::move(dflt)};
+      }
+      spdlog::error(
+          "pillar.get: Default ({}) is a list, but the returned pillar value ({}) is of type "
+          "'{}'. Merge will be skipped.",
+          dflt.dump(), found.dump(), py_type(found));
+    } else {
+      spdlog::error(
+          "pillar.get: Default ({}) is of type '{}', must be a dict or list to merge. Merge will "
+          "be skipped.",
+          dflt.dump(), py_type(dflt));
     }
   }
   co_return outcome{v ? *v : dflt};
@@ -72,20 +193,86 @@ asio::awaitable<outcome> get(call c) {
 
 asio::awaitable<outcome> item(call c) {
   arguments s("pillar.item", c, {"default", "delimiter", "pillarenv", "saltenv"}, true);
-  co_return outcome{items_at(*pillar_of(c), s)};
+  auto p = co_await pillar_for(c, s, false);
+  co_return outcome{items_at(*p, s)};
 }
 
 asio::awaitable<outcome> ls(call c) {
   arguments s("pillar.ls", c, {}, true);
-  nlohmann::json names = nlohmann::json::array();
+  json names = json::array();
   auto data = pillar_of(c);  // kept alive through the loop
   for (const auto& [k, v] : data->items()) names.push_back(k);
   co_return outcome{std::move(names)};
 }
 
-// Salt's config.get: the minion options, then grains, then pillar (and the
-// master's options under pillar 'master', which brine does not send).
-asio::awaitable<outcome> config_get(call c) {
+// Salt's config.DEFAULTS: the last place config.get looks.
+const json& config_defaults() {
+  static const json defaults = {
+      {"mongo.db", "salt"},
+      {"mongo.password", ""},
+      {"mongo.port", 27017},
+      {"mongo.user", ""},
+      {"redis.db", "0"},
+      {"redis.host", "salt"},
+      {"redis.port", 6379},
+      {"test.foo", "unconfigured"},
+      {"ca.cert_base_path", "/etc/pki"},
+      {"solr.cores", json::array()},
+      {"solr.host", "localhost"},
+      {"solr.port", "8983"},
+      {"solr.baseurl", "/solr"},
+      {"solr.type", "master"},
+      {"solr.request_timeout", nullptr},
+      {"solr.init_script", "/etc/rc.d/solr"},
+      {"solr.dih.import_options",
+       {{"clean", false}, {"optimize", true}, {"commit", true}, {"verbose", false}}},
+      {"solr.backup_path", nullptr},
+      {"solr.num_backups", 1},
+      {"poudriere.config", "/usr/local/etc/poudriere.conf"},
+      {"poudriere.config_dir", "/usr/local/etc/poudriere.d"},
+      {"ldap.uri", ""},
+      {"ldap.server", "localhost"},
+      {"ldap.port", "389"},
+      {"ldap.tls", false},
+      {"ldap.no_verify", false},
+      {"ldap.anonymous", true},
+      {"ldap.scope", 2},
+      {"ldap.attrs", nullptr},
+      {"ldap.binddn", ""},
+      {"ldap.bindpw", ""},
+      {"hosts.file", "/etc/hosts"},
+      {"aliases.file", "/etc/aliases"},
+      {"virt", {{"tunnel", false}, {"images", "/srv/salt-images"}}},
+      {"docker.exec_driver", "docker-exec"},
+      {"docker.compare_container_networks",
+       {{"static", {"Aliases", "Links", "IPAMConfig"}},
+        {"automatic", {"IPAddress", "Gateway", "GlobalIPv6Address", "IPv6Gateway"}}}},
+  };
+  return defaults;
+}
+
+// Salt's dictupdate.merge with strategy recurse or overwrite (lists are
+// replaced: Salt takes merge_lists from /etc/salt/master, which a minion
+// rarely has). Overwrite replaces a top-level key whole.
+void merge_source(json& data, const json& src, const std::string& strategy,
+                  const std::string& what) {
+  if (!src.is_object()) {
+    throw tool_failure("config.get: cannot merge " + what + ": it must be a dictionary, got " +
+                       src.dump());
+  }
+  if (strategy == "overwrite") {
+    for (const auto& [k, v] : src.items()) data[k] = v;
+  } else {
+    dict_update(data, src);
+  }
+}
+
+// Salt's config.get: the first of the minion options, grains, pillar, the
+// master's options (pillar 'master', where the master sends them with
+// pillar_opts) and Salt's defaults that has the key; with merge=, all of
+// them merged (options over grains over pillar over the master's over the
+// defaults; omit_* do not apply, as in Salt), then walked.
+asio::awaitable<outcome> config_get_impl(call c) {
   arguments s("config.get", c,
               {"key", "default", "delimiter", "merge", "omit_opts", "omit_pillar", "omit_master",
                "omit_grains"});
@@ -95,68 +282,80 @@ asio::awaitable<outcome> config_get(call c) {
   auto& ctx = need_context(c);
   auto grains = ctx.grains();
   auto pillar = ctx.pillar();
-  std::string merge = s.scalar_text("merge", "");
-  const nlohmann::json* fallback = s.given("default");
-  nlohmann::json dflt = fallback ? *fallback : nlohmann::json("");
-  std::vector<const nlohmann::json*> sources;
-  if (!s.flag("omit_opts", false)) sources.push_back(&ctx.opts());
-  if (grains && !s.flag("omit_grains", false)) sources.push_back(grains.get());
-  if (pillar && !s.flag("omit_pillar", false)) sources.push_back(pillar.get());
-  if (merge.empty()) {
+  const json empty = json::object();
+  const json& grains_data = grains ? *grains : empty;
+  const json& pillar_data = pillar ? *pillar : empty;
+  const json* master_data = &empty;
+  if (auto it = pillar_data.find("master"); it != pillar_data.end()) master_data = &*it;
+  const json* fallback = s.given("default");
+  json dflt = fallback ? *fallback : json("");
+  const json* merge = s.get("merge");
+  if (merge == nullptr) {
+    std::vector<const json*> sources;
+    if (!s.flag("omit_opts", false)) sources.push_back(&ctx.opts());
+    if (!s.flag("omit_grains", false)) sources.push_back(&grains_data);
+    if (!s.flag("omit_pillar", false)) sources.push_back(&pillar_data);
+    if (!s.flag("omit_master", false)) sources.push_back(master_data);
+    sources.push_back(&config_defaults());
     for (const auto* src : sources) {
       if (const auto* v = traverse(*src, key, delimiter)) co_return outcome{*v};
     }
     co_return outcome{dflt};
   }
-  if (merge != "recurse" && merge != "overwrite") {
-    throw base::error("config.get: merge must be recurse or overwrite, got '" + merge + "'");
+  std::string strategy = merge->is_string() ? merge->get<std::string>() : merge->dump();
+  if (strategy != "recurse" && strategy != "overwrite") {
+    spdlog::warn("Unsupported merge strategy '{}'. Falling back to 'recurse'.", strategy);
+    strategy = "recurse";
   }
-  // Merged from the lowest precedence up: pillar, grains, options.
-  nlohmann::json ret;
-  for (auto it = sources.rbegin(); it != sources.rend(); ++it) {
-    const auto* v = traverse(**it, key, delimiter);
-    if (v == nullptr) continue;
-    if (ret.is_null() || merge == "overwrite" || !ret.is_object() || !v->is_object()) {
-      if (ret.is_object() && v->is_object() && merge == "overwrite") {
-        for (const auto& [k, val] : v->items()) ret[k] = val;
-      } else {
-        ret = *v;
-      }
-    } else {
-      dict_update(ret, *v);
-    }
-  }
-  co_return outcome{ret.is_null() ? dflt : ret};
+  json data = config_defaults();
+  merge_source(data, *master_data, strategy, "pillar key 'master' (the master's options)");
+  merge_source(data, pillar_data, strategy, "the pillar");
+  merge_source(data, grains_data, strategy, "the grains");
+  merge_source(data, ctx.opts(), strategy, "the minion's options");
+  const auto* v = traverse(data, key, delimiter);
+  co_return outcome{v ? *v : dflt};
+}
+
+asio::awaitable<outcome> config_get(call c) {
+  return failures_as_outcomes<config_get_impl>(std::move(c));
 }
 
 }  // namespace
 
 void register_pillar_module(registry& reg) {
   reg.add("pillar.items", items,
-          "pillar.items: the pillar compiled now for this minion: the minion asks its master "
-          "(the pillar it keeps is left as it is; with no master answering, that one).\n\nCLI "
-          "example: brine cmd '*' pillar.items");
+          "pillar.items [pillar={...}] [pillarenv=ENV] [saltenv=ENV]: the pillar compiled now "
+          "for this minion: the minion asks its master (the pillar it keeps is left as it is; "
+          "with no master answering, that one), with pillar= merged over it. A pillarenv other "
+          "than the minion's own is refused: brine's minion cannot have a pillar compiled for "
+          "one environment on request.\n\nCLI example: brine cmd '*' pillar.items");
   reg.add("pillar.raw", raw,
           "pillar.raw [key=KEY]: the pillar this minion holds, as the master last sent it "
           "(saltutil.refresh_pillar asks again), or its top-level KEY ({} if absent).\n\nCLI example: brine "
           "cmd '*' pillar.raw key=users",
           instant);
+  // Not instant: with saltenv= they wait for a pillar compiled now.
   reg.add("pillar.get", get,
-          "pillar.get KEY [default=''] [merge=False] [delimiter=':']: a pillar value; ':' walks "
-          "into nested maps and lists; with merge, a map default is merged under it.\n\nCLI "
-          "example: brine cmd '*' pillar.get users:alice:uid default=1000",
-          instant);
+          "pillar.get KEY [default=''] [merge=False] [merge_nested_lists] [delimiter=':'] "
+          "[pillarenv=ENV] [saltenv=ENV]: a pillar value; ':' walks into nested maps and lists; "
+          "with merge, the value is merged into a map default (a list default gets the items it "
+          "lacks). With saltenv= the pillar is compiled now; a pillarenv other than the minion's "
+          "own is refused, as for pillar.items.\n\nCLI example: brine cmd '*' pillar.get "
+          "users:alice:uid default=1000");
   reg.add("pillar.item", item,
-          "pillar.item KEY... [default='']: a map of the named pillar keys.\n\nCLI example: "
-          "brine cmd '*' pillar.item users apps",
-          instant);
+          "pillar.item KEY... [default=''] [delimiter=':'] [pillarenv=ENV] [saltenv=ENV]: a map "
+          "of the named pillar keys (pillarenv and saltenv as for pillar.get).\n\nCLI example: "
+          "brine cmd '*' pillar.item users apps");
   reg.add("pillar.ls", ls,
           "pillar.ls: the sorted top-level pillar keys.\n\nCLI example: brine cmd '*' pillar.ls",
           instant);
   reg.add("config.get", config_get,
-          "config.get KEY [default=''] [delimiter=':'] [merge=recurse|overwrite]: the first of "
-          "the minion's options, grains and pillar that has KEY.\n\nCLI example: brine cmd '*' "
-          "config.get master",
+          "config.get KEY [default=''] [delimiter=':'] [merge=recurse|overwrite] [omit_opts] "
+          "[omit_grains] [omit_pillar] [omit_master]: the first of the minion's options, grains, "
+          "pillar, the master's options (pillar key 'master') and Salt's module defaults that "
+          "has KEY; with merge, all of them merged (options win, then grains, pillar, the "
+          "master's; recurse merges maps at every level, overwrite replaces top-level keys) "
+          "before KEY is looked up.\n\nCLI example: brine cmd '*' config.get master",
           instant);
 }
 

@@ -100,6 +100,9 @@ TEST(data, dict_update_recurses_and_merges_lists_when_asked) {
   EXPECT_EQ(plain, json({{"a", {{"x", 1}, {"y", 2}, {"l", {2}}}}, {"s", {{"now", "map"}}}}));
   dict_update(dest, upd, true);
   EXPECT_EQ(dest["a"]["l"], json({1, 2}));
+  // Only the items the list lacks, judged against the list as it was.
+  dict_update(dest, json{{"a", {{"l", {2, 3, 3}}}}}, true);
+  EXPECT_EQ(dest["a"]["l"], json({1, 2, 3, 3}));
 }
 
 TEST_F(minion_mods, grains_get_traverses_with_default_and_delimiter) {
@@ -190,7 +193,111 @@ TEST_F(minion_mods, config_get_reads_opts_then_grains_then_pillar) {
   EXPECT_EQ(run("config.get", {"nope"}, {{"default", 5}}).ret, 5);
   EXPECT_EQ(run("config.get", {"only_pillar"}, {{"merge", "recurse"}}).ret,
             json({{"a", 1}, {"b", 2}}));
-  EXPECT_FALSE(run("config.get", {"x"}, {{"merge", "sideways"}}).success);
+  // Salt warns and merges recursively.
+  EXPECT_EQ(run("config.get", {"only_pillar"}, {{"merge", "sideways"}}).ret,
+            json({{"a", 1}, {"b", 2}}));
+}
+
+TEST_F(minion_mods, config_get_looks_at_the_masters_options_and_salts_defaults_last) {
+  EXPECT_EQ(run("config.get", {"mongo.port"}).ret, 27017);
+  EXPECT_EQ(run("config.get", {"virt:images"}).ret, "/srv/salt-images");
+  ctx_.grains_["mongo.port"] = 1234;
+  EXPECT_EQ(run("config.get", {"mongo.port"}).ret, 1234);
+  ctx_.pillar_["master"] = {{"worker_threads", 9}, {"shared", "from-master"}};
+  EXPECT_EQ(run("config.get", {"worker_threads"}).ret, 9);
+  EXPECT_EQ(run("config.get", {"shared"}, {{"omit_opts", true}}).ret, "from-master");
+  EXPECT_EQ(run("config.get", {"worker_threads"}, {{"omit_master", true}}).ret, "");
+  EXPECT_EQ(run("config.get", {"id"}, {{"omit_opts", true}, {"omit_grains", true}}).ret, "");
+}
+
+TEST_F(minion_mods, config_get_merges_every_source_then_walks_the_key) {
+  ctx_.opts_["nested"] = {{"x", {{"o", 1}}}, {"only_opts", true}};
+  ctx_.grains_["nested"] = {{"x", {{"g", 2}, {"o", 0}}}, {"only_grains", true}};
+  ctx_.pillar_["nested"] = {{"x", {{"p", 3}}}, {"l", {1, 2}}};
+  ctx_.pillar_["master"] = {{"nested", {{"m", 4}}}};
+  EXPECT_EQ(run("config.get", {"nested"}).ret, ctx_.opts_["nested"]);  // the first source
+  json recurse = run("config.get", {"nested"}, {{"merge", "recurse"}}).ret;
+  EXPECT_EQ(recurse, json({{"x", {{"o", 1}, {"g", 2}, {"p", 3}}},
+                           {"only_opts", true},
+                           {"only_grains", true},
+                           {"l", {1, 2}},
+                           {"m", 4}}));
+  // Overwrite: a source replaces a top-level key whole.
+  EXPECT_EQ(run("config.get", {"nested"}, {{"merge", "overwrite"}}).ret, ctx_.opts_["nested"]);
+  EXPECT_EQ(run("config.get", {"nested:x:p"}, {{"merge", "recurse"}}).ret, 3);
+  EXPECT_EQ(run("config.get", {"nested|x|g"}, {{"merge", "recurse"}, {"delimiter", "|"}}).ret, 2);
+  EXPECT_EQ(run("config.get", {"nested:x:p"}, {{"merge", "overwrite"}, {"default", "d"}}).ret,
+            "d");
+  // omit_* do not apply to a merge (as in Salt).
+  EXPECT_EQ(run("config.get", {"nested:x:g"}, {{"merge", "recurse"}, {"omit_grains", true}}).ret,
+            2);
+  EXPECT_EQ(run("config.get", {"mongo.db"}, {{"merge", "recurse"}}).ret, "salt");
+  ctx_.pillar_["master"] = "not a map";
+  outcome o = run("config.get", {"nested"}, {{"merge", "recurse"}});
+  EXPECT_FALSE(o.success);
+  EXPECT_NE(o.ret.get<std::string>().find("pillar key 'master'"), std::string::npos) << o.ret;
+}
+
+TEST_F(minion_mods, pillar_get_merges_as_salt_does) {
+  // A list default gets the items it lacks; a dict default has the value
+  // merged into it; a mismatch is logged and the value returned.
+  EXPECT_EQ(run("pillar.get", {"apps"}, {{"default", {"vim", "nginx"}}, {"merge", true}}).ret,
+            json({"vim", "nginx"}));
+  EXPECT_EQ(run("pillar.get", {"apps"}, {{"default", {{"k", 1}}}, {"merge", true}}).ret,
+            json({"nginx"}));
+  EXPECT_EQ(run("pillar.get", {"apps"}, {{"default", "x"}, {"merge", true}}).ret, json({"nginx"}));
+  EXPECT_EQ(run("pillar.get", {"nope"}, {{"default", {{"k", 1}}}, {"merge", true}}).ret,
+            json({{"k", 1}}));
+  ctx_.pillar_["cfg"] = {{"l", {2}}, {"s", "p"}};
+  json dflt = {{"l", {1}}, {"t", "d"}};
+  EXPECT_EQ(run("pillar.get", {"cfg"}, {{"default", dflt}, {"merge", true}}).ret,
+            json({{"l", {2}}, {"s", "p"}, {"t", "d"}}));
+  EXPECT_EQ(run("pillar.get", {"cfg"},
+                {{"default", dflt}, {"merge", true}, {"merge_nested_lists", true}})
+                .ret["l"],
+            json({1, 2}));
+  ctx_.opts_["pillar_merge_lists"] = true;
+  EXPECT_EQ(run("pillar.get", {"cfg"}, {{"default", dflt}, {"merge", true}}).ret["l"],
+            json({1, 2}));
+  EXPECT_EQ(run("pillar.get", {"cfg"},
+                {{"default", dflt}, {"merge", true}, {"merge_nested_lists", false}})
+                .ret["l"],
+            json({2}));
+  ctx_.opts_["pillar_raise_on_missing"] = true;
+  EXPECT_FALSE(run("pillar.get", {"nope"}).success);
+  EXPECT_EQ(run("pillar.get", {"nope"}, {{"default", 1}}).ret, 1);
+}
+
+TEST_F(minion_mods, pillar_environments_compile_now_or_are_refused) {
+  ctx_.fresh_ = json{{"apps", {"nginx", "redis"}}};
+  // saltenv alone: a pillar compiled now for the minion's own environments.
+  EXPECT_EQ(run("pillar.get", {"apps"}, {{"saltenv", "base"}}).ret, json({"nginx", "redis"}));
+  EXPECT_EQ(run("pillar.item", {"apps"}, {{"saltenv", "base"}}).ret,
+            json({{"apps", {"nginx", "redis"}}}));
+  EXPECT_EQ(run("pillar.get", {"apps"}).ret, json({"nginx"}));  // the held pillar
+  // Another environment: refused, naming the argument.
+  for (const char* fun : {"pillar.get", "pillar.item", "pillar.items"}) {
+    json args = std::string(fun) == "pillar.items" ? json::array() : json({"apps"});
+    outcome o = run(fun, args, {{"pillarenv", "dev"}});
+    EXPECT_FALSE(o.success) << fun;
+    EXPECT_NE(o.ret.get<std::string>().find("pillarenv='dev'"), std::string::npos) << o.ret;
+  }
+  ctx_.opts_["pillarenv_from_saltenv"] = true;
+  outcome o = run("pillar.get", {"apps"}, {{"saltenv", "dev"}});
+  EXPECT_FALSE(o.success);
+  EXPECT_NE(o.ret.get<std::string>().find("saltenv='dev'"), std::string::npos) << o.ret;
+  // The minion's own pillarenv is what a fresh pillar is compiled for.
+  ctx_.opts_["pillarenv"] = "dev";
+  EXPECT_EQ(run("pillar.get", {"apps"}, {{"pillarenv", "dev"}}).ret, json({"nginx", "redis"}));
+}
+
+TEST_F(minion_mods, pillar_items_with_keys_or_an_override) {
+  ctx_.fresh_ = json{{"apps", {"nginx"}}, {"users", {{"alice", {{"uid", 1000}}}}}};
+  EXPECT_EQ(run("pillar.items", {"apps"}).ret, json({{"apps", {"nginx"}}}));
+  EXPECT_EQ(run("pillar.items", json::array(), {{"pillar", {{"users", {{"bob", 1}}}}}}).ret,
+            json({{"apps", {"nginx"}}, {"users", {{"alice", {{"uid", 1000}}}, {"bob", 1}}}}));
+  EXPECT_FALSE(run("pillar.items", json::array(), {{"pillar", "x"}}).success);
+  EXPECT_FALSE(run("pillar.items", json::array(), {{"pillar_enc", "gpg"}}).success);
 }
 
 TEST_F(minion_mods, sys_lists_and_documents_functions) {
