@@ -713,6 +713,10 @@ struct compiler::impl {
 
   static std::string base_repr(const std::string& s) { return base::python_repr(s); }
 
+  // The minion's grains and pillar as the target matcher takes them, made
+  // once per compile and only for a match that reads them ('*' does not).
+  std::optional<nlohmann::json> match_grains, match_pillar;
+
   bool confirm_top(const std::string& match, const json& data) {
     std::string matcher = "compound";
     for (const auto& item : data) {
@@ -723,10 +727,14 @@ struct compiler::impl {
     try {
       auto e = target::expression::parse(match, *t, o.nodegroups);
       target::expression::tree_data d;
-      nlohmann::json g = nlohmann::json::parse(m.grains.dump());
-      nlohmann::json p = nlohmann::json::parse(m.pillar.dump());
-      d.grains = &g;
-      d.pillar = &p;
+      if (e.uses_grains()) {
+        if (!match_grains) match_grains = nlohmann::json::parse(m.grains.dump());
+        d.grains = &*match_grains;
+      }
+      if (e.uses_pillar()) {
+        if (!match_pillar) match_pillar = nlohmann::json::parse(m.pillar.dump());
+        d.pillar = &*match_pillar;
+      }
       return e.matches(m.id, d, false);
     } catch (const std::exception&) {
       return false;
