@@ -15,6 +15,7 @@
 #include "cli/api_client.h"
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "proto/frame.h"
 #include "proto/message.h"
 
 namespace brine::cli {
@@ -44,6 +45,16 @@ clock::duration seconds(double s) {
   return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s));
 }
 
+// A return event's `return`: the bytes the minion made it into, read back
+// in its key order (a plain map from older senders as it is).
+nlohmann::ordered_json return_of(const json& data) {
+  auto r = data.find("return");
+  if (r == data.end()) return nullptr;
+  auto value = proto::from_ordered_bytes(*r);
+  return value ? std::move(*value)
+               : nlohmann::ordered_json("ERROR: the master sent a return that is not MessagePack");
+}
+
 // Prints returns in Salt's outputters, as they come or (static, json) all at
 // the end sorted by id. Minions that did not return go to stdout in the text
 // formats and to stderr with json, so that stdout stays one JSON document.
@@ -51,12 +62,15 @@ class printer {
  public:
   explicit printer(const cmd_options& o) : o_(o) {}
 
-  void returned(const std::string& id, const json& ret) {
+  // `ret` in the key order the minion made it: --out json keeps it, as
+  // Salt's json outputter does; the others print as Salt's do (nested and
+  // yaml sort a return's keys, as msgpack's plain dicts reach them).
+  void returned(const std::string& id, nlohmann::ordered_json ret) {
     if (o_.out == "json" || o_.static_out) {
-      all_[id] = ret;
+      all_[id] = std::move(ret);
       return;
     }
-    std::cout << format(id, ret) << std::flush;
+    std::cout << format(id, json(ret)) << std::flush;
   }
 
   void did_not_return(const std::string& id, const std::string& why) {
@@ -73,9 +87,11 @@ class printer {
 
   void finish() {
     if (o_.out == "json") {
-      std::cout << all_.dump(4) << "\n";
+      nlohmann::ordered_json doc = nlohmann::ordered_json::object();
+      for (auto& [id, ret] : all_) doc[id] = std::move(ret);
+      std::cout << doc.dump(4) << "\n";
     } else if (o_.static_out) {
-      for (const auto& [id, ret] : all_.items()) std::cout << format(id, ret);
+      for (const auto& [id, ret] : all_) std::cout << format(id, json(ret));
     }
     std::cout << std::flush;
   }
@@ -89,7 +105,7 @@ class printer {
   }
 
   const cmd_options& o_;
-  json all_ = json::object();
+  std::map<std::string, nlohmann::ordered_json> all_;  // by minion id
 };
 
 json publish_body(const cmd_options& o, const std::string& target, const std::string& tgt_type) {
@@ -129,12 +145,13 @@ struct tracker {
     if (!returned.insert(id).second) return "";  // a resent return
     bool late = undelivered.erase(id) > 0;
     failed |= !data.value("success", false);
-    out.returned(id, data["return"]);
+    out.returned(id, return_of(data));
     return late ? "" : id;
   }
 };
 
 int run_batch(api_client& client, const base::master_config& cfg, const cmd_options& o);
+
 
 }  // namespace
 
@@ -395,11 +412,16 @@ int events_command(const base::master_config& cfg, const std::string& prefix, do
   auto deadline = secs > 0 ? clock::now() + seconds(secs) : clock::time_point::max();
   while (auto m = client->next(deadline)) {
     if (m->type != proto::msg_type::api_event) continue;
+    // A return's bytes read back, in the order the minion made it.
+    nlohmann::ordered_json data = m->body["data"];
+    if (data.is_object() && data.contains("return")) data["return"] = return_of(m->body["data"]);
     if (json_out) {
-      std::cout << json{{"tag", m->body["tag"]}, {"data", m->body["data"]}}.dump() << std::endl;
+      nlohmann::ordered_json line = nlohmann::ordered_json::object();
+      line["tag"] = m->body["tag"];
+      line["data"] = std::move(data);
+      std::cout << line.dump() << std::endl;
     } else {
-      std::cout << m->body["tag"].get<std::string>() << "\t" << m->body["data"].dump()
-                << std::endl;
+      std::cout << m->body["tag"].get<std::string>() << "\t" << data.dump() << std::endl;
     }
   }
   return 0;

@@ -83,7 +83,8 @@ int job_command(const base::master_config& cfg, const job_options& o) {
   }
   auto returns = db->get_returns(o.jid);
   std::set<std::string> returned;
-  json rets = json::object();
+  // Each return in the key order the minion made it, as the store keeps it.
+  nlohmann::ordered_json rets = nlohmann::ordered_json::object();
   for (const auto& r : returns) {
     returned.insert(r.minion);
     rets[r.minion] = r.ret;
@@ -105,7 +106,7 @@ int job_command(const base::master_config& cfg, const job_options& o) {
     if (!returned.count(id) && !undelivered.contains(id)) running.push_back(id);
   }
   if (o.out == "json") {
-    json out = {{"jid", job->jid},
+    nlohmann::ordered_json out = {{"jid", job->jid},
                 {"fun", job->fun},
                 {"args", job->args},
                 {"kwargs", job->kwargs},
@@ -127,7 +128,7 @@ int job_command(const base::master_config& cfg, const job_options& o) {
             << "\nstarted: " << utc(job->created) << " UTC\nminions: " << job->minions.size()
             << ", returned: " << returns.size() << ", undelivered: " << undelivered.size()
             << ", running: " << running.size() << "\n\n";
-  for (const auto& r : returns) std::cout << nested(r.minion, r.ret);
+  for (const auto& r : returns) std::cout << nested(r.minion, json(r.ret));
   for (const auto& [id, reason] : undelivered.items()) {
     std::cout << nested(id,
                         "Minion did not return. [Undelivered: " + reason.get<std::string>() + "]");

@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "master/jid.h"
+#include "proto/frame.h"
 
 namespace brine::master {
 
@@ -35,12 +36,20 @@ void returns::on_return(const std::shared_ptr<session>& s, proto::message&& m) {
   r.jid = jid;
   r.minion = s->id;  // from the authenticated key, never from the body
   r.fun = m.body.value("fun", "");
-  r.ret = m.body.contains("ret") ? std::move(m.body["ret"]) : json();
+  auto ret = m.body.find("ret");
+  auto value = ret != m.body.end() ? proto::from_ordered_bytes(*ret) : nlohmann::ordered_json();
+  if (!value) {
+    spdlog::warn("minion {} at {}: job {}: its return's bytes are not MessagePack; stored as an "
+                 "error", s->id, s->conn->peer(), jid);
+    value = "ERROR: the minion sent a return that is not MessagePack";
+  }
+  r.ret = std::move(*value);
   r.success = m.body.value("success", false);
   r.retcode = m.body.value("retcode", 0);
   r.stamp = base::unix_now();
   json event = {{"id", r.minion},  {"jid", jid},           {"fun", r.fun},
-                {"return", r.ret}, {"success", r.success}, {"retcode", r.retcode}};
+                {"return", proto::ordered_bytes(r.ret)}, {"success", r.success},
+                {"retcode", r.retcode}};
   auto conn = s->conn;
   std::string tag = "brine/job/" + jid + "/ret/" + s->id;
   store_.add_return(std::move(r), [this, conn, jid, tag, event = std::move(event)] {

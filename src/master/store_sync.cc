@@ -1,5 +1,7 @@
 #include "master/store_sync.h"
 
+#include "proto/frame.h"
+
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -129,7 +131,7 @@ void store_sync::returned(const std::string& jid, std::vector<std::string> minio
       d_.events.publish(prefix + r.minion, {{"id", r.minion},
                                             {"jid", jid},
                                             {"fun", r.fun},
-                                            {"return", std::move(r.ret)},
+                                            {"return", proto::ordered_bytes(r.ret)},
                                             {"success", r.success},
                                             {"retcode", r.retcode}});
     }

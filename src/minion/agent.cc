@@ -107,8 +107,10 @@ call_reply failed_call(call_reply::status st, std::string detail) {
 
 json return_body(const modules::call& c, const std::string& id, const std::string& origin,
                  modules::outcome out) {
+  // A return made in Salt's key order travels in it.
+  json ret = out.ordered_ret ? proto::ordered_bytes(*out.ordered_ret) : std::move(out.ret);
   return {{"jid", c.jid},           {"id", id},
-          {"fun", c.fun},           {"ret", std::move(out.ret)},
+          {"fun", c.fun},           {"ret", std::move(ret)},
           {"success", out.success}, {"retcode", out.retcode},
           {"origin", origin}};
 }

@@ -134,8 +134,20 @@ base::errc decode_body(std::span<const uint8_t> body, message& out, std::string&
   return base::errc::ok;
 }
 
+nlohmann::json ordered_bytes(const nlohmann::ordered_json& v) {
+  return nlohmann::json::binary(nlohmann::ordered_json::to_msgpack(v));
+}
+
+std::optional<nlohmann::ordered_json> from_ordered_bytes(const nlohmann::json& v) {
+  if (!v.is_binary()) return nlohmann::ordered_json(v);
+  const auto& bytes = v.get_binary();
+  auto value = nlohmann::ordered_json::from_msgpack(bytes.begin(), bytes.end(), true, false);
+  if (value.is_discarded()) return std::nullopt;
+  return value;
+}
+
 nlohmann::json pillar_body(const nlohmann::ordered_json& pillar) {
-  return {{"pillar", nlohmann::json::binary(nlohmann::ordered_json::to_msgpack(pillar))}};
+  return {{"pillar", ordered_bytes(pillar)}};
 }
 
 std::optional<nlohmann::ordered_json> read_pillar(const nlohmann::json& body, std::string& detail) {
@@ -144,9 +156,8 @@ std::optional<nlohmann::ordered_json> read_pillar(const nlohmann::json& body, st
     detail = "the body has no 'pillar' (MessagePack bytes of the pillar map)";
     return std::nullopt;
   }
-  const auto& bytes = p->get_binary();
-  auto pillar = nlohmann::ordered_json::from_msgpack(bytes.begin(), bytes.end(), true, false);
-  if (pillar.is_discarded() || !pillar.is_object()) {
+  auto pillar = from_ordered_bytes(*p);
+  if (!pillar || !pillar->is_object()) {
     detail = "its 'pillar' bytes are not a MessagePack map";
     return std::nullopt;
   }

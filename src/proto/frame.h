@@ -23,6 +23,16 @@ std::vector<uint8_t> encode_frame(const message& m);
 // spooled return is encoded once, kept, and sent as it is).
 std::vector<uint8_t> encode_frame(msg_type type, uint64_t id, std::span<const uint8_t> body);
 
+// A value as MessagePack bytes (`bin`) in its own key order. A map in a body
+// decodes with its keys sorted; data whose order is Salt's (a pillar, a
+// state function's return) travels so.
+nlohmann::json ordered_bytes(const nlohmann::ordered_json& v);
+
+// The value ordered_bytes carried, in its order; anything else as it is (a
+// map's keys then sorted). nullopt for bytes that are not one MessagePack
+// value.
+std::optional<nlohmann::ordered_json> from_ordered_bytes(const nlohmann::json& v);
+
 // The pillar message's body, {"pillar": bin}: the pillar as a MessagePack map
 // in its own key order (Salt's, which templates iterate), carried as bytes
 // because a body map decodes with its keys sorted.

@@ -50,7 +50,9 @@ struct return_record {
   std::string jid;
   std::string minion;
   std::string fun;
-  nlohmann::json ret;
+  // In the key order the function made it (Salt's dicts keep insertion
+  // order): the text column keeps it, and `brine cmd --out json` prints it.
+  nlohmann::ordered_json ret;
   bool success = false;
   int retcode = 0;
   int64_t stamp = 0;  // unix seconds when stored

@@ -5,6 +5,7 @@ grains_blacklist ['*'], as the fixtures were recorded with Salt 3006.26)
 prints the bytes Salt printed; and `brine cmd ... state.show_lowstate`
 through a master returns the same chunks."""
 
+import collections
 import json
 import os
 import shutil
@@ -105,8 +106,9 @@ class Masterless(unittest.TestCase):
 
 class ThroughAMaster(unittest.TestCase):
     """A minion with the formula tree in its file_roots; the master serves
-    the tree's pillar. Returns travel as JSON whose keys the wire sorts, so
-    the chunks are compared as data (their order in the list is Salt's)."""
+    the tree's pillar. The pillar reaches the minion, and the return the
+    CLI, in Salt's key order: the output is compared with Salt's, order
+    and all."""
 
     def test_show_lowstate_through_the_master(self):
         tree_dir = os.path.join(TREES, "formula")
@@ -123,8 +125,12 @@ class ThroughAMaster(unittest.TestCase):
             rc, out, err = c.brine("cmd", "--out", "json", "-t", "60", "minion1",
                                    "state.show_lowstate")
             self.assertEqual(rc, 0, err)
-            want = json.loads(expected("formula", "state.show_lowstate"))["local"]
-            self.assertEqual(json.loads(out)["minion1"], want)
+            # OrderedDicts: equal only with their keys in the same order.
+            want = json.loads(expected("formula", "state.show_lowstate"),
+                              object_pairs_hook=collections.OrderedDict)["local"]
+            got = json.loads(out, object_pairs_hook=collections.OrderedDict)["minion1"]
+            self.assertEqual(got, want)
+            self.assertEqual(list(got[0].keys()), list(want[0].keys()))
         finally:
             c.stop()
 

@@ -206,6 +206,12 @@ std::string to_json_text(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// The same in the value's own key order (a return as the minion made it).
+template <class Json, std::enable_if_t<std::is_same_v<Json, nlohmann::ordered_json>, int> = 0>
+std::string to_json_text(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 // The length of the valid UTF-8 sequence at s[i] that PostgreSQL accepts
 // (no NUL, no surrogate, no overlong form), or 0.
 size_t utf8_sequence(std::string_view s, size_t i) {
@@ -1208,7 +1214,8 @@ class postgres_store final : public store {
   // `brine store migrate` ran meanwhile).
   void ready();
   const statement& multi_row(multi kind, size_t rows);
-  nlohmann::json parse_json(const std::string& text, std::string_view row,
+  template <class Json = nlohmann::json>
+  Json parse_json(const std::string& text, std::string_view row,
                             std::string_view column) const;
   job_record read_job(const result& r, int row) const;
   std::vector<return_record> read_returns(const result& r) const;
@@ -1299,9 +1306,10 @@ const statement& postgres_store::multi_row(multi kind, size_t rows) {
   return it->second.second;
 }
 
-nlohmann::json postgres_store::parse_json(const std::string& text, std::string_view row,
+template <class Json>
+Json postgres_store::parse_json(const std::string& text, std::string_view row,
                                           std::string_view column) const {
-  auto value = nlohmann::json::parse(text, nullptr, false);
+  auto value = Json::parse(text, nullptr, false);
   if (value.is_discarded()) {
     c_->fail(std::string(row) + ": column " + std::string(column) +
              " is not valid JSON; the row was written by something other than brine");
@@ -1606,7 +1614,7 @@ std::vector<return_record> postgres_store::read_returns(const result& r) const {
     ret.jid = r.text(row, 0);
     ret.minion = r.text(row, 1);
     ret.fun = r.text(row, 2);
-    ret.ret = parse_json(r.text(row, 3), "return of " + ret.minion + " for job " + ret.jid, "ret");
+    ret.ret = parse_json<nlohmann::ordered_json>(r.text(row, 3), "return of " + ret.minion + " for job " + ret.jid, "ret");
     ret.success = r.boolean(row, 4);
     ret.retcode = static_cast<int>(r.integer(row, 5));
     ret.stamp = r.integer(row, 6);

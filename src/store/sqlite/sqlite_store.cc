@@ -133,6 +133,12 @@ std::string to_json_text(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// The same in the value's own key order (a return as the minion made it).
+template <class Json, std::enable_if_t<std::is_same_v<Json, nlohmann::ordered_json>, int> = 0>
+std::string to_json_text(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 struct stmt_deleter {
   void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
 };
@@ -463,7 +469,8 @@ class sqlite_store final : public store {
   void delete_minion_data(const std::string& id) override;
 
  private:
-  nlohmann::json parse_json(const std::string& text, std::string_view row,
+  template <class Json = nlohmann::json>
+  Json parse_json(const std::string& text, std::string_view row,
                             std::string_view column) const;
   job_record read_job(const query& q) const;
   std::vector<key_record> read_keys(query& q);
@@ -472,9 +479,10 @@ class sqlite_store final : public store {
   connection conn_;
 };
 
-nlohmann::json sqlite_store::parse_json(const std::string& text, std::string_view row,
+template <class Json>
+Json sqlite_store::parse_json(const std::string& text, std::string_view row,
                                         std::string_view column) const {
-  auto value = nlohmann::json::parse(text, nullptr, false);
+  auto value = Json::parse(text, nullptr, false);
   if (value.is_discarded()) {
     conn_.fail_message(std::string(row) + ": column " + std::string(column) +
                        " is not valid JSON; the row was written by something other than brine");
@@ -681,7 +689,7 @@ std::vector<return_record> sqlite_store::get_returns(const std::string& jid) {
     r.jid = q.text(0);
     r.minion = q.text(1);
     r.fun = q.text(2);
-    r.ret = parse_json(q.text(3), "return of " + r.minion + " for job " + r.jid, "ret");
+    r.ret = parse_json<nlohmann::ordered_json>(q.text(3), "return of " + r.minion + " for job " + r.jid, "ret");
     r.success = q.integer(4) != 0;
     r.retcode = static_cast<int>(q.integer(5));
     r.stamp = q.integer(6);

@@ -247,6 +247,16 @@ TEST_P(store_test, return_fields_round_trip) {
   EXPECT_EQ(got.stamp, 1234);
 }
 
+// A return keeps the key order the minion made it in (Salt's dicts keep
+// insertion order; `brine cmd --out json` prints it).
+TEST_P(store_test, return_keeps_its_key_order) {
+  auto s = open_store();
+  auto r = make_return("j1", "m1", json(nullptr), 1);
+  r.ret = nlohmann::ordered_json::parse(R"({"zeta": {"b": 1, "a": 2}, "alpha": [{"y": 0, "x": 1}]})");
+  ASSERT_EQ(s->add_returns({r}), 1u);
+  EXPECT_EQ(s->get_returns("j1").at(0).ret.dump(), r.ret.dump());
+}
+
 TEST_P(store_test, batch_of_ten_thousand_returns) {
   auto s = open_store();
   std::vector<return_record> batch;
