@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <set>
+#include <unordered_map>
 #include <variant>
 
 namespace brine::render::detail {
@@ -645,6 +646,52 @@ void reach(const value& v, std::set<const void*>& seen) {
   }
 }
 
+// Whether the containers reachable from the ones a render changed may hold
+// a cycle: one of them reaches itself through lists and dicts, or a
+// callable is among them (what it holds is not seen: a bound method holds
+// its object). Every cycle of containers runs through a changed one, since
+// a container is made without a cycle and only a change can close one; so
+// when this is false, no cycle can have been made. Iterative, as the data
+// may nest deeper than the stack allows.
+bool may_hold_cycle(const std::vector<value>& changed) {
+  enum class mark : char { open, done };
+  std::unordered_map<const void*, mark> seen;
+  struct walk {
+    const value* v;
+    std::size_t next;
+  };
+  std::vector<walk> path;
+  auto child = [](const value& v, std::size_t i) -> const value* {
+    if (v.is_sequence_like()) return i < v.items().size() ? &v.items()[i] : nullptr;
+    const auto& e = v.dict().entries;
+    if (i / 2 >= e.size()) return nullptr;
+    return i % 2 == 0 ? &e[i / 2].first : &e[i / 2].second;
+  };
+  // Enters v; true when it closes a cycle or is a callable.
+  auto enter = [&](const value& v) {
+    if (v.is_callable()) return true;
+    const void* id = v.identity();
+    if (!id) return false;
+    auto [it, fresh] = seen.try_emplace(id, mark::open);
+    if (!fresh) return it->second == mark::open;
+    path.push_back({&v, 0});
+    return false;
+  };
+  for (const auto& root : changed) {
+    if (enter(root)) return true;
+    while (!path.empty()) {
+      walk& w = path.back();
+      if (const value* c = child(*w.v, w.next++)) {
+        if (enter(*c)) return true;
+      } else {
+        seen[w.v->identity()] = mark::done;
+        path.pop_back();
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void interpreter::run(const template_tree& t, const std::string& tpldir, std::string& out) {
@@ -656,7 +703,10 @@ void interpreter::run(const template_tree& t, const std::string& tpldir, std::st
     ~cleanup() {
       mutation_log = outer;
       budget = saved_budget;
-      if (changed.empty()) return;
+      // Most renders change only containers that hold no cycle: then
+      // nothing need be emptied, and the host's data (pillar, grains, salt)
+      // need not be walked.
+      if (changed.empty() || !may_hold_cycle(changed)) return;
       std::set<const void*> kept;
       for (const auto& [k, v] : in.ctx_) reach(v, kept);
       for (const auto& [k, v] : in.env_.globals) reach(v, kept);
