@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <list>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "base/python.h"
 #include "modules/data.h"
@@ -18,6 +21,51 @@ namespace brine::state {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The data of Salt's yaml renderer for a rendered text, shared by all the
+// compiles of the process: a master compiling for many minions parses the
+// same text again and again wherever their templates render alike (and a
+// `#!yaml` sls always). Keyed by the file and the text itself; the least
+// recently used go once the texts held pass a bound. Thread-safe; an error
+// is not cached.
+class yaml_cache {
+ public:
+  json load(const std::string& text, const std::string& path) {
+    std::string key = path + '\0' + text;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = index_.find(key); it != index_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        return it->second->second;
+      }
+    }
+    json data = render::load_yaml<json>(text, path);
+    if (key.size() > k_bytes) return data;
+    std::lock_guard lock(mu_);
+    if (index_.contains(key)) return data;
+    lru_.emplace_front(std::move(key), data);
+    index_.emplace(lru_.front().first, lru_.begin());
+    bytes_ += lru_.front().first.size();
+    while (bytes_ > k_bytes) {
+      bytes_ -= lru_.back().first.size();
+      index_.erase(lru_.back().first);
+      lru_.pop_back();
+    }
+    return data;
+  }
+
+ private:
+  static constexpr std::size_t k_bytes = std::size_t{2} << 20;
+  std::mutex mu_;
+  std::list<std::pair<std::string, json>> lru_;  // the index's keys view these strings
+  std::unordered_map<std::string_view, std::list<std::pair<std::string, json>>::iterator> index_;
+  std::size_t bytes_ = 0;
+};
+
+json load_sls_yaml(const std::string& text, const std::string& path) {
+  static yaml_cache cache;
+  return cache.load(text, path);
+}
 
 std::string strip(std::string_view s) {
   auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v'; };
@@ -361,7 +409,7 @@ struct compiler::impl {
         current = render_jinja(current, path, saltenv, sls, kwargs);
       } else if (r == "yaml") {
         try {
-          data = render::load_yaml<json>(current, path);
+          data = load_sls_yaml(current, path);
         } catch (const render::yaml_error& e) {
           // Salt's yaml renderer reports PyYAML's error text, not a position prefix.
           throw render_failure(e.salt_message());
