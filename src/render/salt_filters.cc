@@ -118,6 +118,7 @@ value f_yaml(interpreter&, const value& v, call_args& a) {
   o.flow_style = flow.is_none()  ? yaml_dump_options::flow::leaves
                  : flow.truthy() ? yaml_dump_options::flow::always
                                  : yaml_dump_options::flow::never;
+  o.ordered_dicts_in_order = true;  // salt.utils.yaml.safe_dump: SafeOrderedDumper
   return dump_yaml(v, o);
 }
 

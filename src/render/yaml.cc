@@ -749,7 +749,7 @@ class emitter {
 
   std::vector<std::pair<value, value>> entries(const value& v) const {
     auto e = v.dict().entries;
-    if (opts_.sort_keys) {
+    if (opts_.sort_keys && !(opts_.ordered_dicts_in_order && v.dict().ordered_dict)) {
       // Python's sorted() of keys of mixed types raises; PyYAML then keeps
       // the dict's order.
       try {

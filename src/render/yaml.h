@@ -67,9 +67,13 @@ struct yaml_dump_options {
   // (`{a: 1, b: [1, 2]}`), false none, and Salt's default (None in
   // safe_dump) only the collections that hold no collection.
   enum class flow { always, never, leaves } flow_style = flow::always;
-  // yaml.dump's sort_keys: a plain Python dict is sorted; Salt's
-  // OrderedDicts are not.
+  // yaml.dump's sort_keys: a dict's keys are sorted.
   bool sort_keys = true;
+  // Salt's SafeOrderedDumper (salt.utils.yaml.safe_dump, the `yaml`
+  // filter) writes an OrderedDict (a dict marked ordered_dict: what Salt's
+  // YAML renderer made) in its own order whatever sort_keys says; its
+  // serializers' Dumper (slsutil.serialize) sorts it like any dict.
+  bool ordered_dicts_in_order = false;
   // Drop the trailing newline and the "..." document end marker, as the
   // `yaml` filter does (`.strip()`).
   bool strip = true;

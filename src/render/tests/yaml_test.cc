@@ -646,5 +646,20 @@ TEST(DumpYaml, OptionsTuplesAndCallables) {
   EXPECT_THROW(dump_yaml(value::undefined("'x' is undefined")), template_error);
 }
 
+// Salt's SafeOrderedDumper (the yaml filter) writes an OrderedDict (what its
+// YAML renderer makes of an sls or pillar mapping) in its own order and
+// sorts a plain dict; its serializers' Dumper (slsutil.serialize) sorts both.
+TEST(DumpYaml, OrderedDictsKeepTheirOrderInSaltsSafeDump) {
+  value inner = value::from_json(nlohmann::ordered_json::parse(R"({"z": 1, "a": 2})"));
+  inner.dict().ordered_dict = true;
+  value top = value::make_dict();
+  top.dict().set(value("y"), inner);
+  top.dict().set(value("b"), value(0));
+  yaml_dump_options o;
+  EXPECT_EQ(dump_yaml(top, o), "{b: 0, y: {a: 2, z: 1}}");
+  o.ordered_dicts_in_order = true;
+  EXPECT_EQ(dump_yaml(top, o), "{b: 0, y: {z: 1, a: 2}}");
+}
+
 }  // namespace
 }  // namespace brine::render
