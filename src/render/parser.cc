@@ -537,16 +537,19 @@ class parser {
   }
 
   // Statements until `{% <one of ends>`; leaves the tag name as the current token.
-  body parse_body(const std::set<std::string>& ends, const std::string& block = "") {
+  // `ends` in Jinja's order (its messages list them so); `block` is the tag
+  // being closed.
+  body parse_body(const std::vector<std::string>& ends, const std::string& block = "") {
     body b;
+    open_ends_.push_back(&ends);
+    struct pop {
+      std::vector<const std::vector<std::string>*>& v;
+      ~pop() { v.pop_back(); }
+    } popper{open_ends_};
     while (true) {
       const token& t = cur();
       if (t.t == tok::eof) {
-        if (!ends.empty()) {
-          std::string want;
-          for (const auto& e : ends) want += (want.empty() ? "'" : " or '") + e + "'";
-          fail(t, "unexpected end of template, expected " + want + " to close '" + block + "'");
-        }
+        if (!ends.empty()) fail_unknown_tag(t, nullptr, block);
         return b;
       }
       if (t.t == tok::data) {
@@ -563,19 +566,46 @@ class parser {
         b.push_back(std::move(s));
       } else if (t.t == tok::block_begin) {
         const token& n = peek();
-        if (n.t == tok::name && ends.count(n.text)) {
+        if (n.t == tok::name && std::find(ends.begin(), ends.end(), n.text) != ends.end()) {
           ++i_;
           return b;
         }
         ++i_;
-        b.push_back(parse_statement(ends, block));
+        b.push_back(parse_statement(block));
       } else {
         unexpected(t);
       }
     }
   }
 
-  stmt_ptr parse_statement(const std::set<std::string>& ends, const std::string& block) {
+  // Jinja's _fail_ut_eof: an unknown tag `name` (null: the end of the
+  // template) while the blocks of open_ends_ wait to be closed, the
+  // innermost `block`.
+  [[noreturn]] void fail_unknown_tag(const token& t, const std::string* name,
+                                     const std::string& block) {
+    const std::vector<std::string>* looking = nullptr;
+    bool expected_somewhere = false;
+    for (const auto* e : open_ends_) {
+      if (e->empty()) continue;
+      looking = e;
+      if (name != nullptr && std::find(e->begin(), e->end(), *name) != e->end()) {
+        expected_somewhere = true;
+      }
+    }
+    std::string msg = name == nullptr ? "Unexpected end of template."
+                                      : "Encountered unknown tag '" + *name + "'.";
+    if (looking != nullptr) {
+      std::string want;
+      for (const auto& e : *looking) want += (want.empty() ? "'" : " or '") + e + "'";
+      msg += expected_somewhere ? " You probably made a nesting mistake. Jinja is expecting this "
+                                  "tag, but currently looking for " + want + "."
+                                : " Jinja was looking for the following tags: " + want + ".";
+    }
+    if (!block.empty()) msg += " The innermost block that needs to be closed is '" + block + "'.";
+    fail(t, msg);
+  }
+
+  stmt_ptr parse_statement(const std::string& block) {
     nesting guard(*this);
     const token& t = cur();
     if (t.t != tok::name) fail(t, "expected a tag name, got '" + describe(t) + "'");
@@ -617,13 +647,7 @@ class parser {
     }
     if (n == "load_yaml" || n == "load_json" || n == "load_text") return parse_load();
     if (n == "profile") return parse_profile();
-    std::string msg = "unknown tag '" + n + "'";
-    if (!ends.empty()) {
-      std::string want;
-      for (const auto& e : ends) want += (want.empty() ? "'" : " or '") + e + "'";
-      msg += ", expected " + want + " to close '" + block + "'";
-    }
-    fail(t, msg);
+    fail_unknown_tag(t, &n, block);
   }
 
   stmt_ptr parse_if() {
@@ -686,6 +710,11 @@ class parser {
       e->name = expect_name();
       return e;
     };
+    // Jinja parses a tuple target as a tuple: nothing before the end of the
+    // tag is its "Expected an expression".
+    if (allow_tuple && (cur().t == tok::block_end || cur().t == tok::eof)) {
+      fail(cur(), "Expected an expression, got '" + describe(cur()) + "'");
+    }
     auto first = one();
     if (!allow_tuple || !is_op(",")) return first;
     auto tup = make(expr::kind::tuple, at);
@@ -913,8 +942,8 @@ class parser {
         if (!skip_op(",")) break;
         is_tuple = true;
         if (ends()) break;
-      } else if (explicit_parens && is_op(")")) {
-        break;
+      } else if (ends()) {
+        break;  // Jinja's is_tuple_end before the first item too
       }
       if (simplified) {
         items.push_back(parse_primary());
@@ -927,7 +956,7 @@ class parser {
     }
     if (!is_tuple) {
       if (items.empty()) {
-        if (!explicit_parens) fail(cur(), "expected an expression, got '" + describe(cur()) + "'");
+        if (!explicit_parens) fail(cur(), "Expected an expression, got '" + describe(cur()) + "'");
       } else {
         return std::move(items[0]);
       }
@@ -1208,7 +1237,7 @@ class parser {
     if (!is_slice) {
       auto g = make(expr::kind::getitem, at);
       g->args.push_back(std::move(obj));
-      if (!parts[0]) fail(cur(), "expected an expression, got '" + describe(cur()) + "'");
+      if (!parts[0]) fail(cur(), "Expected an expression, got '" + describe(cur()) + "'");
       g->args.push_back(std::move(parts[0]));
       return g;
     }
@@ -1306,6 +1335,8 @@ class parser {
 
   std::vector<token> t_;
   std::size_t i_ = 0;
+  // The end tags each open block waits for, outermost first.
+  std::vector<const std::vector<std::string>*> open_ends_;
   const lexer& lx_;
   const std::string& src_;
   int loop_depth_ = 0;

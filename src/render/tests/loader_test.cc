@@ -92,7 +92,8 @@ TEST(Loader, ErrorsNameTheTemplateAndTheTagsThatLedThere) {
             "template 'nginx/map.jinja' line 3 column 10: 'foo' is undefined "
             "(imported from 'nginx/inc.sls' line 2, included from 'init.sls' line 3)");
   EXPECT_EQ(error_of("{% include 'bad.jinja' %}", env),
-            "template 'bad.jinja' line 1 column 7: unexpected 'end of statement block' "
+            "template 'bad.jinja' line 1 column 7: Expected an expression, got 'end of statement "
+            "block' "
             "(included from 'init.sls' line 1)");
   EXPECT_EQ(error_of("x\n  {% include 'none.jinja' %}", env),
             "template 'init.sls' line 2 column 6: TemplateNotFound: none.jinja");
@@ -294,8 +295,9 @@ TEST(SaltTags, LoadBlocksParseTheirRenderedBody) {
   EXPECT_EQ(error_of("{% load_json as d %}[1,{% endload %}", env),
             "template 'init.sls' line 1 column 4: Unable to load json from [1,");
   EXPECT_EQ(error_of("\n{% load_yaml as d %}{% endloa %}", env),
-            "template 'init.sls' line 2 column 24: unknown tag 'endloa', expected 'endload' to "
-            "close 'load_yaml'");
+            "template 'init.sls' line 2 column 24: Encountered unknown tag 'endloa'. Jinja was "
+            "looking for the following tags: 'endload'. The innermost block that needs to be "
+            "closed is 'load_yaml'.");
   // A name set inside the block stays there (Salt makes the body a macro).
   EXPECT_EQ(render("{% set x = 1 %}{% load_text as t %}{% set x = 2 %}{% endload %}{{ x }}", "t",
                    {}, env),

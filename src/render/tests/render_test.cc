@@ -76,8 +76,9 @@ TEST(Render, ErrorNamesTemplateLineAndColumn) {
     FAIL() << "no error";
   } catch (const template_error& e) {
     EXPECT_STREQ(e.what(),
-                 "template 'x.sls' line 3 column 29: unknown tag 'endif', expected 'else' or "
-                 "'endfor' to close 'for'");
+                 "template 'x.sls' line 3 column 29: Encountered unknown tag 'endif'. Jinja was "
+                 "looking for the following tags: 'endfor' or 'else'. The innermost block that "
+                 "needs to be closed is 'for'.");
   }
   try {
     render_json("{% set a = 1 %}\n\n   {{ a ~ missing }}", "y.sls",
@@ -174,6 +175,36 @@ const syntax_case k_syntax_cases[] = {
     {"{{ {1: 2 }}", 1, "unexpected '}'"},
     {"{{ x ) }}", 1, "unexpected ')'"},
     {"{{ x. }}", 1, "expected name or number"},
+    {"{% foo %}", 1, "Encountered unknown tag 'foo'."},
+    {"{% if x %}{% endfor %}", 1,
+     "Encountered unknown tag 'endfor'. Jinja was looking for the following tags: 'elif' or "
+     "'else' or 'endif'. The innermost block that needs to be closed is 'if'."},
+    {"{% if x %}", 1,
+     "Unexpected end of template. Jinja was looking for the following tags: 'elif' or 'else' "
+     "or 'endif'. The innermost block that needs to be closed is 'if'."},
+    {"{{ }}", 1, "Expected an expression, got 'end of print statement'"},
+    {"{% for %}{% endfor %}", 1, "Expected an expression, got 'end of statement block'"},
+    {"{% for in x %}{% endfor %}", 1, "expected token 'in', got 'x'"},
+    {"{% set x = %}", 1, "Expected an expression, got 'end of statement block'"},
+    {"{% endif %}", 1, "Encountered unknown tag 'endif'."},
+    {"{% for x in y %}\n{% if z %}\n{% endfor %}", 3,
+     "Encountered unknown tag 'endfor'. You probably made a nesting mistake. Jinja is expecting "
+     "this tag, but currently looking for 'elif' or 'else' or 'endif'. The innermost block "
+     "that needs to be closed is 'if'."},
+    {"{% for x in y %}{% else %}\n", 1,
+     "Unexpected end of template. Jinja was looking for the following tags: 'endfor'. The "
+     "innermost block that needs to be closed is 'for'."},
+    {"{% macro m() %}\n{% bar %}{% endmacro %}", 2,
+     "Encountered unknown tag 'bar'. Jinja was looking for the following tags: 'endmacro'. The "
+     "innermost block that needs to be closed is 'macro'."},
+    {"{% if x %}{% elif %}{% endif %}", 1, "Expected an expression, got 'end of statement block'"},
+    {"{% filter upper %}x", 1,
+     "Unexpected end of template. Jinja was looking for the following tags: 'endfilter'. The "
+     "innermost block that needs to be closed is 'filter'."},
+    {"{% for x in y %}{% if a %}{% else %}{% endfor %}{% endif %}", 1,
+     "Encountered unknown tag 'endfor'. You probably made a nesting mistake. Jinja is expecting "
+     "this tag, but currently looking for 'endif'. The innermost block that needs to be closed "
+     "is 'if'."},
 };
 
 TEST(Render, SyntaxErrorsUseJinjasWording) {
