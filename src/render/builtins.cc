@@ -197,6 +197,9 @@ value f_reverse(interpreter&, const value& v, call_args&) {
 }
 
 std::optional<std::int64_t> parse_int(std::string s, int base) {
+  // Python's int() refuses another base (ValueError); strtoll would leave
+  // `end` unset.
+  if (base != 0 && (base < 2 || base > 36)) return std::nullopt;
   auto b = s.find_first_not_of(" \t\n\r");
   auto e = s.find_last_not_of(" \t\n\r");
   if (b == std::string::npos) return std::nullopt;
