@@ -58,7 +58,7 @@ int call_command(const base::minion_config& cfg, const call_options& o) {
   auto already_fresh = [](std::string&) { return true; };
   minion::context ctx(cfg, functions, minion::context::hooks{nullptr, already_fresh});
   if (o.local) {
-    ctx.set_pillar(local_pillar(cfg, *ctx.grains(), functions, ctx));
+    ctx.set_pillar(local_pillar(cfg, *ctx.grains(), functions, ctx), true);
   } else {
     auto got = minion::fetch_master_pillar(cfg, *ctx.grains());
     if (!got.pillar) {

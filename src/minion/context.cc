@@ -111,12 +111,18 @@ std::shared_ptr<const nlohmann::ordered_json> context::ordered_pillar() const {
   return ordered_pillar_;
 }
 
-void context::set_pillar(nlohmann::ordered_json pillar) {
+bool context::pillar_compiled_here() const {
+  std::lock_guard lock(mu_);
+  return pillar_compiled_here_;
+}
+
+void context::set_pillar(nlohmann::ordered_json pillar, bool compiled_here) {
   auto sorted = std::make_shared<const nlohmann::json>(pillar);
   auto ordered = std::make_shared<const nlohmann::ordered_json>(std::move(pillar));
   std::lock_guard lock(mu_);
   pillar_ = std::move(sorted);
   ordered_pillar_ = std::move(ordered);
+  pillar_compiled_here_ = compiled_here;
 }
 
 }  // namespace brine::minion

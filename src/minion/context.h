@@ -39,6 +39,7 @@ class context : public modules::minion_context {
   std::shared_ptr<const nlohmann::json> grains() const override;
   std::shared_ptr<const nlohmann::json> pillar() const override;
   std::shared_ptr<const nlohmann::ordered_json> ordered_pillar() const override;
+  bool pillar_compiled_here() const override;
   const nlohmann::json& opts() const override { return opts_; }
   std::string grains_file() const override;
   const modules::registry& functions() const override { return functions_; }
@@ -48,8 +49,9 @@ class context : public modules::minion_context {
   std::vector<modules::running_job> running() const override { return jobs_.list(); }
   bool kill_job(const std::string& jid) override { return jobs_.kill(jid); }
 
-  // The pillar as compiled, in Salt's key order.
-  void set_pillar(nlohmann::ordered_json pillar);
+  // The pillar as compiled, in Salt's key order; `compiled_here`: by this
+  // process (masterless), not sent by a master.
+  void set_pillar(nlohmann::ordered_json pillar, bool compiled_here = false);
   job_table& jobs() { return jobs_; }
 
  private:
@@ -64,6 +66,7 @@ class context : public modules::minion_context {
   std::shared_ptr<const nlohmann::json> grains_;
   std::shared_ptr<const nlohmann::json> pillar_;
   std::shared_ptr<const nlohmann::ordered_json> ordered_pillar_;
+  bool pillar_compiled_here_ = false;
 };
 
 // Where versions before brine call asked the master kept the pillar

@@ -38,6 +38,12 @@ class minion_context {
   virtual std::shared_ptr<const nlohmann::ordered_json> ordered_pillar() const {
     return std::make_shared<const nlohmann::ordered_json>(*pillar());
   }
+  // True when the pillar was compiled here (brine call --local, as
+  // salt-call --local's own Pillar, whose mappings below the top stay the
+  // OrderedDicts Salt's YAML renderer made); false when a master sent it
+  // (msgpack made every mapping a plain dict). Templates see the difference
+  // in the `yaml` filter's key order and in Jinja's messages.
+  virtual bool pillar_compiled_here() const { return false; }
   // The minion's options as Salt's `opts` shows them (config.get reads them).
   virtual const nlohmann::json& opts() const = 0;
   // Where grains.setval / grains.delval keep grains (Salt: /etc/salt/grains).

@@ -428,6 +428,7 @@ value dict_method(const value& obj, const std::string& name, call_args& a) {
   if (name == "copy") {
     value out = value::make_dict();
     out.dict().entries = d.entries;
+    out.dict().ordered_dict = d.ordered_dict;  // OrderedDict.copy() is an OrderedDict
     return out;
   }
   if (name == "clear") {

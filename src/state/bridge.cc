@@ -26,6 +26,7 @@ value deepcopy(const value& v) {
   }
   if (v.is_dict() && !v.is_namespace()) {
     value d = value::make_dict();
+    d.dict().ordered_dict = v.dict().ordered_dict;  // deepcopy keeps the type
     for (const auto& [k, e] : v.dict().entries) d.dict().set(k, deepcopy(e));
     return d;
   }

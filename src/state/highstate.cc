@@ -232,6 +232,9 @@ struct compiler::impl {
       : o(std::move(opt)), m(std::move(mi)), salt(render::value::undefined("'salt' is undefined")) {
     grains_v = render::value::from_json(m.grains);
     pillar_v = render::value::from_json(m.pillar);
+    if (m.pillar_ordered_dicts) {
+      for (const auto& [k, v] : pillar_v.dict().entries) render::mark_ordered_dicts(v);
+    }
     opts_v = render::value::from_json(m.opts);
   }
 
@@ -509,6 +512,9 @@ struct compiler::impl {
         message.find("has no attribute") != std::string::npos) {
       kind = "Jinja variable ";
     } else if (message.starts_with("expected") || message.starts_with("unexpected") ||
+               message.starts_with("Expected an expression") ||
+               message.starts_with("Unexpected end of template") ||
+               message.starts_with("Encountered unknown tag") ||
                message.find("syntax") != std::string::npos) {
       kind = "Jinja syntax error: ";
     }

@@ -50,6 +50,11 @@ struct minion {
   json grains = json::object();
   json pillar = json::object();
   json opts = json::object();
+  // The pillar was compiled here (masterless): below its top level its
+  // mappings are the OrderedDicts Salt's YAML renderer made, which the
+  // `yaml` filter writes in their order and Jinja's messages name. A
+  // pillar a master sent is plain dicts (msgpack made them so).
+  bool pillar_ordered_dicts = false;
 };
 
 // What a show_* function returns: Salt's data, or (for a failure) Salt's

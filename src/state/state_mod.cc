@@ -67,6 +67,7 @@ minion minion_of(modules::minion_context& ctx) {
   m.id = ctx.id();
   m.grains = json::parse(ctx.grains()->dump());
   m.pillar = *ctx.ordered_pillar();  // Salt's key order: templates iterate it
+  m.pillar_ordered_dicts = ctx.pillar_compiled_here();
   m.opts = json::parse(ctx.opts().dump());
   return m;
 }

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <vector>
 #include <fstream>
 #include <sstream>
 
@@ -36,7 +37,7 @@ struct expected_failure {
   const char* call;
   const char* reason;
 };
-const expected_failure k_expected_failures[] = {
+const std::vector<expected_failure> k_expected_failures = {
 #include "fixture_xfail.inc"
 };
 
@@ -106,6 +107,7 @@ outcome_text run(const fs::path& tree, const json& grains, const parsed_call& ca
   m.id = "minion1";
   m.grains = grains;
   m.pillar = std::move(pillar);
+  m.pillar_ordered_dicts = true;  // salt-call --local compiled it
   nlohmann::json opts = {{"id", "minion1"}, {"file_client", "local"}};
   for (const auto& [env, dirs] : o.file_roots) opts["file_roots"][env] = dirs;
   opts["pillar_roots"]["base"] = {(tree / "pillar").string()};
