@@ -28,6 +28,10 @@ void dict_update(nlohmann::json& dest, const nlohmann::json& upd, bool merge_lis
 // delimiter= (':').
 nlohmann::json items_at(const nlohmann::json& data, const arguments& a);
 
+// Salt's config.DEFAULTS (salt/modules/config.py): the last place
+// config.get looks, and the base of its merge=.
+const nlohmann::json& config_defaults();
+
 // Python's fnmatch.fnmatchcase.
 bool fnmatch(std::string_view pattern, std::string_view text);
 

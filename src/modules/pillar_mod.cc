@@ -205,51 +205,6 @@ asio::awaitable<outcome> ls(call c) {
   co_return outcome{std::move(names)};
 }
 
-// Salt's config.DEFAULTS: the last place config.get looks.
-const json& config_defaults() {
-  static const json defaults = {
-      {"mongo.db", "salt"},
-      {"mongo.password", ""},
-      {"mongo.port", 27017},
-      {"mongo.user", ""},
-      {"redis.db", "0"},
-      {"redis.host", "salt"},
-      {"redis.port", 6379},
-      {"test.foo", "unconfigured"},
-      {"ca.cert_base_path", "/etc/pki"},
-      {"solr.cores", json::array()},
-      {"solr.host", "localhost"},
-      {"solr.port", "8983"},
-      {"solr.baseurl", "/solr"},
-      {"solr.type", "master"},
-      {"solr.request_timeout", nullptr},
-      {"solr.init_script", "/etc/rc.d/solr"},
-      {"solr.dih.import_options",
-       {{"clean", false}, {"optimize", true}, {"commit", true}, {"verbose", false}}},
-      {"solr.backup_path", nullptr},
-      {"solr.num_backups", 1},
-      {"poudriere.config", "/usr/local/etc/poudriere.conf"},
-      {"poudriere.config_dir", "/usr/local/etc/poudriere.d"},
-      {"ldap.uri", ""},
-      {"ldap.server", "localhost"},
-      {"ldap.port", "389"},
-      {"ldap.tls", false},
-      {"ldap.no_verify", false},
-      {"ldap.anonymous", true},
-      {"ldap.scope", 2},
-      {"ldap.attrs", nullptr},
-      {"ldap.binddn", ""},
-      {"ldap.bindpw", ""},
-      {"hosts.file", "/etc/hosts"},
-      {"aliases.file", "/etc/aliases"},
-      {"virt", {{"tunnel", false}, {"images", "/srv/salt-images"}}},
-      {"docker.exec_driver", "docker-exec"},
-      {"docker.compare_container_networks",
-       {{"static", {"Aliases", "Links", "IPAMConfig"}},
-        {"automatic", {"IPAddress", "Gateway", "GlobalIPv6Address", "IPv6Gateway"}}}},
-  };
-  return defaults;
-}
 
 // Salt's dictupdate.merge with strategy recurse or overwrite (lists are
 // replaced: Salt takes merge_lists from /etc/salt/master, which a minion
@@ -321,6 +276,51 @@ asio::awaitable<outcome> config_get(call c) {
 }
 
 }  // namespace
+
+const json& config_defaults() {
+  static const json defaults = {
+      {"mongo.db", "salt"},
+      {"mongo.password", ""},
+      {"mongo.port", 27017},
+      {"mongo.user", ""},
+      {"redis.db", "0"},
+      {"redis.host", "salt"},
+      {"redis.port", 6379},
+      {"test.foo", "unconfigured"},
+      {"ca.cert_base_path", "/etc/pki"},
+      {"solr.cores", json::array()},
+      {"solr.host", "localhost"},
+      {"solr.port", "8983"},
+      {"solr.baseurl", "/solr"},
+      {"solr.type", "master"},
+      {"solr.request_timeout", nullptr},
+      {"solr.init_script", "/etc/rc.d/solr"},
+      {"solr.dih.import_options",
+       {{"clean", false}, {"optimize", true}, {"commit", true}, {"verbose", false}}},
+      {"solr.backup_path", nullptr},
+      {"solr.num_backups", 1},
+      {"poudriere.config", "/usr/local/etc/poudriere.conf"},
+      {"poudriere.config_dir", "/usr/local/etc/poudriere.d"},
+      {"ldap.uri", ""},
+      {"ldap.server", "localhost"},
+      {"ldap.port", "389"},
+      {"ldap.tls", false},
+      {"ldap.no_verify", false},
+      {"ldap.anonymous", true},
+      {"ldap.scope", 2},
+      {"ldap.attrs", nullptr},
+      {"ldap.binddn", ""},
+      {"ldap.bindpw", ""},
+      {"hosts.file", "/etc/hosts"},
+      {"aliases.file", "/etc/aliases"},
+      {"virt", {{"tunnel", false}, {"images", "/srv/salt-images"}}},
+      {"docker.exec_driver", "docker-exec"},
+      {"docker.compare_container_networks",
+       {{"static", {"Aliases", "Links", "IPAMConfig"}},
+        {"automatic", {"IPAddress", "Gateway", "GlobalIPv6Address", "IPv6Gateway"}}}},
+  };
+  return defaults;
+}
 
 void register_pillar_module(registry& reg) {
   reg.add("pillar.items", items,

@@ -284,6 +284,17 @@ value make_salt(compiler& cc, const modules::registry& reg, modules::minion_cont
               {"merge_nested_lists", value(nullptr)}, {"delimiter", value(":")},
               {"pillarenv", value(nullptr)}, {"saltenv", value(nullptr)}});
     const value& pillar = c->pillar();
+    // Salt compiles a pillar for another pillarenv on request; a compile
+    // holds only the minion's own.
+    if (!b["pillarenv"].is_none()) {
+      value* own = c->opts().is_dict() ? c->opts().dict().find(value("pillarenv")) : nullptr;
+      if (own == nullptr || !render::equal(*own, b["pillarenv"])) {
+        throw render::template_error(
+            "pillar.get: pillarenv='" + b["pillarenv"].str() +
+            "' asks for a pillar compiled for that environment alone; a state compile has the "
+            "minion's own pillar only: leave pillarenv out, or set the minion's pillarenv");
+      }
+    }
     value def = b["default"];
     bool merge_lists = false;
     if (!b["merge_nested_lists"].is_none()) {
@@ -317,6 +328,31 @@ value make_salt(compiler& cc, const modules::registry& reg, modules::minion_cont
     const value marker("_|-");
     std::string key = b.str("key"), delim = b.str("delimiter");
     auto look = [&](const value& where) { return traverse(where, key, marker, delim); };
+    if (!b["merge"].is_none()) {
+      // Salt: Salt's defaults, then the master's options, the pillar, the
+      // grains and the minion's options merged over them (omit_* do not
+      // apply), then walked.
+      std::string strategy = b["merge"].str();
+      if (strategy != "recurse" && strategy != "overwrite") strategy = "recurse";
+      value data = value::from_json(nlohmann::ordered_json(modules::config_defaults()));
+      auto over = [&](const value& src, const char* what) {
+        if (!src.is_dict()) {
+          throw render::template_error(std::string("config.get: cannot merge ") + what +
+                                       ": it must be a dictionary");
+        }
+        if (strategy == "overwrite") {
+          for (const auto& [k, v] : src.dict().entries) data.dict().set(k, v);
+        }
+        data = dict_update(deepcopy(data), src, true, false);
+      };
+      value* master = c->pillar().is_dict() ? c->pillar().dict().find(value("master")) : nullptr;
+      over(master ? *master : value::make_dict(), "pillar key 'master' (the master's options)");
+      over(c->pillar(), "the pillar");
+      over(c->grains(), "the grains");
+      over(c->opts(), "the minion's options");
+      value r = look(data);
+      return render::equal(r, marker) ? b["default"] : sdb(r);
+    }
     if (!b.flag("omit_opts")) {
       value r = look(c->opts());
       if (!render::equal(r, marker)) return sdb(r);

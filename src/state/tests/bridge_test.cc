@@ -28,5 +28,30 @@ TEST(Bridge, AttributeSyntaxReachesFunctionsNamedLikeDictMethods) {
             "1|1|1|.");
 }
 
+// config.get merge= as Salt 3006.26's (its output for the same data):
+// Salt's defaults, the master's options, pillar, grains and options laid
+// over each other; overwrite replaces a top-level key whole.
+TEST(Bridge, ConfigGetMergesEverySource) {
+  modules::registry reg;
+  modules::register_builtin_modules(reg);
+  options o;
+  o.file_roots = {{"base", {"/nonexistent"}}};
+  minion m;
+  m.id = "m1";
+  m.opts = json::parse(R"({"id": "m1", "conf": {"x": 1, "y": {"o": 1}}})");
+  m.grains = json::parse(R"({"conf": {"y": {"g": 2}}})");
+  m.pillar = json::parse(R"({"conf": {"z": 3, "y": {"p": 1}}, "master": {"conf": {"w": 0}}})");
+  compiler c(o, m);
+  render::context ctx{{"salt", make_salt(c, reg, nullptr)}};
+  EXPECT_EQ(render::render("{{ salt['config.get']('conf', merge='recurse') }}", "t", ctx),
+            "{'w': 0, 'z': 3, 'y': {'p': 1, 'g': 2, 'o': 1}, 'x': 1}");
+  EXPECT_EQ(render::render("{{ salt['config.get']('conf', merge='overwrite') }}", "t", ctx),
+            "{'x': 1, 'y': {'o': 1}}");
+  EXPECT_EQ(render::render("{{ salt['config.get']('mongo.port', merge='recurse') }}", "t", ctx),
+            "27017");
+  EXPECT_THROW(render::render("{{ salt['pillar.get']('conf', pillarenv='dev') }}", "t", ctx),
+               render::template_error);
+}
+
 }  // namespace
 }  // namespace brine::state
