@@ -652,6 +652,25 @@ outcome directory_exists(const call& c) {
   return ok(fs::is_directory(path_arg(sig, "path"), ec));
 }
 
+// Salt's file.readdir: ".", "..", then the entries in the directory's own
+// order (os.listdir's, readdir's), unsorted.
+outcome readdir(const call& c) {
+  arguments sig("file.readdir", c, {"path"});
+  std::string path = path_arg(sig, "path");
+  if (path[0] != '/') sig.fail("Dir path must be absolute.");
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) sig.fail("A valid directory was not specified.");
+  json out = json::array({".", ".."});
+  DIR* d = ::opendir(path.c_str());
+  if (d == nullptr) sig.fail("cannot read " + path + ": " + std::strerror(errno));
+  while (const dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name != "." && name != "..") out.push_back(std::string(name));
+  }
+  ::closedir(d);
+  return ok(std::move(out));
+}
+
 outcome read(const call& c) {
   arguments sig("file.read", c, {"path", "binary"});
   std::string path = path_arg(sig, "path");
@@ -1317,6 +1336,10 @@ void register_file_module(registry& reg) {
   reg.add("file.directory_exists", now<directory_exists>,
           "file.directory_exists(path) -> True when path is a directory (symlinks followed).\n\n"
           "CLI example: brine cmd '*' file.directory_exists /etc",
+          k::may_block);
+  reg.add("file.readdir", now<readdir>,
+          "file.readdir(path) -> '.', '..' and the entries of the directory path (absolute), in "
+          "the directory's own order, as Salt's.\n\nCLI example: brine cmd '*' file.readdir /etc",
           k::may_block);
   reg.add("file.read", now<read>,
           "file.read(path, binary=False) -> the file's content as text (UTF-8 only).\n\n"

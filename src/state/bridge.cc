@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "base/fs.h"
 #include "modules/data.h"
 #include "render/yaml.h"
 #include "state/filters.h"
@@ -408,6 +409,35 @@ value make_salt(compiler& cc, const modules::registry& reg, modules::minion_cont
       nodes.dict().set(name, dict_update(deepcopy(defaults), v, true, b.flag("merge_lists")));
     }
     return nodes;
+  });
+  // Salt's defaults.get: `ns:key` walks salt://ns/defaults.yaml (else
+  // defaults.json) of base; `ns` alone is the whole file; None when neither
+  // file is there.
+  add(salt, "defaults.get", [c](call_args& a) {
+    binder b("defaults.get", a, {{"key", required()}, {"default", value("")}});
+    std::string key = b.str("key");
+    auto colon = key.find(':');
+    std::string ns = key.substr(0, colon);
+    std::string rest = colon == std::string::npos ? "" : key.substr(colon + 1);
+    value data(nullptr);
+    for (const char* ext : {"yaml", "json"}) {
+      auto path = c->find_file(ns + "/defaults." + ext, "base");
+      if (!path) continue;
+      std::string text = base::read_file(*path);
+      if (std::string(ext) == "yaml") {
+        data = render::load_yaml_value(text, *path);
+      } else {
+        auto parsed = nlohmann::ordered_json::parse(text, nullptr, false);
+        if (parsed.is_discarded()) {
+          throw render::template_error("defaults.get: " + *path + " is not JSON");
+        }
+        data = value::from_json(parsed);
+      }
+      if (!data.truthy()) data = value::make_dict();
+      break;
+    }
+    if (rest.empty()) return data;
+    return traverse(data, rest, b["default"], ":");
   });
   add(salt, "defaults.deepcopy", [](call_args& a) {
     binder b("defaults.deepcopy", a, {{"source", required()}});

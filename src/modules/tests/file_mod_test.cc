@@ -64,7 +64,7 @@ TEST_F(file_mod_test, every_function_is_registered_with_a_cli_example) {
        {"file.file_exists", "file.directory_exists", "file.read", "file.write", "file.append",
         "file.touch", "file.remove", "file.mkdir", "file.stats", "file.get_hash", "file.chmod",
         "file.chown", "file.symlink", "file.readlink", "file.find", "file.replace", "file.contains",
-        "file.search"}) {
+        "file.search", "file.readdir"}) {
     ASSERT_NE(reg_.find(fun), nullptr) << fun;
     EXPECT_TRUE(reg_.doc(fun).starts_with(std::string(fun) + "(")) << reg_.doc(fun);
     EXPECT_CONTAINS(reg_.doc(fun), "\n\nCLI example: brine cmd '*' " + std::string(fun));
@@ -84,6 +84,22 @@ TEST_F(file_mod_test, exists_tells_files_from_directories) {
     EXPECT_EQ(ret("file.file_exists", {path(r.name)}), r.file) << r.name;
     EXPECT_EQ(ret("file.directory_exists", {path(r.name)}), r.dir) << r.name;
   }
+}
+
+// Salt's file.readdir: '.', '..', then the entries (os.listdir's order).
+TEST_F(file_mod_test, readdir_lists_dot_dotdot_and_the_entries) {
+  fs::create_directory(path("r"));
+  write_text(path("r/a"), "x");
+  fs::create_directory(path("r/sub"));
+  auto got = ret("file.readdir", {path("r")});
+  ASSERT_EQ(got.size(), 4u) << got.dump();
+  EXPECT_EQ(got[0], ".");
+  EXPECT_EQ(got[1], "..");
+  std::vector<std::string> rest = {got[2].get<std::string>(), got[3].get<std::string>()};
+  std::sort(rest.begin(), rest.end());
+  EXPECT_EQ(rest, (std::vector<std::string>{"a", "sub"}));
+  EXPECT_CONTAINS(error_of("file.readdir", {"relative"}), "Dir path must be absolute.");
+  EXPECT_CONTAINS(error_of("file.readdir", {path("r/a")}), "A valid directory was not specified.");
 }
 
 TEST_F(file_mod_test, write_replaces_and_read_returns_the_lines) {

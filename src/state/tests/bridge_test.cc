@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "modules/registry.h"
 #include "render/render.h"
 #include "state/highstate.h"
+#include "support/temp_dir.h"
 
 namespace brine::state {
 namespace {
@@ -51,6 +55,25 @@ TEST(Bridge, ConfigGetMergesEverySource) {
             "27017");
   EXPECT_THROW(render::render("{{ salt['pillar.get']('conf', pillarenv='dev') }}", "t", ctx),
                render::template_error);
+}
+
+// defaults.get reads salt://NS/defaults.yaml of base (Salt's defaults module).
+TEST(Bridge, DefaultsGetReadsTheFormulasDefaultsFile) {
+  test::temp_dir dir{"brine-bridge"};
+  std::filesystem::create_directories(dir.file("web"));
+  std::ofstream(dir.file("web/defaults.yaml")) << "web:\n  port: 80\n  users: [a]\n";
+  modules::registry reg;
+  options o;
+  o.file_roots = {{"base", {dir.file("")}}};
+  minion m;
+  m.id = "m1";
+  compiler c(o, m);
+  render::context ctx{{"salt", make_salt(c, reg, nullptr)}};
+  EXPECT_EQ(render::render("{{ salt['defaults.get']('web:web:port') }}|"
+                           "{{ salt['defaults.get']('web:web:nope', default=7) }}|"
+                           "{{ salt['defaults.get']('web') }}|{{ salt['defaults.get']('none') }}",
+                           "t", ctx),
+            "80|7|{'web': {'port': 80, 'users': ['a']}}|None");
 }
 
 }  // namespace
