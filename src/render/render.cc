@@ -31,6 +31,13 @@ constexpr std::size_t k_tree_cache_bytes = std::size_t{2} << 20;
 
 class tree_cache {
  public:
+  void clear() {
+    std::lock_guard lock(mu_);
+    index_.clear();
+    lru_.clear();
+    bytes_ = 0;
+  }
+
   std::shared_ptr<const template_tree> find(const tree_key& k) {
     std::lock_guard lock(mu_);
     auto it = index_.find(k);
@@ -71,10 +78,15 @@ class tree_cache {
 
 }  // namespace
 
+static tree_cache& tree_cache_instance() {
+  static tree_cache cache;
+  return cache;
+}
+
 std::shared_ptr<const template_tree> shared_template(const std::string& source,
                                                     const std::string& name,
                                                     const parse_options& opts) {
-  static tree_cache cache;
+  tree_cache& cache = tree_cache_instance();
   // Every option is part of the key: one added to parse_options belongs here.
   static_assert(sizeof(parse_options) == 3);
   const unsigned flags = (opts.trim_blocks ? 1U : 0U) | (opts.lstrip_blocks ? 2U : 0U) |
@@ -86,6 +98,8 @@ std::shared_ptr<const template_tree> shared_template(const std::string& source,
 }
 
 }  // namespace detail
+
+void forget_parsed_templates() { detail::tree_cache_instance().clear(); }
 
 environment environment::salt() {
   environment env;

@@ -71,6 +71,10 @@ struct environment {
   static environment salt();
 };
 
+// Forgets the parsed templates every render shares (a benchmark's cold
+// figure; a host that must parse afresh).
+void forget_parsed_templates();
+
 // Renders `source`, named `name` in error messages. Throws template_error:
 //   template 'x.sls' line 3 column 7: 'foo' is undefined
 std::string render(const std::string& source, const std::string& name, const context& ctx,

@@ -30,6 +30,13 @@ namespace {
 // is not cached.
 class yaml_cache {
  public:
+  void clear() {
+    std::lock_guard lock(mu_);
+    index_.clear();
+    lru_.clear();
+    bytes_ = 0;
+  }
+
   json load(const std::string& text, const std::string& path) {
     std::string key = path + '\0' + text;
     {
@@ -62,9 +69,13 @@ class yaml_cache {
   std::size_t bytes_ = 0;
 };
 
-json load_sls_yaml(const std::string& text, const std::string& path) {
+yaml_cache& sls_yaml_cache() {
   static yaml_cache cache;
-  return cache.load(text, path);
+  return cache;
+}
+
+json load_sls_yaml(const std::string& text, const std::string& path) {
+  return sls_yaml_cache().load(text, path);
 }
 
 std::string strip(std::string_view s) {
@@ -1124,6 +1135,11 @@ std::vector<std::string> compiler::list_files(const std::string& saltenv) const 
 std::optional<std::string> compiler::find_file(const std::string& rel,
                                                const std::string& saltenv) const {
   return p_->find_file(rel, saltenv);
+}
+
+void forget_compile_caches() {
+  sls_yaml_cache().clear();
+  render::forget_parsed_templates();
 }
 
 }  // namespace brine::state

@@ -114,6 +114,10 @@ class compiler {
   std::unique_ptr<impl> p_;
 };
 
+// Forgets what compiles share (parsed templates, the YAML of rendered
+// texts): the next compile starts cold (a benchmark's cold figure).
+void forget_compile_caches();
+
 // The renderer names of a pipe (`jinja|yaml`): Salt's check_render_pipe_str.
 std::vector<std::string> parse_pipe(const std::string& pipe);
 

@@ -536,8 +536,9 @@ TEST(Differential, RandomTemplatesMatchPythonJinja2) {
     if (results[i].first) ++rendered;
     EXPECT_EQ(ok, results[i].first) << "case " << i << " template: " << source
                                     << "\npython: " << results[i].second << "\nbrine: " << ours;
-    if (ok && results[i].first)
+    if (ok && results[i].first) {
       EXPECT_EQ(ours, results[i].second) << "case " << i << " template: " << source;
+    }
   }
   // Most random expressions mix types Python refuses to mix; those cases
   // check that brine fails too. Enough must render to compare outputs.
