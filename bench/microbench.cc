@@ -401,9 +401,12 @@ state_minion fixture_minion(const std::filesystem::path& tree, const json& grain
   for (const auto& [env, dirs] : sm.opts.file_roots) opts["file_roots"][env] = dirs;
   opts["pillar_roots"]["base"] = {(tree / "pillar").string()};
   sm.minion.id = "minion1";
-  sm.minion.grains = brine::state::json::parse(grains.dump());
-  sm.minion.pillar = brine::state::json::parse(pr.pillar.dump());
-  sm.minion.opts = brine::state::json::parse(opts.dump());
+  sm.minion.grains = brine::state::json(grains);
+  // As salt-call --local has it: Salt's key order, its YAML renderer's
+  // OrderedDicts below the top.
+  sm.minion.pillar = std::move(pr.ordered);
+  sm.minion.pillar_ordered_dicts = true;
+  sm.minion.opts = brine::state::json(opts);
   return sm;
 }
 

@@ -65,10 +65,10 @@ asio::awaitable<outcome> on_pool(std::function<outcome()> work) {
 minion minion_of(modules::minion_context& ctx) {
   minion m;
   m.id = ctx.id();
-  m.grains = json::parse(ctx.grains()->dump());
+  m.grains = json(*ctx.grains());
   m.pillar = *ctx.ordered_pillar();  // Salt's key order: templates iterate it
   m.pillar_ordered_dicts = ctx.pillar_compiled_here();
-  m.opts = json::parse(ctx.opts().dump());
+  m.opts = json(ctx.opts());
   return m;
 }
 

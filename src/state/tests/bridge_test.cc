@@ -13,22 +13,34 @@
 namespace brine::state {
 namespace {
 
+// A compiler for minion `m` over one base root, and a template context
+// whose `salt` reaches the built-in functions through the bridge.
+struct bridged {
+  explicit bridged(minion m, const std::string& root = "/nonexistent")
+      : c(with_root(root), std::move(m)) {
+    modules::register_builtin_modules(reg);
+    ctx["salt"] = make_salt(c, reg, nullptr);
+  }
+  static options with_root(const std::string& root) {
+    options o;
+    o.file_roots = {{"base", {root}}};
+    return o;
+  }
+  std::string render(const std::string& source) { return render::render(source, "t", ctx); }
+
+  modules::registry reg;
+  compiler c;
+  render::context ctx;
+};
+
 // salt.mod.fun reaches the function even when its name is a dict method's
 // (get, items, update): Salt's loader namespaces are not dicts.
 TEST(Bridge, AttributeSyntaxReachesFunctionsNamedLikeDictMethods) {
-  modules::registry reg;
-  modules::register_builtin_modules(reg);
-  options o;
-  o.file_roots = {{"base", {"/nonexistent"}}};
   minion m;
-  m.id = "m1";
   m.pillar = json::parse(R"({"a": {"b": 1}})");
-  compiler c(o, m);
-  render::value salt = make_salt(c, reg, nullptr);
-  render::context ctx{{"salt", salt}};
-  EXPECT_EQ(render::render("{{ salt.pillar.get('a:b') }}|{{ salt.config.get('a:b') }}|"
-                           "{{ salt['pillar.get']('a:b') }}|{{ salt.config.get('nope') }}.",
-                           "t", ctx),
+  bridged b(m);
+  EXPECT_EQ(b.render("{{ salt.pillar.get('a:b') }}|{{ salt.config.get('a:b') }}|"
+                     "{{ salt['pillar.get']('a:b') }}|{{ salt.config.get('nope') }}."),
             "1|1|1|.");
 }
 
@@ -36,24 +48,18 @@ TEST(Bridge, AttributeSyntaxReachesFunctionsNamedLikeDictMethods) {
 // Salt's defaults, the master's options, pillar, grains and options laid
 // over each other; overwrite replaces a top-level key whole.
 TEST(Bridge, ConfigGetMergesEverySource) {
-  modules::registry reg;
-  modules::register_builtin_modules(reg);
-  options o;
-  o.file_roots = {{"base", {"/nonexistent"}}};
   minion m;
-  m.id = "m1";
   m.opts = json::parse(R"({"id": "m1", "conf": {"x": 1, "y": {"o": 1}}})");
   m.grains = json::parse(R"({"conf": {"y": {"g": 2}}})");
   m.pillar = json::parse(R"({"conf": {"z": 3, "y": {"p": 1}}, "master": {"conf": {"w": 0}}})");
-  compiler c(o, m);
-  render::context ctx{{"salt", make_salt(c, reg, nullptr)}};
-  EXPECT_EQ(render::render("{{ salt['config.get']('conf', merge='recurse') }}", "t", ctx),
+  bridged b(m);
+  EXPECT_EQ(b.render("{{ salt['config.get']('conf', merge='recurse') }}"),
             "{'w': 0, 'z': 3, 'y': {'p': 1, 'g': 2, 'o': 1}, 'x': 1}");
-  EXPECT_EQ(render::render("{{ salt['config.get']('conf', merge='overwrite') }}", "t", ctx),
+  EXPECT_EQ(b.render("{{ salt['config.get']('conf', merge='overwrite') }}"),
             "{'x': 1, 'y': {'o': 1}}");
-  EXPECT_EQ(render::render("{{ salt['config.get']('mongo.port', merge='recurse') }}", "t", ctx),
+  EXPECT_EQ(b.render("{{ salt['config.get']('mongo.port', merge='recurse') }}"),
             "27017");
-  EXPECT_THROW(render::render("{{ salt['pillar.get']('conf', pillarenv='dev') }}", "t", ctx),
+  EXPECT_THROW(b.render("{{ salt['pillar.get']('conf', pillarenv='dev') }}"),
                render::template_error);
 }
 
@@ -62,17 +68,10 @@ TEST(Bridge, DefaultsGetReadsTheFormulasDefaultsFile) {
   test::temp_dir dir{"brine-bridge"};
   std::filesystem::create_directories(dir.file("web"));
   std::ofstream(dir.file("web/defaults.yaml")) << "web:\n  port: 80\n  users: [a]\n";
-  modules::registry reg;
-  options o;
-  o.file_roots = {{"base", {dir.file("")}}};
-  minion m;
-  m.id = "m1";
-  compiler c(o, m);
-  render::context ctx{{"salt", make_salt(c, reg, nullptr)}};
-  EXPECT_EQ(render::render("{{ salt['defaults.get']('web:web:port') }}|"
-                           "{{ salt['defaults.get']('web:web:nope', default=7) }}|"
-                           "{{ salt['defaults.get']('web') }}|{{ salt['defaults.get']('none') }}",
-                           "t", ctx),
+  bridged b(minion{}, dir.file(""));
+  EXPECT_EQ(b.render("{{ salt['defaults.get']('web:web:port') }}|"
+                     "{{ salt['defaults.get']('web:web:nope', default=7) }}|"
+                     "{{ salt['defaults.get']('web') }}|{{ salt['defaults.get']('none') }}"),
             "80|7|{'web': {'port': 80, 'users': ['a']}}|None");
 }
 
