@@ -149,6 +149,11 @@ runner define_job(CLI::App& job_cmd) {
   job_list->add_option("--limit", job.limit, "At most this many jobs")->default_val(1000);
   job_list->add_option("--function", job.function, "Only jobs of functions matching this glob");
   job_list->add_option("--target", job.target, "Only jobs whose target matches this glob");
+  job_list->add_option("--out", job.out,
+                       "Output format: nested (a line per job) or json (each job's minions, "
+                       "who returned, who was not reached and who is running)")
+      ->default_val("nested")
+      ->check(CLI::IsMember({"nested", "json"}));
   auto* job_kill = job_cmd.add_subcommand(
       "kill", "Stop a running job on its minions (publishes saltutil.kill_job to them)");
   job_kill->add_option("JID", job.jid, "Job id")->required();

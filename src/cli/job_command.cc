@@ -27,6 +27,40 @@ std::string utc(int64_t t) {
   return buf;
 }
 
+// Where a job stands: each return in the key order the minion made it (as the
+// store keeps it; values only when asked for), the minions it never reached
+// with the reason, and those neither returned nor undelivered: running, or
+// (before the delivery deadline) held for a minion that is not connected.
+// Minions a greedy publish reached that their own grains turned down were no
+// targets: they leave job.minions.
+struct settlement {
+  nlohmann::ordered_json returns = nlohmann::ordered_json::object();
+  json undelivered = json::object();
+  std::vector<std::string> running;
+};
+
+settlement settle(store::store& db, store::job_record& job, bool values) {
+  settlement st;
+  std::set<std::string> returned;
+  for (auto& r : db.get_returns(job.jid)) {
+    returned.insert(r.minion);
+    st.returns[r.minion] = values ? std::move(r.ret) : nlohmann::ordered_json();
+  }
+  std::set<std::string> not_targeted;
+  for (const auto& u : db.get_undelivered(job.jid)) {
+    if (u.reason == proto::k_not_targeted) {
+      not_targeted.insert(u.minion);
+    } else if (!returned.count(u.minion)) {
+      st.undelivered[u.minion] = u.reason;
+    }
+  }
+  std::erase_if(job.minions, [&](const std::string& id) { return not_targeted.count(id) > 0; });
+  for (const auto& id : job.minions) {
+    if (!returned.count(id) && !st.undelivered.contains(id)) st.running.push_back(id);
+  }
+  return st;
+}
+
 }  // namespace
 
 int job_command(const base::master_config& cfg, const job_options& o) {
@@ -34,12 +68,30 @@ int job_command(const base::master_config& cfg, const job_options& o) {
   if (o.action == "list") {
     // Filters over the newest jobs; the limit counts the jobs shown.
     size_t shown = 0;
-    for (const auto& j :
-         db->list_jobs(o.function.empty() && o.target.empty() ? o.limit : SIZE_MAX)) {
+    json listed = json::array();
+    for (auto& j : db->list_jobs(o.function.empty() && o.target.empty() ? o.limit : SIZE_MAX)) {
       if (shown >= o.limit) break;
       if (!o.function.empty() && ::fnmatch(o.function.c_str(), j.fun.c_str(), 0) != 0) continue;
       if (!o.target.empty() && ::fnmatch(o.target.c_str(), j.target.c_str(), 0) != 0) continue;
       ++shown;
+      if (o.out == "json") {
+        // Every job's settlement in one read, for scripts (and tests) that
+        // follow many jobs: who returned, who was not reached and why, who
+        // is still running. The return values are `job show`'s.
+        auto st = settle(*db, j, false);
+        json returned = json::array();
+        for (const auto& [id, ret] : st.returns.items()) returned.push_back(id);
+        listed.push_back({{"jid", j.jid},
+                          {"fun", j.fun},
+                          {"target", j.target},
+                          {"tgt_type", j.tgt_type},
+                          {"created", utc(j.created)},
+                          {"minions", j.minions},
+                          {"returned", std::move(returned)},
+                          {"undelivered", st.undelivered},
+                          {"running", st.running}});
+        continue;
+      }
       // Minions a greedy publish reached that their own grains turned down
       // were no targets.
       size_t targets = j.minions.size();
@@ -58,6 +110,7 @@ int job_command(const base::master_config& cfg, const job_options& o) {
       if (undelivered) std::cout << ", " << undelivered << " undelivered";
       std::cout << "\n";
     }
+    if (o.out == "json") std::cout << listed.dump(4) << "\n";
     return 0;
   }
   auto job = db->get_job(o.jid);
@@ -81,30 +134,7 @@ int job_command(const base::master_config& cfg, const job_options& o) {
     k.progress = false;
     return cmd_command(cfg, k);
   }
-  auto returns = db->get_returns(o.jid);
-  std::set<std::string> returned;
-  // Each return in the key order the minion made it, as the store keeps it.
-  nlohmann::ordered_json rets = nlohmann::ordered_json::object();
-  for (const auto& r : returns) {
-    returned.insert(r.minion);
-    rets[r.minion] = r.ret;
-  }
-  json undelivered = json::object();
-  std::set<std::string> not_targeted;  // greedy publishes their grains turned down
-  for (const auto& u : db->get_undelivered(o.jid)) {
-    if (u.reason == proto::k_not_targeted) {
-      not_targeted.insert(u.minion);
-    } else if (!returned.count(u.minion)) {
-      undelivered[u.minion] = u.reason;
-    }
-  }
-  std::erase_if(job->minions, [&](const std::string& id) { return not_targeted.count(id) > 0; });
-  // Neither returned nor recorded as undelivered: running, or (before the
-  // delivery deadline) held for a minion that is not connected.
-  std::vector<std::string> running;
-  for (const auto& id : job->minions) {
-    if (!returned.count(id) && !undelivered.contains(id)) running.push_back(id);
-  }
+  auto st = settle(*db, *job, true);
   if (o.out == "json") {
     nlohmann::ordered_json out = {{"jid", job->jid},
                 {"fun", job->fun},
@@ -116,9 +146,9 @@ int job_command(const base::master_config& cfg, const job_options& o) {
                 {"created", utc(job->created)},
                 {"deliver_by", utc(job->deliver_by)},
                 {"minions", job->minions},
-                {"returns", rets},
-                {"undelivered", undelivered},
-                {"running", running}};
+                {"returns", st.returns},
+                {"undelivered", st.undelivered},
+                {"running", st.running}};
     std::cout << out.dump(4) << "\n";
     return 0;
   }
@@ -126,14 +156,16 @@ int job_command(const base::master_config& cfg, const job_options& o) {
             << "\narguments: " << job->args.dump() << " " << job->kwargs.dump()
             << "\ntarget: " << job->tgt_type << ":" << job->target
             << "\nstarted: " << utc(job->created) << " UTC\nminions: " << job->minions.size()
-            << ", returned: " << returns.size() << ", undelivered: " << undelivered.size()
-            << ", running: " << running.size() << "\n\n";
-  for (const auto& r : returns) std::cout << nested(r.minion, json(r.ret));
-  for (const auto& [id, reason] : undelivered.items()) {
+            << ", returned: " << st.returns.size() << ", undelivered: " << st.undelivered.size()
+            << ", running: " << st.running.size() << "\n\n";
+  for (const auto& [id, ret] : st.returns.items()) std::cout << nested(id, json(ret));
+  for (const auto& [id, reason] : st.undelivered.items()) {
     std::cout << nested(id,
                         "Minion did not return. [Undelivered: " + reason.get<std::string>() + "]");
   }
-  for (const auto& id : running) std::cout << nested(id, "Minion did not return yet. [Running]");
+  for (const auto& id : st.running) {
+    std::cout << nested(id, "Minion did not return yet. [Running]");
+  }
   return 0;
 }
 
