@@ -520,7 +520,13 @@ void minion_sessions::act_on_key_change(const std::string& id, const std::string
   }
   if (!s) return;
   if (keys_.is_accepted(id, s->fingerprint)) {
-    if (!s->accepted) authenticate(s, key_state::accepted, 0);
+    if (!s->accepted) {
+      // Pushed at once, not left for the minion's next ask
+      // (acceptance_wait_time).
+      spdlog::info("minion {} at {}: key accepted; telling the waiting minion", id,
+                   s->conn->peer());
+      authenticate(s, key_state::accepted, 0);
+    }
     return;
   }
   // Rejected, deleted or replaced: the connection goes at once.
