@@ -10,6 +10,7 @@ Everything here is bounded in time: every wait has a deadline and fails with a
 message naming what it waited for.
 """
 
+import calendar
 import json
 import os
 import re
@@ -27,10 +28,15 @@ BRINE_BIN = os.environ.get("BRINE_BIN", "/work/main/build/debug/src/app/brine")
 
 # Poll interval of wait_for(); short, so waits end soon after their condition.
 POLL = 0.05
-# Default bound on one CLI call.
+# Every deadline of wait_for() and wait_log() is multiplied by this. A deadline
+# bounds a hang; it measures nothing, and a test that needs the machine to be
+# fast is wrong. Under ASan on a loaded 2-core machine things take several
+# times as long as on an idle one, so the bounds are generous by default.
+SLACK = float(os.environ.get("BRINE_TEST_SLACK", "3"))
+# Bound on a daemon's exit after SIGTERM.
+STOP_TIMEOUT = 10 * SLACK
+# Default bound on one CLI call (each call's bound is multiplied by SLACK).
 CLI_TIMEOUT = 30
-# Default bound on a daemon's exit after SIGTERM.
-STOP_TIMEOUT = 10
 
 FINGERPRINT_RE = r"[0-9a-f]{2}(?::[0-9a-f]{2}){31}"
 
@@ -171,8 +177,10 @@ class Daemon:
 
 def wait_log(daemon, regex, timeout=10, since=0):
     """Waits until `daemon`'s log (from offset `since`) matches `regex`; returns
-    the match. Fails at once if the daemon exits without logging it."""
+    the match. Fails at once if the daemon exits without logging it, and
+    after `timeout` seconds (times SLACK)."""
     pattern = re.compile(regex)
+    timeout *= SLACK
     deadline = time.monotonic() + timeout
     while True:
         # Checked before reading, so a line written just before exit counts.
@@ -189,6 +197,38 @@ def wait_log(daemon, regex, timeout=10, since=0):
                                  "log:\n%s" % (timeout, regex, daemon.name,
                                                tail(daemon.log_since(since))))
         time.sleep(POLL)
+
+
+def jid_time(jid):
+    """A jid's moment as unix seconds: a jid is the publishing master's clock
+    (YYYYmmddHHMMSS and microseconds, UTC), so jids are records of when jobs
+    were published."""
+    return calendar.timegm(time.strptime(jid[:14], "%Y%m%d%H%M%S")) + int(jid[14:]) / 1e6
+
+
+class MasterCli:
+    """What tests read through a master's CLI; the class provides brine()."""
+
+    def job(self, jid):
+        rc, out, err = self.brine("job", "show", jid, "--out", "json")
+        assert rc == 0, "brine job show %s: rc %d, stderr %s" % (jid, rc, err)
+        return json.loads(out)
+
+    def jobs(self, function=None, limit=100000):
+        """`brine job list --out json`: every job's minions, who returned, who
+        was not reached (with the reason) and who is running, newest first, in
+        one call."""
+        args = ["job", "list", "--out", "json", "--limit", str(limit)]
+        if function:
+            args += ["--function", function]
+        rc, out, err = self.brine(*args)
+        assert rc == 0, "brine job list --out json: rc %d, stderr %s" % (rc, err)
+        return json.loads(out)
+
+    def keys(self):
+        rc, out, err = self.brine("key", "list", "--json")
+        assert rc == 0, "brine key list --json: rc %d, stderr %s" % (rc, err)
+        return json.loads(out)
 
 
 def tail(text, lines=30):
@@ -236,7 +276,7 @@ def stop_daemons(order, directory):
 # Cluster
 
 
-class Cluster:
+class Cluster(MasterCli):
     """A master (and its minions) in a temporary directory.
 
     Layout: DIR/master.conf with pki_dir, cachedir and sock_dir relative to
@@ -364,23 +404,14 @@ class Cluster:
         argv += list(args[1:])
         try:
             p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                               timeout=timeout, cwd=self.dir)
+                               timeout=timeout * SLACK, cwd=self.dir)
         except subprocess.TimeoutExpired:
-            raise AssertionError("'brine %s' did not finish within %s s" % (" ".join(args), timeout))
+            raise AssertionError("'brine %s' did not finish within %s s"
+                                 % (" ".join(args), timeout * SLACK))
         return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
-
-    def keys(self):
-        rc, out, err = self.brine("key", "list", "--json")
-        assert rc == 0, "brine key list --json: rc %d, stderr %s" % (rc, err)
-        return json.loads(out)
 
     def ping(self, target, *extra, timeout=CLI_TIMEOUT):
         return self.brine("cmd", "-t", "10", *extra, target, "test.ping", timeout=timeout)
-
-    def job(self, jid):
-        rc, out, err = self.brine("job", "show", jid, "--out", "json")
-        assert rc == 0, "brine job show %s: rc %d, stderr %s" % (jid, rc, err)
-        return json.loads(out)
 
     # -- teardown
 
@@ -427,7 +458,7 @@ def make_master_keypair(directory):
     return pem, pub
 
 
-class MasterNode:
+class MasterNode(MasterCli):
     """One master of a MasterSet: its own directory, port, config and CLI."""
 
     def __init__(self, root, name, options):
@@ -473,10 +504,10 @@ class MasterNode:
         argv = [BRINE_BIN, args[0], "-c", self.config] + list(args[1:])
         try:
             p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                               timeout=timeout, cwd=self.dir)
+                               timeout=timeout * SLACK, cwd=self.dir)
         except subprocess.TimeoutExpired:
             raise AssertionError("'brine %s' on %s did not finish within %s s"
-                                 % (" ".join(args), self.name, timeout))
+                                 % (" ".join(args), self.name, timeout * SLACK))
         return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
     def ping_json(self, target="*", timeout=10):
@@ -484,16 +515,6 @@ class MasterNode:
         rc, out, err = self.brine("cmd", "-t", str(timeout), "--out", "json", target, "test.ping",
                                   timeout=timeout + 30)
         return rc, (json.loads(out) if out.strip() else {}), err
-
-    def job(self, jid):
-        rc, out, err = self.brine("job", "show", jid, "--out", "json")
-        assert rc == 0, "brine job show %s on %s: rc %d, stderr %s" % (jid, self.name, rc, err)
-        return json.loads(out)
-
-    def keys(self):
-        rc, out, err = self.brine("key", "list", "--json")
-        assert rc == 0, "brine key list --json on %s: rc %d, stderr %s" % (self.name, rc, err)
-        return json.loads(out)
 
     def connected(self, mid, since=0):
         """How often this master logged `mid` as connected since `since`."""

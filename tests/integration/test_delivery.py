@@ -49,13 +49,15 @@ class HeldPublishTest(ClusterTestCase):
         m = c.add_accepted_minion("m1")
         self.assertEqual(m.terminate(), 0)
         wait_log(c.master, r"minion m1 at \S+ disconnected", 5)
-        p = subprocess.Popen([BRINE_BIN, "cmd", "-c", c.config, "-t", "15", "--out", "json", "m1",
+        p = subprocess.Popen([BRINE_BIN, "cmd", "-c", c.config, "-t", "30", "--out", "json", "m1",
                               "test.echo", "late"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-        time.sleep(0.5)  # the job is held before the minion comes back
+        # The job is held before the minion comes back.
+        wait_for(lambda: [j for j in c.jobs(function="test.echo") if j["running"] == ["m1"]], 10,
+                 "the job to be recorded and held for m1")
         since = c.master.mark()
         m.start()
-        out, err = p.communicate(timeout=30)
+        out, err = p.communicate(timeout=60)
         self.assertEqual(p.returncode, 0, err)
         self.assertEqual(json.loads(out), {"m1": "late"})
         wait_log(c.master, r"minion m1 connected", 1, since)
@@ -66,13 +68,10 @@ class HeldPublishTest(ClusterTestCase):
         c.add_accepted_minion("m2")
         self.assertEqual(m.terminate(), 0)
         wait_log(c.master, r"minion m1 at \S+ disconnected", 5)
-        t0 = time.monotonic()
         rc, out, err = c.brine("cmd", "-t", "2", "*", "test.ping")
-        took = time.monotonic() - t0
         self.assertEqual(rc, 2, out + err)
         self.assertIn("m2:\n    True", out)
         self.assertIn("m1:\n    Minion did not return. [Not connected]", out)
-        self.assertLess(took, 6)
         jid = re.search(r"jid (\d+)", err).group(1)
         job = c.job(jid)
         self.assertEqual(job["returns"], {"m2": True})
@@ -137,10 +136,12 @@ class ReturnsToOriginTest(unittest.TestCase):
         m = ms.add_minion("m1", master_alive_interval=3)
         wait_for(lambda: a.ping_json("m1", 2)[1] == {"m1": True}, 15, "m1 on master-0")
         wait_for(lambda: b.ping_json("m1", 2)[1] == {"m1": True}, 15, "m1 on master-1")
-        rc, out, err = a.brine("cmd", "--async", "m1", "cmd.run", "sleep 2; echo done")
+        started = os.path.join(ms.minion_dir("m1"), "started")
+        rc, out, err = a.brine("cmd", "--async", "m1", "cmd.run",
+                               "touch %s; sleep 2; echo done" % started)
         self.assertEqual(rc, 0, err)
         jid = async_jid(out)
-        time.sleep(0.5)
+        wait_for(lambda: os.path.exists(started), 10, "m1 to start the job")
         a.kill()
         wait_log(m, r"job %s finished while master 127\.0\.0\.1:%d is away" % (jid, a.port), 10)
         # master-1 never gets it: origin is the default strategy.
@@ -159,10 +160,12 @@ class ReturnsToOriginTest(unittest.TestCase):
         wait_for(lambda: b.ping_json("m1", 2)[1] == {"m1": True}, 15, "m1 on master-1")
         events = Events(b, "brine/job/")
         self.addCleanup(events.stop)
-        rc, out, err = a.brine("cmd", "--async", "m1", "cmd.run", "sleep 2; echo done")
+        started = os.path.join(ms.minion_dir("m1"), "started")
+        rc, out, err = a.brine("cmd", "--async", "m1", "cmd.run",
+                               "touch %s; sleep 2; echo done" % started)
         self.assertEqual(rc, 0, err)
         jid = async_jid(out)
-        time.sleep(0.5)
+        wait_for(lambda: os.path.exists(started), 10, "m1 to start the job")
         a.kill()
         wait_for(lambda: any("brine/job/%s/ret/m1" % jid in l for l in events.lines), 15,
                  "master-1 to store the return of master-0's job")
@@ -173,11 +176,12 @@ class ReturnsToOriginTest(unittest.TestCase):
         m = ms.add_minion("m1", master_alive_interval=3, spool_max_bytes=65536)
         wait_for(lambda: a.ping_json("m1", 2)[1] == {"m1": True}, 15, "m1 on master-0")
         wait_for(lambda: b.ping_json("m1", 2)[1] == {"m1": True}, 15, "m1 on master-1")
+        started = os.path.join(ms.minion_dir("m1"), "started")
         rc, out, err = a.brine("cmd", "--async", "m1", "cmd.run",
-                               "sleep 1; head -c 70000 /dev/zero | tr '\\\\0' x")
+                               "touch %s; sleep 1; head -c 70000 /dev/zero | tr '\\\\0' x" % started)
         self.assertEqual(rc, 0, err)
         jid = async_jid(out)
-        time.sleep(0.3)
+        wait_for(lambda: os.path.exists(started), 10, "m1 to start the job")
         a.kill()
         wait_log(m, r"job %s finished while master" % jid, 10)
         rc, out, err = b.brine("cmd", "-t", "5", "m1", "test.ping")

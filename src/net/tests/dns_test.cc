@@ -624,15 +624,14 @@ TEST(lookup_srv, fails_within_the_timeout_where_nothing_listens) {
   uint16_t port = free_port(false);
   ASSERT_NE(port, 0);
   std::string server = "127.0.0.1:" + std::to_string(port);
-  auto start = steady_clock::now();
   std::string message = "no error";
   try {
     lookup_srv("_brine._tcp.example.test", server, 1s);
   } catch (const base::error& e) {
     message = e.what();
   }
-  EXPECT_LT(steady_clock::now() - start, 1500ms);
-  // Loopback answers with ICMP port unreachable, which c-ares reports as a refused connection.
+  // Loopback answers with ICMP port unreachable, which c-ares reports as a
+  // refused connection: an answer, not the timeout.
   EXPECT_EQ(message, "DNS SRV lookup of _brine._tcp.example.test at " + server +
                          ": connection refused (is a DNS server listening there?); check "
                          "srv_resolver");
