@@ -7,6 +7,8 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev libjemalloc-dev libc-ares-dev libpcre2-dev libyaml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 openssl procps dnsmasq-base
+  # The pkg tests build a local apt repository (dpkg-deb, apt-ftparchive).
+  apt-utils
   python3-jinja2
   # The PostgreSQL store: libpq's headers to build, the server for its tests
   # (which start throwaway clusters of their own with initdb).

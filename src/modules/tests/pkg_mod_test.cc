@@ -1,12 +1,12 @@
 // Tests of the pkg module against this machine's dpkg database. Read-only
-// functions use packages every Debian system has (dpkg, bash); nothing is
-// installed or removed unless BRINE_TEST_PKG_INSTALL=1 says the network and
-// the machine may be used for it.
+// functions use packages every Debian system has (dpkg, bash); what is
+// installed and removed comes from a local repository the test builds.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,6 +14,7 @@
 #include "modules/process.h"
 #include "modules/registry.h"
 #include "modules/tests/test_util.h"
+#include "support/temp_dir.h"
 
 namespace brine::modules {
 namespace {
@@ -214,39 +215,76 @@ TEST_F(pkg_mod_test, salt_bookkeeping_kwargs_are_ignored) {
   EXPECT_EQ(o.ret, installed_version("bash"));
 }
 
-// Installs and removes one small package from the network: only when asked.
-TEST_F(pkg_mod_test, install_and_remove_a_package) {
-  const char* enabled = std::getenv("BRINE_TEST_PKG_INSTALL");
-  if (enabled == nullptr || std::string(enabled) != "1") {
-    GTEST_SKIP() << "set BRINE_TEST_PKG_INSTALL=1 to install and remove a package from the "
-                    "network (BRINE_TEST_PKG names it; default hello)";
+// A local apt repository that tests/support/apt_repo.sh builds (dpkg-deb,
+// apt-ftparchive, a file: source) and that apt sees alone through
+// APT_CONFIG while the object lives: apt-get update, install and remove run
+// for real, with no network. Whatever it installed is purged on the way out.
+class local_apt_repo {
+ public:
+  explicit local_apt_repo(const std::vector<std::string>& packages) {
+    std::string cmd = "bash " BRINE_SOURCE_DIR "/tests/support/apt_repo.sh " + dir_.path();
+    for (const auto& p : packages) {
+      cmd += " " + p;
+      names_.push_back(p.substr(0, p.find('=')));
+    }
+    process_result r = run_argv({"sh", "-c", cmd + " 2>&1"});
+    if (r.retcode != 0) throw std::runtime_error("apt_repo.sh: " + r.stdout_text);
+    ::setenv("APT_CONFIG", dir_.file("apt.conf").c_str(), 1);
+    purge();  // a run that died before its cleanup
   }
-  if (::geteuid() != 0) GTEST_SKIP() << "installing packages needs root";
-  const char* named = std::getenv("BRINE_TEST_PKG");
-  const std::string pkg = named != nullptr && *named != '\0' ? named : "hello";
-  if (!installed_version(pkg).empty()) {
-    GTEST_SKIP() << pkg << " is already installed; this test removes only what it installed";
+  ~local_apt_repo() {
+    purge();
+    ::unsetenv("APT_CONFIG");
   }
+  local_apt_repo(const local_apt_repo&) = delete;
+  local_apt_repo& operator=(const local_apt_repo&) = delete;
+
+ private:
+  void purge() {
+    for (const auto& n : names_) {
+      if (!installed_version(n).empty()) run_argv({"dpkg", "--purge", n});
+    }
+  }
+  test::temp_dir dir_{"brine-apt"};
+  std::vector<std::string> names_;
+};
+
+// What apt_repo.sh's packages install.
+bool has_doc(const std::string& pkg) {
+  return ::access(("/usr/share/doc/" + pkg + "/brine-test").c_str(), F_OK) == 0;
+}
+
+TEST_F(pkg_mod_test, install_and_remove_a_package_from_a_local_repository) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs root: installs and removes a package with apt-get and dpkg (CI runs "
+                    "as root)";
+  }
+  if (::access("/usr/bin/apt-ftparchive", X_OK) != 0) {
+    GTEST_SKIP() << "needs apt-ftparchive (Debian package apt-utils; scripts/deps.sh installs it)";
+  }
+  const std::string pkg = "brine-test-hello";
+  local_apt_repo repo({pkg + "=1.0"});
 
   outcome refreshed = call_fn(make_call("pkg.refresh_db"));
   ASSERT_TRUE(refreshed.success) << refreshed.ret.dump();
   ASSERT_TRUE(refreshed.ret.is_object());
   EXPECT_FALSE(refreshed.ret.empty());
+  EXPECT_EQ(call_fn(make_call("pkg.latest_version", {pkg}, {{"refresh", false}})).ret, "1.0");
 
   outcome installed = call_fn(make_call("pkg.install", {pkg}));
-  const std::string version = installed_version(pkg);
   ASSERT_TRUE(installed.success) << installed.ret.dump();
-  ASSERT_FALSE(version.empty()) << installed.ret.dump();
-  ASSERT_TRUE(installed.ret.contains(pkg)) << installed.ret.dump();
-  EXPECT_EQ(installed.ret[pkg], (json{{"old", ""}, {"new", version}}));
-  EXPECT_EQ(call_fn(make_call("pkg.version", {pkg})).ret, version);
-  EXPECT_EQ(call_fn(make_call("pkg.install", {pkg}, {{"version", version}})).ret, json::object())
+  EXPECT_EQ(installed_version(pkg), "1.0");
+  EXPECT_TRUE(has_doc(pkg));
+  EXPECT_EQ(installed.ret, (json{{pkg, {{"old", ""}, {"new", "1.0"}}}}));
+  EXPECT_EQ(call_fn(make_call("pkg.version", {pkg})).ret, "1.0");
+  EXPECT_EQ(call_fn(make_call("pkg.install", {pkg}, {{"version", "1.0"}})).ret, json::object())
       << "installing what is installed changes nothing";
 
   outcome removed = call_fn(make_call("pkg.remove", {pkg}));
   ASSERT_TRUE(removed.success) << removed.ret.dump();
-  EXPECT_EQ(removed.ret[pkg], (json{{"old", version}, {"new", ""}}));
+  EXPECT_EQ(removed.ret, (json{{pkg, {{"old", "1.0"}, {"new", ""}}}}));
   EXPECT_EQ(installed_version(pkg), "");
+  EXPECT_FALSE(has_doc(pkg));
   EXPECT_EQ(call_fn(make_call("pkg.version", {pkg})).ret, "");
 }
 

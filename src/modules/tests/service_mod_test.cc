@@ -47,7 +47,8 @@ TEST_F(service_mod_test, every_function_is_registered_with_a_cli_example) {
 }
 
 TEST_F(service_mod_test, without_systemd_every_function_says_so) {
-  if (systemd_running()) GTEST_SKIP() << "systemd runs here; this tests hosts without it";
+  if (systemd_running()) GTEST_SKIP() << "needs a host without systemd; this one runs it, and the "
+                                      "service_mod_systemd_test cases ran instead";
   for (const char* fun : k_unit_functions) {
     outcome o = execute_call(make_call(fun, {"ssh"}));
     EXPECT_FALSE(o.success) << fun;
@@ -99,7 +100,9 @@ TEST_F(service_mod_test, bad_arguments_name_the_argument) {
 class service_mod_systemd_test : public service_mod_test {
  protected:
   void SetUp() override {
-    if (!systemd_running()) GTEST_SKIP() << "systemd is not running on this host";
+    if (!systemd_running()) GTEST_SKIP() << "needs systemd running as this host's init (PID 1) to ask systemctl; "
+                       "this host has none (a container): without_systemd_every_function_says_so "
+                       "tested that case";
   }
 };
 
