@@ -137,6 +137,14 @@ command_spec parse_command(const std::string& fun, const call& c, bool merge_std
       raw_newlines = parse_bool(fun, key, value);
     } else if (key == "redirect_stderr" && fun == "cmd.run") {
       spec.options.merge_stderr = parse_bool(fun, key, value);
+    } else if (key == "shell") {
+      if (!value.is_null()) {
+        if (!value.is_string() || !value.get_ref<const std::string&>().starts_with("/")) {
+          throw base::error(fun + ": shell must be the absolute path of a shell, got " +
+                            value.dump());
+        }
+        spec.options.shell = value.get<std::string>();
+      }
     } else if (key == "python_shell") {
       // Salt runs without a shell unless this is true; brine always uses one,
       // so the flag that formulas and habits pass along is accepted as is.
@@ -147,7 +155,7 @@ command_spec parse_command(const std::string& fun, const call& c, bool merge_std
       // Refused rather than ignored: silently dropping runas= or umask= would
       // run the command with more rights than asked for.
       throw base::error(fun + ": unknown keyword argument '" + key +
-                        "' (accepted: cmd, cwd, env, stdin, stdin_raw_newlines, timeout" +
+                        "' (accepted: cmd, cwd, env, shell, stdin, stdin_raw_newlines, timeout" +
                         (fun == "cmd.run" ? ", redirect_stderr" : "") + ", python_shell)");
     }
   }

@@ -179,8 +179,8 @@ launch_plan make_plan(const process_options& opts) {
   plan.envp = merged_environment(opts.env);
   if (opts.argv.empty()) {
     if (has_nul(opts.shell_command)) throw base::error("command contains a NUL byte");
-    plan.path = "/bin/sh";
-    plan.argv = {"sh", "-c", opts.shell_command};
+    plan.path = opts.shell;
+    plan.argv = {opts.shell.substr(opts.shell.rfind('/') + 1), "-c", opts.shell_command};
   } else {
     for (const auto& arg : opts.argv) {
       if (has_nul(arg)) throw base::error("argument contains a NUL byte: " + arg);

@@ -22,8 +22,10 @@ struct process_options {
   // Executed directly; argv[0] without a '/' is looked up in PATH (the child's
   // PATH, after `env` is applied).
   std::vector<std::string> argv;
-  // Run as `/bin/sh -c shell_command` when `argv` is empty.
+  // Run as `SHELL -c shell_command` when `argv` is empty.
   std::string shell_command;
+  // The shell of shell_command (Salt's shell=): an absolute path.
+  std::string shell = "/bin/sh";
   // Working directory of the child; empty keeps the caller's.
   std::string cwd;
   // Set over a copy of the caller's environment.
