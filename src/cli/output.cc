@@ -18,7 +18,11 @@ void scalar(std::string& out, const nlohmann::json& v, const std::string& pad) {
   } else if (v.is_null()) {
     text = "None";
   } else if (v.is_string()) {
+    // Python's splitlines: no line for an empty string, none after a
+    // final newline.
     text = v.get<std::string>();
+    if (text.empty()) return;
+    if (text.back() == '\n') text.pop_back();
   } else {
     text = v.dump();
   }
@@ -57,6 +61,12 @@ void walk(std::string& out, const nlohmann::json& v, int indent) {
 }
 
 }  // namespace
+
+std::string nested_at(const nlohmann::json& value, int indent) {
+  std::string out;
+  walk(out, value, indent);
+  return out;
+}
 
 std::string nested(const std::string& id, const nlohmann::json& value) {
   std::string out = id + ":\n";

@@ -12,6 +12,10 @@ namespace brine::cli {
 // True/False, None for null.
 std::string nested(const std::string& id, const nlohmann::json& value);
 
+// The same, without the `id:` line, every line indented by `indent`
+// (Salt's nested_indent).
+std::string nested_at(const nlohmann::json& value, int indent);
+
 // Salt's "yaml" outputter: `id: value` as a YAML document fragment (block
 // style; strings quoted where YAML would read them as something else).
 std::string yaml_out(const std::string& id, const nlohmann::json& value);
