@@ -1072,6 +1072,55 @@ result compiler::show_lowstate() {
   return {compile_high_data(high), 0};
 }
 
+compiler::run_plan compiler::plan(const std::optional<std::string>& mods,
+                                  const std::optional<std::string>& saltenv, const json& exclude) {
+  run_plan out;
+  if (auto e = p_->pillar_errors()) {
+    out.errors = e->ret;
+    return out;
+  }
+  p_->iorder = 10000;
+  json matches;
+  errors errs;
+  if (mods) {
+    matches = p_->sls_matches(*mods, saltenv);
+  } else {
+    json top = p_->get_top();
+    errs = impl::verify_tops(top);
+    matches = p_->top_matches(top);
+    bool any = false;
+    for (const auto& [env, list] : matches.items()) any = any || !list.empty();
+    if (errs.empty() && !any) {
+      out.no_top = true;
+      return out;
+    }
+  }
+  auto [high, rerrs] = p_->render_highstate(matches);
+  errs.insert(errs.end(), rerrs.begin(), rerrs.end());
+  if (!errs.empty()) {
+    out.errors = json(errs);
+    return out;
+  }
+  // Salt's state.sls and call_highstate: exclude= extends __exclude__.
+  json ex = exclude;
+  if (ex.is_string()) {
+    json list = json::array();
+    for (const auto& part : split(ex.get<std::string>(), ',')) list.push_back(part);
+    ex = list;
+  }
+  if (ex.is_array() && !ex.empty()) {
+    if (!high.contains("__exclude__")) high["__exclude__"] = json::array();
+    for (const auto& e : ex) high["__exclude__"].push_back(e);
+  }
+  auto low = compile_low(std::move(high), p_->o.disabled_requisites);
+  if (!low.errs.empty()) {
+    out.errors = json(low.errs);
+    return out;
+  }
+  out.chunks = std::move(low.chunks);
+  return out;
+}
+
 result compiler::show_sls(const std::string& mods, const std::optional<std::string>& saltenv) {
   if (auto e = p_->pillar_errors()) return *e;
   p_->iorder = 10000;

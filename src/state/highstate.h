@@ -84,6 +84,19 @@ class compiler {
   // `mods`: comma-separated sls names; `saltenv`: default base.
   result show_sls(const std::string& mods, const std::optional<std::string>& saltenv = {});
   result show_low_sls(const std::string& mods, const std::optional<std::string>& saltenv = {});
+  // What state.apply, state.highstate and state.sls run: the ordered low
+  // chunks of the highstate (`mods` unset) or of the sls files `mods`
+  // (comma-separated), with `exclude` (sls names, or {id: ...}/{sls: ...})
+  // added to the high data's __exclude__. ret is the chunks, or Salt's
+  // list of errors with retcode 1; `no_top` says the top files gave this
+  // minion nothing (Salt's "No Top file ... matches found").
+  struct run_plan {
+    json chunks = json::array();
+    json errors;  // null, or a list of strings
+    bool no_top = false;
+  };
+  run_plan plan(const std::optional<std::string>& mods, const std::optional<std::string>& saltenv,
+                const json& exclude);
   // slsutil.renderer: `path` is salt://... or a file path; `kwargs` (sls,
   // tpldir, saltenv, ...) reach the template's context as in Salt.
   result renderer(const std::string& path, const std::string& default_renderer,

@@ -16,10 +16,10 @@
 
 namespace brine::state {
 
-namespace {
-
 using modules::call;
 using modules::outcome;
+
+namespace {
 
 // Compilation blocks (files, templates, salt[...] calls run to completion
 // on the compiling thread), so it runs here and the caller's executor
@@ -47,6 +47,8 @@ struct pool_initiation {
   }
 };
 
+}  // namespace
+
 // Runs `work` on the compile pool and resumes the caller on its own
 // executor with the outcome. Only a plain closure crosses threads; the
 // caller's coroutine frame stays with its executor. Every object here is
@@ -71,6 +73,9 @@ minion minion_of(modules::minion_context& ctx) {
   m.opts = json(ctx.opts());
   return m;
 }
+
+namespace {
+
 
 outcome to_outcome(result r) {
   outcome o;
