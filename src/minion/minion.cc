@@ -15,7 +15,9 @@
 #include "base/fs.h"
 #include "base/memory.h"
 #include "minion/master_pillar.h"
+#include "apply/state_functions.h"
 #include "state/state_mod.h"
+#include "states/registry.h"
 #include "target/target.h"
 
 namespace brine::minion {
@@ -71,6 +73,8 @@ minion::minion(base::minion_config cfg)
       history_(cfg_.cachedir + "/jids", k_jid_retention_hours, k_jid_history_max) {
   modules::register_builtin_modules(functions_);
   state::register_state_module(functions_);
+  states::register_builtin_states(states_);
+  apply::register_state_functions(functions_, states_);
   auto t0 = std::chrono::steady_clock::now();
   context_ = std::make_unique<context>(
       cfg_, functions_,

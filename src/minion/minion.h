@@ -13,6 +13,7 @@
 #include "minion/master_set.h"
 #include "minion/spool.h"
 #include "modules/registry.h"
+#include "states/registry.h"
 #include "net/tls.h"
 #include "pki/keys.h"
 
@@ -45,6 +46,8 @@ class minion {
   asio::thread_pool blocking_{1};
   pki::keypair identity_;
   net::tls_context tls_;
+  // State functions first: the execution functions (state.apply) refer to them.
+  states::registry states_;
   modules::registry functions_;
   spool spool_;
   jid_history history_;

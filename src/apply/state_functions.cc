@@ -1,0 +1,352 @@
+#include "apply/state_functions.h"
+
+#include <unistd.h>
+
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <ctime>
+
+#include "apply/runner.h"
+#include "base/error.h"
+#include "modules/context.h"
+#include "modules/data.h"
+#include "state/high.h"
+#include "state/highstate.h"
+#include "state/state_mod.h"
+#include "state/bridge.h"
+
+namespace brine::apply {
+
+namespace {
+
+using modules::call;
+using modules::outcome;
+
+// Salt's exit codes: a state that failed, and a compile (or argument) error.
+constexpr int k_state_failure = 2;
+constexpr int k_compiler_error = 1;
+
+// The functions that apply states, one run at a time per minion.
+bool applies_states(const std::string& fun) {
+  for (const char* f : {"state.apply", "state.highstate", "state.sls", "state.sls_id",
+                        "state.single", "state.low", "state.test", "state.template",
+                        "state.template_str", "state.top", "state.request"}) {
+    if (fun == f) return true;
+  }
+  return false;
+}
+
+// A positional argument `i` or keyword `name`; null when neither.
+json arg(const call& c, size_t i, const std::string& name) {
+  if (c.kwargs.is_object()) {
+    if (auto it = c.kwargs.find(name); it != c.kwargs.end()) return json::parse(it->dump());
+  }
+  if (c.args.is_array() && i < c.args.size()) return json::parse(c.args[i].dump());
+  return json();
+}
+
+bool truthy(const nlohmann::json& v) {
+  if (v.is_null()) return false;
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number()) return v.get<double>() != 0;
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    return s == "True" || s == "true" || s == "1" || s == "yes";
+  }
+  return !v.empty();
+}
+
+// test=True per call, else the minion's `test` option (Salt's _get_test_value).
+bool test_mode(const call& c, modules::minion_context& ctx) {
+  if (c.kwargs.is_object() && c.kwargs.contains("test") && !c.kwargs["test"].is_null()) {
+    return truthy(c.kwargs["test"]);
+  }
+  return truthy(ctx.opts().value("test", nlohmann::json(false)));
+}
+
+std::optional<std::string> mods_of(const json& v) {
+  if (v.is_null()) return std::nullopt;
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_array()) {
+    std::string joined;
+    for (const auto& e : v) {
+      if (!joined.empty()) joined += ",";
+      joined += e.is_string() ? e.get<std::string>() : e.dump();
+    }
+    return joined;
+  }
+  return v.dump();
+}
+
+// Salt's jid_to_time: "2026, Nov 27 00:54:21.123456".
+std::string jid_time(const std::string& jid) {
+  static const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  if (jid.size() != 20) return jid;
+  int month = std::atoi(jid.substr(4, 2).c_str());
+  if (month < 1 || month > 12) return jid;
+  return jid.substr(0, 4) + ", " + months[month - 1] + " " + jid.substr(6, 2) + " " +
+         jid.substr(8, 2) + ":" + jid.substr(10, 2) + ":" + jid.substr(12, 2) + "." +
+         jid.substr(14, 6);
+}
+
+// Salt's _prior_running_states: the other state runs of this minion, as
+// Salt's conflict messages.
+json other_runs(const call& c, modules::minion_context& ctx) {
+  json out = json::array();
+  for (const auto& j : ctx.running()) {
+    if (j.jid == c.jid || !applies_states(j.fun)) continue;
+    out.push_back("The function \"" + j.fun + "\" is running as PID " +
+                  std::to_string(::getpid()) + " and was started at " + jid_time(j.jid) +
+                  " with jid " + j.jid);
+  }
+  return out;
+}
+
+outcome finish(json ret, int retcode) {
+  outcome o;
+  o.ret = nlohmann::json::parse(ret.dump());
+  o.ordered_ret = std::make_shared<const json>(std::move(ret));
+  o.retcode = retcode;
+  o.success = retcode == 0;
+  return o;
+}
+
+// Waits (queue=True) or refuses (Salt's conflict, retcode 1) while another
+// state run is going on; nullopt when this one may go ahead.
+asio::awaitable<std::optional<outcome>> wait_for_turn(const call& c, modules::minion_context& ctx) {
+  bool queue = truthy(c.kwargs.value("queue", nlohmann::json(false)));
+  while (true) {
+    json others = other_runs(c, ctx);
+    if (others.empty()) co_return std::nullopt;
+    if (!queue) co_return finish(std::move(others), k_compiler_error);
+    asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(100));
+    co_await t.async_wait(asio::use_awaitable);
+  }
+}
+
+// The pillar a run compiles with: inline pillar= merged over the minion's
+// (Salt's pillar_override).
+std::shared_ptr<const nlohmann::ordered_json> pillar_for(const call& c,
+                                                         modules::minion_context& ctx) {
+  auto base = ctx.ordered_pillar();
+  if (!c.kwargs.is_object() || !c.kwargs.contains("pillar")) return base;
+  const auto& over = c.kwargs["pillar"];
+  if (over.is_null()) return base;
+  if (!over.is_object()) {
+    throw base::error(
+        "Pillar data must be formatted as a dictionary, unless pillar_enc is specified.");
+  }
+  nlohmann::json merged = nlohmann::json::parse(base->dump());
+  modules::dict_update(merged, over);
+  // Keep the minion's key order, new keys after.
+  auto out = std::make_shared<nlohmann::ordered_json>(*base);
+  for (auto& [k, v] : merged.items()) (*out)[k] = nlohmann::ordered_json::parse(v.dump());
+  return out;
+}
+
+struct compiled {
+  state::compiler::run_plan plan;
+  std::string error;  // an exception from the compile
+};
+
+asio::awaitable<compiled> compile(const call& c, modules::minion_context& ctx,
+                                  std::optional<std::string> mods, json exclude) {
+  auto pillar = pillar_for(c, ctx);
+  auto result = std::make_shared<compiled>();
+  modules::minion_context* cp = &ctx;
+  std::optional<std::string> saltenv = mods_of(arg(c, 99, "saltenv"));
+  std::function<outcome()> work = [result, cp, mods, saltenv, exclude, pillar]() {
+    try {
+      state::options o = state::options::from_opts(cp->opts());
+      if (saltenv) o.saltenv = saltenv;
+      state::minion m = state::minion_of(*cp);
+      m.pillar = *pillar;
+      auto comp = std::make_unique<state::compiler>(o, std::move(m));
+      comp->set_salt(state::make_salt(*comp, cp->functions(), cp));
+      result->plan = comp->plan(mods, saltenv, exclude);
+    } catch (const std::exception& e) {
+      result->error = e.what();
+    }
+    return outcome{};
+  };
+  co_await state::on_pool(std::move(work));
+  co_return std::move(*result);
+}
+
+settings settings_for(const call& c, modules::minion_context& ctx, const states::registry& st) {
+  settings s;
+  s.states = &st;
+  s.functions = &ctx.functions();
+  s.context = &ctx;
+  s.test = test_mode(c, ctx);
+  s.failhard = truthy(ctx.opts().value("failhard", nlohmann::json(false)));
+  s.jid = c.jid;
+  s.timeout = c.timeout;
+  return s;
+}
+
+// Salt's call_highstate answer when the top files give this minion nothing.
+json no_top() {
+  json r = json::object();
+  r["result"] = false;
+  r["comment"] =
+      "No Top file or master_tops data matches found. Please see master log for details.";
+  r["name"] = "No States";
+  r["changes"] = json::object();
+  r["__run_num__"] = 0;
+  json out = json::object();
+  out["no_|-states_|-states_|-None"] = std::move(r);
+  return out;
+}
+
+// state.apply / highstate / sls / test: compile, then run every chunk.
+asio::awaitable<outcome> apply_states(call c, const states::registry* st,
+                                      std::optional<std::string> mods, bool force_test) {
+  modules::minion_context& ctx = modules::need_context(c);
+  if (auto refused = co_await wait_for_turn(c, ctx)) co_return std::move(*refused);
+  if (force_test) c.kwargs["test"] = true;
+  compiled comp = co_await compile(c, ctx, mods, arg(c, 99, "exclude"));
+  if (!comp.error.empty()) co_return finish(json::array({comp.error}), k_compiler_error);
+  if (!comp.plan.errors.is_null()) co_return finish(comp.plan.errors, k_compiler_error);
+  if (comp.plan.no_top) co_return finish(no_top(), k_state_failure);
+  runner r(settings_for(c, ctx, *st));
+  json ret = co_await r.run(std::move(comp.plan.chunks));
+  int rc = any_failed(ret) ? k_state_failure : 0;
+  co_return finish(std::move(ret), rc);
+}
+
+asio::awaitable<outcome> apply(call c, const states::registry* st) {
+  // state.apply with mods is state.sls; without, the highstate.
+  std::optional<std::string> mods = mods_of(arg(c, 0, "mods"));
+  if (mods && mods->empty()) mods.reset();
+  co_return co_await apply_states(std::move(c), st, mods, false);
+}
+
+asio::awaitable<outcome> sls(call c, const states::registry* st) {
+  std::optional<std::string> mods = mods_of(arg(c, 0, "mods"));
+  if (!mods || mods->empty()) co_return finish(json::array({"No mods given"}), k_compiler_error);
+  co_return co_await apply_states(std::move(c), st, mods, false);
+}
+
+asio::awaitable<outcome> highstate(call c, const states::registry* st) {
+  co_return co_await apply_states(std::move(c), st, std::nullopt, false);
+}
+
+asio::awaitable<outcome> test(call c, const states::registry* st) {
+  std::optional<std::string> mods = mods_of(arg(c, 0, "mods"));
+  if (mods && mods->empty()) mods.reset();
+  co_return co_await apply_states(std::move(c), st, mods, true);
+}
+
+// state.sls_id ID MODS: the chunks of ID in MODS (and their requisites).
+asio::awaitable<outcome> sls_id(call c, const states::registry* st) {
+  modules::minion_context& ctx = modules::need_context(c);
+  json id = arg(c, 0, "id");
+  std::optional<std::string> mods = mods_of(arg(c, 1, "mods"));
+  if (id.is_null() || !mods) {
+    co_return finish(json::array({"state.sls_id needs an ID and the sls files (mods)"}),
+                     k_compiler_error);
+  }
+  if (auto refused = co_await wait_for_turn(c, ctx)) co_return std::move(*refused);
+  compiled comp = co_await compile(c, ctx, mods, json());
+  if (!comp.error.empty()) co_return finish(json::array({comp.error}), k_compiler_error);
+  if (!comp.plan.errors.is_null()) co_return finish(comp.plan.errors, k_compiler_error);
+  std::string want = id.is_string() ? id.get<std::string>() : state::py_str(id);
+  runner r(settings_for(c, ctx, *st));
+  json ret = co_await r.run_id(std::move(comp.plan.chunks), want);
+  if (ret.empty()) {
+    std::string env = mods_of(arg(c, 99, "saltenv")).value_or("base");
+    co_return finish(json::array({"No matches for ID '" + want + "' found in SLS '" + *mods +
+                                  "' within saltenv '" + env + "'"}),
+                     k_compiler_error);
+  }
+  co_return finish(ret, any_failed(ret) ? k_state_failure : 0);
+}
+
+// state.single FUN name=NAME [args]: one state, no sls.
+asio::awaitable<outcome> single(call c, const states::registry* st) {
+  modules::minion_context& ctx = modules::need_context(c);
+  json fun = arg(c, 0, "fun");
+  json name = arg(c, 1, "name");
+  if (!fun.is_string() || fun.get<std::string>().find('.') == std::string::npos) {
+    co_return finish(json::array({"Invalid function passed"}), k_compiler_error);
+  }
+  if (auto refused = co_await wait_for_turn(c, ctx)) co_return std::move(*refused);
+  std::string f = fun.get<std::string>();
+  json low = json::object();
+  for (const auto& [k, v] : c.kwargs.items()) {
+    if (k.starts_with("__") || k == "test" || k == "queue" || k == "pillar" || k == "fun") continue;
+    low[k] = json::parse(v.dump());
+  }
+  low["state"] = f.substr(0, f.find('.'));
+  low["fun"] = f.substr(f.find('.') + 1);
+  low["__id__"] = name;
+  low["name"] = name;
+  runner r(settings_for(c, ctx, *st));
+  json ret = co_await r.run_single(std::move(low));
+  if (ret.is_array()) co_return finish(std::move(ret), k_compiler_error);
+  co_return finish(ret, any_failed(ret) ? k_state_failure : 0);
+}
+
+// state.low '{"state": ..., "fun": ..., "name": ...}': one low chunk.
+asio::awaitable<outcome> low(call c, const states::registry* st) {
+  modules::minion_context& ctx = modules::need_context(c);
+  json data = arg(c, 0, "data");
+  if (!data.is_object()) co_return finish(json::array({"state.low needs a low chunk (a map)"}), 1);
+  if (auto refused = co_await wait_for_turn(c, ctx)) co_return std::move(*refused);
+  if (!data.contains("__id__") && data.contains("name")) data["__id__"] = data["name"];
+  runner r(settings_for(c, ctx, *st));
+  json ret = co_await r.run_single(std::move(data));
+  if (ret.is_array()) co_return finish(std::move(ret), k_compiler_error);
+  // state.low answers with the state's own return, not keyed by its tag.
+  json only = ret.empty() ? json::object() : ret.begin().value();
+  co_return finish(only, any_failed(ret) ? k_state_failure : 0);
+}
+
+asio::awaitable<outcome> running(call c) {
+  modules::minion_context& ctx = modules::need_context(c);
+  co_return finish(other_runs(c, ctx), 0);
+}
+
+}  // namespace
+
+void register_state_functions(modules::registry& reg, const states::registry& states) {
+  const states::registry* st = &states;
+  reg.add(
+      "state.apply", [st](call c) { return apply(std::move(c), st); },
+      "state.apply [MODS] [test=True] [pillar={...}] [saltenv=base] [exclude=...] [queue=False]: "
+      "applies the highstate, or the sls files MODS (comma-separated), and returns each "
+      "state's result\n\nCLI example: brine cmd '*' state.apply webserver test=True");
+  reg.add(
+      "state.highstate", [st](call c) { return highstate(std::move(c), st); },
+      "state.highstate [test=True] [pillar={...}] [exclude=...] [queue=False]: applies what the "
+      "top files give this minion\n\nCLI example: brine cmd '*' state.highstate");
+  reg.add(
+      "state.sls", [st](call c) { return sls(std::move(c), st); },
+      "state.sls MODS [test=True] [pillar={...}] [saltenv=base] [exclude=...] [queue=False]: "
+      "applies the sls files MODS (comma-separated)\n\nCLI example: brine cmd '*' state.sls "
+      "nginx,php");
+  reg.add(
+      "state.test", [st](call c) { return test(std::move(c), st); },
+      "state.test [MODS]: state.apply with test=True: what would change, changing nothing\n\n"
+      "CLI example: brine cmd '*' state.test");
+  reg.add(
+      "state.sls_id", [st](call c) { return sls_id(std::move(c), st); },
+      "state.sls_id ID MODS [test=True]: applies the state ID of the sls files MODS, with its "
+      "requisites\n\nCLI example: brine cmd '*' state.sls_id nginx_conf webserver");
+  reg.add(
+      "state.single", [st](call c) { return single(std::move(c), st); },
+      "state.single FUN name=NAME [ARG=VALUE...]: applies one state function\n\nCLI example: "
+      "brine cmd '*' state.single file.touch name=/tmp/x");
+  reg.add(
+      "state.low", [st](call c) { return low(std::move(c), st); },
+      "state.low '{\"state\": \"test\", \"fun\": \"nop\", \"name\": \"x\"}': applies one low "
+      "chunk\n\nCLI example: brine cmd '*' state.low '{state: test, fun: nop, name: x}'");
+  reg.add("state.running", running,
+          "state.running: the state runs going on on this minion, as Salt's conflict "
+          "messages\n\nCLI example: brine cmd '*' state.running");
+}
+
+}  // namespace brine::apply

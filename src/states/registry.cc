@@ -1,0 +1,68 @@
+#include "states/registry.h"
+
+#include "base/error.h"
+
+namespace brine::states {
+
+std::string state_call::name() const {
+  auto it = low.find("name");
+  if (it == low.end() || it->is_null()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+const json* state_call::arg(const std::string& key) const {
+  auto it = low.find(key);
+  return it == low.end() ? nullptr : &*it;
+}
+
+bool state_call::flag(const std::string& key, bool fallback) const {
+  const json* v = arg(key);
+  if (v == nullptr) return fallback;
+  if (v->is_boolean()) return v->get<bool>();
+  if (v->is_null()) return false;
+  if (v->is_number_integer()) return v->get<long long>() != 0;
+  if (v->is_number_float()) return v->get<double>() != 0;
+  if (v->is_string() || v->is_array() || v->is_object()) return !v->empty();
+  return fallback;
+}
+
+json make_ret(const std::string& name, bool result, const std::string& comment) {
+  json r = json::object();
+  r["name"] = name;
+  r["changes"] = json::object();
+  r["result"] = result;
+  r["comment"] = comment;
+  return r;
+}
+
+void registry::add(const std::string& name, state_function fn, std::vector<std::string> required,
+                   std::string doc) {
+  if (name.find('.') == std::string::npos) {
+    throw base::error("state function " + name + " needs a module: module.function");
+  }
+  entries_[name] = entry{std::move(fn), std::move(required), std::move(doc)};
+}
+
+const registry::entry* registry::find(const std::string& name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+bool registry::has_module(const std::string& module) const {
+  auto it = entries_.lower_bound(module + ".");
+  return it != entries_.end() && it->first.starts_with(module + ".");
+}
+
+std::vector<std::string> registry::names() const {
+  std::vector<std::string> out;
+  out.reserve(entries_.size());
+  for (const auto& [name, e] : entries_) out.push_back(name);
+  return out;
+}
+
+void register_builtin_states(registry& reg) {
+  register_test_states(reg);
+  register_cmd_states(reg);
+}
+
+}  // namespace brine::states

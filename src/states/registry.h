@@ -1,0 +1,85 @@
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace brine::modules {
+class minion_context;
+class registry;
+}  // namespace brine::modules
+
+// State modules: Salt's salt/states/*, in C++. A state function looks at the
+// machine, changes it where it differs from what the low chunk declares (or,
+// under test, says what it would change), and answers with Salt's return
+// dict. The runner (src/apply) calls them; this folder knows nothing of
+// requisites or order.
+namespace brine::states {
+
+using json = nlohmann::ordered_json;
+
+// What a state function gets: the low chunk (its arguments by name, and
+// Salt's bookkeeping keys __id__, __sls__, ...), whether this is a test run,
+// and what it may use of the minion.
+struct state_call {
+  json low = json::object();
+  bool test = false;
+  // The minion running the state, and its execution functions (what
+  // module.run and the global `unless`/`onlyif` call); null outside one.
+  modules::minion_context* context = nullptr;
+  const modules::registry* functions = nullptr;
+  std::string jid;
+  // The limit of the whole run: child processes a state starts get no more.
+  std::chrono::seconds timeout{3600};
+
+  // low["name"] as text (Salt's name argument).
+  std::string name() const;
+  // low[key], or nullptr when absent.
+  const json* arg(const std::string& key) const;
+  // low[key] as Python's truth, `fallback` when absent.
+  bool flag(const std::string& key, bool fallback = false) const;
+};
+
+// A state function's answer in Salt's shape and key order, as the module
+// builds it: at least name, changes, result (true, false, or null for "would
+// change" under test) and comment (a string, or a list of strings). Extra
+// keys (skip_watch, warnings, ...) ride along.
+using state_function = std::function<asio::awaitable<json>(state_call)>;
+
+// Salt's usual return skeleton: {"name", "changes", "result", "comment"}.
+json make_ret(const std::string& name, bool result = true, const std::string& comment = "");
+
+// State functions by "module.function". Filled once by explicit
+// registration, then only read (safe to share between threads after that).
+class registry {
+ public:
+  struct entry {
+    state_function fn;
+    // Parameters without a default, in order: Salt's verify_data reports
+    // "Missing parameter X for state Y" for each one the low chunk lacks.
+    std::vector<std::string> required;
+    std::string doc;
+  };
+  void add(const std::string& name, state_function fn, std::vector<std::string> required,
+           std::string doc);
+  const entry* find(const std::string& name) const;
+  // Whether any function of `module` (e.g. "file") is registered.
+  bool has_module(const std::string& module) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, entry> entries_;
+};
+
+// Every built-in state module.
+void register_builtin_states(registry& reg);
+// One module each; register_builtin_states calls them all.
+void register_test_states(registry& reg);
+void register_cmd_states(registry& reg);
+
+}  // namespace brine::states

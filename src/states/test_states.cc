@@ -1,0 +1,138 @@
+// Salt's test states: answers with and without changes, failures, and a
+// configurable state, none of which touch the machine. Salt's
+// salt/states/test.py, its comments and changes as Salt words them.
+
+#include <random>
+
+#include "base/error.h"
+#include "states/registry.h"
+
+namespace brine::states {
+namespace {
+
+json pretend_change() {
+  json change = json::object();
+  change["old"] = "Unchanged";
+  change["new"] = "Something pretended to change";
+  json changes = json::object();
+  changes["testing"] = std::move(change);
+  return changes;
+}
+
+// The comment= a test state is given, else its own.
+std::string comment_or(const state_call& c, const std::string& fallback) {
+  const json* v = c.arg("comment");
+  if (v == nullptr || v->is_null()) return fallback;
+  return v->is_string() ? v->get<std::string>() : v->dump();
+}
+
+asio::awaitable<json> succeed_without_changes(state_call c) {
+  co_return make_ret(c.name(), true, comment_or(c, "Success!"));
+}
+
+asio::awaitable<json> fail_without_changes(state_call c) {
+  json ret = make_ret(c.name(), false, comment_or(c, "Failure!"));
+  if (c.test) ret["comment"] = "If we weren't testing, this would be a failure!";
+  co_return ret;
+}
+
+asio::awaitable<json> succeed_with_changes(state_call c) {
+  json ret = make_ret(c.name(), true, comment_or(c, "Success!"));
+  ret["changes"] = pretend_change();
+  if (c.test) {
+    ret["result"] = nullptr;
+    ret["comment"] = "If we weren't testing, this would be successful with changes";
+  }
+  co_return ret;
+}
+
+asio::awaitable<json> fail_with_changes(state_call c) {
+  json ret = make_ret(c.name(), false, comment_or(c, "Failure!"));
+  ret["changes"] = pretend_change();
+  if (c.test) {
+    ret["result"] = nullptr;
+    ret["comment"] = "If we weren't testing, this would be failed with changes";
+  }
+  co_return ret;
+}
+
+// True, False or "Random" (Salt's spelling); anything else is Salt's error.
+enum class tri { yes, no, random };
+tri tri_arg(const state_call& c, const std::string& key, const std::string& label) {
+  const json* v = c.arg(key);
+  if (v == nullptr) return tri::yes;
+  if (v->is_boolean()) return v->get<bool>() ? tri::yes : tri::no;
+  if (v->is_string() && v->get<std::string>() == "Random") return tri::random;
+  throw base::error("You have specified the state option '" + label +
+                    "' with invalid arguments. It must be either 'True', 'False', or 'Random'");
+}
+
+bool coin() {
+  static thread_local std::mt19937 gen{std::random_device{}()};
+  return std::bernoulli_distribution(0.5)(gen);
+}
+
+asio::awaitable<json> configurable_test_state(state_call c) {
+  const json* comment = c.arg("comment");
+  std::string text = comment != nullptr && comment->is_string() ? comment->get<std::string>() : "";
+  json ret = make_ret(c.name(), false, text);
+  tri changes = tri_arg(c, "changes", "Changes");
+  if (changes == tri::yes || (changes == tri::random && coin())) ret["changes"] = pretend_change();
+  tri result = tri_arg(c, "result", "Result");
+  ret["result"] = result == tri::random ? coin() : result == tri::yes;
+  if (const json* w = c.arg("warnings"); w != nullptr && !w->is_null()) {
+    if (w->is_string()) {
+      ret["warnings"] = json::array({*w});
+    } else if (w->is_array()) {
+      ret["warnings"] = *w;
+    } else {
+      throw base::error(
+          "You have specified the state option 'Warnings' with invalid arguments. It must be a "
+          "string or a list of strings");
+    }
+  }
+  if (c.test) {
+    ret["result"] = changes == tri::no ? json(true) : json(nullptr);
+    ret["comment"] = text.empty() ? "This is a test" : text;
+    if (c.flag("allow_test_mode_failure") && result == tri::no) ret["result"] = false;
+  }
+  co_return ret;
+}
+
+asio::awaitable<json> show_notification(state_call c) {
+  const json* text = c.arg("text");
+  if (text == nullptr || text->is_null() || (text->is_string() && text->empty())) {
+    throw base::error("Missing required argument text.");
+  }
+  co_return make_ret(c.name(), true, text->is_string() ? text->get<std::string>() : text->dump());
+}
+
+asio::awaitable<json> mod_watch(state_call c) {
+  json ret = make_ret(c.name(), true, "Watch statement fired.");
+  ret["changes"]["watch"] = true;
+  co_return ret;
+}
+
+}  // namespace
+
+void register_test_states(registry& reg) {
+  reg.add("test.nop", succeed_without_changes, {"name"},
+          "test.nop: does nothing and succeeds (a placeholder for requisites)");
+  reg.add("test.succeed_without_changes", succeed_without_changes, {"name"},
+          "test.succeed_without_changes: succeeds, changing nothing");
+  reg.add("test.fail_without_changes", fail_without_changes, {"name"},
+          "test.fail_without_changes: fails, changing nothing");
+  reg.add("test.succeed_with_changes", succeed_with_changes, {"name"},
+          "test.succeed_with_changes: succeeds with a pretended change (None under test)");
+  reg.add("test.fail_with_changes", fail_with_changes, {"name"},
+          "test.fail_with_changes: fails with a pretended change (None under test)");
+  reg.add("test.configurable_test_state", configurable_test_state, {"name"},
+          "test.configurable_test_state [changes=True|False|Random] [result=True|False|Random] "
+          "[comment=] [warnings=] [allow_test_mode_failure=False]: the return you ask for");
+  reg.add("test.show_notification", show_notification, {"name"},
+          "test.show_notification text=TEXT: succeeds with TEXT as its comment");
+  reg.add("test.mod_watch", mod_watch, {"name"},
+          "test.mod_watch: what a watch requisite on a test state runs");
+}
+
+}  // namespace brine::states

@@ -1,0 +1,113 @@
+// State modules called directly, as the runner calls them: Salt's returns,
+// comments and changes, for real and under test.
+
+#include "states/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+
+#include "modules/registry.h"
+#include "support/temp_dir.h"
+
+namespace brine::states {
+namespace {
+
+class states_test : public ::testing::Test {
+ protected:
+  states_test() {
+    register_builtin_states(states_);
+    modules::register_builtin_modules(functions_);
+  }
+
+  json call(const std::string& fun, json low, bool test = false) {
+    const registry::entry* e = states_.find(fun);
+    EXPECT_NE(e, nullptr) << fun;
+    if (e == nullptr) return json();
+    state_call c;
+    if (!low.contains("name")) low["name"] = "x";
+    c.low = std::move(low);
+    c.test = test;
+    c.functions = &functions_;
+    asio::io_context io;
+    json out;
+    asio::co_spawn(io, e->fn(std::move(c)), [&](std::exception_ptr ex, json r) {
+      if (ex) std::rethrow_exception(ex);
+      out = std::move(r);
+    });
+    io.run();
+    return out;
+  }
+
+  registry states_;
+  modules::registry functions_;
+};
+
+TEST_F(states_test, test_states_answer_as_salts_do) {
+  EXPECT_EQ(call("test.succeed_without_changes", json::object()).dump(),
+            R"({"name":"x","changes":{},"result":true,"comment":"Success!"})");
+  EXPECT_EQ(call("test.fail_without_changes", json::object())["result"], false);
+  json changed = call("test.succeed_with_changes", json::object());
+  EXPECT_EQ(changed["changes"].dump(),
+            R"({"testing":{"old":"Unchanged","new":"Something pretended to change"}})");
+  json tested = call("test.succeed_with_changes", json::object(), true);
+  EXPECT_TRUE(tested["result"].is_null());
+  EXPECT_EQ(tested["comment"], "If we weren't testing, this would be successful with changes");
+  EXPECT_EQ(call("test.fail_with_changes", json::object(), true)["comment"],
+            "If we weren't testing, this would be failed with changes");
+}
+
+TEST_F(states_test, configurable_test_state_gives_what_it_is_told) {
+  json r = call("test.configurable_test_state",
+                {{"changes", false}, {"result", false}, {"comment", "told"}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["changes"], json::object());
+  EXPECT_EQ(r["comment"], "told");
+  json t = call("test.configurable_test_state", {{"changes", true}}, true);
+  EXPECT_TRUE(t["result"].is_null());
+  EXPECT_EQ(t["comment"], "This is a test");
+  EXPECT_THROW(call("test.configurable_test_state", {{"changes", "maybe"}}), std::exception);
+}
+
+TEST_F(states_test, cmd_run_reports_the_command_and_its_output) {
+  json r = call("cmd.run", {{"name", "echo out; echo err >&2; exit 3"}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "Command \"echo out; echo err >&2; exit 3\" run");
+  EXPECT_EQ(r["changes"]["retcode"], 3);
+  EXPECT_EQ(r["changes"]["stdout"], "out");
+  EXPECT_EQ(r["changes"]["stderr"], "err");
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : r["changes"].items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"pid", "retcode", "stdout", "stderr"}));
+  json t = call("cmd.run", {{"name", "rm -rf /nonexistent"}}, true);
+  EXPECT_TRUE(t["result"].is_null());
+  EXPECT_EQ(t["comment"], "Command \"rm -rf /nonexistent\" would have been executed");
+}
+
+TEST_F(states_test, cmd_run_stateful_reads_the_last_line) {
+  json r = call("cmd.run", {{"name", "echo working; echo \"changed=no comment='all fine'\""},
+                            {"stateful", true}});
+  EXPECT_EQ(r["result"], true);
+  EXPECT_EQ(r["comment"], "all fine");
+  EXPECT_EQ(r["changes"], json::object());
+  json c = call("cmd.run", {{"name", "echo changed=yes comment=done extra=1"}, {"stateful", true}});
+  EXPECT_EQ(c["comment"], "done");
+  EXPECT_EQ(c["changes"]["extra"], "1");
+}
+
+TEST_F(states_test, cmd_run_refuses_a_missing_cwd) {
+  json r = call("cmd.run", {{"name", "true"}, {"cwd", "/nonexistent/dir"}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "Desired working directory \"/nonexistent/dir\" is not available");
+}
+
+TEST_F(states_test, cmd_mod_watch_runs_the_command) {
+  json r = call("cmd.mod_watch", {{"name", "echo fired"}, {"sfun", "wait"}});
+  EXPECT_EQ(r["changes"]["stdout"], "fired");
+  json bad = call("cmd.mod_watch", {{"name", "true"}, {"sfun", "script"}});
+  EXPECT_EQ(bad["result"], false);
+}
+
+}  // namespace
+}  // namespace brine::states
