@@ -5,6 +5,8 @@
 // salt-call. --local is masterless: the pillar is compiled here from the
 // minion config's pillar_roots.
 
+#include <unistd.h>
+
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
 #include <iostream>
@@ -14,6 +16,7 @@
 
 #include "base/error.h"
 #include "cli/commands.h"
+#include "cli/highstate_output.h"
 #include "cli/output.h"
 #include "minion/context.h"
 #include "minion/master_pillar.h"
@@ -23,7 +26,9 @@
 #include "state/high.h"
 #include "state/highstate.h"
 #include "state/pillar_salt.h"
+#include "apply/state_functions.h"
 #include "state/state_mod.h"
+#include "states/registry.h"
 
 namespace brine::cli {
 
@@ -50,9 +55,12 @@ nlohmann::ordered_json local_pillar(const base::minion_config& cfg, const json& 
 }  // namespace
 
 int call_command(const base::minion_config& cfg, const call_options& o) {
+  states::registry states;
+  states::register_builtin_states(states);
   modules::registry functions;
   modules::register_builtin_modules(functions);
   state::register_state_module(functions);
+  apply::register_state_functions(functions, states);
   // saltutil.refresh_pillar: the pillar was compiled for this run (by the
   // master, or here with --local), as fresh as a refresh would make it.
   auto already_fresh = [](std::string&) { return true; };
@@ -90,18 +98,29 @@ int call_command(const base::minion_config& cfg, const call_options& o) {
   });
   io.run();
   if (!done) throw base::error(o.fun + " did not finish");
-  if (o.out == "json" && out.ordered_ret) {
+  std::string format = o.out.empty() ? (is_state_function(o.fun) ? "highstate" : "nested") : o.out;
+  if (format == "highstate") {
+    highstate_options h;
+    h.state_output = o.state_output.empty() ? ctx.opts().value("state_output", std::string("full"))
+                                            : o.state_output;
+    h.state_verbose = o.state_verbose ? *o.state_verbose
+                                      : ctx.opts().value("state_verbose", true);
+    h.color = !o.no_color && (o.force_color || ::isatty(STDOUT_FILENO));
+    nlohmann::ordered_json data =
+        out.ordered_ret ? *out.ordered_ret : nlohmann::ordered_json::parse(out.ret.dump());
+    std::cout << highstate_out("local", data, h);
+  } else if (format == "json" && out.ordered_ret) {
     // Salt's json outputter: its dicts' own key order, ASCII only.
     nlohmann::ordered_json doc = nlohmann::ordered_json::object();
     doc["local"] = *out.ordered_ret;
     std::cout << state::python_json_dump(doc, 4) << "\n";
-  } else if (o.out == "json") {
+  } else if (format == "json") {
     std::cout << json{{"local", out.ret}}.dump(4) << "\n";
-  } else if (o.out == "yaml") {
+  } else if (format == "yaml") {
     std::cout << yaml_out("local", out.ret);
-  } else if (o.out == "raw") {
+  } else if (format == "raw") {
     std::cout << python_repr(json{{"local", out.ret}}) << "\n";
-  } else if (o.out == "txt") {
+  } else if (format == "txt") {
     std::cout << txt_out("local", out.ret);
   } else {
     std::cout << nested("local", out.ret);

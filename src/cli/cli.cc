@@ -228,9 +228,22 @@ runner define_call(CLI::App& call_cmd) {
       ->default_val(k_minion_config);
   call_cmd.add_flag("--local", s->call.local,
                     "Masterless: pillar compiled here from the minion config's pillar_roots");
-  call_cmd.add_option("--out", s->call.out, "Output format: nested, json, yaml, raw, txt")
-      ->default_val("nested")
-      ->check(CLI::IsMember({"nested", "json", "yaml", "raw", "txt"}));
+  call_cmd
+      .add_option("--out", s->call.out,
+                  "Output format: nested, json, yaml, raw, txt, highstate (default: highstate "
+                  "for the state functions, nested for the rest)")
+      ->check(CLI::IsMember({"nested", "json", "yaml", "raw", "txt", "highstate"}));
+  call_cmd.add_option("--state-output", s->call.state_output,
+                      "The highstate outputter's form: full, terse, mixed, changes (default: the "
+                      "minion's state_output option, else full)");
+  call_cmd.add_option("--state-verbose", s->call.state_verbose,
+                      "false: leave out successful states that changed nothing (default: the "
+                      "minion's state_verbose option, else true)");
+  call_cmd.add_flag("--no-color", s->call.no_color, "No colours, even on a terminal");
+  call_cmd.add_flag("--force-color", s->call.force_color, "Colours, even when not on a terminal");
+  call_cmd.add_flag("--retcode-passthrough", s->call.retcode_passthrough,
+                    "Exit with the function's retcode (what brine call always does; accepted "
+                    "for salt-call's users)");
   call_cmd
       .add_option("FUN ARG", s->words,
                   "The function (e.g. grains.items), then its arguments: ARG or KEY=VALUE")

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "cli/api_client.h"
 #include "cli/commands.h"
+#include "cli/highstate_output.h"
 #include "cli/output.h"
 #include "proto/frame.h"
 #include "proto/message.h"
@@ -101,6 +102,13 @@ class printer {
     if (o_.out == "yaml") return yaml_out(id, ret);
     if (o_.out == "raw") return python_repr(json{{id, ret}}) + "\n";
     if (o_.out == "txt") return txt_out(id, ret);
+    if (o_.out == "highstate") {
+      highstate_options h;
+      h.state_output = o_.state_output.empty() ? "full" : o_.state_output;
+      h.state_verbose = o_.state_verbose.value_or(true);
+      h.color = !o_.no_color && (o_.force_color || ::isatty(STDOUT_FILENO));
+      return highstate_out(id, nlohmann::ordered_json::parse(ret.dump()), h);
+    }
     return nested(id, ret);
   }
 
@@ -155,7 +163,11 @@ int run_batch(api_client& client, const base::master_config& cfg, const cmd_opti
 
 }  // namespace
 
-int cmd_command(const base::master_config& cfg, const cmd_options& o) {
+int cmd_command(const base::master_config& cfg, const cmd_options& given) {
+  // Salt's outputter of the function when none is asked for: highstate for
+  // the state functions, nested for the rest.
+  cmd_options o = given;
+  if (o.out.empty()) o.out = is_state_function(o.fun) ? "highstate" : "nested";
   auto client = api_client::connect(cfg.sock_dir);
   if (!client) {
     throw base::error("no master is running with sock_dir " + cfg.sock_dir + " (from " +

@@ -28,7 +28,7 @@ constexpr target_flag k_target_flags[] = {
     {"-C,--compound", "compound", "TARGET is a compound expression (G@os:Debian and web*)"},
 };
 
-constexpr const char* k_outputs[] = {"nested", "json", "yaml", "raw", "txt"};
+constexpr const char* k_outputs[] = {"nested", "json", "yaml", "raw", "txt", "highstate"};
 
 // Digits with at most one '.', as a number CLI11 reads the same way.
 std::optional<double> plain_number(std::string_view s) {
@@ -49,9 +49,16 @@ void declare_cmd_options(CLI::App& sub, cmd_line& line) {
   sub.add_option("-t,--timeout", cmd.timeout, "Seconds to wait for returns")
       ->default_val(5)
       ->check(CLI::PositiveNumber);
-  sub.add_option("--out", cmd.out, "Output format: nested, json, yaml, raw, txt")
-      ->default_val("nested")
-      ->check(CLI::IsMember({"nested", "json", "yaml", "raw", "txt"}));
+  sub.add_option("--out", cmd.out,
+                 "Output format: nested, json, yaml, raw, txt, highstate (default: highstate "
+                 "for the state functions, nested for the rest)")
+      ->check(CLI::IsMember({"nested", "json", "yaml", "raw", "txt", "highstate"}));
+  sub.add_option("--state-output", cmd.state_output,
+                 "The highstate outputter's form: full, terse, mixed, changes");
+  sub.add_option("--state-verbose", cmd.state_verbose,
+                 "false: leave out successful states that changed nothing");
+  sub.add_flag("--no-color", cmd.no_color, "No colours, even on a terminal");
+  sub.add_flag("--force-color", cmd.force_color, "Colours, even when not on a terminal");
   sub.add_flag("--static", cmd.static_out, "Print every return at the end, sorted by minion id");
   sub.add_flag("--hide-timeout", cmd.hide_timeout,
                "No lines for minions that did not return (the exit status still says so)");

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,11 @@ struct cmd_options {
   std::string fun;
   std::vector<std::string> words;  // ARG and KEY=VALUE
   double timeout = 5;
-  std::string out = "nested";  // nested, json, yaml, raw, txt
+  std::string out;  // nested, json, yaml, raw, txt, highstate; empty: the function's own
+  std::string state_output;  // the highstate outputter's form (default full)
+  std::optional<bool> state_verbose;
+  bool no_color = false;
+  bool force_color = false;
   bool async = false;
   bool progress = true;
   bool static_out = false;     // --static: everything at the end, sorted by id
@@ -52,7 +57,12 @@ struct call_options {
   std::string fun;
   std::vector<std::string> words;  // ARG and KEY=VALUE
   bool local = false;              // masterless: pillar from the minion's pillar_roots
-  std::string out = "nested";
+  std::string out;                 // empty: highstate for state functions, else nested
+  std::string state_output;        // empty: the minion's option
+  std::optional<bool> state_verbose;
+  bool no_color = false;
+  bool force_color = false;
+  bool retcode_passthrough = false;  // always so; accepted as salt-call's flag
 };
 int call_command(const base::minion_config& cfg, const call_options& o);
 
