@@ -106,7 +106,11 @@ TEST_F(runner_test, require_runs_the_requisite_first_and_a_failure_stops_the_dep
   const json& c = at(ret, "test_|-c_|-c_|-nop");
   EXPECT_EQ(c["result"], false);
   EXPECT_EQ(c["comment"], "One or more requisite failed: s.f");
-  EXPECT_FALSE(c.contains("name"));
+  // Salt 3006's key order for a state that did not run.
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : c.items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"changes", "result", "duration", "start_time", "comment",
+                                            "__run_num__", "__sls__", "__id__", "name"}));
   EXPECT_TRUE(any_failed(ret));
 }
 
@@ -136,7 +140,7 @@ TEST_F(runner_test, watch_calls_mod_watch_only_when_the_watched_state_changed) {
                                     {{"watch", req("test", "same")}}, 3)}));
   const json& w1 = at(ret, "test_|-w1_|-w1_|-succeed_without_changes");
   EXPECT_EQ(w1["comment"], "Watch statement fired.");
-  EXPECT_EQ(w1["changes"], (json{{"watch", true}}));
+  EXPECT_EQ(w1["changes"].dump(), R"({"Requisites with changes":["test: changed"]})");
   EXPECT_EQ(at(ret, "test_|-w2_|-w2_|-succeed_without_changes")["comment"], "Success!");
 }
 
