@@ -484,6 +484,18 @@ std::string top_merging(const option& opt) {
   return v;
 }
 
+std::string state_output(const option& opt) {
+  constexpr std::string_view expected =
+      "full, terse, mixed, changes or filter (or full_id, terse_id, mixed_id, changes_id)";
+  std::string v = text(opt, expected);
+  for (const char* ok : {"full", "terse", "mixed", "changes", "filter", "full_id", "terse_id",
+                         "mixed_id", "changes_id"}) {
+    if (v == ok) return v;
+  }
+  opt.fail(expected);
+  return v;
+}
+
 std::vector<std::string> env_names(const option& opt) {
   constexpr std::string_view expected = "a list of environment names";
   std::vector<std::string> out;
@@ -717,6 +729,10 @@ const option_table<minion_config>& minion_options() {
       {"top_file_merging_strategy", set(&c::top_file_merging_strategy, top_merging)},
       {"env_order", set(&c::env_order, env_names)},
       {"state_auto_order", set(&c::state_auto_order, boolean)},
+      {"test", set(&c::test, boolean)},
+      {"failhard", set(&c::failhard, boolean)},
+      {"state_output", set(&c::state_output, state_output)},
+      {"state_verbose", set(&c::state_verbose, boolean)},
       {"pki_dir", set(&c::pki_dir, required_path)},
       {"cachedir", set(&c::cachedir, required_path)},
       {"acceptance_wait_time", set_int(&c::acceptance_wait_time, 1, k_u32_max, "seconds")},

@@ -116,6 +116,12 @@ struct minion_config {
   std::string top_file_merging_strategy = "merge";
   std::vector<std::string> env_order;
   bool state_auto_order = true;
+  // Applying states (Salt's names): test runs only, the run stops at the
+  // first failure, and how the highstate outputter prints.
+  bool test = false;
+  bool failhard = false;
+  std::string state_output = "full";
+  bool state_verbose = true;
   std::string pki_dir = "/etc/brine/pki/minion";
   std::string cachedir = "/var/cache/brine/minion";
   uint32_t acceptance_wait_time = 10;   // seconds between retries while pending

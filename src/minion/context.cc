@@ -34,6 +34,10 @@ nlohmann::json opts_of(const base::minion_config& cfg) {
           {"top_file_merging_strategy", cfg.top_file_merging_strategy},
           {"env_order", cfg.env_order},
           {"state_auto_order", cfg.state_auto_order},
+          {"test", cfg.test},
+          {"failhard", cfg.failhard},
+          {"state_output", cfg.state_output},
+          {"state_verbose", cfg.state_verbose},
           {"master_alive_interval", cfg.master_alive_interval},
           {"grains_blacklist", cfg.grains_blacklist}};
 }
