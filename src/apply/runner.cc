@@ -886,6 +886,22 @@ struct runner::impl {
         json watcher = low;
         watcher["sfun"] = low["fun"];
         watcher["fun"] = "mod_watch";
+        // Salt's __reqs__: the requisites by type; for the watch ones, a
+        // state module's mod_watch may ask which of them changed.
+        json reqs_low = json::object();
+        for (const auto& [r_state, idxs] : reqs) {
+          json list = json::array();
+          for (size_t i : idxs) {
+            json r = json::object();
+            r["state"] = chunks[i]["state"];
+            r["__id__"] = chunks[i]["__id__"];
+            std::string rtag = tag_of(chunks[i]);
+            r["__changed__"] = running.contains(rtag) && truthy(running[rtag].value("changes", json()));
+            list.push_back(std::move(r));
+          }
+          reqs_low[r_state] = std::move(list);
+        }
+        watcher["__reqs__"] = std::move(reqs_low);
         ret = co_await call(watcher);
       }
       running[tag] = ret;

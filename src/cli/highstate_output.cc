@@ -69,11 +69,11 @@ std::string terse(const std::string& tcolor, const std::vector<std::string>& com
   } else if (r.is_null()) {
     result = "Differs";
   }
-  std::string out = tcolor + " Name: " + comps[2] + " - Function: " + comps[0] + "." + comps[3] +
-                    " - Result: " + result;
+  std::string out = tcolor + "  Name: " + comps[2] + " - Function: " + comps[0] + "." +
+                    comps[3] + " - Result: " + result;
   if (ret.contains("start_time")) {
-    out += " Started: - " + py(ret["start_time"]) + " Duration: " + duration_text(ret["duration"]) +
-           " ms";
+    out += " - Started: " + py(ret["start_time"]) +
+           " - Duration: " + duration_text(ret["duration"]) + " ms";
   }
   return out + c.endc;
 }

@@ -63,6 +63,7 @@ std::vector<std::string> registry::names() const {
 void register_builtin_states(registry& reg) {
   register_test_states(reg);
   register_cmd_states(reg);
+  register_file_states(reg);
 }
 
 }  // namespace brine::states

@@ -81,5 +81,6 @@ void register_builtin_states(registry& reg);
 // One module each; register_builtin_states calls them all.
 void register_test_states(registry& reg);
 void register_cmd_states(registry& reg);
+void register_file_states(registry& reg);
 
 }  // namespace brine::states

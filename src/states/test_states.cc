@@ -107,9 +107,22 @@ asio::awaitable<json> show_notification(state_call c) {
   co_return make_ret(c.name(), true, text->is_string() ? text->get<std::string>() : text->dump());
 }
 
+// Salt's test.mod_watch: which watched states changed ("state: id").
 asio::awaitable<json> mod_watch(state_call c) {
-  json ret = make_ret(c.name(), true, "Watch statement fired.");
-  ret["changes"]["watch"] = true;
+  json changed = json::array();
+  if (const json* reqs = c.arg("__reqs__"); reqs != nullptr && reqs->contains("watch")) {
+    for (const auto& r : (*reqs)["watch"]) {
+      if (r.value("__changed__", false)) {
+        changed.push_back(r.value("state", "") + ": " + r.value("__id__", ""));
+      }
+    }
+  }
+  json ret = json::object();
+  ret["name"] = c.name();
+  ret["result"] = true;
+  ret["comment"] = "Watch statement fired.";
+  ret["changes"] = json::object();
+  ret["changes"]["Requisites with changes"] = std::move(changed);
   co_return ret;
 }
 

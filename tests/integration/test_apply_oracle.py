@@ -21,31 +21,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "apply")
 
 # (tree, case) or (tree, "*") -> why brine differs today.
-FILE = "uses file.managed (or other file states): brine has no file state module yet"
+FILE = ("the other file states (absent, symlink, touch, append, replace, line, blockreplace, "
+        "comment, keyvalue, serialize, copy, ...) and file.managed from source=/template= and its "
+        "diffs: not in brine yet")
 XFAIL = {
-    ("failhard", "global_off"): FILE,
-    ("failhard", "global_on"): FILE,
-    ("failhard", "global_on_test"): FILE,
     ("file_basic", "*"): FILE,
-    ("global_args", "*"): FILE,
-    ("outputs", "*"): FILE,
-    ("requisites_listen", "*"): FILE,
-    ("requisites_onchanges", "*"): FILE,
-    ("requisites_prereq", "*"): FILE,
-    ("requisites_require", "*"): FILE,
-    ("requisites_watch", "*"): FILE,
-    ("test_mode", "*"): FILE,
-    ("state_functions", "sls"): FILE,
-    ("state_functions", "sls_multi"): FILE,
-    ("state_functions", "single_file"): FILE,
-    ("state_functions", "highstate"): FILE,
-    ("state_functions", "apply_highstate"): FILE,
-    ("state_functions", "state_test"): FILE,
-    ("state_functions", "exclude_bare_string"): FILE,
-    ("state_functions", "exclude_id"): FILE,
-    ("state_functions", "exclude_sls"): FILE,
-    ("state_functions", "pillar_inline"): FILE,
-    ("state_functions", "saltenv"): FILE,
 }
 
 JSON_RULES = [

@@ -61,8 +61,8 @@ TEST(highstate_output, terse_and_not_verbose) {
   highstate_options o;
   o.state_output = "terse";
   std::string out = highstate_out("m1", two_states(), o);
-  EXPECT_NE(out.find(" Name: a - Function: test.succeed_with_changes - Result: Changed Started: - "
-                     "10:00:00.000001 Duration: 1.5 ms\n"),
+  EXPECT_NE(out.find("\n  Name: a - Function: test.succeed_with_changes - Result: Changed - "
+                     "Started: 10:00:00.000001 - Duration: 1.5 ms\n"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find(" Name: false - Function: cmd.run - Result: Failed"), std::string::npos);

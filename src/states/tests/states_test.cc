@@ -7,6 +7,8 @@
 
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
+#include <filesystem>
+#include <fstream>
 
 #include "modules/registry.h"
 #include "support/temp_dir.h"
@@ -107,6 +109,44 @@ TEST_F(states_test, cmd_mod_watch_runs_the_command) {
   EXPECT_EQ(r["changes"]["stdout"], "fired");
   json bad = call("cmd.mod_watch", {{"name", "true"}, {"sfun", "script"}});
   EXPECT_EQ(bad["result"], false);
+}
+
+TEST_F(states_test, file_managed_writes_contents_once) {
+  test::temp_dir dir;
+  std::string path = dir.file("a.txt");
+  json tested = call("file.managed", {{"name", path}, {"contents", "hello"}}, true);
+  EXPECT_TRUE(tested["result"].is_null());
+  EXPECT_EQ(tested["changes"].dump(), R"({"newfile":")" + path + R"("})");
+  EXPECT_FALSE(std::filesystem::exists(path));
+  json made = call("file.managed", {{"name", path}, {"contents", "hello"}, {"mode", "0600"}});
+  EXPECT_EQ(made.dump(), R"({"changes":{"diff":"New file"},"comment":"File )" + path +
+                             R"( updated","name":")" + path + R"(","result":true})");
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "hello\n");
+  EXPECT_EQ(std::filesystem::status(path).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  json again = call("file.managed", {{"name", path}, {"contents", "hello"}, {"mode", "0600"}});
+  EXPECT_EQ(again["comment"], "File " + path + " is in the correct state");
+  EXPECT_EQ(again["changes"], json::object());
+  json relative = call("file.managed", {{"name", "x.txt"}, {"contents", "x"}});
+  EXPECT_EQ(relative["comment"], "Specified file x.txt is not an absolute path");
+  json failed_check =
+      call("file.managed", {{"name", dir.file("b.txt")}, {"contents", "b"}, {"check_cmd", "false"}});
+  EXPECT_EQ(failed_check["comment"], "check_cmd execution failed");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("b.txt")));
+}
+
+TEST_F(states_test, file_directory_makes_it_once) {
+  test::temp_dir dir;
+  std::string path = dir.file("d");
+  EXPECT_EQ(call("file.directory", {{"name", path}}, true)["comment"],
+            "The following files will be changed:\n" + path + ": directory - new\n");
+  json made = call("file.directory", {{"name", path}});
+  EXPECT_EQ(made["changes"][path]["directory"], "new");
+  EXPECT_TRUE(std::filesystem::is_directory(path));
+  EXPECT_EQ(call("file.directory", {{"name", path}})["comment"],
+            "The directory " + path + " is in the correct state");
 }
 
 }  // namespace
