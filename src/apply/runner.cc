@@ -189,27 +189,19 @@ struct runner::impl {
     return errs;
   }
 
-  asio::awaitable<int> retcode_of(const std::string& command, const json& low) {
-    modules::call c;
-    c.fun = "cmd.run_all";
-    c.kwargs = nlohmann::json::object();
-    c.kwargs["cmd"] = command;
-    for (const char* key : {"cwd", "env", "timeout"}) {
-      if (auto it = low.find(key); it != low.end() && !it->is_null()) {
-        c.kwargs[key] = nlohmann::json::parse(it->dump());
-      }
-    }
-    c.jid = s.jid;
-    c.timeout = s.timeout;
-    c.context = s.context;
-    modules::outcome o = co_await modules::execute(*s.functions, std::move(c));
-    if (!o.ret.is_object() || !o.ret.contains("retcode")) co_return 100;
-    co_return o.ret["retcode"].get<int>();
+  asio::awaitable<int> retcode_of(std::string command, json low) {
+    // Named, not a temporary in the co_await expression (GCC 12 copies
+    // those into the frame bitwise).
+    states::state_call call = make_call(low, false);
+    int rc = co_await call.retcode(std::move(command), std::move(low));
+    co_return rc;
   }
 
   // An unless/onlyif entry of the form {fun: ..., args: [...], ...}: the
   // function's return (and its retcode) decide.
   asio::awaitable<std::pair<json, int>> check_function(json entry) {
+    json get = entry.contains("get_return") ? entry["get_return"] : json();
+    entry.erase("get_return");
     modules::call c;
     c.fun = text(entry["fun"]);
     entry.erase("fun");
@@ -222,7 +214,13 @@ struct runner::impl {
     c.timeout = s.timeout;
     c.context = s.context;
     modules::outcome o = co_await modules::execute(*s.functions, std::move(c));
-    co_return std::pair<json, int>{json::parse(o.ret.dump()), o.success ? 0 : o.retcode};
+    json result = json::parse(o.ret.dump());
+    // get_return: the part of the return that decides (Salt's traverse).
+    if (get.is_string()) {
+      const nlohmann::json* at = modules::traverse(o.ret, get.get<std::string>());
+      result = at != nullptr ? json::parse(at->dump()) : json();
+    }
+    co_return std::pair<json, int>{std::move(result), o.success ? 0 : o.retcode};
   }
 
   // Salt's _run_check_onlyif / _unless / _creates, merged as _run_check.
@@ -259,15 +257,7 @@ struct runner::impl {
             r["comment"] = "no `fun` argument in onlyif: " + state::py_str(entry);
             break;
           }
-          json e = entry;
-          json get = e.contains("get_return") ? e["get_return"] : json();
-          e.erase("get_return");
-          auto [result, code] = co_await check_function(std::move(e));
-          if (get.is_string()) {
-            nlohmann::json plain = nlohmann::json::parse(result.dump());
-            const nlohmann::json* at = modules::traverse(plain, get.get<std::string>());
-            result = at != nullptr ? json::parse(at->dump()) : json();
-          }
+          auto [result, code] = co_await check_function(entry);
           if (code != 0) {
             if (!check(code)) break;
           } else if (!truthy(result)) {
@@ -313,15 +303,7 @@ struct runner::impl {
             r["comment"] = "no `fun` argument in unless: " + state::py_str(entry);
             break;
           }
-          json e = entry;
-          json get = e.contains("get_return") ? e["get_return"] : json();
-          e.erase("get_return");
-          auto [result, code] = co_await check_function(std::move(e));
-          if (get.is_string()) {
-            nlohmann::json plain = nlohmann::json::parse(result.dump());
-            const nlohmann::json* at = modules::traverse(plain, get.get<std::string>());
-            result = at != nullptr ? json::parse(at->dump()) : json();
-          }
+          auto [result, code] = co_await check_function(entry);
           if (code != 0) {
             if (check(code)) break;
           } else if (truthy(result)) {

@@ -85,19 +85,6 @@ std::optional<std::string> declared_contents(const state_call& c) {
   return text;
 }
 
-asio::awaitable<int> run_retcode(const state_call& c, const std::string& command) {
-  modules::call run;
-  run.fun = "cmd.run_all";
-  run.kwargs = nlohmann::json::object();
-  run.kwargs["cmd"] = command;
-  run.jid = c.jid;
-  run.timeout = c.timeout;
-  run.context = c.context;
-  modules::outcome o = co_await modules::execute(*c.functions, std::move(run));
-  if (!o.ret.is_object() || !o.ret.contains("retcode")) co_return 1;
-  co_return o.ret["retcode"].get<int>();
-}
-
 asio::awaitable<json> managed(state_call c) {
   std::string name = c.name();
   json ret = managed_ret(name);
@@ -173,7 +160,7 @@ asio::awaitable<json> managed(state_call c) {
     }
     if (const json* check = c.arg("check_cmd"); check != nullptr && !check->is_null()) {
       std::string command = (check->is_string() ? check->get<std::string>() : check->dump()) + " " + tmp;
-      int rc = co_await run_retcode(c, command);
+      int rc = co_await c.retcode(command, json::object(), 1);
       if (rc != 0) {
         std::error_code rm;
         fs::remove(tmp, rm);

@@ -1,6 +1,7 @@
 #include "states/registry.h"
 
 #include "base/error.h"
+#include "modules/registry.h"
 
 namespace brine::states {
 
@@ -24,6 +25,25 @@ bool state_call::flag(const std::string& key, bool fallback) const {
   if (v->is_number_float()) return v->get<double>() != 0;
   if (v->is_string() || v->is_array() || v->is_object()) return !v->empty();
   return fallback;
+}
+
+asio::awaitable<int> state_call::retcode(std::string command, json options, int failed) const {
+  if (functions == nullptr) throw base::error("no execution functions to run '" + command + "' with");
+  modules::call c;
+  c.fun = "cmd.run_all";
+  c.kwargs = nlohmann::json::object();
+  c.kwargs["cmd"] = command;
+  for (const char* key : {"cwd", "env", "timeout"}) {
+    if (auto it = options.find(key); it != options.end() && !it->is_null()) {
+      c.kwargs[key] = nlohmann::json::parse(it->dump());
+    }
+  }
+  c.jid = jid;
+  c.timeout = timeout;
+  c.context = context;
+  modules::outcome o = co_await modules::execute(*functions, std::move(c));
+  if (!o.ret.is_object() || !o.ret.contains("retcode")) co_return failed;
+  co_return o.ret["retcode"].get<int>();
 }
 
 json make_ret(const std::string& name, bool result, const std::string& comment) {

@@ -43,6 +43,11 @@ struct state_call {
   const json* arg(const std::string& key) const;
   // low[key] as Python's truth, `fallback` when absent.
   bool flag(const std::string& key, bool fallback = false) const;
+  // Runs `command` with the shell through cmd.run_all, with the cwd, env
+  // and timeout that `options` (a low chunk) gives, and answers its exit
+  // code; `failed` when it could not be run (Salt's unless/onlyif/check_cmd).
+  asio::awaitable<int> retcode(std::string command, json options = json::object(),
+                               int failed = 100) const;
 };
 
 // A state function's answer in Salt's shape and key order, as the module

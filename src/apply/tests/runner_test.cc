@@ -241,6 +241,20 @@ TEST_F(runner_test, unless_onlyif_and_creates_decide_whether_a_state_runs) {
   EXPECT_EQ(at(ret, "test_|-r_|-r_|-succeed_with_changes")["comment"], "Success!");
 }
 
+TEST_F(runner_test, unless_and_onlyif_take_function_calls) {
+  // test.arg answers {args: [...], kwargs: {...}}; get_return picks the part
+  // whose truth decides.
+  json zero = {{"fun", "test.arg"}, {"args", json::array({0})}, {"get_return", "args:0"}};
+  json one = {{"fun", "test.arg"}, {"args", json::array({1})}, {"get_return", "args:0"}};
+  json ret = run(json::array(
+      {chunk("o", "test.succeed_with_changes", {{"onlyif", json::array({zero})}}, 0),
+       chunk("u", "test.succeed_with_changes", {{"unless", json::array({one})}}, 1),
+       chunk("r", "test.succeed_with_changes", {{"onlyif", json::array({one})}}, 2)}));
+  EXPECT_EQ(at(ret, "test_|-o_|-o_|-succeed_with_changes")["comment"], "onlyif condition is false");
+  EXPECT_EQ(at(ret, "test_|-u_|-u_|-succeed_with_changes")["comment"], "unless condition is true");
+  EXPECT_EQ(at(ret, "test_|-r_|-r_|-succeed_with_changes")["comment"], "Success!");
+}
+
 TEST_F(runner_test, check_cmd_decides_the_result) {
   json ret = run(json::array({chunk("a", "test.succeed_with_changes", {{"check_cmd", json::array({"false"})}})}));
   const json& a = at(ret, "test_|-a_|-a_|-succeed_with_changes");
