@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/on_pool.h"
 #include "modules/context.h"
 #include "modules/data.h"
 #include "state/bridge.h"
@@ -29,39 +30,10 @@ asio::thread_pool& compile_pool() {
   return pool;
 }
 
-// Posts the work to the compile pool; the handler (the caller's coroutine)
-// is resumed on its own executor once the outcome is in `result`.
-struct pool_initiation {
-  std::shared_ptr<outcome> result;
-
-  template <class Handler>
-  void operator()(Handler handler, std::function<outcome()> w) const {
-    auto guard = asio::make_work_guard(asio::get_associated_executor(handler));
-    asio::post(compile_pool(), [result = result, w = std::move(w), handler = std::move(handler),
-                                guard = std::move(guard)]() mutable {
-      *result = w();
-      w = nullptr;
-      auto ex = guard.get_executor();
-      asio::post(ex, std::move(handler));
-    });
-  }
-};
-
 }  // namespace
 
-// Runs `work` on the compile pool and resumes the caller on its own
-// executor with the outcome. Only a plain closure crosses threads; the
-// caller's coroutine frame stays with its executor. Every object here is
-// named: GCC 12 copies temporaries of a co_await expression into the
-// coroutine frame bitwise, which breaks strings and shared_ptrs.
 asio::awaitable<outcome> on_pool(std::function<outcome()> work) {
-  auto result = std::make_shared<outcome>();
-  pool_initiation init{result};
-  auto op = asio::async_initiate<decltype(asio::use_awaitable), void()>(
-      init, asio::use_awaitable, std::move(work));
-  co_await std::move(op);
-  outcome r = std::move(*result);
-  co_return r;
+  return base::on_pool<outcome>(compile_pool(), std::move(work));
 }
 
 minion minion_of(modules::minion_context& ctx) {
@@ -75,7 +47,6 @@ minion minion_of(modules::minion_context& ctx) {
 }
 
 namespace {
-
 
 outcome to_outcome(result r) {
   outcome o;

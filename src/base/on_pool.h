@@ -1,0 +1,41 @@
+#pragma once
+
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/awaitable.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+#include <asio/thread_pool.hpp>
+#include <asio/use_awaitable.hpp>
+#include <functional>
+#include <memory>
+
+namespace brine::base {
+
+// Runs blocking `work` on `pool` and resumes the calling coroutine on its
+// own executor with the result: the caller's executor (an I/O thread) stays
+// free. Only a plain closure crosses threads; the coroutine frame stays with
+// its executor. Every object is named: GCC 12 copies temporaries of a
+// co_await expression into the coroutine frame bitwise, which breaks
+// strings and shared_ptrs.
+template <class T>
+asio::awaitable<T> on_pool(asio::thread_pool& pool, std::function<T()> work) {
+  auto result = std::make_shared<T>();
+  auto init = [&pool, result](auto handler, std::function<T()> w) {
+    auto guard = asio::make_work_guard(asio::get_associated_executor(handler));
+    asio::post(pool, [result, w = std::move(w), handler = std::move(handler),
+                      guard = std::move(guard)]() mutable {
+      *result = w();
+      w = nullptr;
+      auto ex = guard.get_executor();
+      asio::post(ex, std::move(handler));
+    });
+  };
+  auto op = asio::async_initiate<decltype(asio::use_awaitable), void()>(init, asio::use_awaitable,
+                                                                        std::move(work));
+  co_await std::move(op);
+  T r = std::move(*result);
+  co_return r;
+}
+
+}  // namespace brine::base

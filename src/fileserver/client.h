@@ -1,0 +1,122 @@
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <asio/thread_pool.hpp>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "fileserver/roots.h"
+
+// The minion's side of salt:// (Salt's fileclient): what cp.* and the file
+// states ask for.
+namespace brine::fileserver {
+
+// One requested file: where it is on this machine now, or why it is not.
+struct cached_file {
+  std::string path;   // as asked (relative to the roots)
+  std::string local;  // empty on error
+  std::string hash;   // SHA-256 hex
+  uint32_t mode = 0;
+  std::string error;
+};
+
+// Counters a benchmark or test reads: requests sent to a master, files and
+// bytes fetched, files answered from the cache.
+struct client_stats {
+  uint64_t requests = 0;
+  uint64_t files_fetched = 0;
+  uint64_t bytes_fetched = 0;
+  uint64_t cache_hits = 0;
+};
+
+class client {
+ public:
+  virtual ~client() = default;
+  // The saltenvs that have files.
+  virtual asio::awaitable<std::vector<std::string>> envs() = 0;
+  // The manifest of `saltenv`, as the server has it now.
+  virtual asio::awaitable<std::shared_ptr<const manifest>> list(std::string saltenv) = 0;
+  // Local paths of `paths` (checked relative paths) in `saltenv`, in the
+  // same order; a remote client fetches what its cache lacks, many files
+  // per request.
+  virtual asio::awaitable<std::vector<cached_file>> cache(std::string saltenv,
+                                                          std::vector<std::string> paths) = 0;
+  // Directories holding `saltenv`'s files as the server has them, for the
+  // state compiler's file_roots: the roots themselves (local), or the
+  // cache's mirror, brought up to date now (remote: every file up to
+  // prefetch_limit bytes; larger ones come when cache() asks for them).
+  virtual asio::awaitable<std::vector<std::string>> tree(std::string saltenv) = 0;
+  virtual client_stats stats() const { return {}; }
+};
+
+// Masterless: the minion's own file_roots.
+class local_client : public client {
+ public:
+  explicit local_client(std::map<std::string, std::vector<std::string>> file_roots);
+  asio::awaitable<std::vector<std::string>> envs() override;
+  asio::awaitable<std::shared_ptr<const manifest>> list(std::string saltenv) override;
+  asio::awaitable<std::vector<cached_file>> cache(std::string saltenv,
+                                                  std::vector<std::string> paths) override;
+  asio::awaitable<std::vector<std::string>> tree(std::string saltenv) override;
+
+ private:
+  std::map<std::string, std::vector<std::string>> dirs_;
+  roots roots_;
+};
+
+// How a remote client reaches a master: sends a file_request body and
+// answers the file_reply body; throws base::error naming why not (no
+// master connected, no answer in time).
+using file_transport = std::function<asio::awaitable<nlohmann::json>(nlohmann::json request)>;
+
+// With a master: a cache under `cache_dir` (<cache_dir>/<saltenv>/<path>),
+// files checked by hash, fetched in requests of up to batch_bytes.
+class remote_client : public client {
+ public:
+  static constexpr uint64_t k_batch_bytes = 4 * 1024 * 1024;
+  static constexpr uint64_t k_prefetch_limit = 1024 * 1024;
+
+  remote_client(std::string cache_dir, file_transport transport);
+  asio::awaitable<std::vector<std::string>> envs() override;
+  asio::awaitable<std::shared_ptr<const manifest>> list(std::string saltenv) override;
+  asio::awaitable<std::vector<cached_file>> cache(std::string saltenv,
+                                                  std::vector<std::string> paths) override;
+  asio::awaitable<std::vector<std::string>> tree(std::string saltenv) override;
+  client_stats stats() const override;
+
+ private:
+  struct known {
+    std::string hash;
+    uint64_t size = 0;
+    int64_t mtime_ns = 0;
+  };
+  // Whether the cached copy of `e` is current (hashing it once if unknown).
+  bool current(const std::string& saltenv, const entry& e);
+  // cache() with the manifest `m` already listed (null: list it first).
+  asio::awaitable<std::vector<cached_file>> cache_with(std::string saltenv,
+                                                       std::vector<std::string> paths,
+                                                       std::shared_ptr<const manifest> m);
+  asio::awaitable<void> fetch(std::string saltenv, std::vector<entry> wanted,
+                              std::map<std::string, std::string>* errors);
+  std::string local_path(const std::string& saltenv, const std::string& path) const;
+
+  std::string dir_;
+  file_transport transport_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const manifest>> manifests_;
+  std::map<std::string, known> known_;  // by local path
+  client_stats stats_;
+};
+
+// The server's answer to one file_request body (op list, envs or get), as a
+// file_reply body; `max_reply_bytes` bounds the file data of one reply.
+// Blocking (walks, hashes, reads): call it off I/O threads.
+nlohmann::json serve(roots& r, const nlohmann::json& request, uint64_t max_reply_bytes);
+
+}  // namespace brine::fileserver

@@ -1,0 +1,205 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#include <asio/use_future.hpp>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "fileserver/client.h"
+#include "fileserver/path.h"
+#include "fileserver/roots.h"
+
+namespace brine::fileserver {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string t = (fs::temp_directory_path() / "brine-fs-XXXXXX").string();
+    path_ = ::mkdtemp(t.data());
+  }
+  ~temp_dir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+template <class T>
+T run(asio::awaitable<T> op) {
+  asio::io_context io;
+  auto fut = asio::co_spawn(io, std::move(op), asio::use_future);
+  io.run();
+  return fut.get();
+}
+
+TEST(FileServerPath, ParsesSaltUrls) {
+  auto u = parse_url("salt://web/files/nginx.conf?saltenv=dev");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->path, "web/files/nginx.conf");
+  EXPECT_EQ(u->saltenv, "dev");
+  EXPECT_FALSE(parse_url("/etc/passwd"));
+  EXPECT_FALSE(parse_url("http://x/y"));
+  EXPECT_FALSE(parse_url("salt://a")->saltenv);
+}
+
+TEST(FileServerPath, RefusesPathsThatLeaveTheRoots) {
+  EXPECT_EQ(check_path("a//b/./c").path, "a/b/c");
+  EXPECT_EQ(check_path("/top.sls").path, "top.sls");
+  EXPECT_NE(check_path("../etc/passwd").error, "");
+  EXPECT_NE(check_path("a/../../b").error, "");
+  EXPECT_NE(check_path("a/..").error, "");
+  EXPECT_NE(check_path(std::string("a\0b", 3)).error, "");
+  EXPECT_NE(check_path("a\\b").error, "");
+  EXPECT_NE(check_path("").error, "");
+  EXPECT_EQ(check_path("", true).error, "");
+  EXPECT_EQ(check_path("a..b/..c").path, "a..b/..c");
+  EXPECT_TRUE(valid_saltenv("base"));
+  EXPECT_FALSE(valid_saltenv("../x"));
+  EXPECT_FALSE(valid_saltenv(".."));
+}
+
+TEST(FileServerRoots, LayersRootsAndRefusesSymlinksOut) {
+  temp_dir t;
+  write(t.path() / "r1/top.sls", "one");
+  write(t.path() / "r2/top.sls", "two");
+  write(t.path() / "r2/web/init.sls", "web");
+  write(t.path() / "outside/secret", "secret");
+  fs::create_symlink(t.path() / "outside/secret", t.path() / "r1/leak");
+  fs::create_symlink(t.path() / "outside", t.path() / "r1/leakdir");
+  fs::create_symlink("web/init.sls", t.path() / "r2/alias.sls");
+  roots r({{"base", {(t.path() / "r1").string(), (t.path() / "r2").string()}}},
+          std::chrono::milliseconds(0));
+  auto m = r.list("base");
+  std::vector<std::string> paths;
+  for (const auto& e : m->files) paths.push_back(e.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"alias.sls", "top.sls", "web/init.sls"}));
+  EXPECT_EQ(m->dirs, (std::vector<std::string>{"web"}));
+  EXPECT_EQ(m->find("top.sls")->hash, hash_bytes("one"));
+  EXPECT_EQ(r.read("base", "top.sls", 0, 100).data, "one");
+  EXPECT_NE(r.read("base", "leak", 0, 100).error, "");
+  EXPECT_NE(r.read("base", "leakdir/secret", 0, 100).error, "");
+  EXPECT_EQ(r.read("base", "web/init.sls", 1, 1).data, "e");
+  EXPECT_EQ(r.list("nope")->files.size(), 0u);
+
+  std::string rev = m->revision;
+  write(t.path() / "r2/web/init.sls", "web2");
+  EXPECT_NE(r.list("base")->revision, rev);
+}
+
+TEST(FileServerServe, AnswersListsAndRefusesBadRequests) {
+  temp_dir t;
+  write(t.path() / "r/a.txt", "alpha");
+  roots r({{"base", {(t.path() / "r").string()}}}, std::chrono::milliseconds(0));
+  json l = serve(r, {{"op", "list"}, {"saltenv", "base"}}, 1024);
+  ASSERT_EQ(l["files"].size(), 1u);
+  json again = serve(r, {{"op", "list"}, {"saltenv", "base"}, {"revision", l["revision"]}}, 1024);
+  EXPECT_TRUE(again.value("unchanged", false));
+  EXPECT_TRUE(serve(r, {{"op", "list"}, {"saltenv", "../x"}}, 1024).contains("error"));
+  EXPECT_TRUE(serve(r, {{"op", "frob"}, {"saltenv", "base"}}, 1024).contains("error"));
+  EXPECT_TRUE(serve(r, {{"op", "get"}, {"saltenv", "base"}, {"files", 3}}, 1024).contains("error"));
+  json g = serve(r, {{"op", "get"}, {"saltenv", "base"},
+                     {"files", json::array({json::array({"../etc/passwd", 0}),
+                                            json::array({"a.txt", 0})})}},
+                 1024);
+  EXPECT_NE(g["files"][0].value("error", ""), "");
+  EXPECT_EQ(g["files"][1]["data"].get_binary().size(), 5u);
+}
+
+// A remote client against serve() in-process, counting requests.
+struct loop_transport {
+  roots* r;
+  uint64_t max_reply;
+  int* calls;
+  asio::awaitable<json> operator()(json request) const {
+    ++*calls;
+    // Through MessagePack, as on the wire.
+    auto bytes = json::to_msgpack(serve(*r, request, max_reply));
+    co_return json::from_msgpack(bytes);
+  }
+};
+
+TEST(FileServerRemote, FetchesOnlyWhatChangedInFewRequests) {
+  temp_dir t;
+  for (int i = 0; i < 300; ++i) {
+    write(t.path() / "r" / ("f" + std::to_string(i) + ".sls"), "file " + std::to_string(i));
+  }
+  std::string big(3 * 1024 * 1024 + 17, 'x');
+  big[12345] = 'y';
+  write(t.path() / "r/big.bin", big);
+  roots r({{"base", {(t.path() / "r").string()}}}, std::chrono::milliseconds(0));
+  int calls = 0;
+  remote_client c((t.path() / "cache").string(), loop_transport{&r, 1024 * 1024, &calls});
+
+  auto dirs = run(c.tree("base"));
+  ASSERT_EQ(dirs.size(), 1u);
+  EXPECT_EQ(slurp(dirs[0] + "/f7.sls"), "file 7");
+  EXPECT_FALSE(fs::exists(dirs[0] + "/big.bin"));  // above the prefetch limit
+  // One list and few gets (1 MiB per reply here), not one per file.
+  EXPECT_LE(calls, 4);
+  EXPECT_EQ(c.stats().files_fetched, 300u);
+
+  calls = 0;
+  auto got = run(c.cache("base", {"big.bin", "f1.sls", "missing.sls"}));
+  EXPECT_EQ(slurp(got[0].local), big);  // in 1 MiB chunks
+  EXPECT_EQ(got[1].local, dirs[0] + "/f1.sls");
+  EXPECT_NE(got[2].error, "");
+  EXPECT_GE(calls, 5);  // a list and four chunks
+
+  // A second sync: one list, nothing fetched.
+  calls = 0;
+  auto fetched = c.stats().files_fetched;
+  run(c.tree("base"));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(c.stats().files_fetched, fetched);
+
+  // A change and a removal on the master.
+  write(t.path() / "r/f3.sls", "changed");
+  fs::remove(t.path() / "r/f4.sls");
+  run(c.tree("base"));
+  EXPECT_EQ(slurp(dirs[0] + "/f3.sls"), "changed");
+  EXPECT_FALSE(fs::exists(dirs[0] + "/f4.sls"));
+  EXPECT_EQ(c.stats().files_fetched, fetched + 1);
+}
+
+TEST(FileServerRemote, RefusesAManifestWithEscapingPaths) {
+  temp_dir t;
+  auto bad = [](json) -> asio::awaitable<json> {
+    co_return json{{"revision", "r"},
+                   {"files", json::array({json::array({"../../etc/x", "h", 1, 420})})}};
+  };
+  remote_client c((t.path() / "cache").string(), bad);
+  EXPECT_THROW(run(c.list("base")), base::error);
+  EXPECT_THROW(run(c.list("../base")), base::error);
+}
+
+TEST(FileServerLocal, ServesTheRootsInPlace) {
+  temp_dir t;
+  write(t.path() / "r/x/y.txt", "y");
+  local_client c({{"base", {(t.path() / "r").string()}}});
+  auto got = run(c.cache("base", {"x/y.txt", "nope"}));
+  EXPECT_EQ(got[0].local, fs::canonical(t.path() / "r/x/y.txt").string());
+  EXPECT_EQ(got[0].hash, hash_bytes("y"));
+  EXPECT_NE(got[1].error, "");
+  EXPECT_EQ(run(c.tree("base")), (std::vector<std::string>{(t.path() / "r").string()}));
+}
+
+}  // namespace
+}  // namespace brine::fileserver
