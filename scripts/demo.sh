@@ -21,7 +21,44 @@ pki_dir: pki
 cachedir: cache
 sock_dir: run
 log_file: master.log
+file_roots:
+  base: [srv]
 YAML
+# A small state tree the master serves (salt://) to its minions.
+mkdir -p "$dir/srv/web/files"
+cat > "$dir/srv/top.sls" <<'YAML'
+base:
+  'roles:web':
+    - match: grain
+    - web
+YAML
+cat > "$dir/srv/web/init.sls" <<'YAML'
+{% set root = grains['demo_root'] %}
+site_dir:
+  file.directory:
+    - name: {{ root }}/www
+    - makedirs: True
+
+index_page:
+  file.managed:
+    - name: {{ root }}/www/index.html
+    - source: salt://web/files/index.html.jinja
+    - template: jinja
+    - context:
+        title: brine demo
+    - require:
+      - file: site_dir
+
+announce:
+  cmd.run:
+    - name: echo "{{ grains['id'] }} serves {{ root }}/www"
+    - onchanges:
+      - file: index_page
+YAML
+cat > "$dir/srv/web/files/index.html.jinja" <<'HTML'
+<h1>{{ title }}</h1>
+<p>served by {{ grains['id'] }} ({{ grains['os'] }} {{ grains['osrelease'] }})</p>
+HTML
 "$brine" master -c "$dir/master" &
 pids+=($!)
 for id in web1 web2 db1; do
@@ -35,6 +72,7 @@ cachedir: cache
 log_file: minion.log
 grains:
   roles: [${id%%[0-9]*}]
+  demo_root: $dir/$id
 YAML
   "$brine" minion -c "$dir/$id/minion" &
   pids+=($!)
@@ -62,5 +100,9 @@ echo "\$ brine cmd '*' cmd.run 'echo \"\$(uname -sr) on \$(hostname), shell pid 
 "$brine" cmd -c "$dir/master" '*' cmd.run 'echo "$(uname -sr) on $(hostname), shell pid $$"'
 echo "\$ brine cmd -G roles:web grains.item os osrelease roles"
 "$brine" cmd -c "$dir/master" -G roles:web grains.item os osrelease roles
+echo "\$ brine cmd -G roles:web state.apply"
+"$brine" cmd -c "$dir/master" -G roles:web state.apply
+echo "\$ brine cmd --state-output terse -G roles:web state.apply   # again: nothing to change"
+"$brine" cmd -c "$dir/master" --state-output terse -G roles:web state.apply
 echo "\$ brine job list"
 "$brine" job -c "$dir/master" list

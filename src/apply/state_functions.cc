@@ -155,11 +155,19 @@ asio::awaitable<compiled> compile(const call& c, modules::minion_context& ctx,
                                   std::optional<std::string> mods, json exclude) {
   auto pillar = pillar_for(c, ctx);
   auto result = std::make_shared<compiled>();
+  std::optional<state::roots_list> tree;
+  try {
+    tree = co_await state::state_tree(ctx);
+  } catch (const std::exception& e) {
+    result->error = e.what();
+    co_return std::move(*result);
+  }
   modules::minion_context* cp = &ctx;
   std::optional<std::string> saltenv = mods_of(arg(c, 99, "saltenv"));
-  std::function<outcome()> work = [result, cp, mods, saltenv, exclude, pillar]() {
+  std::function<outcome()> work = [result, cp, mods, saltenv, exclude, pillar, tree]() {
     try {
       state::options o = state::options::from_opts(cp->opts());
+      if (tree) o.file_roots = *tree;
       if (saltenv) o.saltenv = saltenv;
       state::minion m = state::minion_of(*cp);
       m.pillar = *pillar;

@@ -300,13 +300,12 @@ std::string master_key(const master_address& m) {
 }
 
 master_mode master_type(const option& opt) {
-  constexpr std::string_view expected = "str or failover";
+  constexpr std::string_view expected = "str, failover or disable";
   std::string s = text(opt, expected);
   if (s == "str") return master_mode::hot;
   if (s == "failover") return master_mode::failover;
-  if (s == "func" || s == "disable") {
-    opt.fail("str or failover (brine supports str and failover, not Salt's func and disable)");
-  }
+  if (s == "disable") return master_mode::disabled;
+  if (s == "func") opt.fail("str, failover or disable (brine does not support Salt's func)");
   opt.fail(expected);
 }
 
@@ -682,6 +681,8 @@ const option_table<master_config>& master_options() {
       {"tcp_keepalive_intvl", set_int(&c::tcp_keepalive_intvl, 1, 3600, "seconds")},
       {"publish_hold", set_int(&c::publish_hold, 1, 86400, "seconds")},
       {"nodegroups", set(&c::nodegroups, any_map)},
+      {"file_roots", set(&c::file_roots, roots)},
+      {"fileserver_list_cache_time", set_int(&c::fileserver_list_cache_time, 0, 3600, "seconds")},
       {"pillar_roots", set(&c::pillar_roots, roots)},
       {"pillar_source_merging_strategy", set(&c::pillar_source_merging_strategy, merging_strategy)},
       {"pillar_merge_lists", set(&c::pillar_merge_lists, boolean)},

@@ -43,6 +43,12 @@ struct master_config {
   // Salt's `nodegroups`: name -> compound expression or list of words, as
   // read (the master checks them with the target module at start).
   nlohmann::json nodegroups = nlohmann::json::object();
+  // The salt:// file server (Salt's names): saltenv -> directories, and
+  // seconds a saltenv's file list (with its hashes) is answered without
+  // looking at the tree again; 0: look every time (concurrent requests share
+  // one look).
+  std::map<std::string, std::vector<std::string>> file_roots{{"base", {"/srv/salt"}}};
+  uint32_t fileserver_list_cache_time = 0;
   // Salt's pillar options.
   std::map<std::string, std::vector<std::string>> pillar_roots{{"base", {"/srv/pillar"}}};
   std::string pillar_source_merging_strategy = "smart";
@@ -75,7 +81,8 @@ struct master_address {
 std::optional<master_address> parse_master_address(const std::string& text,
                                                    uint16_t default_port = 4506);
 
-enum class master_mode { hot, failover };               // master_type: str | failover
+// master_type: str | failover | disable (masterless: no master connection)
+enum class master_mode { hot, failover, disabled };
 enum class return_strategy { origin, any };             // master_return_strategy
 
 struct minion_config {

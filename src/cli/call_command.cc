@@ -65,7 +65,11 @@ int call_command(const base::minion_config& cfg, const call_options& o) {
   // master, or here with --local), as fresh as a refresh would make it.
   auto already_fresh = [](std::string&) { return true; };
   minion::context ctx(cfg, functions, minion::context::hooks{nullptr, already_fresh});
-  if (o.local) {
+  // Salt's --local is file_client: local; a masterless minion's config
+  // (master_type: disable) asks no master either.
+  const bool local = o.local || cfg.file_client == "local" ||
+                     cfg.master_type == base::master_mode::disabled;
+  if (local) {
     ctx.set_pillar(local_pillar(cfg, *ctx.grains(), functions, ctx), true);
   } else {
     auto got = minion::fetch_master_pillar(cfg, *ctx.grains());

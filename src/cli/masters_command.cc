@@ -31,7 +31,9 @@ std::string addresses_text(const std::vector<asio::ip::address>& addresses) {
 // `picks` times and the count of each master coming first is shown: the
 // spread that priorities and weights give over many minions.
 int masters_command(const base::minion_config& cfg, const masters_options& o) {
-  json out = {{"master_type", cfg.master_type == base::master_mode::failover ? "failover" : "str"},
+  json out = {{"master_type", cfg.master_type == base::master_mode::failover   ? "failover"
+                         : cfg.master_type == base::master_mode::disabled ? "disable"
+                                                                          : "str"},
               {"masters", json::array()}};
   if (!cfg.use_srv_records) {
     out["source"] = cfg.source;

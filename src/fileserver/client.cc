@@ -102,6 +102,11 @@ asio::awaitable<std::vector<std::string>> local_client::tree(std::string saltenv
   co_return it == dirs_.end() ? std::vector<std::string>{} : it->second;
 }
 
+std::vector<std::string> local_client::dirs_of(const std::string& saltenv) const {
+  auto it = dirs_.find(saltenv);
+  return it == dirs_.end() ? std::vector<std::string>{} : it->second;
+}
+
 // ---- remote ------------------------------------------------------------
 
 remote_client::remote_client(std::string cache_dir, file_transport transport)

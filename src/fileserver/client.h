@@ -53,6 +53,11 @@ class client {
   // prefetch_limit bytes; larger ones come when cache() asks for them).
   virtual asio::awaitable<std::vector<std::string>> tree(std::string saltenv) = 0;
   virtual client_stats stats() const { return {}; }
+  // Whether files come from a master (and the state tree with them).
+  virtual bool remote() const { return false; }
+  // Where `saltenv`'s files are on this machine (what tree() last made
+  // current), without asking anyone: for template includes.
+  virtual std::vector<std::string> dirs_of(const std::string& saltenv) const = 0;
 };
 
 // Masterless: the minion's own file_roots.
@@ -64,6 +69,7 @@ class local_client : public client {
   asio::awaitable<std::vector<cached_file>> cache(std::string saltenv,
                                                   std::vector<std::string> paths) override;
   asio::awaitable<std::vector<std::string>> tree(std::string saltenv) override;
+  std::vector<std::string> dirs_of(const std::string& saltenv) const override;
 
  private:
   std::map<std::string, std::vector<std::string>> dirs_;
@@ -89,6 +95,10 @@ class remote_client : public client {
                                                   std::vector<std::string> paths) override;
   asio::awaitable<std::vector<std::string>> tree(std::string saltenv) override;
   client_stats stats() const override;
+  bool remote() const override { return true; }
+  std::vector<std::string> dirs_of(const std::string& saltenv) const override {
+    return {dir_ + "/" + saltenv};
+  }
 
  private:
   struct known {

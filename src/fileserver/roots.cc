@@ -102,14 +102,17 @@ std::shared_ptr<const manifest> roots::list(const std::string& saltenv) {
   }
   std::lock_guard walk(build_mu_);
   {
-    // Another thread may have walked while this one waited.
+    // A walk that began after this request arrived saw everything the
+    // request could expect: requests that queued behind one walk share the
+    // next.
     std::lock_guard lock(mu_);
     auto it = manifests_.find(saltenv);
-    if (it != manifests_.end() && ttl_.count() > 0 && it->second.at >= now) return it->second.m;
+    if (it != manifests_.end() && it->second.at >= now) return it->second.m;
   }
+  auto started = std::chrono::steady_clock::now();
   auto m = build(saltenv);
   std::lock_guard lock(mu_);
-  manifests_[saltenv] = {m, std::chrono::steady_clock::now()};
+  manifests_[saltenv] = {m, started};
   return m;
 }
 

@@ -84,7 +84,7 @@ class roots {
   mutable std::mutex mu_;
   struct cached {
     std::shared_ptr<const manifest> m;
-    std::chrono::steady_clock::time_point at;
+    std::chrono::steady_clock::time_point at;  // when its walk began
   };
   std::map<std::string, cached> manifests_;
   std::unordered_map<std::string, hashed> hashes_;  // by real path

@@ -73,6 +73,7 @@ master::master(base::master_config cfg)
       deliveries_(sessions_, *store_, events_),
       jobs_(io_, cfg_, keys_, cache_, deliveries_, *store_, events_),
       pillar_(cfg_, jobs_.nodegroups(), cache_),
+      files_(cfg_),
       api_(io_, cfg_, identity_, keys_, sessions_, deliveries_, jobs_, events_, cache_) {
   base::ensure_dir(cfg_.sock_dir, 0700, "sock_dir");
   // Other users reach the socket only when a publisher_acl lets them in.
@@ -116,6 +117,9 @@ void master::on_minion_message(const std::shared_ptr<session>& s, proto::message
       } else {
         pillar_.serve(s, true);
       }
+      return;
+    case proto::msg_type::file_request:
+      files_.serve(s, std::move(m));
       return;
     case proto::msg_type::job_return:
       deliveries_.on_acknowledged(s->id, jid);

@@ -11,6 +11,7 @@
 #include "master/local_api.h"
 #include "master/minion_cache.h"
 #include "master/minion_sessions.h"
+#include "master/file_service.h"
 #include "master/pillar_service.h"
 #include "master/publisher.h"
 #include "master/returns.h"
@@ -62,6 +63,7 @@ class master {
   delivery deliveries_;
   publisher jobs_;
   pillar_service pillar_;
+  file_service files_;
   local_api api_;
   std::unique_ptr<store_sync> sync_;  // a shared store only
   std::atomic<bool> stopping_{false};

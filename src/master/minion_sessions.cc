@@ -464,6 +464,7 @@ void minion_sessions::on_message(const session_ptr& s, proto::message&& m) {
     case msg_type::job_refused:
     case msg_type::grains:
     case msg_type::pillar_request:
+    case msg_type::file_request:
       if (handlers_.minion_message) handlers_.minion_message(s, std::move(m));
       return;
     case msg_type::pong:

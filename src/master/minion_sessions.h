@@ -63,7 +63,7 @@ class minion_sessions {
     std::function<void(const session_ptr&)> ready;
     // The session that was current for its id has ended.
     std::function<void(const session_ptr&)> gone;
-    // job_ack, job_return, job_refused, grains and pillar_request from an
+    // job_ack, job_return, job_refused, grains, pillar_request and file_request from an
     // accepted minion; a call connection's pillar_request (s->call) too.
     std::function<void(const session_ptr&, proto::message&&)> minion_message;
   };

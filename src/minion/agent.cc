@@ -5,6 +5,7 @@
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
+#include <asio/experimental/concurrent_channel.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/strand.hpp>
 #include <asio/this_coro.hpp>
@@ -199,6 +200,52 @@ void agent::stop() {
   }
   // The close handler wakes serve_once on its strand.
   if (c) c->close();
+}
+
+// One request's answer: a channel the link's strand sends to and the
+// requester (on any executor) receives from.
+struct agent::pending_reply {
+  explicit pending_reply(asio::any_io_executor ex) : ch(ex, 1) {}
+  asio::experimental::concurrent_channel<void(std::error_code, proto::message)> ch;
+};
+
+asio::awaitable<std::optional<proto::message>> agent::request(
+    proto::msg_type type, nlohmann::json body, std::chrono::steady_clock::duration limit) {
+  constexpr uint64_t k_first_request_id = 1000;
+  auto ex = co_await asio::this_coro::executor;
+  auto pending = std::make_shared<pending_reply>(ex);
+  std::shared_ptr<net::connection> conn;
+  uint64_t id = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (!conn_ || auth_ != auth_state::accepted) co_return std::nullopt;
+    conn = conn_;
+    id = k_first_request_id + next_request_++;
+    pending_[id] = pending;
+  }
+  conn->send({type, id, std::move(body)});
+  auto receive = pending->ch.async_receive(asio::use_awaitable);
+  std::optional<proto::message> reply;
+  try {
+    reply = co_await net::with_deadline(std::move(receive), limit);
+  } catch (const std::system_error&) {
+    reply.reset();
+  }
+  {
+    std::lock_guard lock(mu_);
+    pending_.erase(id);
+  }
+  if (reply && reply->type == msg_type::error && reply->id == 0) reply.reset();  // closed
+  co_return reply;
+}
+
+void agent::fail_pending() {
+  std::unordered_map<uint64_t, std::shared_ptr<pending_reply>> failed;
+  {
+    std::lock_guard lock(mu_);
+    failed.swap(pending_);
+  }
+  for (auto& [id, p] : failed) p->ch.try_send(std::error_code{}, proto::message{});
 }
 
 asio::awaitable<bool> agent::run_persistent() {
@@ -535,6 +582,7 @@ asio::awaitable<agent::outcome> agent::serve_once(
     conn_.reset();
     wake_.reset();
   }
+  fail_pending();
   conn->close();
   // No longer serving from the moment the connection is gone, not from the
   // next attempt.
@@ -628,6 +676,17 @@ void agent::on_message(proto::message&& m) {
     case msg_type::publish:
       on_publish(conn, std::move(m));
       return;
+    case msg_type::file_reply: {
+      std::shared_ptr<pending_reply> p;
+      {
+        std::lock_guard lock(mu_);
+        auto it = pending_.find(m.id);
+        if (it != pending_.end()) p = it->second;
+      }
+      // An answer nobody waits for any more (its deadline passed) is dropped.
+      if (p) p->ch.try_send(std::error_code{}, std::move(m));
+      return;
+    }
     case msg_type::return_ack:
       deps_.spool.forget(m.body.value("jid", ""));
       if (deps_.on_acked) deps_.on_acked(*this);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "minion/jid_history.h"
@@ -171,6 +172,13 @@ class agent : public std::enable_shared_from_this<agent> {
   bool send_return(const encoded_return& bytes);
   // Sends `frame` if the master has accepted this minion on a live link.
   bool send(const net::frame_ptr& frame);
+  // Sends a request (file_request) on the live, accepted link and awaits
+  // the master's answer with the same id: nullopt when there is no such
+  // link, the connection closes first, or `limit` passes. Safe from any
+  // executor.
+  asio::awaitable<std::optional<proto::message>> request(proto::msg_type type,
+                                                         nlohmann::json body,
+                                                         std::chrono::steady_clock::duration limit);
   // Jobs received since start (repeat publishes of a running job included).
   uint64_t jobs_received() const { return jobs_received_.load(std::memory_order_relaxed); }
 
@@ -208,6 +216,13 @@ class agent : public std::enable_shared_from_this<agent> {
   uint64_t failures_ = 0;  // connects failed in a row (the agent's strand only)
   bool said_spool_full_ = false;
   std::shared_ptr<asio::steady_timer> wake_;
+  // Requests awaiting their answer, by id (ids from k_first_request_id up,
+  // clear of the fixed ids of auth and call messages).
+  struct pending_reply;
+  std::unordered_map<uint64_t, std::shared_ptr<pending_reply>> pending_;
+  uint64_t next_request_ = 0;
+  // Ends every pending request (the connection is gone).
+  void fail_pending();
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> jobs_received_{0};
 };

@@ -24,7 +24,9 @@ nlohmann::json opts_of(const base::minion_config& cfg) {
           {"conf_file", cfg.source},
           {"master", masters.size() == 1 ? masters[0] : masters},
           {"master_port", cfg.master_port},
-          {"master_type", cfg.master_type == base::master_mode::failover ? "failover" : "str"},
+          {"master_type", cfg.master_type == base::master_mode::failover   ? "failover"
+                          : cfg.master_type == base::master_mode::disabled ? "disable"
+                                                                           : "str"},
           {"pki_dir", cfg.pki_dir},
           {"cachedir", cfg.cachedir},
           {"file_roots", cfg.file_roots},
@@ -127,6 +129,11 @@ void context::set_pillar(nlohmann::ordered_json pillar, bool compiled_here) {
   pillar_ = std::move(sorted);
   ordered_pillar_ = std::move(ordered);
   pillar_compiled_here_ = compiled_here;
+}
+
+fileserver::client& context::files() {
+  if (files_) return *files_;
+  return modules::minion_context::files();
 }
 
 }  // namespace brine::minion

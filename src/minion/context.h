@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/config.h"
+#include "fileserver/client.h"
 #include "minion/job_table.h"
 #include "modules/context.h"
 #include "modules/registry.h"
@@ -48,11 +49,15 @@ class context : public modules::minion_context {
   asio::awaitable<std::shared_ptr<const nlohmann::json>> fresh_pillar() override;
   std::vector<modules::running_job> running() const override { return jobs_.list(); }
   bool kill_job(const std::string& jid) override { return jobs_.kill(jid); }
+  fileserver::client& files() override;
 
   // The pillar as compiled, in Salt's key order; `compiled_here`: by this
   // process (masterless), not sent by a master.
   void set_pillar(nlohmann::ordered_json pillar, bool compiled_here = false);
   job_table& jobs() { return jobs_; }
+  // Where salt:// goes (set once, before any job runs); unset: the
+  // file_roots of the configuration, read in place (masterless).
+  void set_files(std::unique_ptr<fileserver::client> files) { files_ = std::move(files); }
 
  private:
   nlohmann::json collect() const;
@@ -67,6 +72,7 @@ class context : public modules::minion_context {
   std::shared_ptr<const nlohmann::json> pillar_;
   std::shared_ptr<const nlohmann::ordered_json> ordered_pillar_;
   bool pillar_compiled_here_ = false;
+  std::unique_ptr<fileserver::client> files_;
 };
 
 // Where versions before brine call asked the master kept the pillar

@@ -116,6 +116,14 @@ size_t master_set::send_to_masters(const net::frame_ptr& frame) {
   return sent;
 }
 
+std::shared_ptr<agent> master_set::accepted_member() const {
+  std::lock_guard lock(mu_);
+  for (const auto& [addr, l] : links_) {
+    if (l.r == role::member && l.a->state() == agent_state::accepted) return l.a;
+  }
+  return nullptr;
+}
+
 void master_set::give_up(const std::string& why) {
   spdlog::error("minion {}: {}", cfg_.link.id, why);
   if (deps_.on_give_up) deps_.on_give_up(why);

@@ -84,6 +84,9 @@ class master_set {
   // Sends `frame` to every master this minion is a member of (not to links
   // kept only to deliver returns); how many took it.
   size_t send_to_masters(const net::frame_ptr& frame);
+  // A member link whose master accepts this minion now (the first in the
+  // set's order), or null: where salt:// requests go.
+  std::shared_ptr<agent> accepted_member() const;
   uint64_t jobs_received() const { return jobs_received_.load(std::memory_order_relaxed); }
 
  private:

@@ -62,6 +62,33 @@ master_set_settings settings_from(const base::minion_config& cfg) {
   return s;
 }
 
+namespace {
+
+// salt:// requests go to a master that accepts this minion, over its
+// session connection. A member function object, not a capturing lambda: the
+// coroutine uses `masters` after its first suspension.
+struct master_files {
+  master_set* masters;
+
+  asio::awaitable<nlohmann::json> operator()(nlohmann::json request) const {
+    constexpr std::chrono::seconds k_limit{120};
+    auto link = masters->accepted_member();
+    if (!link) {
+      throw base::error(
+          "no master accepts this minion now, so salt:// files cannot be fetched (see the "
+          "minion's log for its master connections)");
+    }
+    auto reply = co_await link->request(proto::msg_type::file_request, std::move(request), k_limit);
+    if (!reply) {
+      throw base::error("master " + link->address() + " did not answer a salt:// file request" +
+                        " (connection lost, or no answer within 120 s)");
+    }
+    co_return std::move(reply->body);
+  }
+};
+
+}  // namespace
+
 minion::minion(base::minion_config cfg)
     : cfg_(std::move(cfg)),
       identity_((base::ensure_dir(cfg_.pki_dir, 0700, "pki_dir"),
@@ -128,6 +155,11 @@ minion::minion(base::minion_config cfg)
                          masters_->stop();
                          io_.stop();
                        }});
+  if (cfg_.master_type != base::master_mode::disabled && cfg_.file_client == "remote") {
+    base::ensure_dir(cfg_.cachedir + "/files", 0700, "cachedir");
+    context_->set_files(std::make_unique<fileserver::remote_client>(
+        cfg_.cachedir + "/files", master_files{masters_.get()}));
+  }
 }
 
 void minion::forget_kept_pillar() {
@@ -187,9 +219,16 @@ bool minion::targeted(const nlohmann::json& publish) const {
 }
 
 int minion::run() {
-  spdlog::info("minion {} starting (fingerprint {}), {} {}", cfg_.id, identity_.fingerprint(),
-               cfg_.master_type == base::master_mode::failover ? "failover over" : "masters",
-               describe_masters(cfg_));
+  const bool masterless = cfg_.master_type == base::master_mode::disabled;
+  if (masterless) {
+    spdlog::info("minion {} starting (fingerprint {}), masterless (master_type: disable): no "
+                 "master connection; salt:// reads file_roots",
+                 cfg_.id, identity_.fingerprint());
+  } else {
+    spdlog::info("minion {} starting (fingerprint {}), {} {}", cfg_.id, identity_.fingerprint(),
+                 cfg_.master_type == base::master_mode::failover ? "failover over" : "masters",
+                 describe_masters(cfg_));
+  }
   if (spool_.size() > 0) {
     spdlog::info("minion {}: {} returns from before the restart wait in the spool", cfg_.id,
                  spool_.size());
@@ -202,7 +241,7 @@ int minion::run() {
     masters_->stop();
     io_.stop();
   });
-  masters_->start();
+  if (!masterless) masters_->start();
   asio::co_spawn(io_, trim_when_idle(), net::logged("memory trim"));
   std::thread second([this] { io_.run(); });
   io_.run();

@@ -2,10 +2,13 @@
 
 #include <asio/awaitable.hpp>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "fileserver/client.h"
 
 namespace brine::modules {
 
@@ -26,7 +29,7 @@ struct running_job {
 // method is safe from any thread.
 class minion_context {
  public:
-  virtual ~minion_context() = default;
+  virtual ~minion_context();
 
   virtual const std::string& id() const = 0;
   // Immutable snapshots: a refresh swaps them, a reader keeps its copy.
@@ -49,6 +52,10 @@ class minion_context {
   // Where grains.setval / grains.delval keep grains (Salt: /etc/salt/grains).
   virtual std::string grains_file() const = 0;
   virtual const registry& functions() const = 0;
+  // salt://: the master's file server through this minion's connection, or
+  // the minion's own file_roots when masterless (fileserver/client.h). By
+  // default the file_roots of opts(), read in place.
+  virtual fileserver::client& files();
 
   // Collects the grains again (core, the grains file, the configuration) and
   // sends them to the masters.
@@ -66,6 +73,10 @@ class minion_context {
   // Cancels the job `jid` (its children are killed); false if it is not
   // running.
   virtual bool kill_job(const std::string& jid) = 0;
+
+ private:
+  std::once_flag files_once_;
+  std::unique_ptr<fileserver::client> local_files_;
 };
 
 }  // namespace brine::modules

@@ -78,6 +78,7 @@ void register_builtin_modules(registry& reg) {
   register_pillar_module(reg);
   register_sys_module(reg);
   register_slsutil_module(reg);
+  register_cp_module(reg);
   register_alternatives_module(reg);
 }
 

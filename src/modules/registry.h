@@ -85,6 +85,7 @@ void register_pillar_module(registry& reg);  // pillar.* and config.get
 void register_sys_module(registry& reg);     // sys.* and saltutil.*
 // slsutil.*, defaults.*, log.*, cp.list_*, file.join/dirname/basename
 void register_slsutil_module(registry& reg);
+void register_cp_module(registry& reg);  // salt:// through the file client
 // alternatives.* over /etc/alternatives (alternatives.h: the paths, for tests)
 void register_alternatives_module(registry& reg);
 

@@ -1,16 +1,13 @@
 // Salt's pure data helpers that SLS templates call, as execution functions:
 // slsutil (merge, merge_all, update, serialize, deserialize), defaults
-// (merge, update, deepcopy), log (debug ... critical: logged, return None),
-// cp (list_states, list_master, list_master_dirs over the minion's
-// file_roots) and file.join/dirname/basename. Templates reach the same
+// (merge, update, deepcopy), log (debug ... critical: logged, return None)
+// and file.join/dirname/basename. Templates reach the same
 // names through the state compiler's bridge, which runs its own versions on
 // template values (they keep key order and change their arguments in place,
 // as Salt's do); these serve brine call and brine cmd.
 
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
-#include <set>
 
 #include <yaml-cpp/yaml.h>
 
@@ -25,7 +22,6 @@ namespace brine::modules {
 namespace {
 
 using nlohmann::json;
-namespace fs = std::filesystem;
 
 // salt.utils.dictupdate.update.
 json& update(json& dest, const json& upd, bool recursive, bool merge_lists) {
@@ -149,66 +145,6 @@ asio::awaitable<outcome> defaults_deepcopy(call c) {
   co_return outcome{a.need("source")};
 }
 
-// Every file of `saltenv` in the minion's file_roots, relative and sorted.
-std::set<std::string> file_list(const call& c, const std::string& saltenv) {
-  std::set<std::string> out;
-  const json& opts = need_context(c).opts();
-  auto roots = opts.find("file_roots");
-  if (roots == opts.end() || !roots->contains(saltenv)) return out;
-  for (const auto& d : (*roots)[saltenv]) {
-    if (!d.is_string()) continue;
-    std::error_code ec;
-    fs::recursive_directory_iterator it(d.get<std::string>(),
-                                        fs::directory_options::follow_directory_symlink, ec);
-    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      std::error_code fec;
-      if (it->is_regular_file(fec)) {
-        out.insert(fs::relative(it->path(), d.get<std::string>(), fec).generic_string());
-      }
-    }
-  }
-  return out;
-}
-
-asio::awaitable<outcome> cp_list_states(call c) {
-  arguments a("cp.list_states", c, {"saltenv"});
-  std::set<std::string> states;
-  for (const auto& path : file_list(c, a.scalar_text("saltenv", "base"))) {
-    if (!path.ends_with(".sls")) continue;
-    std::string dotted = path;
-    std::replace(dotted.begin(), dotted.end(), '/', '.');
-    states.insert(path.ends_with("/init.sls") ? dotted.substr(0, dotted.size() - 9)
-                                              : dotted.substr(0, dotted.size() - 4));
-  }
-  co_return outcome{json(states)};
-}
-
-asio::awaitable<outcome> cp_list_master(call c) {
-  arguments a("cp.list_master", c, {"saltenv", "prefix"});
-  json out = json::array();
-  std::string prefix = a.scalar_text("prefix", "");
-  for (const auto& f : file_list(c, a.scalar_text("saltenv", "base"))) {
-    if (f.starts_with(prefix)) out.push_back(f);
-  }
-  co_return outcome{out};
-}
-
-asio::awaitable<outcome> cp_list_master_dirs(call c) {
-  arguments a("cp.list_master_dirs", c, {"saltenv", "prefix"});
-  std::set<std::string> dirs;
-  for (const auto& f : file_list(c, a.scalar_text("saltenv", "base"))) {
-    for (size_t at = f.find('/'); at != std::string::npos; at = f.find('/', at + 1)) {
-      dirs.insert(f.substr(0, at));
-    }
-  }
-  json out = json::array();
-  std::string prefix = a.scalar_text("prefix", "");
-  for (const auto& d : dirs) {
-    if (d.starts_with(prefix)) out.push_back(d);
-  }
-  co_return outcome{out};
-}
-
 asio::awaitable<outcome> file_join(call c) {
   arguments a("file.join", c, {}, true);
   std::string out;
@@ -279,13 +215,6 @@ void register_slsutil_module(registry& reg) {
           "DEFAULTS", k::instant);
   reg.add("defaults.deepcopy", defaults_deepcopy, "defaults.deepcopy SOURCE: a copy of SOURCE",
           k::instant);
-  reg.add("cp.list_states", cp_list_states,
-          "cp.list_states [saltenv=base]: the sls names in the minion's file_roots");
-  reg.add("cp.list_master", cp_list_master,
-          "cp.list_master [saltenv=base] [prefix=]: the files in the minion's file_roots");
-  reg.add("cp.list_master_dirs", cp_list_master_dirs,
-          "cp.list_master_dirs [saltenv=base] [prefix=]: the directories in the minion's "
-          "file_roots");
   reg.add("file.join", file_join, "file.join PATH...: the paths joined as os.path.join does",
           k::instant);
   reg.add("file.dirname", file_dirname, "file.dirname PATH: os.path.dirname of PATH", k::instant);

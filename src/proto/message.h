@@ -26,6 +26,10 @@ enum class msg_type : uint16_t {
   // connection {grains}: compile it with these grains, answer (pillar, same
   // request id) on this connection only.
   pillar_request = 13,
+  // minion → master: {op: envs|list|get, saltenv, ...}: the salt:// file
+  // server (docs/protocol.md); answered by file_reply with the same id.
+  file_request = 14,
+  file_reply = 15,  // master → minion: the answer to the file_request of that id
   // Local API (Unix socket, CLI ↔ master).
   api_request = 100,  // {op, ...}
   api_reply = 101,    // {ok, error?, ...}

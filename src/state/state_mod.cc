@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/on_pool.h"
+#include "fileserver/client.h"
 #include "modules/context.h"
 #include "modules/data.h"
 #include "state/bridge.h"
@@ -34,6 +35,18 @@ asio::thread_pool& compile_pool() {
 
 asio::awaitable<outcome> on_pool(std::function<outcome()> work) {
   return base::on_pool<outcome>(compile_pool(), std::move(work));
+}
+
+asio::awaitable<std::optional<roots_list>> state_tree(modules::minion_context& ctx) {
+  fileserver::client& files = ctx.files();
+  if (!files.remote()) co_return std::nullopt;
+  roots_list roots;
+  auto envs = co_await files.envs();
+  for (auto& env : envs) {
+    auto dirs = co_await files.tree(env);
+    roots.emplace_back(std::move(env), std::move(dirs));
+  }
+  co_return roots;
 }
 
 minion minion_of(modules::minion_context& ctx) {
@@ -81,12 +94,19 @@ using show_fn = std::function<result(compiler&, const call&)>;
 
 asio::awaitable<outcome> show(call c, show_fn fn) {
   modules::minion_context* ctx = &modules::need_context(c);
+  std::optional<roots_list> tree;
+  try {
+    tree = co_await state_tree(*ctx);
+  } catch (const std::exception& e) {
+    co_return modules::error_outcome(e.what());
+  }
   // A named closure, not a temporary inside the co_await expression: GCC 12
   // copies such temporaries into the coroutine frame bitwise (their
   // strings then point into the frame after it is gone).
-  std::function<outcome()> work = [c, fn, ctx]() {
+  std::function<outcome()> work = [c, fn, ctx, tree]() {
     try {
       options o = options::from_opts(ctx->opts());
+      if (tree) o.file_roots = *tree;
       if (auto env = text_arg(c, 99, "saltenv")) o.saltenv = env;
       auto comp = std::make_unique<compiler>(o, minion_of(*ctx));
       comp->set_salt(make_salt(*comp, ctx->functions(), ctx));

@@ -146,13 +146,14 @@ class LocalApplyTest(unittest.TestCase):
 class MasterApplyTest(ClusterTestCase):
 
     def test_apply_through_a_master(self):
-        c = self.cluster()
+        # The tree is the master's (its file server); the minion has none.
+        c = self.cluster(master_opts={"file_roots": {"base": ["srv"]}})
         roots = c.path("srv")
         os.makedirs(roots)
         write_tree(roots)
         sandbox = c.path("sandbox")
         os.makedirs(sandbox)
-        c.add_accepted_minion("m1", file_roots={"base": [roots]}, grains={"sandbox": sandbox})
+        c.add_accepted_minion("m1", grains={"sandbox": sandbox})
         rc, out, err = c.brine("cmd", "-t", "60", "m1", "state.apply", timeout=120)
         self.assertEqual(rc, 0, out + err)
         self.assertTrue(out.startswith("m1:\n----------\n          ID: make_dir\n"), out)

@@ -1,0 +1,29 @@
+#include "modules/context.h"
+
+#include "fileserver/client.h"
+
+namespace brine::modules {
+
+minion_context::~minion_context() = default;
+
+fileserver::client& minion_context::files() {
+  std::call_once(files_once_, [this] {
+    std::map<std::string, std::vector<std::string>> roots;
+    const auto& o = opts();
+    if (auto it = o.find("file_roots"); it != o.end() && it->is_object()) {
+      for (const auto& [env, dirs] : it->items()) {
+        auto& out = roots[env];
+        if (dirs.is_string()) out.push_back(dirs.get<std::string>());
+        if (dirs.is_array()) {
+          for (const auto& d : dirs) {
+            if (d.is_string()) out.push_back(d.get<std::string>());
+          }
+        }
+      }
+    }
+    local_files_ = std::make_unique<fileserver::local_client>(std::move(roots));
+  });
+  return *local_files_;
+}
+
+}  // namespace brine::modules
