@@ -1173,6 +1173,13 @@ result compiler::renderer(const std::string& path, const std::string& default_re
   }
 }
 
+std::string compiler::render_file(const std::string& path, const std::string& saltenv,
+                                  const std::string& sls, const json& context) {
+  auto text = read_text(path);
+  if (!text) throw render_failure("cannot read " + path);
+  return p_->render_jinja(*text, path, saltenv, sls, context.is_object() ? context : json::object());
+}
+
 std::vector<std::string> compiler::list_states(const std::string& saltenv) const {
   return p_->list_states(saltenv);
 }

@@ -102,6 +102,13 @@ class compiler {
   result renderer(const std::string& path, const std::string& default_renderer,
                   const json& kwargs);
 
+  // file.managed's `template: jinja`: the text of the file `path` rendered
+  // by Jinja alone with Salt's template context (salt, grains, pillar,
+  // opts, saltenv, sls, tpldir...) and `context` over it (the state's
+  // defaults and context). Throws render_failure with Salt's message.
+  std::string render_file(const std::string& path, const std::string& saltenv,
+                          const std::string& sls, const json& context);
+
   // cp.list_states: the sls names of an environment, sorted.
   std::vector<std::string> list_states(const std::string& saltenv) const;
   // Every file path (relative, '/'-separated) in an environment, sorted.
