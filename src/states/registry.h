@@ -87,5 +87,10 @@ void register_builtin_states(registry& reg);
 void register_test_states(registry& reg);
 void register_cmd_states(registry& reg);
 void register_file_states(registry& reg);
+// file.absent, symlink, touch, exists, missing, copy (file_path_states.cc).
+void register_file_path_states(registry& reg);
+// file.append, prepend, replace, line, blockreplace, comment, uncomment,
+// keyvalue, serialize (file_edit_states.cc).
+void register_file_edit_states(registry& reg);
 
 }  // namespace brine::states

@@ -21,9 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "apply")
 
 # (tree, case) or (tree, "*") -> why brine differs today.
-FILE = ("the other file states (absent, symlink, touch, append, replace, line, blockreplace, "
-        "comment, keyvalue, serialize, copy, ...) and file.managed from source=/template= and its "
-        "diffs: not in brine yet")
+FILE = ("file.managed from source=/template=, with user=/group=, replace=False and its diffs: "
+        "not in brine yet (the tree's other file states are)")
 XFAIL = {
     ("file_basic", "*"): FILE,
 }
