@@ -312,7 +312,7 @@ TEST_F(postgres_test, newer_schema_is_refused) {
   psql("UPDATE brine_schema SET version = 7");
   std::string what = error_of([&] { open_store(); });
   EXPECT_NE(what.find("store " + pg_->url(db_) +
-                      ": schema version 7 is newer than this brine supports (1); upgrade brine"),
+                      ": schema version 7 is newer than this brine supports (2); upgrade brine"),
             std::string::npos)
       << what;
   // Without migrating, check() still reports it and the rest refuses.
