@@ -206,7 +206,12 @@ report summarise(const run_facts& facts, ojson ret) {
       latest = std::max(latest, offset + s.duration_ms / 1000.0);
     }
   }
-  r.duration_ms = reference ? (latest - earliest) * 1000.0 : r.run_time_ms;
+  // To the microsecond, as the minion measured: sums and differences of
+  // doubles leave noise below it.
+  auto micros = [](double ms) { return std::round(ms * 1000.0) / 1000.0; };
+  r.duration_ms = micros(reference ? (latest - earliest) * 1000.0 : r.run_time_ms);
+  r.run_time_ms = micros(r.run_time_ms);
+  for (auto& [module, t] : r.timings) t.ms = micros(t.ms);
   r.started_ms = facts.received_ms - static_cast<int64_t>(std::llround(r.duration_ms));
   r.test = facts.test.value_or(any_none);
 

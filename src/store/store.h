@@ -87,8 +87,9 @@ struct minion_data_record {
   std::string master;                    // the master it was last connected to
 };
 
-// Which reports list_reports() gives: newest first (by start), those
-// matching every filter set.
+// Which reports list_reports() gives: those matching every filter set,
+// newest first (by start, then jid, then minion, each descending: one
+// index's order, so that a limit ends the read).
 struct report_query {
   // A glob over minion ids (fnmatch: `*`, `?`, `[...]`, `[!...]`, `\`
   // quoting); empty: every minion. Its literal prefix narrows an index range.

@@ -217,14 +217,15 @@ CREATE TABLE reports (
   ret       text             NOT NULL,
   PRIMARY KEY (jid, minion)
 );
-CREATE INDEX reports_by_started ON reports (started, jid);
+CREATE INDEX reports_by_started ON reports (started, jid, minion);
 CREATE INDEX reports_by_minion ON reports (minion, started, jid);
-CREATE INDEX reports_by_status ON reports (status, started, jid);
+CREATE INDEX reports_by_status ON reports (status, started, jid, minion);
 CREATE TABLE last_reports (
   minion  text COLLATE "C" NOT NULL PRIMARY KEY,
   jid     text COLLATE "C" NOT NULL,
   started bigint           NOT NULL
 );
+CREATE INDEX last_reports_by_started ON last_reports (started, jid, minion);
 )sql",
 };
 
@@ -2054,7 +2055,9 @@ std::vector<report::report> postgres_store::list_reports(const report_query& q) 
     sql += " AND r.started >= " + param("bigint");
     p.int8(*q.since_ms);
   }
-  sql += " ORDER BY r.started DESC, r.jid DESC, r.minion LIMIT " + param("bigint");
+  std::string order = q.last ? "l" : "r";
+  sql += " ORDER BY " + order + ".started DESC, " + order + ".jid DESC, " + order +
+         ".minion DESC LIMIT " + param("bigint");
   p.int8(static_cast<int64_t>(
       std::min<uint64_t>(q.limit, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))));
   auto r = db_.run(dynamic(name, std::move(sql)), p, "cannot list reports");

@@ -123,9 +123,9 @@ CREATE TABLE reports (
 );
 -- Each list filter has an index that yields its rows newest first: none
 -- (and --since, and purging by age), --minion, --status.
-CREATE INDEX reports_by_started ON reports (started, jid);
+CREATE INDEX reports_by_started ON reports (started, jid, minion);
 CREATE INDEX reports_by_minion ON reports (minion, started, jid);
-CREATE INDEX reports_by_status ON reports (status, started, jid);
+CREATE INDEX reports_by_status ON reports (status, started, jid, minion);
 -- The inventory's "last run": one row per minion, so that reading every
 -- minion's latest report reads as many rows as there are minions.
 CREATE TABLE last_reports (
@@ -133,6 +133,7 @@ CREATE TABLE last_reports (
   jid     TEXT    NOT NULL,
   started INTEGER NOT NULL
 );
+CREATE INDEX last_reports_by_started ON last_reports (started, jid, minion);
 )sql",
 };
 
@@ -985,7 +986,12 @@ std::vector<report::report> sqlite_store::list_reports(const report_query& q) {
   std::string sql = std::string("SELECT ") + BRINE_REPORT_COLUMNS;
   std::string_view minion_col = q.last ? "l.minion" : "r.minion";
   if (q.last) {
-    sql += " FROM last_reports l JOIN reports r ON r.jid = l.jid AND r.minion = l.minion WHERE 1";
+    // CROSS JOIN: SQLite then reads last_reports (a row per minion) and
+    // looks each report up, rather than walking every report to find the
+    // minions' latest.
+    sql +=
+        " FROM last_reports l CROSS JOIN reports r ON r.jid = l.jid AND r.minion = l.minion "
+        "WHERE 1";
   } else {
     sql += " FROM reports r WHERE 1";
   }
@@ -1005,7 +1011,9 @@ std::vector<report::report> sqlite_store::list_reports(const report_query& q) {
   }
   if (q.status) sql += " AND r.status = ?5";
   if (q.since_ms) sql += " AND r.started >= ?6";
-  sql += " ORDER BY r.started DESC, r.jid DESC, r.minion LIMIT ?7";
+  // Exactly an index's order read backwards, so that LIMIT stops the read.
+  sql += q.last ? " ORDER BY l.started DESC, l.jid DESC, l.minion DESC LIMIT ?7"
+                : " ORDER BY r.started DESC, r.jid DESC, r.minion DESC LIMIT ?7";
   auto interned = dynamic_sql_.insert(std::move(sql)).first;
 
   auto bounded = static_cast<int64_t>(

@@ -878,12 +878,12 @@ TEST_P(store_test, report_list_filters_and_order) {
                   make_report("j3", "w*b", 3000, run_status::unchanged)});
   auto list = [&](report_query q) { return keys_of(s->list_reports(q)); };
   using v = std::vector<std::string>;
-  // Newest first; a tie in start goes to the later jid, then minion order.
-  EXPECT_EQ(list({}), (v{"w*b@j3", "web1@j2", "web10@j2", "web2@j1", "db1@j1", "web1@j1"}));
-  EXPECT_EQ(list({.limit = 2}), (v{"w*b@j3", "web1@j2"}));
+  // Newest first; a tie in start goes to the later jid, then the later minion.
+  EXPECT_EQ(list({}), (v{"w*b@j3", "web10@j2", "web1@j2", "web2@j1", "db1@j1", "web1@j1"}));
+  EXPECT_EQ(list({.limit = 2}), (v{"w*b@j3", "web10@j2"}));
   EXPECT_EQ(list({.limit = 0}), v{});
   EXPECT_EQ(list({.minion = "web1"}), (v{"web1@j2", "web1@j1"}));
-  EXPECT_EQ(list({.minion = "web1*"}), (v{"web1@j2", "web10@j2", "web1@j1"}));
+  EXPECT_EQ(list({.minion = "web1*"}), (v{"web10@j2", "web1@j2", "web1@j1"}));
   EXPECT_EQ(list({.minion = "web?"}), (v{"web1@j2", "web2@j1", "web1@j1"}));
   EXPECT_EQ(list({.minion = "web[2-9]"}), (v{"web2@j1"}));
   EXPECT_EQ(list({.minion = "[!w]*"}), (v{"db1@j1"}));
@@ -896,7 +896,7 @@ TEST_P(store_test, report_list_filters_and_order) {
   EXPECT_EQ(list({.minion = "nobody*"}), v{});
   EXPECT_EQ(list({.status = run_status::failed}), (v{"web10@j2", "web2@j1"}));
   EXPECT_EQ(list({.status = run_status::unchanged}), (v{"w*b@j3", "web1@j2"}));
-  EXPECT_EQ(list({.since_ms = 2000}), (v{"w*b@j3", "web1@j2", "web10@j2"}));
+  EXPECT_EQ(list({.since_ms = 2000}), (v{"w*b@j3", "web10@j2", "web1@j2"}));
   EXPECT_EQ(list({.minion = "web*", .status = run_status::failed, .since_ms = 1500}),
             (v{"web10@j2"}));
   // Listed without their returns; every other field is there.
