@@ -422,6 +422,13 @@ PRAGMA user_version=1;
   s->add_undelivered({{"j1", "web1", "not connected", 110}});
   EXPECT_EQ(s->count_undelivered("j1"), 1u);
   EXPECT_EQ(raw_db(path_).scalar("PRAGMA user_version"), std::to_string(k_sqlite_schema_version));
+  // Every later step ran too: reports (version 4) work.
+  report::report r;
+  r.jid = "j1";
+  r.minion = "web1";
+  r.fun = "state.apply";
+  EXPECT_EQ(s->add_reports({r}), 1u);
+  EXPECT_EQ(s->list_reports({.last = true}).size(), 1u);
 }
 
 TEST_P(store_test, data_persists_across_reopen) {
