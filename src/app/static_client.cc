@@ -44,7 +44,7 @@ namespace {
 
 // Client commands that run in the static brine.
 constexpr std::string_view k_static_commands[] = {"cmd", "events", "masters", "key",
-                                                  "job", "store", "report"};
+                                                  "job", "store",  "report"};
 
 char** saved_argv = nullptr;
 

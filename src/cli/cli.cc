@@ -202,8 +202,9 @@ runner define_report(CLI::App& report_cmd) {
       "show", "One run's states, as Salt's highstate outputter prints them");
   show->add_option("JID", r.jid, "Job id")->required();
   show->add_option("MINION", r.minion, "Minion id")->required();
-  show->add_option("--out", r.out, "Output format: highstate, json (the report and the raw "
-                                   "return) or yaml")
+  show->add_option("--out", r.out,
+                   "Output format: highstate, json (the report and the raw "
+                   "return) or yaml")
       ->default_val("highstate")
       ->check(CLI::IsMember({"highstate", "json", "yaml"}));
   show->add_option("--state-output", r.state_output,

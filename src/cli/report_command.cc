@@ -80,7 +80,9 @@ void print_table(const std::vector<report::report>& reports) {
   }
 }
 
-json plain(const ojson& o) { return json::parse(o.dump(-1, ' ', false, ojson::error_handler_t::replace)); }
+json plain(const ojson& o) {
+  return json::parse(o.dump(-1, ' ', false, ojson::error_handler_t::replace));
+}
 
 int list(store::store& db, const report_options& o) {
   store::report_query q;
@@ -127,8 +129,8 @@ int list(store::store& db, const report_options& o) {
 int show(store::store& db, const report_options& o) {
   auto r = db.get_report(o.jid, o.minion);
   if (!r) {
-    throw base::error("no report of minion " + o.minion + " for job " + o.jid + " in " +
-                      db.name() + "; `brine report list --minion " + o.minion + "` lists its runs");
+    throw base::error("no report of minion " + o.minion + " for job " + o.jid + " in " + db.name() +
+                      "; `brine report list --minion " + o.minion + "` lists its runs");
   }
   if (o.out == "json" || o.out == "yaml") {
     ojson out = report::to_json(*r);
@@ -147,8 +149,8 @@ int show(store::store& db, const report_options& o) {
   for (const auto& [module, t] : r->timings) {
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.3f", t.ms);
-    std::cout << "\n    " << module << ": " << t.states << (t.states == 1 ? " state, " : " states, ")
-              << ms << " ms";
+    std::cout << "\n    " << module << ": " << t.states
+              << (t.states == 1 ? " state, " : " states, ") << ms << " ms";
   }
   std::cout << "\n\n";
   highstate_options h;
@@ -160,9 +162,8 @@ int show(store::store& db, const report_options& o) {
 }
 
 bool all_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
-    return std::isdigit(c) != 0;
-  });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
 }  // namespace
@@ -186,12 +187,23 @@ int64_t since_ms(const std::string& text, int64_t now_ms) {
       if (ec != std::errc() || n > 1'000'000'000) throw base::error(fix);
       int64_t unit = 0;
       switch (text[i]) {
-        case 's': unit = 1; break;
-        case 'm': unit = 60; break;
-        case 'h': unit = 3600; break;
-        case 'd': unit = 86400; break;
-        case 'w': unit = 7 * 86400; break;
-        default: throw base::error(fix);
+        case 's':
+          unit = 1;
+          break;
+        case 'm':
+          unit = 60;
+          break;
+        case 'h':
+          unit = 3600;
+          break;
+        case 'd':
+          unit = 86400;
+          break;
+        case 'w':
+          unit = 7 * 86400;
+          break;
+        default:
+          throw base::error(fix);
       }
       total += n * unit;
       ++i;

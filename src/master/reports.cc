@@ -56,7 +56,10 @@ std::vector<report::report> reports::make(store::store& db,
   std::vector<report::report> out;
   for (const auto& r : batch) {
     if (!report::is_state_run(r.fun)) continue;
-    report::run_facts facts{r.jid, r.minion, r.fun, r.retcode,
+    report::run_facts facts{r.jid,
+                            r.minion,
+                            r.fun,
+                            r.retcode,
                             r.received_ms != 0 ? r.received_ms : r.stamp * 1000,
                             test_of(db, r.jid)};
     out.push_back(report::summarise(facts, r.ret));

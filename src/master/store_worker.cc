@@ -82,8 +82,8 @@ void store_worker::loop() {
       } else {
         cv_.wait(lock, ready);
       }
-      if (stopping_ && tasks_.empty() && returns_.empty() && durable_.empty() &&
-          reports_.empty() && (durable.empty() || backoff.count() > 0)) {
+      if (stopping_ && tasks_.empty() && returns_.empty() && durable_.empty() && reports_.empty() &&
+          (durable.empty() || backoff.count() > 0)) {
         if (!durable.empty()) {
           spdlog::error(
               "job cache: {} key changes never reached the store (it was down until "
@@ -170,16 +170,18 @@ void store_worker::loop() {
         // them: kept here until the store takes them (past k_max_retained,
         // the oldest are lost, and said so).
         if (backoff.count() == 0) {
-          spdlog::error("reports: {} reports not stored yet, trying again until the store takes "
-                        "them: {}",
-                        reports.size(), e.what());
+          spdlog::error(
+              "reports: {} reports not stored yet, trying again until the store takes "
+              "them: {}",
+              reports.size(), e.what());
         }
         failed = true;
         std::lock_guard lock(mu_);
         if (stopping_) {
-          spdlog::error("reports: {} reports were never stored (the store was down until the "
-                        "master stopped)",
-                        reports.size());
+          spdlog::error(
+              "reports: {} reports were never stored (the store was down until the "
+              "master stopped)",
+              reports.size());
         } else {
           reports.insert(reports.end(), std::make_move_iterator(reports_.begin()),
                          std::make_move_iterator(reports_.end()));

@@ -26,9 +26,9 @@ std::optional<run_status> parse_status(std::string_view s);
 
 // One state of a run, in compact form.
 struct state_line {
-  std::string tag;         // state_|-id_|-name_|-fun, the key of the return
-  std::string id;          // __id__
-  std::string function;    // "file.managed"
+  std::string tag;       // state_|-id_|-name_|-fun, the key of the return
+  std::string id;        // __id__
+  std::string function;  // "file.managed"
   std::string name;
   std::optional<bool> result;  // nullopt: None (test=True: it would change)
   bool changes = false;        // its `changes` is not empty

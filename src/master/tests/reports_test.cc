@@ -24,8 +24,8 @@ store::job_record job(const std::string& jid, const std::string& fun, json kwarg
   return j;
 }
 
-store::return_record ret(const std::string& jid, const std::string& minion,
-                         const std::string& fun, ojson value, int retcode = 0) {
+store::return_record ret(const std::string& jid, const std::string& minion, const std::string& fun,
+                         ojson value, int retcode = 0) {
   store::return_record r;
   r.jid = jid;
   r.minion = minion;

@@ -38,8 +38,10 @@ TEST(report, changed_and_unchanged_states_make_a_changed_run) {
   ojson ret = ojson::object();
   ret[tag("file.managed", "conf")] =
       state(true, "conf", {{"diff", "New file"}}, 2.5, "10:00:00.000000", 0);
-  ret[tag("cmd.run", "reload")] = state(true, "reload", ojson::object(), 10.0, "10:00:00.002500", 1);
-  ret[tag("file.directory", "dir")] = state(true, "dir", ojson::object(), 0.5, "10:00:00.012500", 2);
+  ret[tag("cmd.run", "reload")] =
+      state(true, "reload", ojson::object(), 10.0, "10:00:00.002500", 1);
+  ret[tag("file.directory", "dir")] =
+      state(true, "dir", ojson::object(), 0.5, "10:00:00.012500", 2);
   auto r = summarise(facts(), ret);
   EXPECT_EQ(r.status, run_status::changed);
   EXPECT_FALSE(r.test);
@@ -72,9 +74,9 @@ TEST(report, a_run_without_changes_is_unchanged) {
 
 TEST(report, one_failed_state_fails_the_run_whatever_changed) {
   ojson ret = ojson::object();
-  ret[tag("test.succeed_with_changes", "a")] =
-      state(true, "a", {{"testing", {{"old", "Unchanged"}, {"new", "Something pretended to change"}}}},
-            1.0, "10:00:00", 0);
+  ret[tag("test.succeed_with_changes", "a")] = state(
+      true, "a", {{"testing", {{"old", "Unchanged"}, {"new", "Something pretended to change"}}}},
+      1.0, "10:00:00", 0);
   ret[tag("test.fail_without_changes", "b")] =
       state(false, "b", ojson::object(), 1.0, "10:00:00.001", 1, "Failure!");
   auto r = summarise(facts(std::nullopt, 2), ret);
@@ -105,8 +107,8 @@ TEST(report, compile_errors_are_a_failed_run_with_the_errors) {
   ojson ret = ojson::array({"Rendering SLS 'base:web' failed: line 3", "Second error"});
   auto r = summarise(facts(std::nullopt, 1), ret);
   EXPECT_EQ(r.status, run_status::failed);
-  EXPECT_EQ(r.errors, (std::vector<std::string>{"Rendering SLS 'base:web' failed: line 3",
-                                                "Second error"}));
+  EXPECT_EQ(r.errors,
+            (std::vector<std::string>{"Rendering SLS 'base:web' failed: line 3", "Second error"}));
   EXPECT_EQ(r.counts, tally{});
   EXPECT_TRUE(r.timings.empty());
   EXPECT_EQ(r.duration_ms, 0);

@@ -1106,7 +1106,7 @@ constexpr statement k_claim_slot{
 
 #undef BRINE_JOB_COLUMNS
 
-#define BRINE_REPORT_COLUMNS                                                                  \
+#define BRINE_REPORT_COLUMNS                                                                 \
   "r.jid, r.minion, r.fun, r.started, r.duration, r.run_time, r.status, r.test, r.retcode, " \
   "r.succeeded, r.failed, r.changed, r.pending, r.total, r.timings, r.errors"
 
@@ -2012,16 +2012,15 @@ std::vector<report::report> postgres_store::list_reports(const report_query& q) 
   std::string col = q.last ? "l.minion" : "r.minion";
   if (q.last) {
     name += "_last";
-    sql += " FROM last_reports l JOIN reports r ON r.jid = l.jid AND r.minion = l.minion "
-           "WHERE true";
+    sql +=
+        " FROM last_reports l JOIN reports r ON r.jid = l.jid AND r.minion = l.minion "
+        "WHERE true";
   } else {
     sql += " FROM reports r WHERE true";
   }
   params p;
   int n = 0;
-  auto param = [&](const char* type) {
-    return "$" + std::to_string(++n) + "::" + type;
-  };
+  auto param = [&](const char* type) { return "$" + std::to_string(++n) + "::" + type; };
   auto glob = split_glob(q.minion);
   if (!q.minion.empty()) {
     if (!glob.wildcard) {

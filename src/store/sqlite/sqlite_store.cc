@@ -898,7 +898,7 @@ void sqlite_store::delete_minion_data(const std::string& id) {
       .run();
 }
 
-#define BRINE_REPORT_COLUMNS                                                                  \
+#define BRINE_REPORT_COLUMNS                                                                 \
   "r.jid, r.minion, r.fun, r.started, r.duration, r.run_time, r.status, r.test, r.retcode, " \
   "r.succeeded, r.failed, r.changed, r.pending, r.total, r.timings, r.errors"
 
@@ -1031,7 +1031,8 @@ std::vector<report::report> sqlite_store::list_reports(const report_query& q) {
 std::optional<report::report> sqlite_store::get_report(const std::string& jid,
                                                        const std::string& minion) {
   query q(conn_,
-          "SELECT " BRINE_REPORT_COLUMNS ", r.ret FROM reports r WHERE r.jid = ?1 AND r.minion = ?2",
+          "SELECT " BRINE_REPORT_COLUMNS
+          ", r.ret FROM reports r WHERE r.jid = ?1 AND r.minion = ?2",
           "cannot read the report of " + minion + " for job " + jid);
   q.bind(1, jid).bind(2, minion);
   if (!q.step()) return std::nullopt;

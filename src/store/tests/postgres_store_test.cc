@@ -373,12 +373,14 @@ TEST_F(postgres_test, a_version_1_database_gets_the_report_tables) {
   // What the brine before reports left: its rows stay, the report tables
   // are added.
   open_store()->add_job(make_job("j1", 1));
-  psql("SET ROLE brine; DROP TABLE reports; DROP TABLE last_reports; "
-       "UPDATE brine_schema SET version = 1");
+  psql(
+      "SET ROLE brine; DROP TABLE reports; DROP TABLE last_reports; "
+      "UPDATE brine_schema SET version = 1");
   auto o = opts();
   o.migrate = false;
-  EXPECT_NE(error_of([&] { open(o)->list_reports({}); })
-                .find("schema version 1 is behind this brine (2); run `brine store migrate`"),
+  EXPECT_NE(error_of([&] {
+              open(o)->list_reports({});
+            }).find("schema version 1 is behind this brine (2); run `brine store migrate`"),
             std::string::npos);
   auto s = open_store();
   EXPECT_EQ(s->check().schema_version, 2);

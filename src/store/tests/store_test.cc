@@ -816,7 +816,6 @@ TEST_F(sqlite_store_test, missing_directory_says_so) {
   }
 }
 
-
 report::report make_report(const std::string& jid, const std::string& minion, int64_t started,
                            report::run_status status) {
   report::report r;
