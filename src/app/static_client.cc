@@ -22,8 +22,8 @@
 // daemons, `call`, and any subcommand added later, goes to brine-dynamic
 // with execv: same pid, same argv and environment.
 //
-// Should a command that runs here reach NSS or dlopen all the same (key, job
-// or store on a PostgreSQL store, which load libpq before they print or
+// Should a command that runs here reach NSS or dlopen all the same (key, job,
+// report or store on a PostgreSQL store, which load libpq before they print or
 // change anything), the link puts the functions at the end of this file in
 // their place (-Wl,--wrap, src/app/CMakeLists.txt) and they hand the same
 // command line over at that point. The link fails if anything else in the
@@ -43,8 +43,8 @@
 namespace {
 
 // Client commands that run in the static brine.
-constexpr std::string_view k_static_commands[] = {"cmd", "events", "masters", "key", "job",
-                                                  "store"};
+constexpr std::string_view k_static_commands[] = {"cmd", "events", "masters", "key",
+                                                  "job", "store",  "report"};
 
 char** saved_argv = nullptr;
 

@@ -671,6 +671,7 @@ const option_table<master_config>& master_options() {
       {"log_file", set(&c::log_file, log_file)},
       {"log_level", set(&c::log_level, log_level)},
       {"keep_jobs", set_int(&c::keep_jobs, 1, k_u32_max, "hours")},
+      {"keep_reports", set_int(&c::keep_reports, 1, k_u32_max, "hours")},
       {"worker_threads", set_int(&c::worker_threads, 0, 64)},
       {"max_concurrent_handshakes", set_int(&c::max_concurrent_handshakes, 1, k_u32_max)},
       {"handshake_timeout", set_int(&c::handshake_timeout, 1, k_u32_max, "seconds")},

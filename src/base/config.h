@@ -28,6 +28,9 @@ struct master_config {
   std::string log_file;                 // empty: stderr
   spdlog::level::level_enum log_level = spdlog::level::info;
   uint32_t keep_jobs = 24;              // hours
+  // Hours a state-run report is kept (each minion's latest is kept longer:
+  // until a newer one replaces it). PuppetDB's report-ttl is 14 days.
+  uint32_t keep_reports = 336;
   uint32_t worker_threads = 0;          // 0: one per core, at most 4
   uint32_t max_concurrent_handshakes = 256;
   uint32_t handshake_timeout = 10;      // seconds

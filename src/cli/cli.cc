@@ -173,6 +173,55 @@ runner define_job(CLI::App& job_cmd) {
   };
 }
 
+runner define_report(CLI::App& report_cmd) {
+  struct state {
+    std::string config;
+    report_options report;
+  };
+  auto s = std::make_shared<state>();
+  report_options& r = s->report;
+  report_cmd.add_option("-c,--config", s->config, "Master config file (YAML)")
+      ->default_val(k_master_config);
+  report_cmd.require_subcommand(1);
+  report_cmd.fallthrough();
+  auto* list = report_cmd.add_subcommand(
+      "list", "One line per state run, newest first: status, start, duration, counts");
+  list->add_option("--minion", r.minion_glob, "Only minions matching this glob");
+  list->add_option("--status", r.status, "Only runs that ended so")
+      ->check(CLI::IsMember({"failed", "changed", "unchanged"}));
+  list->add_option("--since", r.since,
+                   "Only runs started since then: a duration back from now (30m, 2h, 7d, 1w) "
+                   "or a UTC time (2025-01-31, 2025-01-31T14:00)");
+  list->add_option("--limit", r.limit, "At most this many reports")->default_val(1000);
+  list->add_flag("--last", r.last,
+                 "Each minion's latest run only (the other filters then apply to it)");
+  list->add_option("--out", r.out, "Output format: table, json or yaml")
+      ->default_val("table")
+      ->check(CLI::IsMember({"table", "json", "yaml"}));
+  auto* show = report_cmd.add_subcommand(
+      "show", "One run's states, as Salt's highstate outputter prints them");
+  show->add_option("JID", r.jid, "Job id")->required();
+  show->add_option("MINION", r.minion, "Minion id")->required();
+  show->add_option("--out", r.out,
+                   "Output format: highstate, json (the report and the raw "
+                   "return) or yaml")
+      ->default_val("highstate")
+      ->check(CLI::IsMember({"highstate", "json", "yaml"}));
+  show->add_option("--state-output", r.state_output,
+                   "The highstate outputter's form: full, terse, mixed, changes (default full)");
+  show->add_option("--state-verbose", r.state_verbose,
+                   "false: leave out successful states that changed nothing");
+  show->add_flag("--no-color", r.no_color, "No colours, even on a terminal");
+  show->add_flag("--force-color", r.force_color, "Colours, even when not on a terminal");
+  for (auto* sub : {list, show}) sub->fallthrough();
+
+  return [s, &report_cmd] {
+    auto cfg = base::load_master_config(s->config);
+    for (auto* sub : report_cmd.get_subcommands()) s->report.action = sub->get_name();
+    return report_command(cfg, s->report);
+  };
+}
+
 runner define_store(CLI::App& store_cmd) {
   struct state {
     std::string config;
@@ -356,6 +405,8 @@ constexpr subcommand k_subcommands[] = {
     {"key", "Manage minion keys (works whether the master runs or not)", define_key, false},
     {"cmd", "Publish a job to minions and print their returns", define_cmd, false},
     {"job", "Read the job cache", define_job, false},
+    {"report", "Read the state-run reports: list runs, show one run's states", define_report,
+     false},
     {"store", "Set up or check the master's store (SQLite or a shared PostgreSQL)", define_store,
      false},
     {"events", "Print the master's events as they happen", define_events, false},

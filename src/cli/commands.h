@@ -53,6 +53,30 @@ struct job_options {
 };
 int job_command(const base::master_config& cfg, const job_options& o);
 
+struct report_options {
+  std::string action;  // list, show
+  std::string jid;     // show
+  std::string minion;  // show
+  // list
+  std::string minion_glob;
+  std::string status;  // failed, changed, unchanged; empty: any
+  std::string since;   // a duration back from now or a UTC time (since_ms)
+  size_t limit = 1000;
+  bool last = false;  // each minion's latest report only
+  // list: table (default), json, yaml; show: highstate (default), json, yaml
+  std::string out;
+  std::string state_output;  // show: the highstate outputter's form
+  std::optional<bool> state_verbose;
+  bool no_color = false;
+  bool force_color = false;
+};
+int report_command(const base::master_config& cfg, const report_options& o);
+
+// `brine report list --since TEXT` as unix milliseconds: a duration back from
+// `now_ms` (30m, 2h, 7d, 1w, 1h30m) or a UTC time (2025-01-31,
+// 2025-01-31T14:00, 2025-01-31 14:00:05). Throws base::error saying both forms.
+int64_t since_ms(const std::string& text, int64_t now_ms);
+
 struct call_options {
   std::string fun;
   std::vector<std::string> words;  // ARG and KEY=VALUE

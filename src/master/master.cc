@@ -79,6 +79,9 @@ master::master(base::master_config cfg)
   // Other users reach the socket only when a publisher_acl lets them in.
   if (!cfg_.publisher_acl.empty()) ::chmod(cfg_.sock_dir.c_str(), 0755);
   jobs_.set_identity(slot_, name_);
+  store_->set_reporter([this](store::store& db, const std::vector<store::return_record>& batch) {
+    return reports_.make(db, batch);
+  });
   sessions_.listen();
   api_.listen();
   sessions_.set_handlers({
@@ -253,9 +256,12 @@ asio::awaitable<void> master::purge_loop() {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   for (;;) {
     int64_t cutoff = base::unix_now() - int64_t{cfg_.keep_jobs} * 3600;
-    store_->post([cutoff](store::store& db) {
+    int64_t reports_cutoff = (base::unix_now() - int64_t{cfg_.keep_reports} * 3600) * 1000;
+    store_->post([cutoff, reports_cutoff](store::store& db) {
       size_t n = db.purge_jobs_before(cutoff);
       if (n > 0) spdlog::info("job cache: purged {} jobs older than keep_jobs", n);
+      n = db.purge_reports_before(reports_cutoff);
+      if (n > 0) spdlog::info("reports: purged {} reports older than keep_reports", n);
     });
     timer.expires_after(std::chrono::minutes(10));
     std::error_code ec;

@@ -14,6 +14,7 @@
 #include "master/file_service.h"
 #include "master/pillar_service.h"
 #include "master/publisher.h"
+#include "master/reports.h"
 #include "master/returns.h"
 #include "master/store_sync.h"
 #include "master/store_worker.h"
@@ -56,6 +57,7 @@ class master {
   std::unique_ptr<store::change_feed> feed_;
   int slot_ = -1;
   std::unique_ptr<store_worker> store_;  // opened after keys_, which it fills
+  reports reports_;                      // used on the store thread only
   event_bus events_;
   minion_cache cache_;
   minion_sessions sessions_;

@@ -47,6 +47,9 @@ void returns::on_return(const std::shared_ptr<session>& s, proto::message&& m) {
   r.success = m.body.value("success", false);
   r.retcode = m.body.value("retcode", 0);
   r.stamp = base::unix_now();
+  r.received_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
   json event = {{"id", r.minion},  {"jid", jid},           {"fun", r.fun},
                 {"return", proto::ordered_bytes(r.ret)}, {"success", r.success},
                 {"retcode", r.retcode}};

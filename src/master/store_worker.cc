@@ -29,6 +29,11 @@ void store_worker::add_return(store::return_record r, std::function<void()> stor
   cv_.notify_one();
 }
 
+void store_worker::set_reporter(reporter fn) {
+  std::lock_guard lock(mu_);
+  reporter_ = std::move(fn);
+}
+
 void store_worker::stop() {
   {
     std::lock_guard lock(mu_);
@@ -62,10 +67,13 @@ void store_worker::loop() {
     std::deque<std::function<void(store::store&)>> tasks;
     std::vector<store::return_record> returns;
     std::vector<std::function<void()>> stored;
+    std::vector<report::report> reports;
+    reporter make_reports;
     {
       std::unique_lock lock(mu_);
       auto ready = [&] {
-        return stopping_ || !tasks_.empty() || !returns_.empty() || !durable_.empty();
+        return stopping_ || !tasks_.empty() || !returns_.empty() || !durable_.empty() ||
+               !reports_.empty();
       };
       if (backoff.count() > 0) {
         // Retrying: wake for new work or when the delay is up, not before.
@@ -74,7 +82,7 @@ void store_worker::loop() {
       } else {
         cv_.wait(lock, ready);
       }
-      if (stopping_ && tasks_.empty() && returns_.empty() && durable_.empty() &&
+      if (stopping_ && tasks_.empty() && returns_.empty() && durable_.empty() && reports_.empty() &&
           (durable.empty() || backoff.count() > 0)) {
         if (!durable.empty()) {
           spdlog::error(
@@ -87,6 +95,8 @@ void store_worker::loop() {
       tasks.swap(tasks_);
       returns.swap(returns_);
       stored.swap(stored_);
+      reports.swap(reports_);
+      make_reports = reporter_;
       for (auto& d : durable_) durable.push_back(std::move(d));
       durable_.clear();
     }
@@ -117,6 +127,16 @@ void store_worker::loop() {
           spdlog::info("job cache: {} returns stored after the store came back", returns.size());
         }
         for (auto& fn : stored) fn();
+        if (make_reports) {
+          try {
+            auto made = make_reports(*db_, returns);
+            reports.insert(reports.end(), std::make_move_iterator(made.begin()),
+                           std::make_move_iterator(made.end()));
+          } catch (const std::exception& e) {
+            spdlog::error("reports: cannot make the reports of {} returns: {}", returns.size(),
+                          e.what());
+          }
+        }
       } catch (const std::exception& e) {
         // Not acknowledged: kept for the next try (and held by the minions).
         if (backoff.count() == 0) {
@@ -139,6 +159,38 @@ void store_worker::loop() {
           }
           returns_ = std::move(returns);
           stored_ = std::move(stored);
+        }
+      }
+    }
+    if (!reports.empty()) {
+      try {
+        db_->add_reports(reports);
+      } catch (const std::exception& e) {
+        // Their returns are stored and acknowledged, so no minion re-sends
+        // them: kept here until the store takes them (past k_max_retained,
+        // the oldest are lost, and said so).
+        if (backoff.count() == 0) {
+          spdlog::error(
+              "reports: {} reports not stored yet, trying again until the store takes "
+              "them: {}",
+              reports.size(), e.what());
+        }
+        failed = true;
+        std::lock_guard lock(mu_);
+        if (stopping_) {
+          spdlog::error(
+              "reports: {} reports were never stored (the store was down until the "
+              "master stopped)",
+              reports.size());
+        } else {
+          reports.insert(reports.end(), std::make_move_iterator(reports_.begin()),
+                         std::make_move_iterator(reports_.end()));
+          if (reports.size() > k_max_retained) {
+            size_t drop = reports.size() - k_max_retained;
+            spdlog::error("reports: {} reports dropped: the store has been down too long", drop);
+            reports.erase(reports.begin(), reports.begin() + static_cast<std::ptrdiff_t>(drop));
+          }
+          reports_ = std::move(reports);
         }
       }
     }

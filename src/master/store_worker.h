@@ -8,13 +8,16 @@
 #include <thread>
 #include <vector>
 
+#include "report/report.h"
 #include "store/store.h"
 
 namespace brine::master {
 
 // Runs every store call on one dedicated thread, never on an I/O thread, and
 // batches returns: all returns queued while a batch commits go into the next
-// transaction together.
+// transaction together. The reports of the state runs among a committed
+// batch (see set_reporter) are made on the same thread and written as one
+// batch after it, retried like returns while the store is down.
 //
 // Lifecycle: starts its thread on construction; stop() (or the destructor)
 // drains what is queued and joins.
@@ -31,6 +34,11 @@ class store_worker {
   void post_until_done(std::function<void(store::store&)> fn);
   // Queues `r`; `stored` runs on the store thread once it is committed.
   void add_return(store::return_record r, std::function<void()> stored);
+  // Called on the store thread with each batch of returns once committed;
+  // what it answers is stored as reports.
+  using reporter = std::function<std::vector<report::report>(
+      store::store&, const std::vector<store::return_record>&)>;
+  void set_reporter(reporter fn);
   void stop();
 
  private:
@@ -43,6 +51,8 @@ class store_worker {
   std::deque<std::function<void(store::store&)>> durable_;
   std::vector<store::return_record> returns_;
   std::vector<std::function<void()>> stored_;
+  std::vector<report::report> reports_;  // made, not stored yet
+  reporter reporter_;
   bool stopping_ = false;
   std::thread thread_;
 };

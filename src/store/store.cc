@@ -32,6 +32,120 @@ std::optional<key_state> parse_key_state(const std::string& s) {
   return std::nullopt;
 }
 
+glob_parts split_glob(const std::string& glob) {
+  glob_parts g;
+  for (size_t i = 0; i < glob.size(); ++i) {
+    char c = glob[i];
+    if (c == '*' || c == '?' || c == '[') {
+      g.wildcard = true;
+      return g;
+    }
+    if (c == '\\' && i + 1 < glob.size()) c = glob[++i];
+    g.prefix += c;
+  }
+  return g;
+}
+
+std::string prefix_end(std::string prefix) {
+  while (!prefix.empty()) {
+    auto last = static_cast<unsigned char>(prefix.back());
+    if (last < 0xff) {
+      prefix.back() = static_cast<char>(last + 1);
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return prefix;
+}
+
+namespace {
+
+// Where the bracket expression opening at glob[open] ends (its `]`), as
+// fnmatch reads it: a `]` right after `[` or `[!` is a member. npos: no end,
+// so the `[` is itself.
+size_t bracket_end(const std::string& glob, size_t open) {
+  size_t i = open + 1;
+  if (i < glob.size() && (glob[i] == '!' || glob[i] == '^')) ++i;
+  if (i < glob.size() && glob[i] == ']') ++i;
+  auto end = glob.find(']', i);
+  return end;
+}
+
+}  // namespace
+
+std::string sqlite_glob(const std::string& glob) {
+  std::string out;
+  for (size_t i = 0; i < glob.size(); ++i) {
+    char c = glob[i];
+    if (c == '\\' && i + 1 < glob.size()) {
+      c = glob[++i];
+      if (c == '*' || c == '?' || c == '[') {
+        out += std::string("[") + c + "]";
+      } else {
+        out += c;
+      }
+    } else if (c == '[') {
+      size_t end = bracket_end(glob, i);
+      if (end == std::string::npos) {
+        out += "[[]";
+        continue;
+      }
+      size_t body = i + 1;
+      out += '[';
+      if (glob[body] == '!' || glob[body] == '^') {
+        out += '^';
+        ++body;
+      }
+      out.append(glob, body, end - body);
+      out += ']';
+      i = end;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string posix_regex(const std::string& glob) {
+  auto literal = [](std::string& out, char c) {
+    if (std::string_view(".^$|()[]{}*+?\\").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  };
+  std::string out = "^";
+  for (size_t i = 0; i < glob.size(); ++i) {
+    char c = glob[i];
+    if (c == '\\' && i + 1 < glob.size()) {
+      literal(out, glob[++i]);
+    } else if (c == '*') {
+      out += ".*";
+    } else if (c == '?') {
+      out += '.';
+    } else if (c == '[') {
+      size_t end = bracket_end(glob, i);
+      if (end == std::string::npos) {
+        literal(out, c);
+        continue;
+      }
+      size_t body = i + 1;
+      out += '[';
+      if (glob[body] == '!' || glob[body] == '^') {
+        out += '^';
+        ++body;
+      }
+      for (size_t k = body; k < end; ++k) {
+        // A backslash inside brackets is an escape to PostgreSQL.
+        if (glob[k] == '\\') out += '\\';
+        out += glob[k];
+      }
+      out += ']';
+      i = end;
+    } else {
+      literal(out, c);
+    }
+  }
+  return out + "$";
+}
+
 std::vector<return_record> store::get_returns(const std::string& jid,
                                               const std::vector<std::string>& minions) {
   std::set<std::string_view> wanted(minions.begin(), minions.end());

@@ -10,12 +10,28 @@
 #include <vector>
 
 #include "base/error.h"
+#include "report/report.h"
 
 namespace brine::store {
 
 enum class key_state { pending, accepted, rejected, denied };
 
 const char* to_string(key_state s);
+
+// A glob over minion ids as list_reports() reads it: the characters before
+// its first wildcard (`\` quoting undone), and whether it has any wildcard.
+struct glob_parts {
+  std::string prefix;
+  bool wildcard = false;
+};
+glob_parts split_glob(const std::string& glob);
+// The smallest string greater than every string starting with `prefix`;
+// empty when there is none (a prefix of 0xff bytes only).
+std::string prefix_end(std::string prefix);
+// The glob as SQLite's GLOB operator reads it, and as a POSIX regular
+// expression anchored at both ends (PostgreSQL's `~`).
+std::string sqlite_glob(const std::string& glob);
+std::string posix_regex(const std::string& glob);
 std::optional<key_state> parse_key_state(const std::string& s);
 
 // One minion key. An id has at most one key that is pending, accepted or
@@ -56,6 +72,9 @@ struct return_record {
   bool success = false;
   int retcode = 0;
   int64_t stamp = 0;  // unix seconds when stored
+  // Unix milliseconds when the master received it; not stored (a report's
+  // start is reckoned from it).
+  int64_t received_ms = 0;
 };
 
 // What the master knows of a minion beyond its key: the minion data cache
@@ -66,6 +85,21 @@ struct minion_data_record {
   std::optional<nlohmann::json> pillar;  // nullopt: never compiled
   int64_t last_seen = 0;                 // unix seconds: last connect or disconnect
   std::string master;                    // the master it was last connected to
+};
+
+// Which reports list_reports() gives: those matching every filter set,
+// newest first (by start, then jid, then minion, each descending: one
+// index's order, so that a limit ends the read).
+struct report_query {
+  // A glob over minion ids (fnmatch: `*`, `?`, `[...]`, `[!...]`, `\`
+  // quoting); empty: every minion. Its literal prefix narrows an index range.
+  std::string minion;
+  std::optional<report::run_status> status;
+  std::optional<int64_t> since_ms;  // started at or after (unix milliseconds)
+  size_t limit = 1000;
+  // Only each minion's latest report (the inventory's "last run"); the
+  // other filters then apply to that one report.
+  bool last = false;
 };
 
 // A change to one minion's cached data: the fields set are written.
@@ -209,6 +243,22 @@ class store {
   // and undelivered records; returns how many jobs went.
   virtual size_t purge_jobs_before(int64_t cutoff) = 0;
 
+  // State-run reports (report/report.h). Stores the batch in one
+  // transaction; a (jid, minion) already stored is kept as it is (a return
+  // re-sent). Each minion's latest report (by start) is tracked for
+  // list_reports() with `last`. Returns how many were new.
+  virtual size_t add_reports(const std::vector<report::report>& batch) = 0;
+  // Without their returns (`ret` null), newest first, at most q.limit.
+  virtual std::vector<report::report> list_reports(const report_query& q) = 0;
+  // One report with its return.
+  virtual std::optional<report::report> get_report(const std::string& jid,
+                                                   const std::string& minion) = 0;
+  // Removes reports that started before `cutoff_ms` (unix milliseconds),
+  // except each minion's latest, which stays until a newer one replaces it
+  // (so the last run of a minion that stopped running states is still
+  // known). Returns how many went.
+  virtual size_t purge_reports_before(int64_t cutoff_ms) = 0;
+
   // The minion data cache, written in batches (one transaction each): a
   // master hears from thousands of minions at once after a restart. Each
   // record replaces the fields it carries and keeps the others (a minion's
@@ -247,7 +297,7 @@ struct options {
 std::unique_ptr<store> open(const options& o);
 
 // The schema version of a PostgreSQL database created by this build.
-inline constexpr int k_postgres_schema_version = 1;
+inline constexpr int k_postgres_schema_version = 2;
 
 // Opens (creating if needed) the SQLite database at `path` in WAL mode.
 // A new file is created with mode 0600; ":memory:" gives a private in-memory

@@ -116,6 +116,7 @@ TEST(MasterConfig, Defaults) {
   EXPECT_EQ(c.log_file, "");
   EXPECT_EQ(c.log_level, spdlog::level::info);
   EXPECT_EQ(c.keep_jobs, 24u);
+  EXPECT_EQ(c.keep_reports, 336u);
   EXPECT_EQ(c.worker_threads, 0u);
   EXPECT_EQ(c.max_concurrent_handshakes, 256u);
   EXPECT_EQ(c.handshake_timeout, 10u);
@@ -178,6 +179,7 @@ max_frame_bytes: 1048576
 log_file: /var/log/brine/master
 log_level: debug
 keep_jobs: 48
+keep_reports: 72
 worker_threads: 3
 max_concurrent_handshakes: 64
 handshake_timeout: 5
@@ -200,6 +202,7 @@ publish_hold: 300
   EXPECT_EQ(c.log_file, "/var/log/brine/master");
   EXPECT_EQ(c.log_level, spdlog::level::debug);
   EXPECT_EQ(c.keep_jobs, 48u);
+  EXPECT_EQ(c.keep_reports, 72u);
   EXPECT_EQ(c.worker_threads, 3u);
   EXPECT_EQ(c.max_concurrent_handshakes, 64u);
   EXPECT_EQ(c.handshake_timeout, 5u);
@@ -346,6 +349,8 @@ TEST(MasterConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
       {"keep_jobs: 0", "line 1: keep_jobs must be an integer >= 1 (hours), got 0"},
       {"keep_jobs: 4294967296",
        "line 1: keep_jobs must be an integer >= 1 (hours), got 4294967296"},
+      {"keep_reports: 0", "line 1: keep_reports must be an integer >= 1 (hours), got 0"},
+      {"keep_reports: 14d", "line 1: keep_reports must be an integer >= 1 (hours), got 14d"},
       {"worker_threads: 65", "line 1: worker_threads must be an integer 0..64, got 65"},
       {"max_concurrent_handshakes: 0",
        "line 1: max_concurrent_handshakes must be an integer >= 1, got 0"},

@@ -194,11 +194,44 @@ CREATE TABLE masters (
   claimed bigint  NOT NULL
 );
 )sql",
+    // 1 -> 2: state-run reports and each minion's latest, as SQLite's
+    // version 4 (see there).
+    R"sql(
+CREATE TABLE reports (
+  jid       text COLLATE "C" NOT NULL,
+  minion    text COLLATE "C" NOT NULL,
+  fun       text             NOT NULL,
+  started   bigint           NOT NULL,
+  duration  double precision NOT NULL,
+  run_time  double precision NOT NULL,
+  status    text COLLATE "C" NOT NULL,
+  test      boolean          NOT NULL,
+  retcode   integer          NOT NULL,
+  succeeded integer          NOT NULL,
+  failed    integer          NOT NULL,
+  changed   integer          NOT NULL,
+  pending   integer          NOT NULL,
+  total     integer          NOT NULL,
+  timings   text             NOT NULL,
+  errors    text             NOT NULL,
+  ret       text             NOT NULL,
+  PRIMARY KEY (jid, minion)
+);
+CREATE INDEX reports_by_started ON reports (started, jid, minion);
+CREATE INDEX reports_by_minion ON reports (minion, started, jid);
+CREATE INDEX reports_by_status ON reports (status, started, jid, minion);
+CREATE TABLE last_reports (
+  minion  text COLLATE "C" NOT NULL PRIMARY KEY,
+  jid     text COLLATE "C" NOT NULL,
+  started bigint           NOT NULL
+);
+CREATE INDEX last_reports_by_started ON last_reports (started, jid, minion);
+)sql",
 };
 
 // The tables `brine store check` counts.
-constexpr std::array<const char*, 6> k_tables = {"keys",        "jobs",        "returns",
-                                                 "undelivered", "minion_data", "masters"};
+constexpr std::array<const char*, 7> k_tables = {"keys",        "jobs",    "returns", "undelivered",
+                                                 "minion_data", "masters", "reports"};
 
 // JSON text for a column, as SQLite stores it: a bad UTF-8 byte in minion
 // output becomes U+FFFD instead of failing the batch.
@@ -659,6 +692,16 @@ class result {
     return value;
   }
   bool boolean(int row, int col) const { return c_->pq->PQgetvalue(r_, row, col)[0] == 't'; }
+  double real(int row, int col) const {
+    const char* p = c_->pq->PQgetvalue(r_, row, col);
+    const char* end = p + c_->pq->PQgetlength(r_, row, col);
+    double value = 0;
+    auto [stop, ec] = std::from_chars(p, end, value);
+    if (ec != std::errc() || stop != end) {
+      c_->fail("expected a number from the database, got '" + std::string(p, end) + "'");
+    }
+    return value;
+  }
   // The rows an INSERT, UPDATE or DELETE touched.
   size_t affected() const {
     const char* p = c_->pq->PQcmdTuples(r_);
@@ -710,6 +753,8 @@ class params {
     return *this;
   }
   params& int4(int32_t v) { return big_endian(static_cast<uint32_t>(v), 4); }
+  // float8 in binary: the IEEE 754 bits, big-endian.
+  params& float8(double v) { return big_endian(std::bit_cast<uint64_t>(v), 8); }
   params& boolean(bool v) {
     owned_.emplace_back(1, v ? '\1' : '\0');
     return add(owned_.back().data(), 1);
@@ -893,7 +938,15 @@ std::string values_list(size_t rows, std::initializer_list<const char*> types) {
   return out;
 }
 
-enum class multi { add_returns, drop_undelivered, add_undelivered, minion_rows, minion_update };
+enum class multi {
+  add_returns,
+  drop_undelivered,
+  add_undelivered,
+  minion_rows,
+  minion_update,
+  add_reports,
+  last_reports
+};
 
 std::string multi_sql(multi kind, size_t rows) {
   switch (kind) {
@@ -920,6 +973,20 @@ std::string multi_sql(multi kind, size_t rows) {
              "master = CASE WHEN v.seen IS NULL THEN m.master ELSE v.master END FROM (VALUES " +
              values_list(rows, {"text", "text", "text", "bigint", "text"}) +
              ") AS v (id, grains, pillar, seen, master) WHERE m.id = v.id";
+    case multi::add_reports:
+      return "INSERT INTO reports (jid, minion, fun, started, duration, run_time, status, test, "
+             "retcode, succeeded, failed, changed, pending, total, timings, errors, ret) VALUES " +
+             values_list(rows, {"text", "text", "text", "bigint", "float8", "float8", "text",
+                                "boolean", "integer", "integer", "integer", "integer", "integer",
+                                "integer", "text", "text", "text"}) +
+             " ON CONFLICT (jid, minion) DO NOTHING RETURNING jid, minion, started";
+    case multi::last_reports:
+      // One row per minion (an upsert may touch a row once); the later
+      // start wins, a tie the later jid.
+      return "INSERT INTO last_reports (minion, jid, started) VALUES " +
+             values_list(rows, {"text", "text", "bigint"}) +
+             " ON CONFLICT (minion) DO UPDATE SET jid = EXCLUDED.jid, started = EXCLUDED.started "
+             "WHERE (EXCLUDED.started, EXCLUDED.jid) > (last_reports.started, last_reports.jid)";
   }
   return "";
 }
@@ -936,6 +1003,10 @@ const char* multi_name(multi kind) {
       return "minion_rows";
     case multi::minion_update:
       return "minion_update";
+    case multi::add_reports:
+      return "add_reports";
+    case multi::last_reports:
+      return "last_reports";
   }
   return "";
 }
@@ -1034,6 +1105,19 @@ constexpr statement k_claim_slot{
     "INSERT INTO masters (name, slot, claimed) VALUES ($1::text, $2::integer, $3::bigint)"};
 
 #undef BRINE_JOB_COLUMNS
+
+#define BRINE_REPORT_COLUMNS                                                                 \
+  "r.jid, r.minion, r.fun, r.started, r.duration, r.run_time, r.status, r.test, r.retcode, " \
+  "r.succeeded, r.failed, r.changed, r.pending, r.total, r.timings, r.errors"
+
+constexpr statement k_get_report{"get_report",
+                                 "SELECT " BRINE_REPORT_COLUMNS
+                                 ", r.ret FROM reports r WHERE r.jid = $1::text AND r.minion = "
+                                 "$2::text"};
+constexpr statement k_purge_reports{
+    "purge_reports",
+    "DELETE FROM reports r WHERE r.started < $1::bigint AND NOT EXISTS (SELECT 1 FROM "
+    "last_reports l WHERE l.jid = r.jid AND l.minion = r.minion)"};
 
 // The changes other writers make, heard on a connection of its own that
 // LISTENs on both channels.
@@ -1207,7 +1291,16 @@ class postgres_store final : public store {
   std::vector<minion_data_record> load_minion_data() override;
   void delete_minion_data(const std::string& id) override;
 
+  size_t add_reports(const std::vector<report::report>& batch) override;
+  std::vector<report::report> list_reports(const report_query& q) override;
+  std::optional<report::report> get_report(const std::string& jid,
+                                           const std::string& minion) override;
+  size_t purge_reports_before(int64_t cutoff_ms) override;
+
  private:
+  report::report read_report(const result& r, int row, bool with_ret) const;
+  // A statement made at run time, prepared once per connection under `name`.
+  const statement& dynamic(const std::string& name, std::string sql);
   int read_version();
   void migrate();
   // Throws unless the schema is this build's (checked again after a
@@ -1800,6 +1893,194 @@ void postgres_store::delete_minion_data(const std::string& id) {
   ready();
   db_.run(k_delete_minion_data, params().text(id), "cannot forget the data of minion " + id);
 }
+
+const statement& postgres_store::dynamic(const std::string& name, std::string sql) {
+  auto it = multi_.find(name);
+  if (it == multi_.end()) {
+    it = multi_.emplace(name, std::make_pair(std::move(sql), statement{})).first;
+    it->second.second = statement{it->first.c_str(), it->second.first.c_str()};
+  }
+  return it->second.second;
+}
+
+size_t postgres_store::add_reports(const std::vector<report::report>& batch) {
+  if (batch.empty()) return 0;
+  ready();
+  const std::string what = "cannot store " + std::to_string(batch.size()) + " reports";
+  // The first of a (jid, minion) in the batch wins; sorted so that masters
+  // writing overlapping batches lock rows in the same order.
+  std::vector<const report::report*> rows;
+  rows.reserve(batch.size());
+  for (const auto& r : batch) rows.push_back(&r);
+  std::stable_sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) {
+    return std::tie(a->jid, a->minion) < std::tie(b->jid, b->minion);
+  });
+  rows.erase(std::unique(rows.begin(), rows.end(),
+                         [](const auto* a, const auto* b) {
+                           return a->jid == b->jid && a->minion == b->minion;
+                         }),
+             rows.end());
+
+  transaction txn(db_, what);
+  // minion -> (started, jid) of its newest new report in this batch.
+  std::map<std::string, std::pair<int64_t, std::string>> latest;
+  size_t added = 0;
+  for_each_chunk(rows.size(), [&](size_t at, size_t n) {
+    params p;
+    for (size_t i = at; i < at + n; ++i) {
+      const report::report& r = *rows[i];
+      p.text(r.jid)
+          .text(r.minion)
+          .text(r.fun)
+          .int8(r.started_ms)
+          .float8(r.duration_ms)
+          .float8(r.run_time_ms)
+          .text(report::to_string(r.status))
+          .boolean(r.test)
+          .int4(r.retcode)
+          .int4(static_cast<int32_t>(r.counts.succeeded))
+          .int4(static_cast<int32_t>(r.counts.failed))
+          .int4(static_cast<int32_t>(r.counts.changed))
+          .int4(static_cast<int32_t>(r.counts.pending))
+          .int4(static_cast<int32_t>(r.counts.total))
+          .text(report::timings_text(r.timings))
+          .text(to_json_text(nlohmann::json(r.errors)))
+          .text(to_json_text(r.ret));
+    }
+    auto res = db_.run(multi_row(multi::add_reports, n), p, what);
+    for (int row = 0; row < res.rows(); ++row) {
+      ++added;
+      std::pair<int64_t, std::string> at_started{res.integer(row, 2), res.text(row, 0)};
+      auto [it, inserted] = latest.try_emplace(res.text(row, 1), at_started);
+      if (!inserted && at_started > it->second) it->second = std::move(at_started);
+    }
+  });
+  std::vector<const std::pair<const std::string, std::pair<int64_t, std::string>>*> last;
+  last.reserve(latest.size());
+  for (const auto& entry : latest) last.push_back(&entry);
+  for_each_chunk(last.size(), [&](size_t at, size_t n) {
+    params p;
+    for (size_t i = at; i < at + n; ++i) {
+      p.text(last[i]->first).text(last[i]->second.second).int8(last[i]->second.first);
+    }
+    db_.run(multi_row(multi::last_reports, n), p, what);
+  });
+  txn.commit();
+  return added;
+}
+
+report::report postgres_store::read_report(const result& r, int row, bool with_ret) const {
+  report::report out;
+  out.jid = r.text(row, 0);
+  out.minion = r.text(row, 1);
+  std::string where = "report of " + out.minion + " for job " + out.jid;
+  out.fun = r.text(row, 2);
+  out.started_ms = r.integer(row, 3);
+  out.duration_ms = r.real(row, 4);
+  out.run_time_ms = r.real(row, 5);
+  std::string status = r.text(row, 6);
+  auto parsed = report::parse_status(status);
+  if (!parsed) {
+    c_->fail(where + " has unknown status '" + status +
+             "'; it was written by a newer brine or edited by hand");
+  }
+  out.status = *parsed;
+  out.test = r.boolean(row, 7);
+  out.retcode = static_cast<int>(r.integer(row, 8));
+  out.counts = {static_cast<size_t>(r.integer(row, 9)), static_cast<size_t>(r.integer(row, 10)),
+                static_cast<size_t>(r.integer(row, 11)), static_cast<size_t>(r.integer(row, 12)),
+                static_cast<size_t>(r.integer(row, 13))};
+  auto timings = report::parse_timings(r.text(row, 14));
+  if (!timings) c_->fail(where + ": column timings is not a map of timings");
+  out.timings = std::move(*timings);
+  auto errors = parse_json(r.text(row, 15), where, "errors");
+  if (!errors.is_array()) c_->fail(where + ": column errors is not a JSON array");
+  for (const auto& e : errors) {
+    out.errors.push_back(e.is_string() ? e.get<std::string>() : e.dump());
+  }
+  if (with_ret) out.ret = parse_json<nlohmann::ordered_json>(r.text(row, 16), where, "ret");
+  return out;
+}
+
+std::vector<report::report> postgres_store::list_reports(const report_query& q) {
+  ready();
+  // One statement per combination of filters, so that each uses its index
+  // (a glob's literal prefix becomes a range: the regular expression alone
+  // would need the planner to see the parameter's value).
+  std::string name = "list_reports";
+  std::string sql = std::string("SELECT ") + BRINE_REPORT_COLUMNS;
+  std::string col = q.last ? "l.minion" : "r.minion";
+  if (q.last) {
+    name += "_last";
+    sql +=
+        " FROM last_reports l JOIN reports r ON r.jid = l.jid AND r.minion = l.minion "
+        "WHERE true";
+  } else {
+    sql += " FROM reports r WHERE true";
+  }
+  params p;
+  int n = 0;
+  auto param = [&](const char* type) { return "$" + std::to_string(++n) + "::" + type; };
+  auto glob = split_glob(q.minion);
+  if (!q.minion.empty()) {
+    if (!glob.wildcard) {
+      name += "_minion";
+      sql += " AND " + col + " = " + param("text");
+      p.text(glob.prefix);
+    } else {
+      if (!glob.prefix.empty()) {
+        std::string end = prefix_end(glob.prefix);
+        name += "_from";
+        sql += " AND " + col + " >= " + param("text");
+        p.text(glob.prefix);
+        if (!end.empty()) {
+          name += "_to";
+          sql += " AND " + col + " < " + param("text");
+          p.text(end);
+        }
+      }
+      name += "_glob";
+      sql += " AND " + col + " ~ " + param("text");
+      p.text(posix_regex(q.minion));
+    }
+  }
+  if (q.status) {
+    name += "_status";
+    sql += " AND r.status = " + param("text");
+    p.text(report::to_string(*q.status));
+  }
+  if (q.since_ms) {
+    name += "_since";
+    sql += " AND r.started >= " + param("bigint");
+    p.int8(*q.since_ms);
+  }
+  std::string order = q.last ? "l" : "r";
+  sql += " ORDER BY " + order + ".started DESC, " + order + ".jid DESC, " + order +
+         ".minion DESC LIMIT " + param("bigint");
+  p.int8(static_cast<int64_t>(
+      std::min<uint64_t>(q.limit, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))));
+  auto r = db_.run(dynamic(name, std::move(sql)), p, "cannot list reports");
+  std::vector<report::report> out;
+  out.reserve(static_cast<size_t>(r.rows()));
+  for (int row = 0; row < r.rows(); ++row) out.push_back(read_report(r, row, false));
+  return out;
+}
+
+std::optional<report::report> postgres_store::get_report(const std::string& jid,
+                                                         const std::string& minion) {
+  ready();
+  auto r = db_.run(k_get_report, params().text(jid).text(minion),
+                   "cannot read the report of " + minion + " for job " + jid);
+  if (r.rows() == 0) return std::nullopt;
+  return read_report(r, 0, true);
+}
+
+size_t postgres_store::purge_reports_before(int64_t cutoff_ms) {
+  ready();
+  return db_.run(k_purge_reports, params().int8(cutoff_ms), "cannot purge reports").affected();
+}
+
+#undef BRINE_REPORT_COLUMNS
 
 }  // namespace
 

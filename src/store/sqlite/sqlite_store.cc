@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -94,6 +95,45 @@ CREATE TABLE minion_data (
   last_seen INTEGER NOT NULL DEFAULT 0,
   master    TEXT    NOT NULL DEFAULT ''
 );
+)sql",
+    // 3 -> 4: state-run reports, and each minion's latest. A report keeps
+    // its own copy of the return: it outlives the job's (keep_reports
+    // against keep_jobs). started is unix milliseconds; durations are
+    // milliseconds.
+    R"sql(
+CREATE TABLE reports (
+  jid       TEXT    NOT NULL,
+  minion    TEXT    NOT NULL,
+  fun       TEXT    NOT NULL,
+  started   INTEGER NOT NULL,
+  duration  REAL    NOT NULL,
+  run_time  REAL    NOT NULL,
+  status    TEXT    NOT NULL,
+  test      INTEGER NOT NULL,
+  retcode   INTEGER NOT NULL,
+  succeeded INTEGER NOT NULL,
+  failed    INTEGER NOT NULL,
+  changed   INTEGER NOT NULL,
+  pending   INTEGER NOT NULL,
+  total     INTEGER NOT NULL,
+  timings   TEXT    NOT NULL,
+  errors    TEXT    NOT NULL,
+  ret       TEXT    NOT NULL,
+  PRIMARY KEY (jid, minion)
+);
+-- Each list filter has an index that yields its rows newest first: none
+-- (and --since, and purging by age), --minion, --status.
+CREATE INDEX reports_by_started ON reports (started, jid, minion);
+CREATE INDEX reports_by_minion ON reports (minion, started, jid);
+CREATE INDEX reports_by_status ON reports (status, started, jid, minion);
+-- The inventory's "last run": one row per minion, so that reading every
+-- minion's latest report reads as many rows as there are minions.
+CREATE TABLE last_reports (
+  minion  TEXT    NOT NULL PRIMARY KEY,
+  jid     TEXT    NOT NULL,
+  started INTEGER NOT NULL
+);
+CREATE INDEX last_reports_by_started ON last_reports (started, jid, minion);
 )sql",
 };
 
@@ -208,6 +248,10 @@ class query {
     check(sqlite3_bind_int64(stmt_, index, value));
     return *this;
   }
+  query& bind(int index, double value) {
+    check(sqlite3_bind_double(stmt_, index, value));
+    return *this;
+  }
 
   // True while a row is available.
   bool step() {
@@ -232,6 +276,7 @@ class query {
              : std::string();
   }
   int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
   bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
 
  private:
@@ -468,7 +513,14 @@ class sqlite_store final : public store {
   std::vector<minion_data_record> load_minion_data() override;
   void delete_minion_data(const std::string& id) override;
 
+  size_t add_reports(const std::vector<report::report>& batch) override;
+  std::vector<report::report> list_reports(const report_query& q) override;
+  std::optional<report::report> get_report(const std::string& jid,
+                                           const std::string& minion) override;
+  size_t purge_reports_before(int64_t cutoff_ms) override;
+
  private:
+  report::report read_report(const query& q, bool with_ret) const;
   template <class Json = nlohmann::json>
   Json parse_json(const std::string& text, std::string_view row,
                             std::string_view column) const;
@@ -476,6 +528,10 @@ class sqlite_store final : public store {
   std::vector<key_record> read_keys(query& q);
 
   std::string conn_path_;
+  // The text of statements made at run time (list_reports' filters), kept
+  // here because the connection's statement cache keys on it without a
+  // copy; declared before conn_ so that it outlives the cache.
+  std::set<std::string, std::less<>> dynamic_sql_;
   connection conn_;
 };
 
@@ -513,7 +569,7 @@ status sqlite_store::check() {
   s.code_version = k_sqlite_schema_version;
   s.schema_version =
       static_cast<int>(conn_.query_int("PRAGMA user_version", "cannot read the schema version"));
-  for (const char* table : {"keys", "jobs", "returns", "undelivered", "minion_data"}) {
+  for (const char* table : {"keys", "jobs", "returns", "undelivered", "minion_data", "reports"}) {
     s.rows[table] = conn_.query_int(std::string("SELECT count(*) FROM ") + table,
                                     std::string("cannot count the rows of ") + table);
   }
@@ -841,6 +897,162 @@ void sqlite_store::delete_minion_data(const std::string& id) {
       .bind(1, id)
       .run();
 }
+
+#define BRINE_REPORT_COLUMNS                                                                 \
+  "r.jid, r.minion, r.fun, r.started, r.duration, r.run_time, r.status, r.test, r.retcode, " \
+  "r.succeeded, r.failed, r.changed, r.pending, r.total, r.timings, r.errors"
+
+size_t sqlite_store::add_reports(const std::vector<report::report>& batch) {
+  if (batch.empty()) return 0;
+  const std::string what = "cannot store " + std::to_string(batch.size()) + " reports";
+  write_transaction txn(conn_, what);
+  query add(conn_,
+            "INSERT OR IGNORE INTO reports (jid, minion, fun, started, duration, run_time, status, "
+            "test, retcode, succeeded, failed, changed, pending, total, timings, errors, ret) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            what);
+  // The later start wins; a tie goes to the later jid, as list order has it.
+  query last(conn_,
+             "INSERT INTO last_reports (minion, jid, started) VALUES (?1, ?2, ?3) "
+             "ON CONFLICT (minion) DO UPDATE SET jid = excluded.jid, started = excluded.started "
+             "WHERE (excluded.started, excluded.jid) > (last_reports.started, last_reports.jid)",
+             what);
+  size_t added = 0;
+  for (const auto& r : batch) {
+    std::string timings = report::timings_text(r.timings);
+    std::string errors = to_json_text(nlohmann::json(r.errors));
+    std::string ret = to_json_text(r.ret);
+    add.bind(1, r.jid)
+        .bind(2, r.minion)
+        .bind(3, r.fun)
+        .bind(4, r.started_ms)
+        .bind(5, r.duration_ms)
+        .bind(6, r.run_time_ms)
+        .bind(7, report::to_string(r.status))
+        .bind(8, int64_t{r.test ? 1 : 0})
+        .bind(9, int64_t{r.retcode})
+        .bind(10, static_cast<int64_t>(r.counts.succeeded))
+        .bind(11, static_cast<int64_t>(r.counts.failed))
+        .bind(12, static_cast<int64_t>(r.counts.changed))
+        .bind(13, static_cast<int64_t>(r.counts.pending))
+        .bind(14, static_cast<int64_t>(r.counts.total))
+        .bind(15, timings)
+        .bind(16, errors)
+        .bind(17, ret);
+    add.run();
+    if (add.changes() == 0) continue;  // re-sent: the first one stays
+    ++added;
+    last.bind(1, r.minion).bind(2, r.jid).bind(3, r.started_ms);
+    last.run();
+  }
+  txn.commit();
+  return added;
+}
+
+report::report sqlite_store::read_report(const query& q, bool with_ret) const {
+  report::report r;
+  r.jid = q.text(0);
+  r.minion = q.text(1);
+  std::string row = "report of " + r.minion + " for job " + r.jid;
+  r.fun = q.text(2);
+  r.started_ms = q.integer(3);
+  r.duration_ms = q.real(4);
+  r.run_time_ms = q.real(5);
+  std::string status = q.text(6);
+  auto parsed = report::parse_status(status);
+  if (!parsed) {
+    conn_.fail_message(row + " has unknown status '" + status +
+                       "'; it was written by a newer brine or edited by hand");
+  }
+  r.status = *parsed;
+  r.test = q.integer(7) != 0;
+  r.retcode = static_cast<int>(q.integer(8));
+  r.counts = {static_cast<size_t>(q.integer(9)), static_cast<size_t>(q.integer(10)),
+              static_cast<size_t>(q.integer(11)), static_cast<size_t>(q.integer(12)),
+              static_cast<size_t>(q.integer(13))};
+  auto timings = report::parse_timings(q.text(14));
+  if (!timings) conn_.fail_message(row + ": column timings is not a map of timings");
+  r.timings = std::move(*timings);
+  auto errors = parse_json(q.text(15), row, "errors");
+  if (!errors.is_array()) conn_.fail_message(row + ": column errors is not a JSON array");
+  for (const auto& e : errors) r.errors.push_back(e.is_string() ? e.get<std::string>() : e.dump());
+  if (with_ret) r.ret = parse_json<nlohmann::ordered_json>(q.text(16), row, "ret");
+  return r;
+}
+
+std::vector<report::report> sqlite_store::list_reports(const report_query& q) {
+  // The statement depends on which filters are set, so that each can use
+  // its index; one text per combination, prepared once.
+  std::string sql = std::string("SELECT ") + BRINE_REPORT_COLUMNS;
+  std::string_view minion_col = q.last ? "l.minion" : "r.minion";
+  if (q.last) {
+    // CROSS JOIN: SQLite then reads last_reports (a row per minion) and
+    // looks each report up, rather than walking every report to find the
+    // minions' latest.
+    sql +=
+        " FROM last_reports l CROSS JOIN reports r ON r.jid = l.jid AND r.minion = l.minion "
+        "WHERE 1";
+  } else {
+    sql += " FROM reports r WHERE 1";
+  }
+  auto glob = split_glob(q.minion);
+  std::string end = prefix_end(glob.prefix);
+  std::string pattern = sqlite_glob(q.minion);
+  if (!q.minion.empty()) {
+    if (!glob.wildcard) {
+      sql += " AND " + std::string(minion_col) + " = ?1";
+    } else {
+      if (!glob.prefix.empty()) {
+        sql += " AND " + std::string(minion_col) + " >= ?2";
+        if (!end.empty()) sql += " AND " + std::string(minion_col) + " < ?3";
+      }
+      sql += " AND " + std::string(minion_col) + " GLOB ?4";
+    }
+  }
+  if (q.status) sql += " AND r.status = ?5";
+  if (q.since_ms) sql += " AND r.started >= ?6";
+  // Exactly an index's order read backwards, so that LIMIT stops the read.
+  sql += q.last ? " ORDER BY l.started DESC, l.jid DESC, l.minion DESC LIMIT ?7"
+                : " ORDER BY r.started DESC, r.jid DESC, r.minion DESC LIMIT ?7";
+  auto interned = dynamic_sql_.insert(std::move(sql)).first;
+
+  auto bounded = static_cast<int64_t>(
+      std::min<uint64_t>(q.limit, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+  std::string status = q.status ? report::to_string(*q.status) : "";
+  query stmt(conn_, *interned, "cannot list reports");
+  // Parameters the text does not use are ignored by SQLite.
+  stmt.bind(1, glob.prefix).bind(2, glob.prefix).bind(3, end).bind(4, pattern).bind(5, status);
+  stmt.bind(6, q.since_ms.value_or(0)).bind(7, bounded);
+  std::vector<report::report> out;
+  while (stmt.step()) out.push_back(read_report(stmt, false));
+  return out;
+}
+
+std::optional<report::report> sqlite_store::get_report(const std::string& jid,
+                                                       const std::string& minion) {
+  query q(conn_,
+          "SELECT " BRINE_REPORT_COLUMNS
+          ", r.ret FROM reports r WHERE r.jid = ?1 AND r.minion = ?2",
+          "cannot read the report of " + minion + " for job " + jid);
+  q.bind(1, jid).bind(2, minion);
+  if (!q.step()) return std::nullopt;
+  return read_report(q, true);
+}
+
+size_t sqlite_store::purge_reports_before(int64_t cutoff_ms) {
+  const std::string what = "cannot purge reports";
+  write_transaction txn(conn_, what);
+  query q(conn_,
+          "DELETE FROM reports WHERE started < ?1 AND NOT EXISTS (SELECT 1 FROM last_reports l "
+          "WHERE l.jid = reports.jid AND l.minion = reports.minion)",
+          what);
+  q.bind(1, cutoff_ms).run();
+  auto purged = static_cast<size_t>(q.changes());
+  txn.commit();
+  return purged;
+}
+
+#undef BRINE_REPORT_COLUMNS
 
 }  // namespace
 

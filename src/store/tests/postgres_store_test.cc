@@ -312,7 +312,7 @@ TEST_F(postgres_test, newer_schema_is_refused) {
   psql("UPDATE brine_schema SET version = 7");
   std::string what = error_of([&] { open_store(); });
   EXPECT_NE(what.find("store " + pg_->url(db_) +
-                      ": schema version 7 is newer than this brine supports (1); upgrade brine"),
+                      ": schema version 7 is newer than this brine supports (2); upgrade brine"),
             std::string::npos)
       << what;
   // Without migrating, check() still reports it and the rest refuses.
@@ -367,6 +367,31 @@ TEST_F(postgres_test, without_migrate_a_database_behind_is_refused_and_migrate_f
   EXPECT_EQ(migrated->check().schema_version, k_postgres_schema_version);
   EXPECT_EQ(psql("SELECT count(*) FROM brine_schema"), "1");
   EXPECT_TRUE(s->list_jobs(1).empty());
+}
+
+TEST_F(postgres_test, a_version_1_database_gets_the_report_tables) {
+  // What the brine before reports left: its rows stay, the report tables
+  // are added.
+  open_store()->add_job(make_job("j1", 1));
+  psql(
+      "SET ROLE brine; DROP TABLE reports; DROP TABLE last_reports; "
+      "UPDATE brine_schema SET version = 1");
+  auto o = opts();
+  o.migrate = false;
+  EXPECT_NE(error_of([&] {
+              open(o)->list_reports({});
+            }).find("schema version 1 is behind this brine (2); run `brine store migrate`"),
+            std::string::npos);
+  auto s = open_store();
+  EXPECT_EQ(s->check().schema_version, 2);
+  EXPECT_TRUE(s->get_job("j1").has_value());
+  report::report r;
+  r.jid = "j1";
+  r.minion = "web1";
+  r.fun = "state.apply";
+  r.started_ms = 5;
+  EXPECT_EQ(s->add_reports({r}), 1u);
+  EXPECT_EQ(s->list_reports({.last = true}).size(), 1u);
 }
 
 TEST_F(postgres_test, masters_starting_together_migrate_once) {

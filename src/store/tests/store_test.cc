@@ -422,6 +422,13 @@ PRAGMA user_version=1;
   s->add_undelivered({{"j1", "web1", "not connected", 110}});
   EXPECT_EQ(s->count_undelivered("j1"), 1u);
   EXPECT_EQ(raw_db(path_).scalar("PRAGMA user_version"), std::to_string(k_sqlite_schema_version));
+  // Every later step ran too: reports (version 4) work.
+  report::report r;
+  r.jid = "j1";
+  r.minion = "web1";
+  r.fun = "state.apply";
+  EXPECT_EQ(s->add_reports({r}), 1u);
+  EXPECT_EQ(s->list_reports({.last = true}).size(), 1u);
 }
 
 TEST_P(store_test, data_persists_across_reopen) {
@@ -807,6 +814,169 @@ TEST_F(sqlite_store_test, missing_directory_says_so) {
     EXPECT_NE(what.find(path), std::string::npos) << what;
     EXPECT_NE(what.find("create its directory"), std::string::npos) << what;
   }
+}
+
+report::report make_report(const std::string& jid, const std::string& minion, int64_t started,
+                           report::run_status status) {
+  report::report r;
+  r.jid = jid;
+  r.minion = minion;
+  r.fun = "state.apply";
+  r.started_ms = started;
+  r.duration_ms = 12.5;
+  r.run_time_ms = 11.25;
+  r.status = status;
+  r.test = status == report::run_status::changed && minion == "db1";
+  r.retcode = status == report::run_status::failed ? 2 : 0;
+  r.counts = {3, status == report::run_status::failed ? 1u : 0u, 1, 0, 4};
+  r.timings = {{"file", {2, 10.0}}, {"cmd", {2, 1.25}}};
+  if (status == report::run_status::failed) r.errors = {"Rendering SLS failed: line 1"};
+  r.ret = nlohmann::ordered_json::object();
+  r.ret["test_|-b_|-b_|-nop"] = {{"result", true}, {"__run_num__", 0}};
+  r.ret["test_|-a_|-a_|-nop"] = {{"result", true}, {"__run_num__", 1}};
+  return r;
+}
+
+std::vector<std::string> keys_of(const std::vector<report::report>& reports) {
+  std::vector<std::string> out;
+  for (const auto& r : reports) out.push_back(r.minion + "@" + r.jid);
+  return out;
+}
+
+TEST_P(store_test, reports_are_stored_once_and_shown_with_their_return) {
+  auto s = open_store();
+  using report::run_status;
+  auto first = make_report("j1", "web1", 1000, run_status::failed);
+  EXPECT_EQ(s->add_reports({first, make_report("j1", "web2", 1001, run_status::changed)}), 2u);
+  // A re-sent return: the first report stays.
+  auto again = make_report("j1", "web1", 5000, run_status::unchanged);
+  EXPECT_EQ(s->add_reports({again}), 0u);
+
+  auto got = s->get_report("j1", "web1");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->fun, "state.apply");
+  EXPECT_EQ(got->started_ms, 1000);
+  EXPECT_DOUBLE_EQ(got->duration_ms, 12.5);
+  EXPECT_DOUBLE_EQ(got->run_time_ms, 11.25);
+  EXPECT_EQ(got->status, run_status::failed);
+  EXPECT_FALSE(got->test);
+  EXPECT_EQ(got->retcode, 2);
+  EXPECT_EQ(got->counts, (report::tally{3, 1, 1, 0, 4}));
+  EXPECT_EQ(got->timings, first.timings);
+  EXPECT_EQ(got->errors, first.errors);
+  // The return in the minion's key order.
+  EXPECT_EQ(got->ret.dump(), first.ret.dump());
+  EXPECT_FALSE(s->get_report("j1", "web3").has_value());
+  EXPECT_FALSE(s->get_report("j2", "web1").has_value());
+  EXPECT_EQ(s->check().rows.at("reports"), 2);
+  // Another process sees them (the CLI against a running master).
+  EXPECT_EQ(open_store()->list_reports({}).size(), 2u);
+}
+
+TEST_P(store_test, report_list_filters_and_order) {
+  auto s = open_store();
+  using report::run_status;
+  s->add_reports({make_report("j1", "web1", 1000, run_status::changed),
+                  make_report("j1", "web2", 1010, run_status::failed),
+                  make_report("j1", "db1", 1005, run_status::changed),
+                  make_report("j2", "web1", 2000, run_status::unchanged),
+                  make_report("j2", "web10", 2000, run_status::failed),
+                  make_report("j3", "w*b", 3000, run_status::unchanged)});
+  auto list = [&](report_query q) { return keys_of(s->list_reports(q)); };
+  using v = std::vector<std::string>;
+  // Newest first; a tie in start goes to the later jid, then the later minion.
+  EXPECT_EQ(list({}), (v{"w*b@j3", "web10@j2", "web1@j2", "web2@j1", "db1@j1", "web1@j1"}));
+  EXPECT_EQ(list({.limit = 2}), (v{"w*b@j3", "web10@j2"}));
+  EXPECT_EQ(list({.limit = 0}), v{});
+  EXPECT_EQ(list({.minion = "web1"}), (v{"web1@j2", "web1@j1"}));
+  EXPECT_EQ(list({.minion = "web1*"}), (v{"web10@j2", "web1@j2", "web1@j1"}));
+  EXPECT_EQ(list({.minion = "web?"}), (v{"web1@j2", "web2@j1", "web1@j1"}));
+  EXPECT_EQ(list({.minion = "web[2-9]"}), (v{"web2@j1"}));
+  EXPECT_EQ(list({.minion = "[!w]*"}), (v{"db1@j1"}));
+  EXPECT_EQ(list({.minion = "*1"}), (v{"web1@j2", "db1@j1", "web1@j1"}));
+  // Quoted wildcards are themselves; a glob of characters that regular
+  // expressions read specially matches them literally.
+  EXPECT_EQ(list({.minion = "w\\*b"}), (v{"w*b@j3"}));
+  EXPECT_EQ(list({.minion = "w[*]b"}), (v{"w*b@j3"}));
+  EXPECT_EQ(list({.minion = "we.1"}), v{});
+  EXPECT_EQ(list({.minion = "nobody*"}), v{});
+  EXPECT_EQ(list({.status = run_status::failed}), (v{"web10@j2", "web2@j1"}));
+  EXPECT_EQ(list({.status = run_status::unchanged}), (v{"w*b@j3", "web1@j2"}));
+  EXPECT_EQ(list({.since_ms = 2000}), (v{"w*b@j3", "web10@j2", "web1@j2"}));
+  EXPECT_EQ(list({.minion = "web*", .status = run_status::failed, .since_ms = 1500}),
+            (v{"web10@j2"}));
+  // Listed without their returns; every other field is there.
+  auto rows = s->list_reports({.minion = "db1"});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_TRUE(rows[0].ret.is_null());
+  EXPECT_TRUE(rows[0].test);
+  EXPECT_EQ(rows[0].counts.total, 4u);
+  EXPECT_EQ(rows[0].timings.at("cmd"), (report::module_timing{2, 1.25}));
+}
+
+TEST_P(store_test, last_report_per_minion) {
+  auto s = open_store();
+  using report::run_status;
+  // Two of web1's in one batch, the later first; web2's later run is
+  // unchanged after a failed one.
+  s->add_reports({make_report("j3", "web1", 3000, run_status::changed),
+                  make_report("j1", "web1", 1000, run_status::failed),
+                  make_report("j1", "web2", 1000, run_status::failed)});
+  s->add_reports({make_report("j2", "web2", 2000, run_status::unchanged)});
+  // An older report arriving late (a minion re-sending after an outage)
+  // does not replace the last one.
+  s->add_reports({make_report("j0", "web2", 500, run_status::failed)});
+  using v = std::vector<std::string>;
+  auto last = [&](report_query q) {
+    q.last = true;
+    return keys_of(s->list_reports(q));
+  };
+  EXPECT_EQ(last({}), (v{"web1@j3", "web2@j2"}));
+  EXPECT_EQ(last({.minion = "web2"}), (v{"web2@j2"}));
+  EXPECT_EQ(last({.minion = "w*2"}), (v{"web2@j2"}));
+  // Minions whose last run failed: none now (web2 failed before, not last).
+  EXPECT_EQ(last({.status = run_status::failed}), v{});
+  EXPECT_EQ(last({.status = run_status::changed}), (v{"web1@j3"}));
+  EXPECT_EQ(last({.since_ms = 2500}), (v{"web1@j3"}));
+  EXPECT_EQ(last({.limit = 1}), (v{"web1@j3"}));
+  // A tie in start goes to the later jid.
+  s->add_reports({make_report("j2b", "web2", 2000, run_status::failed)});
+  EXPECT_EQ(last({.status = run_status::failed}), (v{"web2@j2b"}));
+}
+
+TEST_P(store_test, report_purge_keeps_each_minions_latest) {
+  auto s = open_store();
+  using report::run_status;
+  s->add_reports({make_report("j1", "web1", 1000, run_status::changed),
+                  make_report("j2", "web1", 2000, run_status::changed),
+                  make_report("j3", "web1", 3000, run_status::changed),
+                  make_report("j1", "web2", 1000, run_status::failed)});
+  EXPECT_EQ(s->purge_reports_before(2500), 2u);
+  using v = std::vector<std::string>;
+  // web2's only report is its last run, older than the cutoff or not.
+  EXPECT_EQ(keys_of(s->list_reports({})), (v{"web1@j3", "web2@j1"}));
+  EXPECT_EQ(s->purge_reports_before(10000), 0u);
+  EXPECT_FALSE(s->get_report("j2", "web1").has_value());
+  // A newer run makes the old last one purgeable.
+  s->add_reports({make_report("j4", "web2", 4000, run_status::unchanged)});
+  EXPECT_EQ(s->purge_reports_before(3500), 1u);
+  EXPECT_EQ(keys_of(s->list_reports({})), (v{"web2@j4", "web1@j3"}));
+  EXPECT_EQ(keys_of(s->list_reports({.last = true})), (v{"web2@j4", "web1@j3"}));
+}
+
+TEST(store_glob, translations) {
+  EXPECT_EQ(split_glob("web*").prefix, "web");
+  EXPECT_TRUE(split_glob("web*").wildcard);
+  EXPECT_EQ(split_glob("w\\*b").prefix, "w*b");
+  EXPECT_FALSE(split_glob("w\\*b").wildcard);
+  EXPECT_EQ(split_glob("[ab]x").prefix, "");
+  EXPECT_EQ(prefix_end("web"), "wec");
+  EXPECT_EQ(prefix_end("a\xff"), "b");
+  EXPECT_EQ(prefix_end("\xff"), "");
+  EXPECT_EQ(sqlite_glob("w?b[!0-3]*"), "w?b[^0-3]*");
+  EXPECT_EQ(sqlite_glob("a\\*b["), "a[*]b[[]");
+  EXPECT_EQ(posix_regex("w?b[!0-3]*"), "^w.b[^0-3].*$");
+  EXPECT_EQ(posix_regex("a.b(c)+\\*["), "^a\\.b\\(c\\)\\+\\*\\[$");
 }
 
 TEST(sqlite_memory_test, in_memory_database_works) {
