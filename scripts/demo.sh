@@ -104,5 +104,7 @@ echo "\$ brine cmd -G roles:web state.apply"
 "$brine" cmd -c "$dir/master" -G roles:web state.apply
 echo "\$ brine cmd --state-output terse -G roles:web state.apply   # again: nothing to change"
 "$brine" cmd -c "$dir/master" --state-output terse -G roles:web state.apply
+echo "\$ brine report list   # every state run, kept by the master"
+"$brine" report -c "$dir/master" list
 echo "\$ brine job list"
 "$brine" job -c "$dir/master" list

@@ -23,38 +23,13 @@
 #include "state/highstate.h"
 #include "state/state_mod.h"
 #include "states/diff.h"
+#include "states/file_util.h"
 #include "states/registry.h"
 
 namespace brine::states {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A mode as Salt takes it (644, "0644", "644") -> its octal value.
-std::optional<mode_t> parse_mode(const json& v) {
-  std::string text = v.is_string() ? v.get<std::string>() : v.is_number_integer() ? std::to_string(v.get<long long>()) : "";
-  if (text.empty() || text.size() > 5) return std::nullopt;
-  mode_t m = 0;
-  for (char ch : text) {
-    if (ch < '0' || ch > '7') return std::nullopt;
-    m = m * 8 + static_cast<mode_t>(ch - '0');
-  }
-  return m;
-}
-
-std::string mode_text(mode_t m) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(m & 07777));
-  return buf;
-}
 
 // The `diff` change of a file whose text changes: Salt's unified diff, or
 // Salt's placeholder with show_changes: False.
