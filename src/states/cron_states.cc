@@ -76,6 +76,16 @@ std::string check(const json& tab, const std::string& cmd, const plain_json& wan
   return "absent";
 }
 
+// Salt's absent functions build {name, result, changes, comment}.
+json absent_ret(const std::string& name) {
+  json r = json::object();
+  r["name"] = name;
+  r["result"] = true;
+  r["changes"] = json::object();
+  r["comment"] = "";
+  return r;
+}
+
 json fail(json ret, const std::string& comment) {
   ret["result"] = false;
   ret["comment"] = comment;
@@ -150,7 +160,7 @@ asio::awaitable<json> present(state_call c) {
 asio::awaitable<json> absent(state_call c) {
   const std::string name = trimmed(c.name());
   const std::string user = user_of(c);
-  json ret = make_ret(name, true, "");
+  json ret = absent_ret(name);
   plain_json ident = identifier_of(c, name);
   const json* special = c.arg("special");
   const bool is_special = special != nullptr && !special->is_null();
@@ -242,7 +252,7 @@ asio::awaitable<json> env_present(state_call c) {
 asio::awaitable<json> env_absent(state_call c) {
   const std::string name = trimmed(c.name());
   const std::string user = user_of(c);
-  json ret = make_ret(name, true, "");
+  json ret = absent_ret(name);
   if (c.test) {
     json tab = co_await list_tab(c, user);
     std::string status = check_env(tab, name, "");
