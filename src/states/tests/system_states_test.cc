@@ -219,6 +219,79 @@ TEST_F(system_states_test, sysctl_present_fails_for_a_missing_key) {
   EXPECT_EQ(tested["comment"], "Sysctl option brinetest.other_key set to be changed to 1");
 }
 
+const std::string k_key = "AAAAC3NzaC1lZDI1NTE5AAAAIB89mJ3KVC2dUD1LwVFVq5oI9SYBjuu/nzDLP4yVnqpi";
+
+TEST_F(system_states_test, ssh_auth_present_adds_updates_and_absent_removes) {
+  const std::string keys = dir_.file("keys/authorized_keys");
+  json low = {{"name", k_key}, {"user", "root"}, {"enc", "ed25519"}, {"comment", "me@example"},
+              {"config", keys}};
+  json tested = call("ssh_auth.present", low, true);
+  EXPECT_TRUE(tested["result"].is_null());
+  EXPECT_EQ(tested["comment"], "Key " + k_key + " for user root is set to be added");
+  json added = call("ssh_auth.present", low);
+  EXPECT_EQ(added["comment"], "The authorized host key " + k_key + " for user root was added");
+  EXPECT_EQ(added["changes"][k_key], "New");
+  EXPECT_EQ(read(keys), "ssh-ed25519 " + k_key + " me@example\n");
+  EXPECT_EQ(fs::status(keys).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(call("ssh_auth.present", low)["comment"],
+            "The authorized host key " + k_key + " is already present for user root");
+  // A whole line as the name: options, type, key, comment.
+  json line = {{"name", "no-pty ssh-ed25519 " + k_key + " you@example"}, {"user", "root"},
+               {"config", keys}};
+  EXPECT_EQ(call("ssh_auth.present", line, true)["comment"],
+            "Key " + k_key + " for user root is set to be updated");
+  json updated = call("ssh_auth.present", line);
+  EXPECT_EQ(updated["changes"][k_key], "Updated");
+  EXPECT_EQ(read(keys), "no-pty ssh-ed25519 " + k_key + " you@example\n");
+  EXPECT_EQ(call("ssh_auth.present", {{"name", "not base64!"}, {"user", "root"}, {"config", keys}})
+                ["comment"],
+            "Invalid public ssh key, most likely has spaces or invalid syntax");
+  EXPECT_EQ(call("ssh_auth.present",
+                 {{"name", k_key}, {"user", "root"}, {"source", "salt://keys"}})["comment"],
+            "ssh_auth.present: source is not supported by brine yet (give the key as name)");
+  json absent = {{"name", k_key}, {"user", "root"}, {"config", keys}};
+  EXPECT_EQ(call("ssh_auth.absent", absent, true)["comment"],
+            "Key " + k_key + " for user root is set for removal");
+  json removed = call("ssh_auth.absent", absent);
+  EXPECT_EQ(removed["comment"], "Key removed");
+  EXPECT_EQ(removed["changes"][k_key], "Removed");
+  EXPECT_EQ(read(keys), "");
+  EXPECT_EQ(call("ssh_auth.absent", absent)["comment"], "Key not present");
+  EXPECT_EQ(call("ssh_auth.absent", absent, true)["comment"], "Key is already absent");
+}
+
+TEST_F(system_states_test, ssh_known_hosts_present_with_a_key_and_absent) {
+  if (!have_tool("ssh-keygen")) GTEST_SKIP() << "no ssh-keygen (openssh-client)";
+  const std::string known = dir_.file("known_hosts");
+  json low = {{"name", "db.example"}, {"key", k_key}, {"enc", "ssh-ed25519"}, {"config", known}};
+  EXPECT_EQ(call("ssh_known_hosts.present", low, true)["comment"],
+            "Key for db.example is set to be added to " + known);
+  json added = call("ssh_known_hosts.present", low);
+  EXPECT_EQ(added["comment"], "db.example's key saved to " + known + " (key: " + k_key + ")");
+  EXPECT_EQ(added["changes"].dump(), R"({"old":null,"new":[{"hostname":"db.example","enc":)"
+                                     R"("ssh-ed25519","key":")" + k_key + R"("}]})");
+  // Hashed by default: the name is no longer in the file, ssh-keygen -F finds it.
+  EXPECT_EQ(read(known).find("db.example"), std::string::npos);
+  EXPECT_TRUE(read(known).starts_with("|1|"));
+  EXPECT_EQ(call("ssh_known_hosts.present", low)["comment"],
+            "db.example already exists in " + known);
+  EXPECT_EQ(call("ssh_known_hosts.present", low, true)["comment"],
+            "Host db.example is already in " + known);
+  json relative = {{"name", "db.example"}, {"key", k_key}, {"enc", "ssh-ed25519"},
+                   {"config", "known_hosts"}};
+  EXPECT_EQ(call("ssh_known_hosts.present", relative)["comment"],
+            "If not specifying a \"user\", specify an absolute \"config\".");
+  json absent = {{"name", "db.example"}, {"config", known}};
+  EXPECT_EQ(call("ssh_known_hosts.absent", absent, true)["comment"],
+            "Key for db.example is set to be removed from " + known);
+  json removed = call("ssh_known_hosts.absent", absent);
+  EXPECT_EQ(removed["result"], true);
+  EXPECT_EQ(removed["changes"]["new"], nullptr);
+  EXPECT_EQ(removed["changes"]["old"][0]["key"], k_key);
+  EXPECT_EQ(call("ssh_known_hosts.absent", absent)["comment"], "Host is already absent");
+}
+
 // Accounts: throwaway names and ids, removed in teardown.
 class account_test : public system_states_test {
  protected:
