@@ -83,6 +83,7 @@ void register_builtin_modules(registry& reg) {
   register_sysctl_module(reg);
   register_cron_module(reg);
   register_ssh_module(reg);
+  register_shadow_module(reg);
 }
 
 asio::awaitable<outcome> execute(const registry& reg, call c) {

@@ -94,6 +94,7 @@ void register_sysctl_module(registry& reg);
 void register_cron_module(registry& reg);
 // ssh.*: authorized_keys and known_hosts (ssh_keys.h: Salt's key line split)
 void register_ssh_module(registry& reg);
+void register_shadow_module(registry& reg);  // shadow.info, set_password
 
 // Runs `c` with `c.timeout` as its limit. An unknown function, an exception,
 // a bad argument or the limit each give an outcome with success == false and a

@@ -61,6 +61,8 @@ struct wanted {
   std::map<std::string, std::string> gecos;  // fields given (Salt's str() of them)
   bool allow_uid_change = false;
   bool allow_gid_change = false;
+  std::string password;  // a hash; "" when not given
+  bool enforce_password = true;
 };
 
 std::optional<std::vector<std::string>> name_list(const state_call& c, const std::string& key,
@@ -116,6 +118,14 @@ asio::awaitable<json> user_info(const state_call& c, std::string name) {
   plain_json args = plain_json::array();
   args.push_back(std::move(name));
   std::string fun = "user.info";
+  json r = co_await c.run(std::move(fun), std::move(args));
+  co_return r;
+}
+
+asio::awaitable<json> shadow_info(const state_call& c, std::string name) {
+  plain_json args = plain_json::array();
+  args.push_back(std::move(name));
+  std::string fun = "shadow.info";
   json r = co_await c.run(std::move(fun), std::move(args));
   co_return r;
 }
@@ -245,6 +255,13 @@ asio::awaitable<std::optional<json>> changes_for(const state_call& c, wanted w,
     if (!is_dir(newhome)) change["homeDoesNotExist"] = newhome;
   }
   if (w.shell && user["shell"] != *w.shell) change["shell"] = *w.shell;
+  if (!w.password.empty()) {
+    // Salt: a locked or password-less account ("!") always gets the hash;
+    // another one only with enforce_password.
+    json shadow = co_await shadow_info(c, w.name);
+    const json& have = shadow["passwd"];
+    if ((have == "!" || w.enforce_password) && have != w.password) change["passwd"] = w.password;
+  }
   for (const auto& field : k_gecos) {
     auto it = w.gecos.find(field);
     if (it != w.gecos.end() && user[field] != it->second) change[field] = it->second;
@@ -265,9 +282,9 @@ asio::awaitable<std::optional<json>> changes_for(const state_call& c, wanted w,
 // Arguments of Salt's user.present that brine does not implement: refused
 // (when given a value other than Salt's default) rather than ignored.
 const char* const k_unsupported[] = {
-    "password",      "hash_password",   "empty_password",  "date",       "mindays",
-    "maxdays",       "inactdays",       "warndays",        "expire",     "password_lock",
-    "win_homedrive", "win_profile",     "win_logonscript", "win_description"};
+    "hash_password", "empty_password",  "date",           "mindays",        "maxdays",
+    "inactdays",     "warndays",        "expire",         "password_lock",  "win_homedrive",
+    "win_profile",   "win_logonscript", "win_description"};
 
 asio::awaitable<json> present(state_call c) {
   const std::string name = c.name();
@@ -296,6 +313,8 @@ asio::awaitable<json> present(state_call c) {
   }
   w.allow_uid_change = c.flag("allow_uid_change", false);
   w.allow_gid_change = c.flag("allow_gid_change", false);
+  if (const json* v = given(c, "password")) w.password = py_text(*v);
+  w.enforce_password = c.flag("enforce_password", true);
 
   // A comma would split the GECOS field and be added again on every run.
   for (const char* field : {"fullname", "roomnumber", "workphone"}) {
@@ -345,12 +364,22 @@ asio::awaitable<json> present(state_call c) {
     if (c.test) {
       ret["result"] = nullptr;
       std::string comment = "The following user attributes are set to be changed:\n";
-      for (const auto& [key, val] : changes->items()) comment += key + ": " + py_text(val) + "\n";
+      for (const auto& [key, val] : changes->items()) {
+        comment += key + ": " + (key == "passwd" ? std::string("XXX-REDACTED-XXX") : py_text(val)) +
+                   "\n";
+      }
       ret["comment"] = comment;
       co_return ret;
     }
+    json shadow_pre = co_await shadow_info(c, name);
     json pre = co_await user_info(c, name);
     json todo = *changes;
+    if (todo.contains("passwd")) {
+      todo.erase("passwd");
+      plain_json args = plain_json::array({name, w.password});
+      std::string fun = "shadow.set_password";
+      co_await c.run(std::move(fun), std::move(args));
+    }
     bool home_changed = false;
     if (todo.contains("home")) {
       json home = todo["home"];
@@ -383,7 +412,9 @@ asio::awaitable<json> present(state_call c) {
     }
     // The ch* functions, groups last: a new primary group first.
     for (const auto& [key, val] : changes->items()) {
-      if (key == "groups" || key == "home" || key == "homeDoesNotExist") continue;
+      if (key == "groups" || key == "home" || key == "homeDoesNotExist" || key == "passwd") {
+        continue;
+      }
       plain_json args = plain_json::array({name, plain(val)});
       std::string fn = "user.ch" + key;
       co_await c.run(std::move(fn), std::move(args));
@@ -397,6 +428,13 @@ asio::awaitable<json> present(state_call c) {
     json post = co_await user_info(c, name);
     for (const auto& key : k_info_order) {
       if (post.contains(key) && post[key] != pre[key]) ret["changes"][key] = post[key];
+    }
+    if (shadow_pre["passwd"] != w.password) {
+      json shadow_post = co_await shadow_info(c, name);
+      for (const auto& [key, val] : shadow_post.items()) {
+        if (shadow_pre[key] == val) continue;
+        ret["changes"][key] = key == "passwd" ? json("XXX-REDACTED-XXX") : val;
+      }
     }
     if (!ret["changes"].empty()) ret["comment"] = "Updated user " + name;
     std::vector<std::string> ignored;
@@ -444,6 +482,17 @@ asio::awaitable<json> present(state_call c) {
     ret["changes"] = in_order(info, k_info_order);
     // pwd reports a home that createhome=False did not make.
     if (!w.createhome) ret["changes"]["home"] = "";
+    if (!w.password.empty()) {
+      plain_json args = plain_json::array({name, w.password});
+      std::string fun = "shadow.set_password";
+      co_await c.run(std::move(fun), std::move(args));
+      json shadow = co_await shadow_info(c, name);
+      if (shadow["passwd"] != w.password) {
+        ret["comment"] = "User " + name + " created but failed to set password to XXX-REDACTED-XXX";
+        ret["result"] = false;
+      }
+      ret["changes"]["password"] = "XXX-REDACTED-XXX";
+    }
   }
   co_return ret;
 }
@@ -488,9 +537,10 @@ void register_user_states(registry& reg) {
           "user.present name=USER [uid] [gid] [usergroup] [groups] [optional_groups] "
           "[remove_groups=True] [home] [createhome=True] [persist_home=False] [shell] "
           "[unique=True] [system=False] [fullname] [roomnumber] [workphone] [homephone] [other] "
-          "[nologinit=False] [allow_uid_change=False] [allow_gid_change=False]: the user "
-          "exists with these attributes (useradd, usermod); password and the shadow ageing "
-          "fields are not in brine yet");
+          "[nologinit=False] [allow_uid_change=False] [allow_gid_change=False] [password=HASH] "
+          "[enforce_password=True]: the user exists with these attributes (useradd, usermod); "
+          "hash_password, empty_password, password_lock and the shadow ageing fields are not in "
+          "brine yet");
   reg.add("user.absent", absent, {"name"},
           "user.absent name=USER [purge=False] [force=False]: the user does not exist (userdel; "
           "purge=True removes the home directory too)");
