@@ -307,22 +307,22 @@ class account_test : public system_states_test {
     quietly("crontab -u brinetestu -r");
     quietly("userdel -r brinetestu");
     quietly("groupdel brinetestu");
-    quietly("groupdel brinetestg");
-    quietly("groupdel brinetesth");
+    quietly("groupdel brinetestug");
+    quietly("groupdel brinetestuh");
   }
 };
 
 TEST_F(account_test, group_present_creates_changes_and_absent_deletes) {
-  json low = {{"name", "brinetestg"}, {"gid", 4343}};
+  json low = {{"name", "brinetestug"}, {"gid", 4343}};
   json tested = call("group.present", low, true);
   EXPECT_TRUE(tested["result"].is_null());
-  EXPECT_EQ(tested["comment"], "Group brinetestg set to be added");
+  EXPECT_EQ(tested["comment"], "Group brinetestug set to be added");
   json made = call("group.present", low);
   EXPECT_EQ(made.dump(),
-            R"({"name":"brinetestg","changes":{"name":"brinetestg","passwd":"x","gid":4343,)"
-            R"("members":[]},"result":true,"comment":"New group brinetestg created"})");
-  EXPECT_EQ(call("group.present", low)["comment"], "Group brinetestg is present and up to date");
-  json members = {{"name", "brinetestg"}, {"gid", 4344}, {"members", json::array({"root"})}};
+            R"({"name":"brinetestug","changes":{"name":"brinetestug","passwd":"x","gid":4343,)"
+            R"("members":[]},"result":true,"comment":"New group brinetestug created"})");
+  EXPECT_EQ(call("group.present", low)["comment"], "Group brinetestug is present and up to date");
+  json members = {{"name", "brinetestug"}, {"gid", 4344}, {"members", json::array({"root"})}};
   EXPECT_EQ(call("group.present", members, true)["comment"],
             "The following group attributes are set to be changed:\ngid: 4344\nmembers: "
             "['root']\n");
@@ -330,14 +330,14 @@ TEST_F(account_test, group_present_creates_changes_and_absent_deletes) {
   EXPECT_EQ(changed["result"], true);
   EXPECT_EQ(changed["changes"].dump(), R"({"Final":"All changes applied successfully"})");
   EXPECT_EQ(call("group.present", members)["changes"], json::object());
-  json taken = call("group.present", {{"name", "brinetesth"}, {"gid", 4344}});
+  json taken = call("group.present", {{"name", "brinetestuh"}, {"gid", 4344}});
   EXPECT_EQ(taken["comment"],
-            "Group brinetesth is not present but gid 4344 is already taken by group brinetestg");
-  EXPECT_EQ(call("group.absent", {{"name", "brinetestg"}}, true)["comment"],
-            "Group brinetestg is set for removal");
-  json gone = call("group.absent", {{"name", "brinetestg"}});
-  EXPECT_EQ(gone["changes"].dump(), R"({"brinetestg":""})");
-  EXPECT_EQ(call("group.absent", {{"name", "brinetestg"}})["comment"], "Group not present");
+            "Group brinetestuh is not present but gid 4344 is already taken by group brinetestug");
+  EXPECT_EQ(call("group.absent", {{"name", "brinetestug"}}, true)["comment"],
+            "Group brinetestug is set for removal");
+  json gone = call("group.absent", {{"name", "brinetestug"}});
+  EXPECT_EQ(gone["changes"].dump(), R"({"brinetestug":""})");
+  EXPECT_EQ(call("group.absent", {{"name", "brinetestug"}})["comment"], "Group not present");
 }
 
 TEST_F(account_test, user_present_creates_updates_and_absent_removes) {
