@@ -10,6 +10,9 @@ packages=(
   # The pkg tests build a local apt repository (dpkg-deb, apt-ftparchive).
   apt-utils
   python3-jinja2
+  # The system state modules' tools: crontab (cron.*), ssh-keygen and
+  # ssh-keyscan (ssh.*, ssh_known_hosts); useradd and sysctl are in every base.
+  cron openssh-client
   # The PostgreSQL store: libpq's headers to build, the server for its tests
   # (which start throwaway clusters of their own with initdb).
   postgresql libpq-dev

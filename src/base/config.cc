@@ -735,6 +735,7 @@ const option_table<minion_config>& minion_options() {
       {"failhard", set(&c::failhard, boolean)},
       {"state_output", set(&c::state_output, state_output)},
       {"state_verbose", set(&c::state_verbose, boolean)},
+      {"hosts.file", set(&c::hosts_file, required_path)},
       {"pki_dir", set(&c::pki_dir, required_path)},
       {"cachedir", set(&c::cachedir, required_path)},
       {"acceptance_wait_time", set_int(&c::acceptance_wait_time, 1, k_u32_max, "seconds")},

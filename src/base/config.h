@@ -132,6 +132,10 @@ struct minion_config {
   bool failhard = false;
   std::string state_output = "full";
   bool state_verbose = true;
+  // The hosts file the hosts module and host states edit (Salt's
+  // `hosts.file`); a relative path is anchored at the config's directory.
+  // Empty: not set here (grains or pillar may set it; /etc/hosts otherwise).
+  std::string hosts_file;
   std::string pki_dir = "/etc/brine/pki/minion";
   std::string cachedir = "/var/cache/brine/minion";
   uint32_t acceptance_wait_time = 10;   // seconds between retries while pending

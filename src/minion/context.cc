@@ -20,7 +20,7 @@ std::string pillar_cache_path(const base::minion_config& cfg) {
 nlohmann::json opts_of(const base::minion_config& cfg) {
   nlohmann::json masters = nlohmann::json::array();
   for (const auto& m : cfg.masters) masters.push_back(m.text());
-  return {{"id", cfg.id},
+  nlohmann::json opts = {{"id", cfg.id},
           {"conf_file", cfg.source},
           {"master", masters.size() == 1 ? masters[0] : masters},
           {"master_port", cfg.master_port},
@@ -42,6 +42,10 @@ nlohmann::json opts_of(const base::minion_config& cfg) {
           {"state_verbose", cfg.state_verbose},
           {"master_alive_interval", cfg.master_alive_interval},
           {"grains_blacklist", cfg.grains_blacklist}};
+  // Only where set, as in Salt's opts: config.option falls back to grains
+  // and pillar.
+  if (!cfg.hosts_file.empty()) opts["hosts.file"] = cfg.hosts_file;
+  return opts;
 }
 
 context::context(const base::minion_config& cfg, const modules::registry& functions, hooks h)

@@ -80,6 +80,11 @@ void register_builtin_modules(registry& reg) {
   register_slsutil_module(reg);
   register_cp_module(reg);
   register_alternatives_module(reg);
+  register_hosts_module(reg);
+  register_sysctl_module(reg);
+  register_cron_module(reg);
+  register_ssh_module(reg);
+  register_shadow_module(reg);
 }
 
 asio::awaitable<outcome> execute(const registry& reg, call c) {

@@ -88,6 +88,14 @@ void register_slsutil_module(registry& reg);
 void register_cp_module(registry& reg);  // salt:// through the file client
 // alternatives.* over /etc/alternatives (alternatives.h: the paths, for tests)
 void register_alternatives_module(registry& reg);
+// hosts.* over Salt's hosts.file (/etc/hosts by default)
+void register_hosts_module(registry& reg);
+void register_sysctl_module(registry& reg);
+// cron.* over crontab -l / crontab - (cron.h: the matching rules)
+void register_cron_module(registry& reg);
+// ssh.*: authorized_keys and known_hosts (ssh_keys.h: Salt's key line split)
+void register_ssh_module(registry& reg);
+void register_shadow_module(registry& reg);  // shadow.info, set_password
 
 // Runs `c` with `c.timeout` as its limit. An unknown function, an exception,
 // a bad argument or the limit each give an outcome with success == false and a

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "modules/accounts.h"
 #include "modules/args.h"
 #include "modules/arguments.h"
 #include "modules/process.h"
@@ -492,7 +493,241 @@ asio::awaitable<outcome> group_delete(call c) {
   co_return outcome{true};
 }
 
+asio::awaitable<std::optional<user_entry>> lookup_user(std::string name) {
+  std::function<std::optional<user_entry>()> lookup = [name] { return find_user(name); };
+  std::optional<user_entry> u = co_await on_nss_thread(std::move(lookup));
+  co_return u;
+}
+
+asio::awaitable<std::optional<group_entry>> lookup_group(std::string name) {
+  std::function<std::optional<group_entry>()> lookup = [name] { return find_group(name); };
+  std::optional<group_entry> g = co_await on_nss_thread(std::move(lookup));
+  co_return g;
+}
+
+// The user's attribute `key` as text, the way user.info shows it.
+std::string attribute(const user_entry& u, const std::string& key) {
+  if (key == "uid") return std::to_string(u.uid);
+  if (key == "gid") return std::to_string(u.gid);
+  if (key == "shell") return u.shell;
+  if (key == "home") return u.home;
+  return "";
+}
+
+// Salt's _chattrib: `usermod FLAG VALUE NAME` unless the attribute already
+// has the value; True when it has it afterwards.
+asio::awaitable<outcome> change_attribute(call c, std::string fun, std::string key,
+                                          std::string flag) {
+  const bool home = key == "home";
+  std::vector<std::string> params = {"name", key};
+  if (home) params.push_back("persist");
+  params.push_back("root");
+  arguments a(fun, c, params);
+  const std::string name = account_name(a, "user name", a.get("name"));
+  refuse(a, "root");
+  std::string value;
+  if (key == "uid" || key == "gid") {
+    std::optional<std::string> id = id_argument(a, key, key == "gid");
+    if (!id) a.fail("needs the new " + key + ": " + fun + " NAME " + key.substr(0, 1) + "ID");
+    value = *id;
+  } else {
+    std::optional<std::string> text = a.text(key);
+    if (!text || text->empty()) a.fail("needs the new " + key + ": " + fun + " NAME VALUE");
+    value = *text;
+  }
+  const bool persist = home && a.flag("persist", false);
+  std::optional<user_entry> pre = co_await lookup_user(name);
+  if (!pre) throw tool_failure("User '" + name + "' does not exist");
+  if (key == "gid" && !std::all_of(value.begin(), value.end(), [](char ch) {
+        return std::isdigit(static_cast<unsigned char>(ch));
+      })) {
+    std::optional<group_entry> g = co_await lookup_group(value);
+    if (g) value = std::to_string(g->gid);
+  }
+  if (attribute(*pre, key) == value) co_return outcome{true};
+  std::vector<std::string> argv = {"usermod"};
+  if (persist) argv.push_back("-m");
+  argv.insert(argv.end(), {flag, value, name});
+  process_result r = co_await run_tool(c.timeout, std::move(argv));
+  check_tool(r, fun + " " + name, "usermod");
+  std::optional<user_entry> post = co_await lookup_user(name);
+  co_return outcome{post && attribute(*post, key) == value};
+}
+
+// The five GECOS fields of a user, as user.info splits them.
+std::vector<std::string> gecos_fields(const user_entry& u) {
+  json info = user_json(u, {});
+  return {info["fullname"], info["roomnumber"], info["workphone"], info["homephone"],
+          info["other"]};
+}
+
+// Salt's _update_gecos: one GECOS field set with usermod -c; True when it
+// reads back as set.
+asio::awaitable<outcome> change_gecos(call c, std::string fun, std::string key) {
+  static const std::vector<std::string> k_fields = {"fullname", "roomnumber", "workphone",
+                                                     "homephone", "other"};
+  arguments a(fun, c, {"name", key, "root"});
+  const std::string name = account_name(a, "user name", a.get("name"));
+  refuse(a, "root");
+  const std::string value = gecos_field(a, key);
+  const std::size_t index = static_cast<std::size_t>(
+      std::find(k_fields.begin(), k_fields.end(), key) - k_fields.begin());
+  std::optional<user_entry> pre = co_await lookup_user(name);
+  if (!pre) co_return outcome{false};
+  std::vector<std::string> fields = gecos_fields(*pre);
+  if (fields[index] == value) co_return outcome{true};
+  fields[index] = value;
+  std::string gecos = fields[0];
+  for (std::size_t i = 1; i < fields.size(); ++i) gecos += "," + fields[i];
+  gecos.erase(gecos.find_last_not_of(',') + 1);
+  std::vector<std::string> argv = {"usermod", "-c", gecos, name};
+  process_result r = co_await run_tool(c.timeout, std::move(argv));
+  check_tool(r, fun + " " + name, "usermod");
+  std::optional<user_entry> post = co_await lookup_user(name);
+  co_return outcome{post && gecos_fields(*post)[index] == value};
+}
+
+asio::awaitable<outcome> user_chgroups(call c) {
+  arguments a("user.chgroups", c, {"name", "groups", "append", "root"});
+  const std::string name = account_name(a, "user name", a.get("name"));
+  refuse(a, "root");
+  if (a.get("groups") == nullptr) a.fail("needs the groups: user.chgroups NAME GROUPS");
+  std::vector<std::string> groups = group_list(a);
+  const bool append = a.flag("append", false);
+  std::function<std::optional<std::vector<std::string>>()> lookup =
+      [name]() -> std::optional<std::vector<std::string>> {
+    std::optional<user_entry> u = find_user(name);
+    if (!u) return std::nullopt;
+    return groups_of(*u);
+  };
+  std::optional<std::vector<std::string>> have = co_await on_nss_thread(std::move(lookup));
+  if (!have) throw tool_failure("User '" + name + "' does not exist");
+  if (std::set<std::string>(have->begin(), have->end()) ==
+      std::set<std::string>(groups.begin(), groups.end())) {
+    co_return outcome{true};
+  }
+  std::string list;
+  for (const auto& g : groups) list += (list.empty() ? "" : ",") + g;
+  std::vector<std::string> argv = {"usermod"};
+  if (append) argv.push_back("-a");
+  argv.insert(argv.end(), {"-G", list, name});
+  process_result r = co_await run_tool(c.timeout, std::move(argv));
+  co_return outcome{r.retcode == 0 && !r.timed_out};
+}
+
+asio::awaitable<outcome> user_list_groups(call c) {
+  arguments a("user.list_groups", c, {"name"});
+  const std::string name = lookup_name(a, "user name");
+  std::function<std::vector<std::string>()> lookup = [name] {
+    std::optional<user_entry> u = find_user(name);
+    return u ? groups_of(*u) : std::vector<std::string>{};
+  };
+  std::vector<std::string> groups = co_await on_nss_thread(std::move(lookup));
+  co_return outcome{std::move(groups)};
+}
+
+asio::awaitable<outcome> group_chgid(call c) {
+  arguments a("group.chgid", c, {"name", "gid", "root", "non_unique"});
+  const std::string name = account_name(a, "group name", a.get("name"));
+  std::optional<std::string> gid = id_argument(a, "gid", false);
+  if (!gid) a.fail("needs the new gid: group.chgid NAME GID");
+  const bool non_unique = a.flag("non_unique", false);
+  refuse(a, "root");
+  std::optional<group_entry> pre = co_await lookup_group(name);
+  if (!pre) throw tool_failure("Group '" + name + "' does not exist");
+  if (std::to_string(pre->gid) == *gid) co_return outcome{true};
+  std::vector<std::string> argv = {"groupmod", "-g", *gid};
+  if (non_unique) argv.push_back("-o");
+  argv.push_back(name);
+  process_result r = co_await run_tool(c.timeout, std::move(argv));
+  check_tool(r, "group.chgid " + name, "groupmod");
+  std::optional<group_entry> post = co_await lookup_group(name);
+  co_return outcome{post && std::to_string(post->gid) == *gid};
+}
+
+// gpasswd OPTION VALUE GROUP: true when it exited 0 (Salt's group.adduser,
+// deluser and members).
+asio::awaitable<outcome> gpasswd(call c, std::string fun, std::string option,
+                                 std::string value_param) {
+  arguments a(fun, c, {"name", value_param, "root"});
+  const std::string name = account_name(a, "group name", a.get("name"));
+  refuse(a, "root");
+  std::string value;
+  if (value_param == "members_list") {
+    const json* v = a.get("members_list");
+    if (v == nullptr) a.fail("needs the members: " + fun + " NAME 'user1,user2'");
+    if (v->is_array()) {
+      for (const json& m : *v) value += (value.empty() ? "" : ",") + a.text_of("member", m);
+    } else {
+      value = a.text_of("members_list", *v);
+    }
+    std::size_t start = 0;
+    while (!value.empty() && start <= value.size()) {
+      auto comma = value.find(',', start);
+      json item = value.substr(start, comma - start);
+      account_name(a, "user name in members_list", &item);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  } else {
+    value = account_name(a, "user name", a.get(value_param));
+  }
+  if (option == "--delete") {
+    // Salt: only a member is deleted; anyone else is already out.
+    std::optional<group_entry> g = co_await lookup_group(name);
+    if (!g || std::find(g->members.begin(), g->members.end(), value) == g->members.end()) {
+      co_return outcome{true};
+    }
+  }
+  std::vector<std::string> argv = {"gpasswd", option, value, name};
+  process_result r = co_await run_tool(c.timeout, std::move(argv));
+  co_return outcome{r.retcode == 0 && !r.timed_out};
+}
+
+// Salt's file.group_to_gid: a number stays as it is, a name is looked up; ""
+// when there is no such group (or no group was given).
+asio::awaitable<outcome> file_group_to_gid(call c) {
+  arguments a("file.group_to_gid", c, {"group"});
+  const json* v = a.get("group");
+  if (v == nullptr) co_return outcome{""};
+  if (v->is_number_integer()) co_return outcome{*v};
+  std::string group = a.text_of("group", *v);
+  std::optional<group_entry> g = co_await lookup_group(group);
+  co_return g ? outcome{g->gid} : outcome{""};
+}
+
+// Salt's file.gid_to_group: the name of the group with this gid (a name is
+// looked up first); the gid itself when no group has it, "" for a name that
+// is no group.
+asio::awaitable<outcome> file_gid_to_group(call c) {
+  arguments a("file.gid_to_group", c, {"gid"});
+  const json* v = a.get("gid");
+  if (v == nullptr) co_return outcome{""};
+  std::string text = v->is_number_integer() ? std::to_string(v->get<long long>())
+                                            : a.text_of("gid", *v);
+  bool digits = !text.empty() && text.size() <= 10 &&
+                std::all_of(text.begin(), text.end(),
+                            [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+  gid_t gid = 0;
+  if (digits && std::stoull(text) <= 4294967294ULL) {
+    gid = static_cast<gid_t>(std::stoull(text));
+  } else {
+    std::optional<group_entry> named = co_await lookup_group(text);
+    if (!named) co_return outcome{""};
+    gid = named->gid;
+  }
+  std::function<std::optional<group_entry>()> by_id = [gid] { return find_group(gid); };
+  std::optional<group_entry> g = co_await on_nss_thread(std::move(by_id));
+  co_return g ? outcome{g->name} : outcome{gid};
+}
+
 }  // namespace
+
+asio::awaitable<std::optional<account>> find_account(std::string name) {
+  std::optional<user_entry> u = co_await lookup_user(std::move(name));
+  if (!u) co_return std::nullopt;
+  co_return account{u->name, u->home, u->uid, u->gid};
+}
 
 void register_user_module(registry& reg) {
   reg.add("user.info", failures_as_outcomes<user_info>,
@@ -530,6 +765,72 @@ void register_user_module(registry& reg) {
           "group.delete NAME: deletes the group with groupdel, returns True; fails with "
           "groupdel's message.\n"
           "CLI Example: brine cmd '*' group.delete developers");
+  reg.add("user.list_groups", failures_as_outcomes<user_list_groups>,
+          "user.list_groups NAME: returns the sorted names of the user's groups, the primary one "
+          "included ([] when there is no such user).\n"
+          "CLI Example: brine cmd '*' user.list_groups alice");
+  reg.add("user.chuid",
+          [](call c) { return change_attribute(std::move(c), "user.chuid", "uid", "-u"); },
+          "user.chuid NAME UID: sets the user's uid with usermod -u (file ownership is not "
+          "changed); returns True when the user has it afterwards.\n"
+          "CLI Example: brine cmd '*' user.chuid alice 4000");
+  reg.add("user.chgid",
+          [](call c) { return change_attribute(std::move(c), "user.chgid", "gid", "-g"); },
+          "user.chgid NAME GID: sets the user's primary group (a gid or a group name) with "
+          "usermod -g; returns True when the user has it afterwards.\n"
+          "CLI Example: brine cmd '*' user.chgid alice 4000");
+  reg.add("user.chshell",
+          [](call c) { return change_attribute(std::move(c), "user.chshell", "shell", "-s"); },
+          "user.chshell NAME SHELL: sets the user's login shell with usermod -s; returns True "
+          "when the user has it afterwards.\n"
+          "CLI Example: brine cmd '*' user.chshell alice /bin/zsh");
+  reg.add("user.chhome",
+          [](call c) { return change_attribute(std::move(c), "user.chhome", "home", "-d"); },
+          "user.chhome NAME HOME [persist=False]: sets the user's home directory with usermod "
+          "-d (persist=True moves the old home's files, usermod -m); returns True when the user "
+          "has it afterwards.\n"
+          "CLI Example: brine cmd '*' user.chhome alice /home/alice2 persist=True");
+  reg.add("user.chgroups", failures_as_outcomes<user_chgroups>,
+          "user.chgroups NAME GROUPS [append=False]: sets the user's supplementary groups (a "
+          "list or 'a,b') with usermod -G (append=True: usermod -a -G adds them); returns True "
+          "when usermod succeeded or nothing had to change.\n"
+          "CLI Example: brine cmd '*' user.chgroups alice wheel,staff append=True");
+  for (const char* field : {"fullname", "roomnumber", "workphone", "homephone", "other"}) {
+    std::string fun = std::string("user.ch") + field;
+    std::string key = field;
+    reg.add(fun, [fun, key](call c) { return change_gecos(std::move(c), fun, key); },
+            fun + " NAME VALUE: sets the " + key +
+                " field of the user's GECOS with usermod -c; returns True when it reads back as "
+                "set.\n"
+                "CLI Example: brine cmd '*' " + fun + " alice 'Alice Liddell'");
+  }
+  reg.add("group.chgid", failures_as_outcomes<group_chgid>,
+          "group.chgid NAME GID [non_unique=False]: sets the group's gid with groupmod -g; "
+          "returns True when the group has it afterwards.\n"
+          "CLI Example: brine cmd '*' group.chgid developers 4243");
+  reg.add("group.adduser",
+          [](call c) { return gpasswd(std::move(c), "group.adduser", "--add", "username"); },
+          "group.adduser NAME USERNAME: adds the user to the group's members with gpasswd --add; "
+          "returns True on success.\n"
+          "CLI Example: brine cmd '*' group.adduser developers alice");
+  reg.add("group.deluser",
+          [](call c) { return gpasswd(std::move(c), "group.deluser", "--delete", "username"); },
+          "group.deluser NAME USERNAME: removes the user from the group's members with gpasswd "
+          "--delete (True at once when the user is not a member); returns True on success.\n"
+          "CLI Example: brine cmd '*' group.deluser developers alice");
+  reg.add("group.members",
+          [](call c) { return gpasswd(std::move(c), "group.members", "--members", "members_list"); },
+          "group.members NAME MEMBERS_LIST: replaces the group's members with the list ('a,b' or "
+          "a list) with gpasswd --members; returns True on success.\n"
+          "CLI Example: brine cmd '*' group.members developers alice,bob");
+  reg.add("file.group_to_gid", failures_as_outcomes<file_group_to_gid>,
+          "file.group_to_gid GROUP: returns the gid of the named group (a number is returned as "
+          "it is), or '' when there is no such group.\n"
+          "CLI Example: brine cmd '*' file.group_to_gid staff");
+  reg.add("file.gid_to_group", failures_as_outcomes<file_gid_to_group>,
+          "file.gid_to_group GID: returns the name of the group with this gid (or of the named "
+          "group), the gid itself when no group has it, '' for a name that is no group.\n"
+          "CLI Example: brine cmd '*' file.gid_to_group 50");
 }
 
 }  // namespace brine::modules

@@ -46,6 +46,26 @@ asio::awaitable<int> state_call::retcode(std::string command, json options, int 
   co_return o.ret["retcode"].get<int>();
 }
 
+asio::awaitable<json> state_call::run(std::string fun, nlohmann::json args,
+                                     nlohmann::json kwargs) const {
+  if (functions == nullptr) throw base::error("no execution functions to run " + fun + " with");
+  modules::call c;
+  c.fun = fun;
+  c.args = std::move(args);
+  c.kwargs = std::move(kwargs);
+  c.jid = jid;
+  c.timeout = timeout;
+  c.context = context;
+  modules::outcome o = co_await modules::execute(*functions, std::move(c));
+  if (!o.success) {
+    std::string text = o.ret.is_string() ? o.ret.get<std::string>() : o.ret.dump();
+    if (text.starts_with("ERROR: ")) text.erase(0, 7);
+    throw base::error(text);
+  }
+  if (o.ordered_ret) co_return *o.ordered_ret;
+  co_return json::parse(o.ret.dump());
+}
+
 json make_ret(const std::string& name, bool result, const std::string& comment) {
   json r = json::object();
   r["name"] = name;
@@ -86,6 +106,13 @@ void register_builtin_states(registry& reg) {
   register_file_states(reg);
   register_file_path_states(reg);
   register_file_edit_states(reg);
+  register_user_states(reg);
+  register_group_states(reg);
+  register_host_states(reg);
+  register_sysctl_states(reg);
+  register_cron_states(reg);
+  register_ssh_auth_states(reg);
+  register_ssh_known_hosts_states(reg);
 }
 
 }  // namespace brine::states

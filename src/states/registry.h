@@ -48,6 +48,15 @@ struct state_call {
   // code; `failed` when it could not be run (Salt's unless/onlyif/check_cmd).
   asio::awaitable<int> retcode(std::string command, json options = json::object(),
                                int failed = 100) const;
+  // Runs the execution function `fun` (Salt's __salt__[fun](*args,
+  // **kwargs)) with this call's job, limit and minion, and answers what it
+  // returned, in the function's own key order where it keeps one (Salt's
+  // OrderedDicts, e.g. hosts.list_hosts); a function that failed throws
+  // base::error with its message (the runner reports it as Salt reports a
+  // state's exception).
+  asio::awaitable<json> run(std::string fun,
+                                      nlohmann::json args = nlohmann::json::array(),
+                                      nlohmann::json kwargs = nlohmann::json::object()) const;
 };
 
 // A state function's answer in Salt's shape and key order, as the module
@@ -92,5 +101,12 @@ void register_file_path_states(registry& reg);
 // file.append, prepend, replace, line, blockreplace, comment, uncomment,
 // keyvalue, serialize (file_edit_states.cc).
 void register_file_edit_states(registry& reg);
+void register_user_states(registry& reg);
+void register_group_states(registry& reg);
+void register_host_states(registry& reg);
+void register_sysctl_states(registry& reg);
+void register_cron_states(registry& reg);
+void register_ssh_auth_states(registry& reg);
+void register_ssh_known_hosts_states(registry& reg);
 
 }  // namespace brine::states
