@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang and runs each for SECONDS (default 60):
-# the frame decoder, the DNS SRV reply parser and the Jinja template engine.
-# TARGETS (default all: "frame srv template") picks some.
+# the frame decoder, the DNS SRV reply parser, the Jinja template engine and
+# the file server's requests and paths.
+# TARGETS (default all: "frame srv template fileserver") picks some.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-targets=${2:-frame srv template}
+targets=${2:-frame srv template fileserver}
 out=build/fuzz
 mkdir -p "$out"
 clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
@@ -15,6 +16,9 @@ clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -DASIO_STAND
 clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
   tests/fuzz/template_fuzz.cc src/render/*.cc src/base/{error,python,yaml_json}.cc \
   -lyaml -lyaml-cpp -lpcre2-8 -lcrypto -o "$out/template_fuzz"
+clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -DASIO_STANDALONE \
+  tests/fuzz/fileserver_fuzz.cc src/fileserver/{path,roots,serve}.cc -lcrypto \
+  -o "$out/fileserver_fuzz"
 for target in $targets; do
   corpus=$(mktemp -d)
   cp "tests/fuzz/corpus/$target/"* "$corpus/"

@@ -124,9 +124,4 @@ class remote_client : public client {
   client_stats stats_;
 };
 
-// The server's answer to one file_request body (op list, envs or get), as a
-// file_reply body; `max_reply_bytes` bounds the file data of one reply.
-// Blocking (walks, hashes, reads): call it off I/O threads.
-nlohmann::json serve(roots& r, const nlohmann::json& request, uint64_t max_reply_bytes);
-
 }  // namespace brine::fileserver

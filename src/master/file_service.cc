@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <asio/post.hpp>
 
-#include "fileserver/client.h"
+#include "fileserver/serve.h"
 #include "master/minion_sessions.h"
 
 namespace brine::master {

@@ -12,6 +12,7 @@
 #include "fileserver/client.h"
 #include "fileserver/path.h"
 #include "fileserver/roots.h"
+#include "fileserver/serve.h"
 
 namespace brine::fileserver {
 namespace {
