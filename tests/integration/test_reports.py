@@ -56,11 +56,13 @@ def write_tree(root):
 class ReportsTestCase(ClusterTestCase):
 
     def setup_master(self, minions, **master_opts):
+        # The tree is the master's: its file server gives it to the minions.
+        master_opts.setdefault("file_roots", {"base": ["srv"]})
         c = self.cluster(master_opts=master_opts)
         roots = c.path("srv")
         write_tree(roots)
         for mid in minions:
-            c.add_accepted_minion(mid, file_roots={"base": [roots]})
+            c.add_accepted_minion(mid)
         return c
 
     def run_states(self, c, target, *args, ok=True):

@@ -105,19 +105,18 @@ class Masterless(unittest.TestCase):
 
 
 class ThroughAMaster(unittest.TestCase):
-    """A minion with the formula tree in its file_roots; the master serves
-    the tree's pillar. The pillar reaches the minion, and the return the
+    """The master serves the formula tree (its file_roots, through its file
+    server) and the tree's pillar. The pillar reaches the minion, and the return the
     CLI, in Salt's key order: the output is compared with Salt's, order
     and all."""
 
     def test_show_lowstate_through_the_master(self):
         tree_dir = os.path.join(TREES, "formula")
         c = Cluster(master_opts={"auto_accept": True,
+                                 "file_roots": {"base": [os.path.join(tree_dir, "salt")]},
                                  "pillar_roots": {"base": [os.path.join(tree_dir, "pillar")]}})
         try:
-            c.add_minion("minion1", start=False,
-                         file_roots={"base": [os.path.join(tree_dir, "salt")]},
-                         grains_blacklist=["*"])
+            c.add_minion("minion1", start=False, grains_blacklist=["*"])
             with open(os.path.join(c.minion_dir("minion1"), "minion.conf"), "a") as f:
                 f.write(grains_block(PLATFORM))
             c.minions["minion1"].start()

@@ -469,14 +469,11 @@ TEST(MinionConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
       {"master: ['::1', '[0::1]:4506']",
        "line 1: master item 2 must be different from item 1, got [0::1]:4506"},
       {"master_type: func",
-       "line 1: master_type must be str or failover (brine supports str and failover, not Salt's "
-       "func and disable), got func"},
-      {"master_type: disable",
-       "line 1: master_type must be str or failover (brine supports str and failover, not Salt's "
-       "func and disable), got disable"},
-      {"master_type: hot", "line 1: master_type must be str or failover, got hot"},
-      {"master_type: Failover", "line 1: master_type must be str or failover, got Failover"},
-      {"master_type: [str]", "line 1: master_type must be str or failover, got a list of 1"},
+       "line 1: master_type must be str, failover or disable (brine does not support Salt's "
+       "func), got func"},
+      {"master_type: hot", "line 1: master_type must be str, failover or disable, got hot"},
+      {"master_type: Failover", "line 1: master_type must be str, failover or disable, got Failover"},
+      {"master_type: [str]", "line 1: master_type must be str, failover or disable, got a list of 1"},
       {"random_master: sometimes",
        "line 1: random_master must be true or false (or yes/no, on/off), got sometimes"},
       {"master_shuffle: 1",
@@ -652,6 +649,7 @@ TEST(MinionConfig, MasterTypeAndReturnStrategy) {
   auto minion = [](const std::string& yaml) { return parse_minion_config(yaml, k_minion); };
   EXPECT_EQ(minion("master_type: str").master_type, master_mode::hot);
   EXPECT_EQ(minion("master_type: failover").master_type, master_mode::failover);
+  EXPECT_EQ(minion("master_type: disable").master_type, master_mode::disabled);
   EXPECT_EQ(minion("master_return_strategy: origin").master_return_strategy,
             return_strategy::origin);
   EXPECT_EQ(minion("master_return_strategy: any").master_return_strategy, return_strategy::any);
