@@ -11,6 +11,7 @@ measures nothing.
 """
 import argparse
 import json
+import resource
 import os
 import platform
 import re
@@ -472,6 +473,102 @@ class Suite:
         self.record(f"returns per second, sequential jobs against {n} minions", "1/s",
                     [self.count_returns(m, n, seconds)])
 
+    def state_apply(self, runs):
+        """A 200-state tree (60 file.managed from Jinja templates, 40
+        file.directory, 40 file.symlink, 60 cmd.run with unless): applied
+        masterless with `brine call --local` (first run, then second runs
+        that change nothing: wall and CPU), and through a master whose file
+        server holds the tree (first run with the minion's cache cold, then
+        second runs), with the minion's RSS after."""
+        tree = tempfile.mkdtemp(prefix="tree-", dir=self.work)
+        box = tempfile.mkdtemp(prefix="sandbox-", dir=self.work)
+        os.makedirs(os.path.join(tree, "app", "files"))
+        with open(os.path.join(tree, "top.sls"), "w") as f:
+            f.write("base:\n  '*':\n    - app\n")
+        sls = []
+        for i in range(60):
+            with open(os.path.join(tree, "app", "files", f"conf{i}.jinja"), "w") as f:
+                f.write("# {{ name }}\nid={{ grains['id'] }}\nindex=%d\n" % i)
+            sls.append(f"conf{i}:\n  file.managed:\n    - name: {{{{ box }}}}/conf{i}.txt\n"
+                       f"    - source: salt://app/files/conf{i}.jinja\n    - template: jinja\n"
+                       f"    - context:\n        name: conf{i}\n")
+        for i in range(40):
+            sls.append(f"dir{i}:\n  file.directory:\n    - name: {{{{ box }}}}/dir{i}\n")
+            sls.append(f"link{i}:\n  file.symlink:\n    - name: {{{{ box }}}}/link{i}\n"
+                       f"    - target: {{{{ box }}}}/conf{i}.txt\n")
+        for i in range(60):
+            sls.append(f"mark{i}:\n  cmd.run:\n    - name: touch {{{{ box }}}}/mark{i}\n"
+                       f"    - unless: test -e {{{{ box }}}}/mark{i}\n")
+        with open(os.path.join(tree, "app", "init.sls"), "w") as f:
+            f.write("{% set box = grains['sandbox'] %}\n" + "\n".join(sls))
+
+        def timed(argv):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.monotonic()
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+            wall = time.monotonic() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            if p.returncode != 0:
+                raise BenchError(f"{' '.join(argv[:4])}...: exit {p.returncode}: "
+                                 f"{p.stdout[-400:]} {p.stderr[-400:]}")
+            return wall, cpu, p.stdout
+
+        local = os.path.join(self.work, "local-minion")
+        with open(local, "w") as f:
+            f.write(f"id: bench-local\nfile_client: local\nfile_roots: {{base: [{tree}]}}\n"
+                    f"pki_dir: {self.work}/local-pki\ncachedir: {self.work}/local-cache\n"
+                    f"grains: {{sandbox: {box}}}\n")
+        argv = [self.brine, "call", "--local", "-c", local, "--out", "json", "state.apply"]
+        wall, cpu, out = timed(argv)
+        changed = sum(1 for r in json.loads(out)["local"].values() if r["changes"])
+        if changed != 200:
+            raise BenchError(f"first masterless apply changed {changed} of 200 states")
+        self.record("state.apply 200 states masterless, first run (wall)", "ms", [wall * 1000])
+        walls, cpus = [], []
+        for _ in range(runs):
+            wall, cpu, out = timed(argv)
+            if any(r["changes"] for r in json.loads(out)["local"].values()):
+                raise BenchError("a second masterless apply changed something")
+            walls.append(wall * 1000)
+            cpus.append(cpu * 1000)
+        self.record("state.apply 200 states masterless, second run (wall)", "ms", walls,
+                    "<= 50 ms")
+        self.record("state.apply 200 states masterless, second run (CPU)", "ms", cpus)
+
+        shutil.rmtree(box)
+        os.makedirs(box)
+        m = Master(self.brine, self.work, file_roots=f"{{base: [{tree}]}}")
+        r = RealMinions(self.brine, m, self.work, 1, "apply-", grains=f"{{sandbox: {box}}}")
+        try:
+            mid = r.ids[0]
+            wait_for(lambda: m.cli("cmd", "-t", "1", "--out", "json", mid, "test.ping")[1].strip(),
+                     60, "the minion to answer")
+            walls = []
+            for i in range(runs + 1):
+                t0 = time.monotonic()
+                rc, out, err = m.cli("cmd", "-t", "120", "--out", "json", mid, "state.apply")
+                wall = (time.monotonic() - t0) * 1000
+                if rc != 0:
+                    raise BenchError(f"state.apply through the master: exit {rc}: {err[-400:]}")
+                ret = json.loads(out)[mid]
+                changed = sum(1 for v in ret.values() if v["changes"])
+                if i == 0:
+                    if changed != 200:
+                        raise BenchError(f"first apply through the master changed {changed}")
+                    self.record("state.apply 200 states through a master, first run, cold "
+                                "file cache (CLI wall)", "ms", [wall])
+                else:
+                    if changed:
+                        raise BenchError("a second apply through the master changed something")
+                    walls.append(wall)
+            self.record("state.apply 200 states through a master, second run (CLI wall)", "ms",
+                        walls)
+            self.record("minion RSS after the runs", "KiB", [proc_rss_kib(r.procs[0].pid)])
+        finally:
+            r.stop()
+            m.stop()
+
     def real_minions(self, counts, ping_runs, idle_seconds):
         for n in counts:
             m = Master(self.brine, self.work)
@@ -868,7 +965,8 @@ class Suite:
                     ("failover-swarm", lambda: self.failover_swarm(1000, 1, 60)),
                     ("hot", lambda: self.hot_multi_master(1000, 5)),
                     ("publish-hold", lambda: self.publish_hold(1000, 50)),
-                    ("store", lambda: self.store_backends(1000, 4, 4, 1000))]
+                    ("store", lambda: self.store_backends(1000, 4, 4, 1000)),
+                    ("apply", lambda: self.state_apply(3))]
         return [("client", lambda: self.client_start(200)),
                 ("micro", lambda: self.microbench(20, 5)),
                 ("auth", lambda: self.auth_storm(1000, 3)),
@@ -882,7 +980,8 @@ class Suite:
                 ("failover-swarm", lambda: self.failover_swarm(10000, 1, 120)),
                 ("hot", lambda: self.hot_multi_master(1000, 7)),
                 ("publish-hold", lambda: self.publish_hold(1000, 200)),
-                ("store", lambda: self.store_backends(10000, 8, 10, 10000))]
+                ("store", lambda: self.store_backends(10000, 8, 10, 10000)),
+                ("apply", lambda: self.state_apply(10))]
 
     def run(self):
         started = time.monotonic()
@@ -920,7 +1019,7 @@ class Suite:
 
 
 GROUPS = ["client", "micro", "auth", "accept", "swarm", "grains", "real", "failover-real", "failover-swarm",
-          "hot", "publish-hold", "store"]
+          "hot", "publish-hold", "store", "apply"]
 
 
 def main():
