@@ -542,8 +542,10 @@ class Suite:
         r = RealMinions(self.brine, m, self.work, 1, "apply-", grains=f"{{sandbox: {box}}}")
         try:
             mid = r.ids[0]
-            wait_for(lambda: m.cli("cmd", "-t", "1", "--out", "json", mid, "test.ping")[1].strip(),
-                     60, "the minion to answer")
+            def answers():
+                rc, out, _ = m.cli("cmd", "-t", "1", "--out", "json", mid, "test.ping")
+                return rc == 0 and out.strip() and json.loads(out).get(mid) is True
+            wait_for(answers, 60, "the minion to answer")
             walls = []
             for i in range(runs + 1):
                 t0 = time.monotonic()
