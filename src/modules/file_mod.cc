@@ -36,6 +36,7 @@
 #include "modules/args.h"
 #include "modules/arguments.h"
 #include "modules/data.h"
+#include "modules/path.h"
 #include "modules/registry.h"
 
 namespace brine::modules {
@@ -61,23 +62,6 @@ asio::awaitable<void> yield_now() {
   co_await asio::post(ex, asio::use_awaitable);
 }
 
-// Python's os.path.expanduser.
-std::string expand_user(const std::string& path) {
-  if (path.empty() || path[0] != '~') return path;
-  auto slash = path.find('/');
-  std::string user = path.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
-  std::string home;
-  if (user.empty()) {
-    if (const char* h = ::getenv("HOME")) home = h;
-    if (home.empty()) {
-      if (const passwd* pw = ::getpwuid(::geteuid())) home = pw->pw_dir;
-    }
-  } else if (const passwd* pw = ::getpwnam(user.c_str())) {
-    home = pw->pw_dir;
-  }
-  if (home.empty()) return path;
-  return home + (slash == std::string::npos ? "" : path.substr(slash));
-}
 
 std::string text_arg(const arguments& sig, std::string_view name, const json& v) {
   if (v.is_string()) return v.get<std::string>();

@@ -83,22 +83,6 @@ std::string mode_text(mode_t m) {
   return buf;
 }
 
-std::string expand_user(const std::string& path) {
-  if (path.empty() || path[0] != '~') return path;
-  auto slash = path.find('/');
-  std::string user = path.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
-  std::string home;
-  if (user.empty()) {
-    if (const char* h = ::getenv("HOME")) home = h;
-    if (home.empty()) {
-      if (const passwd* pw = ::getpwuid(::geteuid())) home = pw->pw_dir;
-    }
-  } else if (const passwd* pw = ::getpwnam(user.c_str())) {
-    home = pw->pw_dir;
-  }
-  if (home.empty()) return path;
-  return home + (slash == std::string::npos ? "" : path.substr(slash));
-}
 
 std::string python_str(const nlohmann::ordered_json& v) {
   if (v.is_string()) return v.get<std::string>();

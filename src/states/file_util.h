@@ -27,6 +27,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "modules/path.h"
+
 namespace brine::states {
 
 // The file's bytes; nullopt when it cannot be read.
@@ -43,8 +45,8 @@ std::optional<mode_t> parse_mode(const nlohmann::ordered_json& v);
 // "0644".
 std::string mode_text(mode_t m);
 
-// os.path.expanduser.
-std::string expand_user(const std::string& path);
+// os.path.expanduser (one copy, the file module's).
+using modules::expand_user;
 
 // str() of a YAML value as Python prints it: strings as they are, True,
 // False, None, integers, floats as repr(); lists and dicts as JSON.
