@@ -2,7 +2,9 @@
 // identity, grains and pillar, as salt-call does. The pillar comes from the
 // minion's master, compiled for this run with the grains just collected
 // (minion/master_pillar.h); no master answering is an error, as it is for
-// salt-call. --local is masterless: the pillar is compiled here from the
+// salt-call. With file_client remote (the default) its salt:// files, the
+// state tree included, come from that master's file server over the same
+// connection. --local is masterless: the pillar is compiled here from the
 // minion config's pillar_roots.
 
 #include <unistd.h>
@@ -18,6 +20,8 @@
 #include "cli/commands.h"
 #include "cli/highstate_output.h"
 #include "cli/output.h"
+#include "base/fs.h"
+#include "fileserver/client.h"
 #include "minion/context.h"
 #include "minion/master_pillar.h"
 #include "modules/registry.h"
@@ -69,10 +73,12 @@ int call_command(const base::minion_config& cfg, const call_options& o) {
   // (master_type: disable) asks no master either.
   const bool local = o.local || cfg.file_client == "local" ||
                      cfg.master_type == base::master_mode::disabled;
+  minion::master_call link(cfg);
   if (local) {
     ctx.set_pillar(local_pillar(cfg, *ctx.grains(), functions, ctx), true);
   } else {
-    auto got = minion::fetch_master_pillar(cfg, *ctx.grains());
+    // The connection stays open for the call's salt:// files.
+    auto got = link.fetch_pillar(*ctx.grains(), true);
     if (!got.pillar) {
       // salt-call exits 2 when it cannot authenticate with a master.
       std::cerr << "brine: " << minion::no_pillar_message(cfg, got) << "\n";
@@ -85,6 +91,12 @@ int call_command(const base::minion_config& cfg, const call_options& o) {
       }
     }
     ctx.set_pillar(std::move(*got.pillar));
+    // salt:// is the master's file server, as for the daemon's jobs; the
+    // copies go to the minion's cachedir, as salt-call's do.
+    base::ensure_dir(cfg.cachedir, 0700, "cachedir");
+    base::ensure_dir(cfg.cachedir + "/files", 0700, "cachedir");
+    ctx.set_files(std::make_unique<fileserver::remote_client>(cfg.cachedir + "/files",
+                                                              link.files()));
   }
 
   modules::call c;
@@ -93,14 +105,20 @@ int call_command(const base::minion_config& cfg, const call_options& o) {
   c.jid = "local";
   c.timeout = std::chrono::seconds(cfg.job_timeout);
   c.context = &ctx;
-  asio::io_context io;
+  // On the link's io_context when a master connection is open (its reads
+  // keep that one busy: run until the function is done, then close it).
+  asio::io_context own_io;
+  asio::io_context& io = link.io() != nullptr ? *link.io() : own_io;
   modules::outcome out;
   bool done = false;
   asio::co_spawn(io, modules::execute(functions, c), [&](std::exception_ptr e, modules::outcome r) {
     done = true;
     out = e ? modules::error_outcome("the function ended with an exception") : std::move(r);
   });
-  io.run();
+  io.restart();
+  while (!done && io.run_one() > 0) {
+  }
+  link.stop();
   if (!done) throw base::error(o.fun + " did not finish");
   std::string format = o.out.empty() ? (is_state_function(o.fun) ? "highstate" : "nested") : o.out;
   if (format == "highstate") {

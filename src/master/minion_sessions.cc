@@ -339,12 +339,14 @@ void minion_sessions::on_call_message(const session_ptr& s, proto::message&& m) 
     s->conn->send({msg_type::pong, m.id, json::object()});
     return;
   }
-  if (m.type != msg_type::pillar_request) {
+  const bool files = m.type == msg_type::file_request;
+  if (m.type != msg_type::pillar_request && !files) {
     why = "message " + std::string(proto::to_string(m.type)) +
-          " on a brine call connection (only pillar_request and ping)";
+          " on a brine call connection (only pillar_request, file_request and ping)";
   } else if (!s->accepted) {
-    why = "pillar_request before the minion's key was accepted";
-  } else if (auto g = m.body.find("grains"); g == m.body.end() || !g->is_object()) {
+    why = std::string(proto::to_string(m.type)) + " before the minion's key was accepted";
+  } else if (auto g = m.body.find("grains");
+             !files && (g == m.body.end() || !g->is_object())) {
     why = "pillar_request of a brine call without a grains map";
   } else if (!keys_.is_accepted(s->id, s->fingerprint)) {
     // Rejected or deleted since this connection authenticated.

@@ -239,6 +239,30 @@ asio::awaitable<std::optional<proto::message>> agent::request(
   co_return reply;
 }
 
+void agent::deliver_reply(proto::message&& m) {
+  std::shared_ptr<pending_reply> p;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(m.id);
+    if (it != pending_.end()) p = it->second;
+  }
+  // An answer nobody waits for any more (its deadline passed) is dropped.
+  if (p) p->ch.try_send(std::error_code{}, std::move(m));
+}
+
+asio::awaitable<nlohmann::json> agent::file_request(std::shared_ptr<agent> link,
+                                                    nlohmann::json request,
+                                                    std::chrono::steady_clock::duration limit) {
+  auto reply = co_await link->request(msg_type::file_request, std::move(request), limit);
+  if (!reply) {
+    auto seconds = std::chrono::duration_cast<std::chrono::seconds>(limit).count();
+    throw base::error("master " + link->address() + " did not answer a salt:// file request" +
+                      " (connection lost, or no answer within " + std::to_string(seconds) +
+                      " s)");
+  }
+  co_return std::move(reply->body);
+}
+
 void agent::fail_pending() {
   std::unordered_map<uint64_t, std::shared_ptr<pending_reply>> failed;
   {
@@ -411,7 +435,8 @@ asio::awaitable<agent::opened> agent::open(std::chrono::steady_clock::duration c
 }
 
 asio::awaitable<call_reply> agent::fetch_pillar(nlohmann::json grains,
-                                                std::chrono::steady_clock::time_point deadline) {
+                                                std::chrono::steady_clock::time_point deadline,
+                                                bool keep_open) {
   using status = call_reply::status;
   auto left = [deadline] {
     return std::max<std::chrono::steady_clock::duration>(
@@ -435,14 +460,20 @@ asio::awaitable<call_reply> agent::fetch_pillar(nlohmann::json grains,
   if (stopping_) conn->close();
   net::frame_ptr request = call_pillar_request(std::move(grains));
   std::weak_ptr<net::connection> weak = conn;
+  std::weak_ptr<agent> self = weak_from_this();
   // Both handlers run on this coroutine's strand (the connection's executor).
   conn->start(
-      [st, weak, request](proto::message&& m) {
+      [st, weak, self, request](proto::message&& m) {
+        if (m.type == msg_type::file_reply) {
+          if (auto a = self.lock()) a->deliver_reply(std::move(m));
+          return;
+        }
         if (auto c = weak.lock()) on_call_message(*st, *c, request, std::move(m));
       },
-      [st](std::error_code e, const std::string& detail) {
+      [st, self](std::error_code e, const std::string& detail) {
         st->finish(status::failed,
                    "the connection closed (" + (detail.empty() ? e.message() : detail) + ")");
+        if (auto a = self.lock()) a->fail_pending();
       });
   conn->send(auth_request(cfg_.id, proto::k_purpose_call));
   try {
@@ -463,11 +494,17 @@ asio::awaitable<call_reply> agent::fetch_pillar(nlohmann::json grains,
     // Cancelled while waiting: the connection must still be closed.
     st->finish(status::cancelled, "another master answered first");
   }
+  if (stopping_) st->finish(status::cancelled, "stopped");
+  if (keep_open && st->reply.st == status::answered) {
+    // The call's salt:// requests follow on this connection (request()).
+    std::lock_guard lock(mu_);
+    auth_ = auth_state::accepted;
+    co_return std::move(st->reply);
+  }
   {
     std::lock_guard lock(mu_);
     conn_.reset();
   }
-  if (stopping_) st->finish(status::cancelled, "stopped");
   conn->close();
   co_return std::move(st->reply);
 }
@@ -676,17 +713,9 @@ void agent::on_message(proto::message&& m) {
     case msg_type::publish:
       on_publish(conn, std::move(m));
       return;
-    case msg_type::file_reply: {
-      std::shared_ptr<pending_reply> p;
-      {
-        std::lock_guard lock(mu_);
-        auto it = pending_.find(m.id);
-        if (it != pending_.end()) p = it->second;
-      }
-      // An answer nobody waits for any more (its deadline passed) is dropped.
-      if (p) p->ch.try_send(std::error_code{}, std::move(m));
+    case msg_type::file_reply:
+      deliver_reply(std::move(m));
       return;
-    }
     case msg_type::return_ack:
       deps_.spool.forget(m.body.value("jid", ""));
       if (deps_.on_acked) deps_.on_acked(*this);

@@ -71,6 +71,8 @@ struct call_reply {
 // double up to 10 s.
 inline constexpr std::chrono::milliseconds k_recon_default{1000};
 inline constexpr std::chrono::milliseconds k_recon_max{10000};
+// How long a salt:// file request may wait for the master's answer.
+inline constexpr std::chrono::seconds k_file_request_limit{120};
 // A wait drawn uniformly from [base/2, base], so that minions that lost the
 // same master do not come back in step.
 std::chrono::milliseconds jittered(std::chrono::milliseconds base);
@@ -155,9 +157,12 @@ class agent : public std::enable_shared_from_this<agent> {
   // session as it is and sends no jobs on it), sends `grains` with a
   // pillar_request and waits for the pillar, all before `deadline`. Logs
   // nothing (a master's key that is not the pinned one aside): the caller
-  // reports. Ends early, as cancelled, on stop() or on cancellation.
+  // reports. Ends early, as cancelled, on stop() or on cancellation. With
+  // `keep_open`, an answered call keeps its connection for request() (the
+  // call's salt:// files) until stop().
   asio::awaitable<call_reply> fetch_pillar(nlohmann::json grains,
-                                           std::chrono::steady_clock::time_point deadline);
+                                           std::chrono::steady_clock::time_point deadline,
+                                           bool keep_open = false);
   void stop();
   bool stopping() const { return stopping_.load(); }
 
@@ -179,6 +184,12 @@ class agent : public std::enable_shared_from_this<agent> {
   asio::awaitable<std::optional<proto::message>> request(proto::msg_type type,
                                                          nlohmann::json body,
                                                          std::chrono::steady_clock::duration limit);
+  // request(file_request) with `request`, as the body of the master's
+  // file_reply; throws base::error naming the master when the link is not
+  // accepted or no answer comes within `limit`.
+  static asio::awaitable<nlohmann::json> file_request(std::shared_ptr<agent> link,
+                                                      nlohmann::json request,
+                                                      std::chrono::steady_clock::duration limit);
   // Jobs received since start (repeat publishes of a running job included).
   uint64_t jobs_received() const { return jobs_received_.load(std::memory_order_relaxed); }
 
@@ -223,6 +234,8 @@ class agent : public std::enable_shared_from_this<agent> {
   uint64_t next_request_ = 0;
   // Ends every pending request (the connection is gone).
   void fail_pending();
+  // Hands a request's answer to whoever awaits it; drops one nobody does.
+  void deliver_reply(proto::message&& m);
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> jobs_received_{0};
 };

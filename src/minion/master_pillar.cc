@@ -115,7 +115,41 @@ asio::awaitable<race_result> first_answer(size_t n, pillar_try start,
   co_return out;
 }
 
-master_pillar fetch_master_pillar(const base::minion_config& cfg, const nlohmann::json& grains) {
+// What master_call keeps alive while the call runs: the links, what they
+// reference, and the io_context they run on.
+struct master_call::links {
+  explicit links(const base::minion_config& cfg)
+      : identity((base::ensure_dir(cfg.pki_dir, 0700, "pki_dir"),
+                  pki::keypair::load_or_create(cfg.pki_dir, "minion"))),
+        tls(net::tls_context::role::client, identity, cfg.id),
+        no_history("", 1, 1) {}
+
+  pki::keypair identity;
+  net::tls_context tls;
+  // A call connection takes no jobs: the links' job machinery stays empty.
+  modules::registry no_functions;
+  memory_spool no_spool;
+  jid_history no_history;
+  asio::io_context io;
+  std::vector<std::shared_ptr<agent>> agents;
+  std::shared_ptr<agent> winner;
+};
+
+master_call::master_call(const base::minion_config& cfg) : cfg_(cfg) {}
+
+master_call::~master_call() { stop(); }
+
+void master_call::stop() {
+  if (!links_) return;
+  for (auto& a : links_->agents) a->stop();
+  // The closed connections' handlers end the io_context's work.
+  links_->io.restart();
+  links_->io.run();
+}
+
+asio::io_context* master_call::io() { return links_ ? &links_->io : nullptr; }
+
+master_pillar master_call::fetch_pillar(const nlohmann::json& grains, bool keep_open) {
   master_pillar out;
   struct target {
     base::master_address address;
@@ -123,17 +157,17 @@ master_pillar fetch_master_pillar(const base::minion_config& cfg, const nlohmann
   };
   std::vector<target> targets;
   std::mt19937_64 rng{std::random_device{}()};
-  if (!cfg.use_srv_records) {
-    for (const auto& m : cfg.masters) targets.push_back({m, {}});
-    if (cfg.random_master) std::shuffle(targets.begin(), targets.end(), rng);
+  if (!cfg_.use_srv_records) {
+    for (const auto& m : cfg_.masters) targets.push_back({m, {}});
+    if (cfg_.random_master) std::shuffle(targets.begin(), targets.end(), rng);
   } else {
     // As the daemon finds its masters, before anything runs: the lookups block.
-    std::string name = "_brine._tcp." + cfg.srv_domain;
-    auto answer = net::lookup_srv(name, cfg.srv_resolver, k_dns_timeout);
+    std::string name = "_brine._tcp." + cfg_.srv_domain;
+    auto answer = net::lookup_srv(name, cfg_.srv_resolver, k_dns_timeout);
     for (const auto& r : net::rfc2782_order(answer.records, rng)) {
       target t{{r.target, r.port}, {}};
       try {
-        auto hosts = net::lookup_host(r.target, cfg.srv_resolver, k_dns_timeout);
+        auto hosts = net::lookup_host(r.target, cfg_.srv_resolver, k_dns_timeout);
         for (const auto& a : hosts.addresses) t.endpoints.emplace_back(a, r.port);
         targets.push_back(std::move(t));
       } catch (const base::error& e) {
@@ -143,24 +177,19 @@ master_pillar fetch_master_pillar(const base::minion_config& cfg, const nlohmann
   }
   if (targets.empty()) return out;
 
-  base::ensure_dir(cfg.pki_dir, 0700, "pki_dir");
-  auto identity = pki::keypair::load_or_create(cfg.pki_dir, "minion");
-  net::tls_context tls(net::tls_context::role::client, identity, cfg.id);
-  // A call connection takes no jobs: the links' job machinery stays empty.
-  modules::registry no_functions;
-  memory_spool no_spool;
-  jid_history no_history("", 1, 1);
-  agent::deps deps{tls,
+  stop();
+  links_ = std::make_unique<links>(cfg_);
+  auto& l = *links_;
+  const base::minion_config& cfg = cfg_;
+  agent::deps deps{l.tls,
                    nullptr,
-                   no_functions,
-                   no_spool,
-                   no_history,
+                   l.no_functions,
+                   l.no_spool,
+                   l.no_history,
                    nullptr,
                    [&cfg](EVP_PKEY* key, const std::string& where) {
                      return trust_master_key(cfg, key, where);
                    }};
-  asio::io_context io;
-  std::vector<std::shared_ptr<agent>> links;
   for (const auto& t : targets) {
     agent_settings s;
     s.id = cfg.id;
@@ -170,34 +199,71 @@ master_pillar fetch_master_pillar(const base::minion_config& cfg, const nlohmann
     s.endpoints = t.endpoints;
     s.master_alive_interval = std::chrono::seconds(cfg.master_alive_interval);
     s.max_frame_bytes = cfg.max_frame_bytes;
-    links.push_back(std::make_shared<agent>(io.get_executor(), std::move(s), deps));
+    l.agents.push_back(std::make_shared<agent>(l.io.get_executor(), std::move(s), deps));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(cfg.auth_timeout);
   std::optional<race_result> result;
   std::exception_ptr error;
-  pillar_try ask = [&links, &grains, deadline](size_t i) {
-    return links[i]->fetch_pillar(grains, deadline);
+  auto& agents = l.agents;
+  pillar_try ask = [&agents, &grains, deadline, keep_open](size_t i) {
+    return agents[i]->fetch_pillar(grains, deadline, keep_open);
   };
-  asio::co_spawn(io, first_answer(links.size(), ask, k_call_stagger, deadline),
+  asio::co_spawn(l.io, first_answer(agents.size(), ask, k_call_stagger, deadline),
                  [&](std::exception_ptr e, race_result r) {
                    error = e;
                    result = std::move(r);
                  });
-  // Returns once the race is decided and the cancelled tries have closed.
-  io.run();
+  if (keep_open) {
+    // The winner's connection stays open (its reads are work): run until
+    // the race is decided; the cancelled tries close while the call runs.
+    while (!result && l.io.run_one() > 0) {
+    }
+  } else {
+    // Returns once the race is decided and the cancelled tries have closed.
+    l.io.run();
+  }
   if (error) std::rethrow_exception(error);
-  for (size_t i = 0; i < links.size(); ++i) {
+  for (size_t i = 0; i < agents.size(); ++i) {
     const auto& r = result->replies[i];
     if (result->winner == i) {
       out.pillar = std::move(result->replies[i]->pillar);
-      out.master = links[i]->address();
+      out.master = agents[i]->address();
+      l.winner = agents[i];
     } else {
       out.failed.emplace_back(
-          links[i]->address(),
+          agents[i]->address(),
           r ? *r : reply_of(status::timed_out, "not asked before the deadline"));
     }
   }
   return out;
+}
+
+namespace {
+
+// salt:// requests of a call, over the connection its pillar came on. A
+// member function object, not a capturing lambda: the coroutine uses `link`
+// after its first suspension.
+struct call_files {
+  std::shared_ptr<agent> link;
+
+  asio::awaitable<nlohmann::json> operator()(nlohmann::json request) const {
+    auto body = co_await agent::file_request(link, std::move(request), k_file_request_limit);
+    co_return body;
+  }
+};
+
+}  // namespace
+
+fileserver::file_transport master_call::files() const {
+  if (!links_ || !links_->winner) {
+    throw base::error("brine call asked for salt:// files before a master gave it its pillar");
+  }
+  return call_files{links_->winner};
+}
+
+master_pillar fetch_master_pillar(const base::minion_config& cfg, const nlohmann::json& grains) {
+  master_call call(cfg);
+  return call.fetch_pillar(grains, false);
 }
 
 bool key_not_accepted(const master_pillar& r) {

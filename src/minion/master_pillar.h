@@ -1,9 +1,11 @@
 #pragma once
 
 #include <asio/awaitable.hpp>
+#include <asio/io_context.hpp>
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "base/config.h"
+#include "fileserver/client.h"
 #include "minion/agent.h"
 
 namespace brine::minion {
@@ -53,11 +56,38 @@ struct master_pillar {
   std::vector<std::pair<std::string, call_reply>> failed;
 };
 
-// Asks the masters of `cfg` (its `master` list in order, shuffled with
-// random_master; or its SRV records in RFC 2782 order) for the minion's
-// pillar, sending `grains` for the top file, within cfg.auth_timeout
-// seconds. Blocking: runs an io_context of its own. Throws base::error for
+// brine call's link to its masters. fetch_pillar asks the masters of `cfg`
+// (its `master` list in order, shuffled with random_master; or its SRV
+// records in RFC 2782 order) for the minion's pillar, sending `grains` for
+// the top file, within cfg.auth_timeout seconds. With `keep_open`, the
+// connection of the master that answered stays open, and files() fetches
+// the call's salt:// files over it (Salt's salt-call uses its master's file
+// server) until stop() or destruction.
+// Blocking: runs an io_context of its own (io()), which the caller runs the
+// call's function on while the connection is open. Throws base::error for
 // the minion's own key (pki_dir) or SRV records that cannot be looked up.
+class master_call {
+ public:
+  explicit master_call(const base::minion_config& cfg);
+  ~master_call();
+  master_call(const master_call&) = delete;
+  master_call& operator=(const master_call&) = delete;
+
+  master_pillar fetch_pillar(const nlohmann::json& grains, bool keep_open);
+  // The answering master's file server; throws when none answered.
+  fileserver::file_transport files() const;
+  // The links' io_context; null before fetch_pillar.
+  asio::io_context* io();
+  // Closes every connection and lets their handlers finish.
+  void stop();
+
+ private:
+  struct links;
+  const base::minion_config& cfg_;
+  std::unique_ptr<links> links_;
+};
+
+// master_call::fetch_pillar without keeping a connection: the pillar alone.
 master_pillar fetch_master_pillar(const base::minion_config& cfg, const nlohmann::json& grains);
 
 // Whether a master refused the minion's key (and none answered).

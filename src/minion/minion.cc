@@ -71,19 +71,15 @@ struct master_files {
   master_set* masters;
 
   asio::awaitable<nlohmann::json> operator()(nlohmann::json request) const {
-    constexpr std::chrono::seconds k_limit{120};
     auto link = masters->accepted_member();
     if (!link) {
       throw base::error(
           "no master accepts this minion now, so salt:// files cannot be fetched (see the "
           "minion's log for its master connections)");
     }
-    auto reply = co_await link->request(proto::msg_type::file_request, std::move(request), k_limit);
-    if (!reply) {
-      throw base::error("master " + link->address() + " did not answer a salt:// file request" +
-                        " (connection lost, or no answer within 120 s)");
-    }
-    co_return std::move(reply->body);
+    auto body = co_await agent::file_request(std::move(link), std::move(request),
+                                             k_file_request_limit);
+    co_return body;
   }
 };
 

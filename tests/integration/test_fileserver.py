@@ -122,6 +122,30 @@ class FileServerTest(ClusterTestCase):
         self.assertTrue(cached.endswith("/files/base/web/files/css/site.css"), cached)
         self.assertIs(self.cmd("cp.cache_file", "salt://missing.txt"), False)
 
+    def test_brine_call_uses_the_masters_file_server(self):
+        # salt-call without --local: the state tree and salt:// files come
+        # from the master, over the call's own connection, while the
+        # daemon with the same key keeps its session.
+        conf = os.path.join(self.c.minion_dir("m1"), "minion.conf")
+
+        def call(*args):
+            p = subprocess.run([BRINE_BIN, "call", "-c", conf, "--out", "json"] + list(args),
+                               capture_output=True, text=True, timeout=120 * SLACK,
+                               cwd=self.c.minion_dir("m1"))
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            return json.loads(p.stdout)["local"]
+
+        ret = call("state.apply")
+        (key, site), = ret.items()
+        self.assertTrue(key.startswith("cmd_|-site_|-"), key)
+        self.assertIs(site["result"], True, site)
+        with open(os.path.join(self.sandbox, "index.html")) as f:
+            self.assertEqual(f.read(), TREE["web/files/index.html"])
+        self.assertEqual(call("cp.get_file_str", "salt://extra.txt"), "from the second root\n")
+        self.assertEqual(call("cp.list_states"), ["other", "top", "web"])
+        # The daemon's session is still there: a job reaches it.
+        self.assertEqual(self.cmd("test.ping"), True)
+
     def test_paths_that_leave_the_roots_are_refused(self):
         self.assertNotIn("leak.txt", self.cmd("cp.list_master"))
         self.assertIs(self.cmd("cp.cache_file", "salt://leak.txt"), False)
