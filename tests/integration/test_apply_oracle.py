@@ -77,6 +77,21 @@ SYSTEM_TREES = {
             ["rm", "-f", "/etc/init.d/brine-test-svc", "/run/brine-test-svc.log"],
         ],
     },
+    # The same script where systemd is not installed (a plain container,
+    # sysvinit): Salt's debian_service alone, recorded and replayed in a
+    # mount namespace that hides systemctl (tests/support/without_systemctl.sh).
+    "service_initd": {
+        "tools": ["service", "update-rc.d", "start-stop-daemon", "unshare"],
+        "absent": ["insserv"],
+        "not_booted_with_systemd": True,
+        "wrapper": [os.path.join(ROOT, "tests", "support", "without_systemctl.sh")],
+        "cleanup": [
+            ["start-stop-daemon", "--stop", "--quiet", "--oknodo", "--retry", "TERM/5/KILL/5",
+             "--pidfile", "/run/brine-test-svc.pid", "--remove-pidfile"],
+            ["update-rc.d", "brine-test-svc", "remove"],
+            ["rm", "-f", "/etc/init.d/brine-test-svc", "/run/brine-test-svc.log"],
+        ],
+    },
 }
 
 
@@ -139,7 +154,8 @@ class OracleTest(unittest.TestCase):
                 argv = [a.replace("@SANDBOX@", sandbox).replace("@TREE@", tree_dir)
                         for a in case["argv"]]
                 flags = ["--out", "json"] if fmt == "json" else ["--no-color"]
-                p = subprocess.run([BRINE_BIN, "call", "--local", "-c", conf] + flags + argv,
+                wrapper = SYSTEM_TREES.get(tree, {}).get("wrapper", [])
+                p = subprocess.run(wrapper + [BRINE_BIN, "call", "--local", "-c", conf] + flags + argv,
                                    capture_output=True, text=True, timeout=120 * SLACK,
                                    cwd=work)
                 rules = JSON_RULES if fmt == "json" else TEXT_RULES
