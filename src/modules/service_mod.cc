@@ -51,13 +51,18 @@ bool offline() {
   std::string dirs;
   if (const char* path = std::getenv("PATH"); path != nullptr) dirs = path;
   // salt.utils.path.which also looks in the standard directories.
-  dirs += ":/bin:/sbin:/usr/bin:/usr/sbin:/usr/local/bin";
+  dirs += ":/sbin:/bin:/usr/sbin:/usr/bin:/usr/local/sbin:/usr/local/bin";
   size_t start = 0;
   while (start <= dirs.size()) {
     size_t end = dirs.find(':', start);
     if (end == std::string::npos) end = dirs.size();
     const std::string dir = dirs.substr(start, end - start);
-    if (!dir.empty() && ::access((dir + "/systemctl").c_str(), X_OK) == 0) return true;
+    struct stat st {};
+    const std::string file = dir + "/systemctl";
+    if (!dir.empty() && ::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(file.c_str(), X_OK) == 0) {
+      return true;
+    }
     start = end + 1;
   }
   return false;
