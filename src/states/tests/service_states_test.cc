@@ -316,9 +316,9 @@ TEST_F(service_states_test, mod_watch_restarts_reloads_or_starts) {
 }
 
 TEST_F(service_states_test, a_failing_start) {
-  // A script whose start fails: the daemon's command is not there.
+  // A script whose start fails.
   const std::string n = svc_->name();
-  ASSERT_EQ(std::system(("sed -i 's/exec -a $NAME sleep/exec -a $NAME brine-no-such-program/' " +
+  ASSERT_EQ(std::system(("sed -i 's/; start ;;/; exit 1 ;;/' " +
                          svc_->path())
                             .c_str()),
             0);
