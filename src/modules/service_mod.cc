@@ -1,320 +1,241 @@
-// The service module: Salt's systemd_service. Units are driven with
-// systemctl; a name without a unit type is a service ("nginx" is
-// nginx.service). On a host not booted with systemd every function fails
-// saying so, as Salt does not load the module there.
+// The service module: one registration of the `service.*` names, each
+// calling the backend that manages this host's services (service.h):
+// systemd where it is the running init, Debian's init.d scripts elsewhere.
 
-#include <fnmatch.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
-#include <chrono>
-#include <cstddef>
-#include <map>
-#include <optional>
-#include <set>
-#include <stdexcept>
+#include <cstdlib>
+#include <fstream>
 #include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 
-#include "base/error.h"
-#include "modules/args.h"
 #include "modules/arguments.h"
-#include "modules/process.h"
 #include "modules/registry.h"
+#include "modules/service.h"
 
 namespace brine::modules {
+namespace service {
+
 namespace {
 
-using json = nlohmann::json;
-
-// Salt's __virtual__ test (salt.utils.systemd.booted).
+// Salt's salt.utils.systemd.booted.
 constexpr const char* k_systemd_marker = "/run/systemd/system";
 
-void require_systemd(const std::string& fun) {
-  struct stat st {};
-  if (::stat(k_systemd_marker, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    throw tool_failure(fun + ": systemd is not running on this host (" + k_systemd_marker +
-                       " is missing); the service module manages systemd services only");
+// ID= of /etc/os-release, unquoted.
+std::string os_release_id() {
+  std::ifstream in("/etc/os-release");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("ID=")) continue;
+    std::string id = line.substr(3);
+    if (id.size() >= 2 && (id.front() == '"' || id.front() == '\''))
+      id = id.substr(1, id.size() - 2);
+    return id;
   }
-}
-
-asio::awaitable<process_result> systemctl(std::chrono::seconds limit,
-                                          std::vector<std::string> args) {
-  process_options opts;
-  opts.argv = {"systemctl"};
-  opts.argv.insert(opts.argv.end(), args.begin(), args.end());
-  // Output is parsed in English.
-  opts.env = {{"LC_ALL", "C"}, {"LANGUAGE", "C"}};
-  opts.timeout = child_limit(limit);
-  process_result r = co_await run_process(std::move(opts));
-  co_return r;
-}
-
-std::string failure_text(const process_result& r) {
-  if (r.timed_out) return "systemctl timed out and was killed";
-  std::string err = trim(r.stderr_text);
-  if (err.empty()) err = trim(r.stdout_text);
-  return err.empty() ? "systemctl exited " + std::to_string(r.retcode) : err;
-}
-
-constexpr std::string_view k_unit_types[] = {"service", "socket", "device", "mount", "automount",
-                                             "swap",    "target", "path",   "timer"};
-
-// Salt's _canonical_unit_name: a name without a unit type is a service.
-std::string canonical_unit(const std::string& name) {
-  for (std::string_view type : k_unit_types) {
-    if (name.size() > type.size() && name.ends_with(type) &&
-        name[name.size() - type.size() - 1] == '.') {
-      return name;
-    }
-  }
-  return name + ".service";
-}
-
-// The unit argument; a leading '-' would be read by systemctl as an option.
-std::string unit_argument(const arguments& a) {
-  const json* v = a.get("name");
-  if (v == nullptr) a.fail("needs the name of a service, e.g. " + a.fun() + " nginx");
-  std::string name = a.text_of("name", *v);
-  if (name.empty() || name.front() == '-') {
-    a.fail("name must be a unit name such as nginx or nginx.service, got '" + name + "'");
-  }
-  for (char ch : name) {
-    if (std::isspace(static_cast<unsigned char>(ch)) ||
-        std::iscntrl(static_cast<unsigned char>(ch))) {
-      a.fail("name must be a unit name without spaces, got '" + name + "'");
-    }
-  }
-  return name;
-}
-
-// systemctl [--no-block] ACTION UNIT: true, or a failure carrying
-// systemctl's message (Salt raises with its stderr for start, restart,
-// reload and enable).
-asio::awaitable<bool> change(std::chrono::seconds limit, std::string fun, std::string action,
-                             std::string name, bool no_block) {
-  std::vector<std::string> args;
-  if (no_block) args.push_back("--no-block");
-  args.push_back(action);
-  args.push_back(canonical_unit(name));
-  process_result r = co_await systemctl(limit, std::move(args));
-  if (r.retcode != 0 || r.timed_out) throw tool_failure(fun + " " + name + ": " + failure_text(r));
-  co_return true;
-}
-
-asio::awaitable<void> unmask_if_asked(std::chrono::seconds limit, std::string fun, std::string name,
-                                      bool unmask, bool unmask_runtime) {
-  for (bool runtime : {false, true}) {
-    if (!(runtime ? unmask_runtime : unmask)) continue;
-    std::vector<std::string> args = {"unmask"};
-    if (runtime) args.push_back("--runtime");
-    args.push_back(canonical_unit(name));
-    process_result r = co_await systemctl(limit, std::move(args));
-    if (r.retcode != 0 || r.timed_out) {
-      throw tool_failure(fun + ": failed to unmask service '" + name + "': " + failure_text(r));
-    }
-  }
-}
-
-// start, restart, reload, enable: name, no_block, unmask, unmask_runtime.
-asio::awaitable<outcome> unmasking_change(call c, const char* action_name) {
-  const std::string action = action_name;
-  arguments a("service." + action, c, {"name", "no_block", "unmask", "unmask_runtime"});
-  const std::string name = unit_argument(a);
-  const bool no_block = a.flag("no_block", false);
-  const bool unmask = a.flag("unmask", false);
-  const bool unmask_runtime = a.flag("unmask_runtime", false);
-  require_systemd(a.fun());
-  co_await unmask_if_asked(c.timeout, a.fun(), name, unmask, unmask_runtime);
-  // (co_await inside a braced co_return operand is miscompiled by GCC 12.)
-  bool done = co_await change(c.timeout, a.fun(), action, name, no_block);
-  co_return outcome{done};
-}
-
-asio::awaitable<outcome> start(call c) {
-  co_return co_await unmasking_change(std::move(c), "start");
-}
-asio::awaitable<outcome> restart(call c) {
-  co_return co_await unmasking_change(std::move(c), "restart");
-}
-asio::awaitable<outcome> reload(call c) {
-  co_return co_await unmasking_change(std::move(c), "reload");
-}
-asio::awaitable<outcome> enable(call c) {
-  co_return co_await unmasking_change(std::move(c), "enable");
-}
-
-// stop, disable: name, no_block.
-asio::awaitable<outcome> plain_change(call c, const char* action_name) {
-  const std::string action = action_name;
-  arguments a("service." + action, c, {"name", "no_block"});
-  const std::string name = unit_argument(a);
-  const bool no_block = a.flag("no_block", false);
-  require_systemd(a.fun());
-  // (co_await inside a braced co_return operand is miscompiled by GCC 12.)
-  bool done = co_await change(c.timeout, a.fun(), action, name, no_block);
-  co_return outcome{done};
-}
-
-asio::awaitable<outcome> stop(call c) { co_return co_await plain_change(std::move(c), "stop"); }
-asio::awaitable<outcome> disable(call c) {
-  co_return co_await plain_change(std::move(c), "disable");
-}
-
-// Service names (without .service) from list-unit-files and list-units
-// output: the first word of a line that names a service, past the "●" that
-// marks failed or missing units.
-void collect_services(const std::string& output, std::set<std::string>& out) {
-  std::string_view text = output;
-  while (!text.empty()) {
-    auto nl = text.find('\n');
-    for (const auto& word : split_words(text.substr(0, nl))) {
-      if (word.size() > 8 && word.ends_with(".service")) {
-        out.insert(word.substr(0, word.size() - 8));
-        break;
-      }
-      if (word.find('.') != std::string::npos) break;  // another unit type
-    }
-    if (nl == std::string_view::npos) break;
-    text.remove_prefix(nl + 1);
-  }
-}
-
-asio::awaitable<std::vector<std::string>> all_services(std::chrono::seconds limit) {
-  std::set<std::string> services;
-  std::vector<std::string> files_args = {"--full", "--no-legend", "--no-pager", "list-unit-files",
-                                         "--type=service"};
-  process_result files = co_await systemctl(limit, std::move(files_args));
-  if (files.retcode != 0 || files.timed_out) {
-    throw tool_failure("service.get_all: systemctl list-unit-files: " + failure_text(files));
-  }
-  collect_services(files.stdout_text, services);
-  // Units loaded without a unit file of their own (generated, transient).
-  std::vector<std::string> units_args = {"--full",     "--no-legend",    "--no-pager",
-                                         "list-units", "--type=service", "--all"};
-  process_result units = co_await systemctl(limit, std::move(units_args));
-  if (units.retcode != 0 || units.timed_out) {
-    throw tool_failure("service.get_all: systemctl list-units: " + failure_text(units));
-  }
-  collect_services(units.stdout_text, services);
-  co_return std::vector<std::string>(services.begin(), services.end());
-}
-
-asio::awaitable<outcome> get_all(call c) {
-  arguments a("service.get_all", c, {});
-  require_systemd(a.fun());
-  std::vector<std::string> services = co_await all_services(c.timeout);
-  co_return outcome{std::move(services)};
-}
-
-asio::awaitable<bool> is_active(std::chrono::seconds limit, std::string name) {
-  std::vector<std::string> args = {"is-active", canonical_unit(name)};
-  process_result r = co_await systemctl(limit, std::move(args));
-  if (r.timed_out) throw tool_failure("service.status " + name + ": " + failure_text(r));
-  co_return r.retcode == 0;
-}
-
-// Salt's status: a bool, or {service: bool} when the name is a glob.
-asio::awaitable<outcome> status(call c) {
-  arguments a("service.status", c, {"name", "sig"});
-  const std::string name = unit_argument(a);
-  a.text("sig");  // Salt's API keeps it; systemd needs no process signature
-  require_systemd(a.fun());
-  const bool glob = name.find_first_of("*?") != std::string::npos ||
-                    (name.find('[') != std::string::npos && name.find(']') != std::string::npos);
-  if (!glob) {
-    bool active = co_await is_active(c.timeout, name);
-    co_return outcome{active};
-  }
-  json ret = json::object();
-  std::vector<std::string> services = co_await all_services(c.timeout);
-  for (const auto& service : services) {
-    if (::fnmatch(name.c_str(), service.c_str(), 0) == 0) {
-      ret[service] = co_await is_active(c.timeout, service);
-    }
-  }
-  co_return outcome{std::move(ret)};
-}
-
-// Salt's enabled: `systemctl is-enabled` succeeds (enabled, static,
-// indirect, generated...), following an alias to the unit behind it.
-asio::awaitable<outcome> enabled(call c) {
-  arguments a("service.enabled", c, {"name"});
-  const std::string name = unit_argument(a);
-  require_systemd(a.fun());
-  std::vector<std::string> args = {"is-enabled", canonical_unit(name)};
-  process_result r = co_await systemctl(c.timeout, std::move(args));
-  if (r.timed_out) throw tool_failure(a.fun() + " " + name + ": " + failure_text(r));
-  if (trim(r.stdout_text) != "alias") co_return outcome{r.retcode == 0};
-  std::vector<std::string> show_args = {"show", canonical_unit(name), "-P", "Id"};
-  process_result id = co_await systemctl(c.timeout, std::move(show_args));
-  const std::string target = trim(id.stdout_text);
-  if (id.retcode != 0 || target.empty() || target.front() == '-') co_return outcome{false};
-  std::vector<std::string> target_args = {"is-enabled", target};
-  process_result t = co_await systemctl(c.timeout, std::move(target_args));
-  co_return outcome{t.retcode == 0 && !t.timed_out};
-}
-
-// Salt's _check_available on systemd >= 231: `systemctl status` exits 4 for
-// a unit that does not exist, 0-3 for one that does (running or not).
-asio::awaitable<outcome> available(call c) {
-  arguments a("service.available", c, {"name"});
-  const std::string name = unit_argument(a);
-  require_systemd(a.fun());
-  std::vector<std::string> args = {"status", canonical_unit(name), "-n", "0", "--no-pager"};
-  process_result r = co_await systemctl(c.timeout, std::move(args));
-  if (r.timed_out) throw tool_failure(a.fun() + " " + name + ": " + failure_text(r));
-  co_return outcome{r.retcode >= 0 && r.retcode < 4};
+  return "";
 }
 
 }  // namespace
 
+backend detect() {
+  struct stat st {};
+  if (::stat(k_systemd_marker, &st) == 0 && S_ISDIR(st.st_mode)) return backend::systemd;
+  const std::string id = os_release_id();
+  // Salt's debian_service loads on the grains os Debian, Raspbian, Devuan.
+  if (id == "debian" || id == "raspbian" || id == "devuan") return backend::initd;
+  return backend::none;
+}
+
+bool offline() {
+  if (detect() == backend::systemd) return false;
+  std::string dirs;
+  if (const char* path = std::getenv("PATH"); path != nullptr) dirs = path;
+  // salt.utils.path.which also looks in the standard directories.
+  dirs += ":/sbin:/bin:/usr/sbin:/usr/bin:/usr/local/sbin:/usr/local/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = dirs.substr(start, end - start);
+    struct stat st {};
+    const std::string file = dir + "/systemctl";
+    if (!dir.empty() && ::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(file.c_str(), X_OK) == 0) {
+      return true;
+    }
+    start = end + 1;
+  }
+  return false;
+}
+
+const char* backend_name(backend b) {
+  switch (b) {
+    case backend::systemd:
+      return "systemd";
+    case backend::initd:
+      return "Debian's init.d scripts";
+    case backend::none:
+      break;
+  }
+  return "nothing brine knows";
+}
+
+namespace {
+
+// The function of this host's backend, or a failure saying why there is
+// none (Salt: "'service.X' is not available").
+template <function_ptr S, function_ptr I>
+asio::awaitable<outcome> dispatch(call c) {
+  const backend b = detect();
+  function_ptr fn = b == backend::systemd ? S : b == backend::initd ? I : nullptr;
+  if (fn != nullptr) co_return co_await fn(std::move(c));
+  if (b == backend::none) {
+    throw tool_failure(c.fun +
+                       ": no service manager brine knows runs on this host: systemd is "
+                       "not running (" +
+                       std::string(k_systemd_marker) +
+                       " is missing) and this is not Debian (init.d scripts and update-rc.d)");
+  }
+  throw tool_failure("'" + c.fun + "' is not available where services are managed by " +
+                     backend_name(b));
+}
+
+// The systemd-only functions where systemd is installed but not running
+// fail as Salt's offline systemd module does.
+asio::awaitable<outcome> systemd_offline(call c) {
+  std::string unit;
+  if (!c.args.empty() && c.args[0].is_string()) unit = c.args[0].get<std::string>();
+  if (auto it = c.kwargs.find("name"); it != c.kwargs.end() && it->is_string()) {
+    unit = it->get<std::string>();
+  }
+  throw tool_failure("Cannot run in offline mode. Failed to get information on unit '" + unit +
+                     "'");
+  co_return outcome{};
+}
+
+template <function_ptr S>
+asio::awaitable<outcome> dispatch_systemd_only(call c) {
+  if (detect() == backend::initd && offline()) co_return co_await systemd_offline(std::move(c));
+  co_return co_await dispatch<S, nullptr>(std::move(c));
+}
+
+asio::awaitable<outcome> offline_fn(call c) {
+  arguments a("service.offline", c, {});
+  co_return outcome{offline()};
+}
+
+template <function_ptr S, function_ptr I>
+void add(registry& reg, const char* name, const char* doc) {
+  reg.add(name, failures_as_outcomes<dispatch<S, I>>, doc);
+}
+
+}  // namespace
+}  // namespace service
+
 void register_service_module(registry& reg) {
-  reg.add("service.start", failures_as_outcomes<start>,
-          "service.start NAME [no_block=False] [unmask=False] [unmask_runtime=False]: starts the "
-          "unit (NAME without a type is NAME.service) with systemctl, returns True; fails with "
-          "systemctl's message.\n"
-          "CLI Example: brine cmd '*' service.start nginx");
-  reg.add("service.stop", failures_as_outcomes<stop>,
-          "service.stop NAME [no_block=False]: stops the unit with systemctl, returns True; "
-          "fails with systemctl's message.\n"
-          "CLI Example: brine cmd '*' service.stop nginx");
-  reg.add("service.restart", failures_as_outcomes<restart>,
-          "service.restart NAME [no_block=False] [unmask=False] [unmask_runtime=False]: restarts "
-          "the unit with systemctl, returns True; fails with systemctl's message.\n"
-          "CLI Example: brine cmd '*' service.restart nginx");
-  reg.add("service.reload", failures_as_outcomes<reload>,
-          "service.reload NAME [no_block=False] [unmask=False] [unmask_runtime=False]: reloads "
-          "the unit's configuration with systemctl, returns True; fails with systemctl's "
-          "message.\n"
-          "CLI Example: brine cmd '*' service.reload nginx");
-  reg.add("service.status", failures_as_outcomes<status>,
-          "service.status NAME [sig]: returns True when the unit is active (systemctl "
-          "is-active), False otherwise; a glob NAME returns {service: bool}.\n"
-          "CLI Example: brine cmd '*' service.status nginx");
-  reg.add("service.enable", failures_as_outcomes<enable>,
-          "service.enable NAME [no_block=False] [unmask=False] [unmask_runtime=False]: enables "
-          "the unit at boot, returns True; fails with systemctl's message.\n"
-          "CLI Example: brine cmd '*' service.enable nginx");
-  reg.add("service.disable", failures_as_outcomes<disable>,
-          "service.disable NAME [no_block=False]: disables the unit at boot, returns True; "
-          "fails with systemctl's message.\n"
-          "CLI Example: brine cmd '*' service.disable nginx");
-  reg.add("service.enabled", failures_as_outcomes<enabled>,
-          "service.enabled NAME: returns True when the unit starts at boot (systemctl "
-          "is-enabled succeeds: enabled, static, indirect...), False otherwise.\n"
-          "CLI Example: brine cmd '*' service.enabled nginx");
-  reg.add("service.available", failures_as_outcomes<available>,
-          "service.available NAME: returns True when systemd knows the unit (running or not), "
-          "False otherwise.\n"
-          "CLI Example: brine cmd '*' service.available nginx");
-  reg.add("service.get_all", failures_as_outcomes<get_all>,
-          "service.get_all: returns the sorted names of all service units (without .service), "
-          "from systemctl list-unit-files and list-units.\n"
-          "CLI Example: brine cmd '*' service.get_all");
+  namespace sd = service::systemd;
+  namespace in = service::initd;
+  using service::add;
+  add<sd::start, in::start>(
+      reg, "service.start",
+      "service.start NAME [no_block=False] [unmask=False] [unmask_runtime=False]: starts the "
+      "service, returns True. With systemd: systemctl start (NAME without a type is "
+      "NAME.service), failing with systemctl's message; on Debian without systemd: "
+      "`service NAME start`, False when the script fails (no_block and unmask are systemd's).\n"
+      "CLI Example: brine cmd '*' service.start nginx");
+  add<sd::stop, in::stop>(
+      reg, "service.stop",
+      "service.stop NAME [no_block=False]: stops the service (systemctl stop, or `service NAME "
+      "stop`), returns True; False or systemctl's message when it fails.\n"
+      "CLI Example: brine cmd '*' service.stop nginx");
+  add<sd::restart, in::restart>(
+      reg, "service.restart",
+      "service.restart NAME [no_block=False] [unmask=False] [unmask_runtime=False]: restarts "
+      "the service (systemctl restart, or `service NAME restart`), returns True; False or "
+      "systemctl's message when it fails.\n"
+      "CLI Example: brine cmd '*' service.restart nginx");
+  add<sd::reload, in::reload>(
+      reg, "service.reload",
+      "service.reload NAME [no_block=False] [unmask=False] [unmask_runtime=False]: reloads the "
+      "service's configuration (systemctl reload, or `service NAME reload`), returns True; "
+      "False or systemctl's message when it fails.\n"
+      "CLI Example: brine cmd '*' service.reload nginx");
+  add<sd::force_reload, in::force_reload>(
+      reg, "service.force_reload",
+      "service.force_reload NAME [no_block=True] [unmask=False] [unmask_runtime=False]: "
+      "systemctl force-reload, or `service NAME force-reload`; returns True, False or "
+      "systemctl's message when it fails.\n"
+      "CLI Example: brine cmd '*' service.force_reload nginx");
+  add<sd::status, in::status>(
+      reg, "service.status",
+      "service.status NAME [sig]: returns True when the service runs (systemctl is-active, or "
+      "the exit code of `service NAME status`), False otherwise; a glob NAME returns {service: "
+      "bool}. Without systemd, sig (a regular expression) asks `ps -efHww` instead.\n"
+      "CLI Example: brine cmd '*' service.status nginx");
+  add<sd::enable, in::enable>(
+      reg, "service.enable",
+      "service.enable NAME [no_block=False] [unmask=False] [unmask_runtime=False]: starts the "
+      "service at boot (systemctl enable, or `insserv NAME && update-rc.d NAME enable`), "
+      "returns True; False or systemctl's message when it fails.\n"
+      "CLI Example: brine cmd '*' service.enable nginx");
+  add<sd::disable, in::disable>(
+      reg, "service.disable",
+      "service.disable NAME [no_block=False]: no start at boot (systemctl disable, or "
+      "`update-rc.d NAME disable`), returns True; False or systemctl's message when it fails.\n"
+      "CLI Example: brine cmd '*' service.disable nginx");
+  add<sd::enabled, in::enabled>(
+      reg, "service.enabled",
+      "service.enabled NAME: returns True when the service starts at boot (systemctl "
+      "is-enabled succeeds: enabled, static, indirect...; without systemd: an S link in "
+      "/etc/rcS.d or the runlevel's rc directory), False otherwise.\n"
+      "CLI Example: brine cmd '*' service.enabled nginx");
+  add<sd::disabled, in::disabled>(
+      reg, "service.disabled",
+      "service.disabled NAME: the opposite of service.enabled (without systemd: a known "
+      "service that is not enabled).\n"
+      "CLI Example: brine cmd '*' service.disabled nginx");
+  add<sd::available, in::available>(
+      reg, "service.available",
+      "service.available NAME: returns True when the service exists (a unit systemd knows, or "
+      "a script in /etc/init.d), running or not; False otherwise.\n"
+      "CLI Example: brine cmd '*' service.available nginx");
+  add<sd::missing, in::missing>(reg, "service.missing",
+                                "service.missing NAME: the opposite of service.available.\n"
+                                "CLI Example: brine cmd '*' service.missing nginx");
+  add<sd::get_all, in::get_all>(
+      reg, "service.get_all",
+      "service.get_all: returns the sorted names of all services (service units without "
+      ".service, from systemctl list-unit-files and list-units; or the scripts in "
+      "/etc/init.d and the enabled services).\n"
+      "CLI Example: brine cmd '*' service.get_all");
+  add<nullptr, in::get_enabled>(
+      reg, "service.get_enabled",
+      "service.get_enabled: returns the sorted names of the services that start at boot (S "
+      "links in /etc/rcS.d and the runlevel's rc directory); Debian without systemd only.\n"
+      "CLI Example: brine cmd '*' service.get_enabled");
+  add<nullptr, in::get_disabled>(
+      reg, "service.get_disabled",
+      "service.get_disabled: returns the sorted names of the services in service.get_all that "
+      "do not start at boot; Debian without systemd only.\n"
+      "CLI Example: brine cmd '*' service.get_disabled");
+  reg.add("service.offline", failures_as_outcomes<service::offline_fn>,
+          "service.offline: returns True when systemd is installed (systemctl found) but is not "
+          "this host's running init, as in a container; service.running and service.dead then "
+          "do nothing, as Salt's do.\n"
+          "CLI Example: brine cmd '*' service.offline");
+  reg.add("service.masked", failures_as_outcomes<service::dispatch_systemd_only<sd::masked>>,
+          "service.masked NAME [runtime=False]: returns True when the unit is masked (its file in "
+          "/etc/systemd/system, or /run/systemd/system for runtime, links to /dev/null); systemd "
+          "only.\n"
+          "CLI Example: brine cmd '*' service.masked nginx");
+  reg.add("service.mask", failures_as_outcomes<service::dispatch_systemd_only<sd::mask>>,
+          "service.mask NAME [runtime=False]: masks the unit (systemctl mask [--runtime]), returns "
+          "True; systemd only.\n"
+          "CLI Example: brine cmd '*' service.mask nginx");
+  reg.add("service.unmask", failures_as_outcomes<service::dispatch_systemd_only<sd::unmask>>,
+          "service.unmask NAME [runtime=False]: removes the unit's mask (systemctl unmask "
+          "[--runtime]) when it has one, returns True; systemd only.\n"
+          "CLI Example: brine cmd '*' service.unmask nginx");
 }
 
 }  // namespace brine::modules

@@ -108,5 +108,7 @@ void register_sysctl_states(registry& reg);
 void register_cron_states(registry& reg);
 void register_ssh_auth_states(registry& reg);
 void register_ssh_known_hosts_states(registry& reg);
+// service.running, dead, enabled, disabled, masked, unmasked, mod_watch.
+void register_service_states(registry& reg);
 
 }  // namespace brine::states

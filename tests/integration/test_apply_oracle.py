@@ -62,6 +62,36 @@ SYSTEM_TREES = {
             ["groupdel", "brinetestg"],
         ],
     },
+    # An init.d script the tree installs, starts, stops and removes. Salt
+    # 3006 recorded it on Debian 12 without systemd running but with
+    # systemctl installed ("offline": service.running and service.dead do
+    # nothing there) and without insserv; elsewhere its outputs differ.
+    "service_states": {
+        "tools": ["service", "update-rc.d", "start-stop-daemon", "runlevel", "systemctl"],
+        "absent": ["insserv"],
+        "not_booted_with_systemd": True,
+        "cleanup": [
+            ["start-stop-daemon", "--stop", "--quiet", "--oknodo", "--retry", "TERM/5/KILL/5",
+             "--pidfile", "/run/brine-test-svc.pid", "--remove-pidfile"],
+            ["update-rc.d", "brine-test-svc", "remove"],
+            ["rm", "-f", "/etc/init.d/brine-test-svc", "/run/brine-test-svc.log"],
+        ],
+    },
+    # The same script where systemd is not installed (a plain container,
+    # sysvinit): Salt's debian_service alone, recorded and replayed in a
+    # mount namespace that hides systemctl (tests/support/without_systemctl.sh).
+    "service_initd": {
+        "tools": ["service", "update-rc.d", "start-stop-daemon", "unshare"],
+        "absent": ["insserv"],
+        "not_booted_with_systemd": True,
+        "wrapper": [os.path.join(ROOT, "tests", "support", "without_systemctl.sh")],
+        "cleanup": [
+            ["start-stop-daemon", "--stop", "--quiet", "--oknodo", "--retry", "TERM/5/KILL/5",
+             "--pidfile", "/run/brine-test-svc.pid", "--remove-pidfile"],
+            ["update-rc.d", "brine-test-svc", "remove"],
+            ["rm", "-f", "/etc/init.d/brine-test-svc", "/run/brine-test-svc.log"],
+        ],
+    },
 }
 
 
@@ -73,7 +103,14 @@ def system_tree_missing(tree):
     if os.geteuid() != 0:
         return "needs root"
     missing = [t for t in spec["tools"] if shutil.which(t) is None]
-    return "needs " + ", ".join(missing) if missing else None
+    if missing:
+        return "needs " + ", ".join(missing)
+    present = [t for t in spec.get("absent", []) if shutil.which(t) is not None]
+    if present:
+        return "was recorded without " + ", ".join(present)
+    if spec.get("not_booted_with_systemd") and os.path.isdir("/run/systemd/system"):
+        return "was recorded where systemd is not the running init"
+    return None
 
 
 def clean_system(tree):
@@ -117,7 +154,8 @@ class OracleTest(unittest.TestCase):
                 argv = [a.replace("@SANDBOX@", sandbox).replace("@TREE@", tree_dir)
                         for a in case["argv"]]
                 flags = ["--out", "json"] if fmt == "json" else ["--no-color"]
-                p = subprocess.run([BRINE_BIN, "call", "--local", "-c", conf] + flags + argv,
+                wrapper = SYSTEM_TREES.get(tree, {}).get("wrapper", [])
+                p = subprocess.run(wrapper + [BRINE_BIN, "call", "--local", "-c", conf] + flags + argv,
                                    capture_output=True, text=True, timeout=120 * SLACK,
                                    cwd=work)
                 rules = JSON_RULES if fmt == "json" else TEXT_RULES
