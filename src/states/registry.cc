@@ -113,6 +113,8 @@ void register_builtin_states(registry& reg) {
   register_cron_states(reg);
   register_ssh_auth_states(reg);
   register_ssh_known_hosts_states(reg);
+  register_pkg_states(reg);
+  register_pkgrepo_states(reg);
 }
 
 }  // namespace brine::states
