@@ -67,6 +67,23 @@ plain_json plain(const json& v) { return plain_json::parse(v.dump()); }
 
 std::string text(const json& v) { return v.is_null() ? "" : py_text(v); }
 
+// The pkg module's {name: {old, new}} answers (also purge's {installed:
+// {...}, removed: {...}}) in Salt's key order: old, then new.
+json old_first(const json& changes) {
+  if (!changes.is_object()) return changes;
+  json out = json::object();
+  for (const auto& [k, v] : changes.items()) {
+    if (v.is_object() && v.contains("old") && v.contains("new") && v.size() == 2) {
+      out[k] = json{{"old", v["old"]}, {"new", v["new"]}};
+    } else if (v.is_object() && (k == "installed" || k == "removed")) {
+      out[k] = old_first(v);
+    } else {
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
 std::string joined(const std::vector<std::string>& items, const char* sep = ", ") {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
@@ -429,7 +446,8 @@ asio::awaitable<json> installed(state_call c) {
     install["pkgs"] = list;
     std::optional<std::string> install_error;
     try {
-      pkg_ret = co_await call_fn(c, "pkg.install", plain_json::array(), std::move(install));
+      json answer = co_await call_fn(c, "pkg.install", plain_json::array(), std::move(install));
+      pkg_ret = old_first(answer);
     } catch (const base::error& e) {
       install_error = e.what();
     }
@@ -666,7 +684,8 @@ asio::awaitable<json> latest(state_call c) {
     plain_json install = install_passthrough(c);
     install["refresh"] = false;
     install["pkgs"] = plain_json(target_names);
-    changes = co_await call_fn(c, "pkg.install", plain_json::array(), std::move(install));
+    json answer = co_await call_fn(c, "pkg.install", plain_json::array(), std::move(install));
+    changes = old_first(answer);
   } catch (const base::error& e) {
     co_return make_ret(
         name, false,
@@ -806,7 +825,8 @@ asio::awaitable<json> uninstall(state_call c, std::string action) {
     } else {
       kwargs["name"] = name;
     }
-    json changes = co_await call_fn(c, "pkg." + action, plain_json::array(), std::move(kwargs));
+    json answer = co_await call_fn(c, "pkg." + action, plain_json::array(), std::move(kwargs));
+    json changes = old_first(answer);
     versions_map now = co_await list_pkgs(c, plain_json::object());
     std::vector<std::string> failed;
     for (const auto& p : params) {
@@ -900,7 +920,8 @@ asio::awaitable<json> uptodate(state_call c) {
   try {
     plain_json kwargs = passthrough;
     kwargs["refresh"] = refresh;
-    ret["changes"] = co_await call_fn(c, "pkg.upgrade", plain_json::array(), std::move(kwargs));
+    json answer = co_await call_fn(c, "pkg.upgrade", plain_json::array(), std::move(kwargs));
+    ret["changes"] = old_first(answer);
   } catch (const base::error& e) {
     ret["comment"] = std::string("An error was encountered while updating packages: ") + e.what();
     co_return ret;

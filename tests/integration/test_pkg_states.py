@@ -118,8 +118,8 @@ extra_repo:
         rc, first = self.apply("pkgs")
         self.assertEqual(rc, 0, first)
         self.assertEqual(first["hello"]["comment"],
-                         "The following packages were installed/updated: %s=1.0\n"
-                         "Package %s is now being held." % (PKG, PKG))
+                         "1 targeted package was installed/updated.\n"
+                         "Package %s is now being held." % PKG)
         self.assertEqual(first["hello"]["changes"],
                          {PKG: {"old": "install", "new": "1.0\nhold"}})
         self.assertEqual(first["extra_repo"]["changes"], {"repo": self.extra_line})
