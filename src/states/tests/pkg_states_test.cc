@@ -313,6 +313,31 @@ TEST_F(pkg_states_test, pkgrepo_managed_and_absent_in_a_sources_file) {
             "Package repo " + arch_line + " is absent");
   EXPECT_NE(slurp(repo.file("sources.list")).find(existing), std::string::npos);
 
+  // A keyring from key_url, without apt-key, at the signed-by path.
+  std::ofstream(repo.file("key.gpg")) << "not really a key\n";
+  const std::string keyring = repo.file("keyrings/extra.gpg");
+  const std::string signed_line =
+      "deb [signed-by=" + keyring + "] http://deb.brine.invalid/debian bookworm contrib";
+  json k = call("pkgrepo.managed", {{"name", signed_line},
+                                    {"file", file},
+                                    {"key_url", "file://" + repo.file("key.gpg")},
+                                    {"aptkey", false},
+                                    {"refresh", false}});
+  EXPECT_EQ(k["result"], true) << k.dump();
+  EXPECT_EQ(slurp(keyring), "not really a key\n");
+  EXPECT_EQ(slurp(file), signed_line + "\n");
+  EXPECT_EQ(call("pkgrepo.managed", {{"name", signed_line}, {"file", file}, {"aptkey", false}})
+                ["comment"],
+            "Package repo '" + signed_line + "' already configured");
+  json bad = call("pkgrepo.managed", {{"name", "deb http://x.invalid/ y z"},
+                                      {"aptkey", false},
+                                      {"refresh", false}});
+  EXPECT_EQ(bad["result"], false);
+  EXPECT_EQ(bad["comment"], "Failed to configure repo 'deb http://x.invalid/ y z': missing "
+                            "'signedby' option when apt-key is missing");
+  EXPECT_EQ(call("pkgrepo.absent", {{"name", signed_line}, {"refresh", false}})["result"], true);
+  EXPECT_FALSE(std::filesystem::exists(file));
+
   EXPECT_EQ(call("pkgrepo.managed", {{"name", line}, {"repo", line}})["result"], false);
   EXPECT_EQ(call("pkgrepo.managed", {{"name", line}, {"enabled", true}, {"disabled", true}})
                 ["comment"],
