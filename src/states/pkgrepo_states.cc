@@ -7,7 +7,6 @@
 // order, is reconfigured on every run), brine compares what the line
 // means: type, options, URI, dist and components, in any order.
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
