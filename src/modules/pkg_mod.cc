@@ -563,12 +563,54 @@ std::vector<std::string> dpkg_options(bool force_conf_new) {
   return {"-o", "DPkg::Options::=--force-confold", "-o", "DPkg::Options::=--force-confdef"};
 }
 
+// Salt's nested outputter, which its CommandExecutionError uses to print
+// `info`: mappings with sorted keys, "- " list items, strings line by line.
+void nested(const json& v, int indent, const std::string& prefix, std::string& out) {
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  if (v.is_string()) {
+    std::string_view text = v.get_ref<const std::string&>();
+    bool first = true;
+    for (std::string_view line : split_lines(text)) {
+      out += pad + (first ? prefix : std::string(prefix.size(), ' ')) + std::string(line) + "\n";
+      first = false;
+    }
+  } else if (v.is_boolean() || v.is_null()) {
+    out += pad + prefix + (v.is_null() ? "None" : v.get<bool>() ? "True" : "False") + "\n";
+  } else if (v.is_number()) {
+    out += pad + prefix + v.dump() + "\n";
+  } else if (v.is_array()) {
+    for (const json& item : v) {
+      if (item.is_structured()) {
+        out += pad + "|_\n";
+        nested(item, indent + 2, item.is_object() ? "" : "- ", out);
+      } else {
+        nested(item, indent, "- ", out);
+      }
+    }
+  } else if (v.is_object()) {
+    if (indent > 0) out += pad + "----------\n";
+    for (const auto& [key, item] : v.items()) {  // (nlohmann::json keeps keys sorted)
+      out += pad + prefix + key + ":\n";
+      nested(item, indent + 4, "", out);
+    }
+  }
+}
+
+// Salt's CommandExecutionError(what, info={"errors": ..., "changes": ...})
+// as text: "WHAT. Additional info follows:\n\nchanges:\n...errors:\n    - ...".
+// (pkg states cut the changes part off, as Salt's strerror_without_changes.)
 std::string failure_message(const std::string& what, const std::vector<std::string>& errors,
                             const json& changes) {
-  std::string msg = what;
-  for (const auto& e : errors) msg += ": " + e;
-  if (!changes.empty()) msg += " (changes made: " + changes.dump() + ")";
-  return msg;
+  std::string body;
+  nested(json{{"changes", changes}, {"errors", errors}}, 0, "", body);
+  if (!body.empty() && body.back() == '\n') body.pop_back();
+  return what + ". Additional info follows:\n\n" + body;
+}
+
+// What Salt records of a failed apt-get: its stderr, else brine's summary.
+std::string apt_error(const std::string& tool, const process_result& r) {
+  std::string err = trim(r.stderr_text);
+  return err.empty() || r.timed_out ? tool_error(tool, r) : err;
 }
 
 asio::awaitable<outcome> install(call c) {
@@ -705,7 +747,7 @@ asio::awaitable<outcome> install(call c) {
   for (const auto& pkg : to_unhold) co_await set_selection(c.timeout, pkg, "install");
   for (auto& argv : commands) {
     process_result r = co_await run_tool(c.timeout, std::move(argv));
-    if (r.retcode != 0 || r.timed_out) errors.push_back(tool_error("apt-get install", r));
+    if (r.retcode != 0 || r.timed_out) errors.push_back(apt_error("apt-get install", r));
   }
   for (const auto& pkg : to_unhold) co_await set_selection(c.timeout, pkg, "hold");
   pkg_db now = co_await read_pkg_db(c.timeout);
@@ -755,7 +797,7 @@ asio::awaitable<outcome> uninstall(call c, const char* action_name) {
                  : changes;
   if (r.retcode != 0 || r.timed_out) {
     throw tool_failure(failure_message("Problem encountered removing package(s)",
-                                       {tool_error("apt-get " + action, r)}, ret));
+                                       {apt_error("apt-get " + action, r)}, ret));
   }
   co_return outcome{std::move(ret)};
 }
@@ -790,7 +832,7 @@ asio::awaitable<outcome> upgrade(call c) {
   if (r.retcode != 0 || r.timed_out) {
     throw tool_failure(
         failure_message("Problem encountered upgrading packages",
-                        {tool_error(dist ? "apt-get dist-upgrade" : "apt-get upgrade", r)}, ret));
+                        {apt_error(dist ? "apt-get dist-upgrade" : "apt-get upgrade", r)}, ret));
   }
   co_return outcome{std::move(ret)};
 }

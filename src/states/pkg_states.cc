@@ -99,6 +99,46 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
+// Salt's CommandExecutionError.strerror_without_changes for the pkg
+// module's failures that carry info ("WHAT. Additional info follows:\n\n"
+// then the info as the nested outputter prints it): the same text without
+// its changes block; nullopt for any other error.
+std::optional<std::string> without_changes(const std::string& msg) {
+  const std::string marker = ". Additional info follows:\n\n";
+  auto at = msg.find(marker);
+  if (at == std::string::npos) return std::nullopt;
+  std::string body = msg.substr(at + marker.size());
+  if (body.starts_with("changes:\n")) {
+    auto next = body.find("\nerrors:\n");
+    body = next == std::string::npos ? "" : body.substr(next + 1);
+  }
+  // Only changes: Salt falls back to the bare message.
+  if (body.empty()) return msg.substr(0, at);
+  return msg.substr(0, at + marker.size()) + body;
+}
+
+// compare_dicts of two package lists: {name: {old, new}}.
+json diff_lists(const std::map<std::string, std::vector<std::string>>& before,
+                const std::map<std::string, std::vector<std::string>>& after) {
+  auto joined_versions = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& x : v) out += (out.empty() ? "" : ",") + x;
+    return out;
+  };
+  std::set<std::string> names;
+  for (const auto& [n, v] : before) names.insert(n);
+  for (const auto& [n, v] : after) names.insert(n);
+  json out = json::object();
+  for (const auto& n : names) {
+    auto b = before.find(n);
+    auto a = after.find(n);
+    std::string o = b == before.end() ? "" : joined_versions(b->second);
+    std::string nv = a == after.end() ? "" : joined_versions(a->second);
+    if (o != nv) out[n] = json{{"old", o}, {"new", nv}};
+  }
+  return out;
+}
+
 // A package and the version it should have (none: any), in the order given.
 struct wanted {
   std::string name;
@@ -456,19 +496,14 @@ asio::awaitable<json> installed(state_call c) {
       json ret = json::object();
       ret["name"] = name;
       ret["result"] = false;
-      // What did change before the failure, from dpkg's own list.
+      // What did change before the failure, from dpkg's own list (Salt
+      // takes it from the error's info).
       versions_map now = co_await list_pkgs(c, plain_json::object());
-      json diff = json::object();
-      std::set<std::string> names;
-      for (const auto& [n, v] : cur) names.insert(n);
-      for (const auto& [n, v] : now) names.insert(n);
-      for (const auto& n : names) {
-        std::string o = cur.contains(n) ? joined(cur[n], ",") : "";
-        std::string nv = now.contains(n) ? joined(now[n], ",") : "";
-        if (o != nv) diff[n] = json{{"old", o}, {"new", nv}};
-      }
-      ret["changes"] = diff;
-      ret["comment"] = *install_error;
+      ret["changes"] = diff_lists(cur, now);
+      std::optional<std::string> bare = without_changes(*install_error);
+      ret["comment"] = bare ? *bare
+                            : "An error was encountered while installing package(s): " +
+                                  *install_error;
       co_return ret;
     }
     for (const auto& [k, v] : pkg_ret.items()) changes[k] = v;
@@ -797,11 +832,12 @@ asio::awaitable<json> uninstall(state_call c, std::string action) {
                              (version_spec ? " (matching specified versions)" : "") +
                              " are already absent");
     }
+    versions_map removed_before;
     if (action == "purge") {
       plain_json which = plain_json{{"removed", true}};
-      versions_map removed = co_await list_pkgs(c, std::move(which));
+      removed_before = co_await list_pkgs(c, std::move(which));
       for (const auto& p : params) {
-        if (removed.contains(p.name)) targets.push_back(p.name);
+        if (removed_before.contains(p.name)) targets.push_back(p.name);
       }
     }
     targets = sorted(targets);
@@ -825,7 +861,32 @@ asio::awaitable<json> uninstall(state_call c, std::string action) {
     } else {
       kwargs["name"] = name;
     }
-    json answer = co_await call_fn(c, "pkg." + action, plain_json::array(), std::move(kwargs));
+    json answer;
+    std::optional<std::string> failure;
+    try {
+      answer = co_await call_fn(c, "pkg." + action, plain_json::array(), std::move(kwargs));
+    } catch (const base::error& e) {
+      failure = e.what();
+    }
+    if (failure) {
+      std::optional<std::string> bare = without_changes(*failure);
+      if (!bare) throw base::error(*failure);
+      // Salt takes the changes from the error's info; brine from dpkg.
+      json ret = json::object();
+      ret["name"] = name;
+      ret["result"] = false;
+      versions_map after = co_await list_pkgs(c, plain_json::object());
+      json changes = diff_lists(cur, after);
+      if (action == "purge") {
+        plain_json which = plain_json{{"removed", true}};
+        versions_map removed_after = co_await list_pkgs(c, std::move(which));
+        changes = json{{"removed", diff_lists(removed_before, removed_after)},
+                       {"installed", changes}};
+      }
+      ret["changes"] = changes;
+      ret["comment"] = *bare;
+      co_return ret;
+    }
     json changes = old_first(answer);
     versions_map now = co_await list_pkgs(c, plain_json::object());
     std::vector<std::string> failed;

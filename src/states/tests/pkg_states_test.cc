@@ -240,9 +240,14 @@ TEST_F(pkg_states_test, installed_reports_apts_failure) {
   test::local_apt_repo repo({std::string(k_pkg) + "=1.0"});
   json r = call("pkg.installed", {{"name", "brine-test-nosuch"}});
   EXPECT_EQ(r["result"], false);
-  EXPECT_NE(r["comment"].get<std::string>().find("Unable to locate package brine-test-nosuch"),
-            std::string::npos)
+  // Salt's CommandExecutionError text without its changes block.
+  EXPECT_EQ(r["comment"],
+            "Problem encountered installing package(s). Additional info follows:\n\nerrors:\n"
+            "    - E: Unable to locate package brine-test-nosuch")
       << r.dump();
+  EXPECT_EQ(r["changes"], json::object());
+  EXPECT_EQ(r.begin().key(), "name");
+  EXPECT_EQ(std::next(r.begin()).key(), "result") << "Salt's key order for this return";
   EXPECT_EQ(call("pkg.installed", {{"name", k_pkg}, {"pkgs", json::array()}})["comment"],
             "No packages to install provided");
 }
