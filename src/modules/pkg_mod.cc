@@ -558,6 +558,14 @@ asio::awaitable<json> set_selection(std::chrono::seconds limit, std::string pkg,
   co_return json{{"new", state}, {"old", old}};
 }
 
+// apt-get fails at once when another apt or dpkg holds the dpkg lock
+// (unattended-upgrades, a second job); brine's waits for it a while, within
+// the job's limit.
+std::vector<std::string> lock_wait(std::chrono::seconds limit) {
+  long long wait = std::min<long long>(limit.count() > 0 ? limit.count() : 120, 120);
+  return {"-o", "DPkg::Lock::Timeout=" + std::to_string(wait)};
+}
+
 std::vector<std::string> dpkg_options(bool force_conf_new) {
   if (force_conf_new) return {"-o", "DPkg::Options::=--force-confnew"};
   return {"-o", "DPkg::Options::=--force-confold", "-o", "DPkg::Options::=--force-confdef"};
@@ -649,6 +657,7 @@ asio::awaitable<outcome> install(call c) {
   }
 
   std::vector<std::string> prefix = {"apt-get", "-q", "-y"};
+  for (auto& o : lock_wait(c.timeout)) prefix.push_back(std::move(o));
   for (auto& o : dpkg_options(force_conf_new)) prefix.push_back(std::move(o));
   if (recommends)
     prefix.push_back(*recommends ? "--install-recommends" : "--no-install-recommends");
@@ -787,7 +796,9 @@ asio::awaitable<outcome> uninstall(call c, const char* action_name) {
   if (action == "purge") match(old.removed);
   if (targets.empty()) co_return outcome{json::object()};
 
-  std::vector<std::string> argv = {"apt-get", "-q", "-y", action};
+  std::vector<std::string> argv = {"apt-get", "-q", "-y"};
+  for (auto& o : lock_wait(c.timeout)) argv.push_back(std::move(o));
+  argv.push_back(action);
   argv.insert(argv.end(), targets.begin(), targets.end());
   process_result r = co_await run_tool(c.timeout, std::move(argv));
   pkg_db now = co_await read_pkg_db(c.timeout);
@@ -821,6 +832,7 @@ asio::awaitable<outcome> upgrade(call c) {
   if (do_refresh) co_await refresh(c.timeout, valid, false);
   pkg_db old = co_await read_pkg_db(c.timeout);
   std::vector<std::string> argv = {"apt-get", "-q", "-y"};
+  for (auto& o : lock_wait(c.timeout)) argv.push_back(std::move(o));
   for (auto& o : dpkg_options(force_conf_new)) argv.push_back(std::move(o));
   if (skip_verify) argv.push_back("--allow-unauthenticated");
   if (download_only) argv.push_back("--download-only");
