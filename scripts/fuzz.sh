@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang and runs each for SECONDS (default 60):
-# the frame decoder, the DNS SRV reply parser, the Jinja template engine and
-# the file server's requests and paths.
-# TARGETS (default all: "frame srv template fileserver") picks some.
+# the frame decoder, the DNS SRV reply parser, the Jinja template engine,
+# the file server's requests and paths, and the apt sources parser.
+# TARGETS (default all: "frame srv template fileserver apt_sources") picks some.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-targets=${2:-frame srv template fileserver}
+targets=${2:-frame srv template fileserver apt_sources}
 out=build/fuzz
 mkdir -p "$out"
 clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
@@ -19,6 +19,8 @@ clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
 clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -DASIO_STANDALONE \
   tests/fuzz/fileserver_fuzz.cc src/fileserver/{path,roots,serve}.cc -lcrypto \
   -o "$out/fileserver_fuzz"
+clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
+  tests/fuzz/apt_sources_fuzz.cc src/modules/apt_sources.cc -o "$out/apt_sources_fuzz"
 for target in $targets; do
   corpus=$(mktemp -d)
   cp "tests/fuzz/corpus/$target/"* "$corpus/"

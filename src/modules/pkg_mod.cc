@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "modules/apt.h"
 #include "modules/args.h"
 #include "modules/arguments.h"
 #include "modules/process.h"
@@ -46,10 +47,12 @@ const std::map<std::string, std::string>& apt_env() {
 }
 
 asio::awaitable<process_result> run_tool(std::chrono::seconds limit,
-                                         std::vector<std::string> argv) {
+                                         std::vector<std::string> argv,
+                                         std::optional<std::string> stdin_text = std::nullopt) {
   process_options opts;
   opts.argv = std::move(argv);
   opts.env = apt_env();
+  opts.stdin_text = std::move(stdin_text);
   // The job's limit also bounds the child; execute() races the same limit.
   opts.timeout = child_limit(limit);
   process_result r = co_await run_process(std::move(opts));
@@ -462,14 +465,12 @@ std::vector<std::pair<std::string, std::optional<std::string>>> parse_targets(co
   return targets;
 }
 
-std::string exact_version(const arguments& a, const std::string& pkg, std::string v) {
-  // Salt strips leading '=' ("=1.2" means 1.2).
+// A version as apt-get takes it after '=': leading '=' stripped (Salt's
+// "=1.2" means 1.2). A comparison ('>=1.0', '<2') stays, to be matched
+// against what the repositories offer.
+std::string requested_version(const arguments& a, const std::string& pkg, std::string v) {
   v.erase(0, v.find_first_not_of('='));
   if (v.empty()) a.fail("the version of " + pkg + " is empty");
-  if (v.front() == '<' || v.front() == '>') {
-    a.fail("the version of " + pkg + " must be an exact version; comparisons such as '" + v +
-           "' are not supported");
-  }
   for (char ch : v) {
     if (std::isspace(static_cast<unsigned char>(ch)) ||
         std::iscntrl(static_cast<unsigned char>(ch))) {
@@ -479,17 +480,145 @@ std::string exact_version(const arguments& a, const std::string& pkg, std::strin
   return v;
 }
 
+// Salt's salt.utils.pkg.split_comparison: "(<=>|!=|>=|<=|>>|<<|<>|>|<|=)? ?V"
+// with V free of '<', '>' and '='; anything else is a bare version.
+std::pair<std::string, std::string> split_comparison(const std::string& spec) {
+  static const char* const opers[] = {"<=>", "!=", ">=", "<=", ">>", "<<", "<>", ">", "<", "="};
+  std::string oper;
+  for (const char* o : opers) {
+    if (spec.starts_with(o)) {
+      oper = o;
+      break;
+    }
+  }
+  std::string rest = spec.substr(oper.size());
+  if (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.erase(0, 1);
+  if (rest.empty() || rest.find_first_of("<>=") != std::string::npos) return {"", spec};
+  return {oper, rest};
+}
+
+// Salt's salt.utils.versions.compare with dpkg's ordering; an operator it
+// does not know (">>", "<>", ...) compares false, as Salt's does.
+bool version_matches(const std::string& have, const std::string& oper, const std::string& want) {
+  int r = compare_versions(have, want);
+  if (oper.empty() || oper == "==" || oper == "=") return r == 0;
+  if (oper == "!=") return r != 0;
+  if (oper == ">=") return r >= 0;
+  if (oper == "<=") return r <= 0;
+  if (oper == ">") return r > 0;
+  if (oper == "<") return r < 0;
+  return false;
+}
+
+// `apt-cache show NAME...`: every version the repositories offer, by name,
+// in apt's order (Salt's list_repo_pkgs).
+asio::awaitable<std::map<std::string, std::vector<std::string>>> repo_versions(
+    std::chrono::seconds limit, std::vector<std::string> names) {
+  std::vector<std::string> argv = {"apt-cache", "show"};
+  argv.insert(argv.end(), names.begin(), names.end());
+  process_result r = co_await run_tool(limit, std::move(argv));
+  std::map<std::string, std::vector<std::string>> out;
+  std::string current;
+  for (std::string_view line : split_lines(r.stdout_text)) {
+    if (line.starts_with("Package: ")) {
+      current = trim(std::string(line.substr(9)));
+    } else if (line.starts_with("Version: ") && !current.empty()) {
+      out[current].push_back(trim(std::string(line.substr(9))));
+    }
+  }
+  co_return out;
+}
+
+// `dpkg --get-selections PATTERN`: {selection state: [packages]}.
+asio::awaitable<std::map<std::string, std::vector<std::string>>> selections(
+    std::chrono::seconds limit, std::string pattern) {
+  std::vector<std::string> argv = {"dpkg", "--get-selections", pattern.empty() ? "*" : pattern};
+  process_result r = co_await run_tool(limit, std::move(argv));
+  std::map<std::string, std::vector<std::string>> out;
+  for (std::string_view line : split_lines(r.stdout_text)) {
+    std::vector<std::string> words = split_words(line);
+    if (words.size() == 2) out[words[1]].push_back(words[0]);
+  }
+  co_return out;
+}
+
+// Salt's set_selections for one package: {"old": state or None, "new"},
+// or null when it already had that state or dpkg refused.
+asio::awaitable<json> set_selection(std::chrono::seconds limit, std::string pkg,
+                                    std::string state) {
+  std::map<std::string, std::vector<std::string>> all = co_await selections(limit, "");
+  json old = nullptr;
+  for (const auto& [st, pkgs] : all) {
+    if (std::find(pkgs.begin(), pkgs.end(), pkg) != pkgs.end()) old = st;
+  }
+  if (old == state) co_return json(nullptr);
+  std::vector<std::string> argv = {"dpkg", "--set-selections"};
+  process_result r = co_await run_tool(limit, std::move(argv), pkg + " " + state + "\n");
+  if (r.retcode != 0) co_return json(nullptr);
+  co_return json{{"new", state}, {"old", old}};
+}
+
+// apt-get fails at once when another apt or dpkg holds the dpkg lock
+// (unattended-upgrades, a second job); brine's waits for it a while, within
+// the job's limit.
+std::vector<std::string> lock_wait(std::chrono::seconds limit) {
+  long long wait = std::min<long long>(limit.count() > 0 ? limit.count() : 120, 120);
+  return {"-o", "DPkg::Lock::Timeout=" + std::to_string(wait)};
+}
+
 std::vector<std::string> dpkg_options(bool force_conf_new) {
   if (force_conf_new) return {"-o", "DPkg::Options::=--force-confnew"};
   return {"-o", "DPkg::Options::=--force-confold", "-o", "DPkg::Options::=--force-confdef"};
 }
 
+// Salt's nested outputter, which its CommandExecutionError uses to print
+// `info`: mappings with sorted keys, "- " list items, strings line by line.
+void nested(const json& v, int indent, const std::string& prefix, std::string& out) {
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  if (v.is_string()) {
+    std::string_view text = v.get_ref<const std::string&>();
+    bool first = true;
+    for (std::string_view line : split_lines(text)) {
+      out += pad + (first ? prefix : std::string(prefix.size(), ' ')) + std::string(line) + "\n";
+      first = false;
+    }
+  } else if (v.is_boolean() || v.is_null()) {
+    out += pad + prefix + (v.is_null() ? "None" : v.get<bool>() ? "True" : "False") + "\n";
+  } else if (v.is_number()) {
+    out += pad + prefix + v.dump() + "\n";
+  } else if (v.is_array()) {
+    for (const json& item : v) {
+      if (item.is_structured()) {
+        out += pad + "|_\n";
+        nested(item, indent + 2, item.is_object() ? "" : "- ", out);
+      } else {
+        nested(item, indent, "- ", out);
+      }
+    }
+  } else if (v.is_object()) {
+    if (indent > 0) out += pad + "----------\n";
+    for (const auto& [key, item] : v.items()) {  // (nlohmann::json keeps keys sorted)
+      out += pad + prefix + key + ":\n";
+      nested(item, indent + 4, "", out);
+    }
+  }
+}
+
+// Salt's CommandExecutionError(what, info={"errors": ..., "changes": ...})
+// as text: "WHAT. Additional info follows:\n\nchanges:\n...errors:\n    - ...".
+// (pkg states cut the changes part off, as Salt's strerror_without_changes.)
 std::string failure_message(const std::string& what, const std::vector<std::string>& errors,
                             const json& changes) {
-  std::string msg = what;
-  for (const auto& e : errors) msg += ": " + e;
-  if (!changes.empty()) msg += " (changes made: " + changes.dump() + ")";
-  return msg;
+  std::string body;
+  nested(json{{"changes", changes}, {"errors", errors}}, 0, "", body);
+  if (!body.empty() && body.back() == '\n') body.pop_back();
+  return what + ". Additional info follows:\n\n" + body;
+}
+
+// What Salt records of a failed apt-get: its stderr, else brine's summary.
+std::string apt_error(const std::string& tool, const process_result& r) {
+  std::string err = trim(r.stderr_text);
+  return err.empty() || r.timed_out ? tool_error(tool, r) : err;
 }
 
 asio::awaitable<outcome> install(call c) {
@@ -528,6 +657,7 @@ asio::awaitable<outcome> install(call c) {
   }
 
   std::vector<std::string> prefix = {"apt-get", "-q", "-y"};
+  for (auto& o : lock_wait(c.timeout)) prefix.push_back(std::move(o));
   for (auto& o : dpkg_options(force_conf_new)) prefix.push_back(std::move(o));
   if (recommends)
     prefix.push_back(*recommends ? "--install-recommends" : "--no-install-recommends");
@@ -540,6 +670,16 @@ asio::awaitable<outcome> install(call c) {
   }
 
   pkg_db old = co_await read_pkg_db(c.timeout);
+  std::vector<std::string> errors;
+  std::vector<std::string> compared;
+  for (auto& [name, version] : targets) {
+    if (version) {
+      *version = requested_version(a, name, *version);
+      if (version->front() == '<' || version->front() == '>') compared.push_back(name);
+    }
+  }
+  std::map<std::string, std::vector<std::string>> available;
+  if (!compared.empty()) available = co_await repo_versions(c.timeout, compared);
   std::vector<std::string> install_targets, downgrades, reinstalls;
   std::vector<std::string> reinstalled_names;
   for (auto& [name, version] : targets) {
@@ -554,7 +694,23 @@ asio::awaitable<outcome> install(call c) {
       }
       continue;
     }
-    std::string v = exact_version(a, name, *version);
+    std::string v = *version;
+    if (std::find(compared.begin(), compared.end(), name) != compared.end()) {
+      // Salt's match_version: the first offered version that satisfies it.
+      auto [oper, want] = split_comparison(v);
+      const std::vector<std::string>& offered = available[name];
+      auto hit = std::find_if(offered.begin(), offered.end(), [&](const std::string& cand) {
+        return version_matches(cand, oper.empty() ? "==" : oper, want);
+      });
+      if (hit == offered.end()) {
+        std::string list;
+        for (const auto& o : offered) list += (list.empty() ? "" : ", ") + o;
+        errors.push_back("No version matching '" + name + v + "' could be found (available: " +
+                         (list.empty() ? "None" : list) + ")");
+        continue;
+      }
+      v = *hit;
+    }
     std::string target = name + "=" + v;
     std::string current = installed ? joined(it->second) : "";
     if (reinstall && installed && compare_versions(v, current) == 0) {
@@ -579,14 +735,30 @@ asio::awaitable<outcome> install(call c) {
   // Salt passes --force-yes, which apt deprecated for this narrower flag.
   if (!downgrades.empty()) command({"--allow-downgrades"}, downgrades);
   if (!reinstalls.empty()) command({"--reinstall"}, reinstalls);
-  if (commands.empty()) co_return outcome{json::object()};
+  if (commands.empty()) {
+    if (!errors.empty()) {
+      throw tool_failure(
+          failure_message("Problem encountered installing package(s)", errors, json::object()));
+    }
+    co_return outcome{json::object()};
+  }
 
   if (do_refresh) co_await refresh(c.timeout, valid, false);
-  std::vector<std::string> errors;
+  // Held packages that are targeted are let go for the install and held
+  // again afterwards (Salt's aptpkg does the same).
+  std::map<std::string, std::vector<std::string>> held = co_await selections(c.timeout, "");
+  std::vector<std::string> to_unhold;
+  for (const auto& pkg : held["hold"]) {
+    for (const auto& [name, version] : targets) {
+      if (name == pkg) to_unhold.push_back(pkg);
+    }
+  }
+  for (const auto& pkg : to_unhold) co_await set_selection(c.timeout, pkg, "install");
   for (auto& argv : commands) {
     process_result r = co_await run_tool(c.timeout, std::move(argv));
-    if (r.retcode != 0 || r.timed_out) errors.push_back(tool_error("apt-get install", r));
+    if (r.retcode != 0 || r.timed_out) errors.push_back(apt_error("apt-get install", r));
   }
+  for (const auto& pkg : to_unhold) co_await set_selection(c.timeout, pkg, "hold");
   pkg_db now = co_await read_pkg_db(c.timeout);
   json ret = diff(old.installed, now.installed);
   for (const auto& name : reinstalled_names) {
@@ -624,7 +796,9 @@ asio::awaitable<outcome> uninstall(call c, const char* action_name) {
   if (action == "purge") match(old.removed);
   if (targets.empty()) co_return outcome{json::object()};
 
-  std::vector<std::string> argv = {"apt-get", "-q", "-y", action};
+  std::vector<std::string> argv = {"apt-get", "-q", "-y"};
+  for (auto& o : lock_wait(c.timeout)) argv.push_back(std::move(o));
+  argv.push_back(action);
   argv.insert(argv.end(), targets.begin(), targets.end());
   process_result r = co_await run_tool(c.timeout, std::move(argv));
   pkg_db now = co_await read_pkg_db(c.timeout);
@@ -634,7 +808,7 @@ asio::awaitable<outcome> uninstall(call c, const char* action_name) {
                  : changes;
   if (r.retcode != 0 || r.timed_out) {
     throw tool_failure(failure_message("Problem encountered removing package(s)",
-                                       {tool_error("apt-get " + action, r)}, ret));
+                                       {apt_error("apt-get " + action, r)}, ret));
   }
   co_return outcome{std::move(ret)};
 }
@@ -658,6 +832,7 @@ asio::awaitable<outcome> upgrade(call c) {
   if (do_refresh) co_await refresh(c.timeout, valid, false);
   pkg_db old = co_await read_pkg_db(c.timeout);
   std::vector<std::string> argv = {"apt-get", "-q", "-y"};
+  for (auto& o : lock_wait(c.timeout)) argv.push_back(std::move(o));
   for (auto& o : dpkg_options(force_conf_new)) argv.push_back(std::move(o));
   if (skip_verify) argv.push_back("--allow-unauthenticated");
   if (download_only) argv.push_back("--download-only");
@@ -669,12 +844,196 @@ asio::awaitable<outcome> upgrade(call c) {
   if (r.retcode != 0 || r.timed_out) {
     throw tool_failure(
         failure_message("Problem encountered upgrading packages",
-                        {tool_error(dist ? "apt-get dist-upgrade" : "apt-get upgrade", r)}, ret));
+                        {apt_error(dist ? "apt-get dist-upgrade" : "apt-get upgrade", r)}, ret));
   }
   co_return outcome{std::move(ret)};
 }
 
+// Salt's hold/unhold: the targets of name, pkgs ({name: version} entries
+// count by name) or sources.
+std::vector<std::string> hold_targets(const arguments& a) {
+  const json* pkgs = a.get("pkgs");
+  const json* sources = a.get("sources");
+  const json* name = a.get("name");
+  if (pkgs == nullptr && sources == nullptr && name == nullptr) {
+    a.fail("One of name, pkgs, or sources must be specified.");
+  }
+  if (pkgs != nullptr && sources != nullptr) a.fail("Only one of pkgs or sources can be specified.");
+  std::vector<std::string> out;
+  const json* list = pkgs != nullptr ? pkgs : sources;
+  if (list != nullptr) {
+    if (!list->is_array()) a.fail("pkgs must be a list of package names, got " + list->dump());
+    for (const json& item : *list) {
+      if (item.is_object() && item.size() == 1) {
+        out.push_back(package_name(a, "pkgs entry", item.begin().key()));
+      } else if (item.is_string() && sources == nullptr) {
+        out.push_back(package_name(a, "pkgs entry", item));
+      } else {
+        a.fail("pkgs must be a list of package names or {name: version} mappings, got " +
+               list->dump());
+      }
+    }
+  } else {
+    out.push_back(package_name(a, "name", *name));
+  }
+  return out;
+}
+
+asio::awaitable<outcome> set_hold(call c, bool hold) {
+  arguments a(hold ? "pkg.hold" : "pkg.unhold", c, {"name", "pkgs", "sources", "test"});
+  const bool test = a.flag("test", false);
+  std::vector<std::string> targets = hold_targets(a);
+  json ret = json::object();
+  for (const auto& target : targets) {
+    json r = {{"name", target}, {"changes", json::object()}, {"result", false}, {"comment", ""}};
+    std::map<std::string, std::vector<std::string>> state =
+        co_await selections(c.timeout, target);
+    const bool is_held = !state["hold"].empty();
+    if (hold && !is_held) {
+      if (test) {
+        r["result"] = nullptr;
+        r["comment"] = "Package " + target + " is set to be held.";
+      } else {
+        json changed = co_await set_selection(c.timeout, target, "hold");
+        if (!changed.is_null()) r["changes"] = changed;
+        r["result"] = true;
+        r["comment"] = "Package " + target + " is now being held.";
+      }
+    } else if (hold) {
+      r["result"] = true;
+      r["comment"] = "Package " + target + " is already set to be held.";
+    } else if (state.size() == 1 && state.begin()->second.empty()) {
+      // (selections() only made the empty "hold" entry: dpkg knows no such package.)
+      r["comment"] = "Package " + target + " does not have a state.";
+    } else if (is_held) {
+      if (test) {
+        r["result"] = nullptr;
+        r["comment"] = "Package " + target + " is set not to be held.";
+      } else {
+        json changed = co_await set_selection(c.timeout, target, "install");
+        if (!changed.is_null()) r["changes"] = changed;
+        r["result"] = true;
+        r["comment"] = "Package " + target + " is no longer being held.";
+      }
+    } else {
+      r["result"] = true;
+      r["comment"] = "Package " + target + " is already set not to be held.";
+    }
+    ret[target] = std::move(r);
+  }
+  co_return outcome{std::move(ret)};
+}
+
+asio::awaitable<outcome> hold(call c) { co_return co_await set_hold(std::move(c), true); }
+asio::awaitable<outcome> unhold(call c) { co_return co_await set_hold(std::move(c), false); }
+
+asio::awaitable<outcome> get_selections(call c) {
+  arguments a("pkg.get_selections", c, {"pattern", "state"});
+  std::string pattern = a.text("pattern").value_or("");
+  std::optional<std::string> state = a.text("state");
+  std::map<std::string, std::vector<std::string>> all = co_await selections(c.timeout, pattern);
+  json ret = json::object();
+  if (state) {
+    ret[*state] = all.contains(*state) ? json(all[*state]) : json::array();
+  } else {
+    for (const auto& [st, pkgs] : all) {
+      if (!pkgs.empty()) ret[st] = pkgs;
+    }
+  }
+  co_return outcome{std::move(ret)};
+}
+
+asio::awaitable<outcome> list_upgrades(call c) {
+  arguments a("pkg.list_upgrades", c, {"refresh", "dist_upgrade", "cache_valid_time", "fromrepo"});
+  const bool do_refresh = a.flag("refresh", true);
+  const bool dist = a.flag("dist_upgrade", true);
+  const double valid = a.seconds("cache_valid_time");
+  std::optional<std::string> fromrepo = a.text("fromrepo");
+  if (do_refresh) co_await refresh(c.timeout, valid, false);
+  std::vector<std::string> argv = {"apt-get", "--just-print", dist ? "dist-upgrade" : "upgrade"};
+  if (fromrepo) {
+    argv.push_back("-o");
+    argv.push_back("APT::Default-Release=" + *fromrepo);
+  }
+  process_result r = co_await run_tool(c.timeout, std::move(argv));
+  if (r.retcode != 0) {
+    std::string msg = "Failed to get upgrades";
+    if (!r.stderr_text.empty()) {
+      msg += ": " + r.stderr_text;
+    } else if (!r.stdout_text.empty()) {
+      msg += ": " + r.stdout_text;
+    }
+    throw tool_failure(msg);
+  }
+  // "Conf libxfont1 (1:1.4.5-1 Debian:testing [i386])"
+  json ret = json::object();
+  for (std::string_view line : split_lines(r.stdout_text)) {
+    if (!line.starts_with("Conf ")) continue;
+    std::vector<std::string> words = split_words(line);
+    if (words.size() < 3 || !words[2].starts_with('(')) continue;
+    ret[words[1]] = words[2].substr(1);
+  }
+  co_return outcome{std::move(ret)};
+}
+
+asio::awaitable<outcome> upgrade_available(call c) {
+  arguments a("pkg.upgrade_available", c, {"name", "refresh"});
+  std::string name = package_name(a, "name", a.need("name"));
+  call latest;
+  latest.fun = "pkg.latest_version";
+  latest.args = json::array({name});
+  latest.kwargs = {{"refresh", a.flag("refresh", true)}};
+  latest.timeout = c.timeout;
+  latest.jid = c.jid;
+  outcome o = co_await latest_version(std::move(latest));
+  co_return outcome{o.ret != ""};
+}
+
+asio::awaitable<outcome> version_cmp(call c) {
+  arguments a("pkg.version_cmp", c, {"pkg1", "pkg2", "ignore_epoch"});
+  std::string v1 = a.text_of("pkg1", a.need("pkg1"));
+  std::string v2 = a.text_of("pkg2", a.need("pkg2"));
+  if (a.flag("ignore_epoch", false)) {
+    v1.erase(0, v1.find(':') == std::string::npos ? 0 : v1.find(':') + 1);
+    v2.erase(0, v2.find(':') == std::string::npos ? 0 : v2.find(':') + 1);
+  }
+  co_return outcome{compare_versions(v1, v2)};
+}
+
+asio::awaitable<outcome> list_repo_pkgs(call c) {
+  arguments a("pkg.list_repo_pkgs", c, {}, true);
+  std::vector<std::string> names = package_names(a);
+  std::map<std::string, std::vector<std::string>> found =
+      co_await repo_versions(c.timeout, std::move(names));
+  json ret = json::object();
+  for (const auto& [name, versions] : found) ret[name] = versions;
+  co_return outcome{std::move(ret)};
+}
+
 }  // namespace
+
+namespace apt {
+
+asio::awaitable<process_result> run_tool(std::chrono::seconds limit,
+                                         std::vector<std::string> argv,
+                                         std::string stdin_text) {
+  std::optional<std::string> in;
+  if (!stdin_text.empty()) in = std::move(stdin_text);
+  process_result r = co_await modules::run_tool(limit, std::move(argv), std::move(in));
+  co_return r;
+}
+
+asio::awaitable<nlohmann::json> refresh(std::chrono::seconds limit, double cache_valid_time,
+                                        bool failhard) {
+  json r = co_await modules::refresh(limit, cache_valid_time, failhard);
+  co_return r;
+}
+
+int compare_versions(std::string_view a, std::string_view b) {
+  return modules::compare_versions(a, b);
+}
+
+}  // namespace apt
 
 void register_pkg_module(registry& reg) {
   reg.add("pkg.list_pkgs", failures_as_outcomes<list_pkgs>,
@@ -720,6 +1079,36 @@ void register_pkg_module(registry& reg) {
           "[download_only=False] [allow_downgrades=False]: upgrades every package with apt-get "
           "upgrade (or dist-upgrade), returns {name: {'old', 'new'}} for what changed.\n"
           "CLI Example: brine cmd '*' pkg.upgrade dist_upgrade=True");
+  reg.add("pkg.hold", failures_as_outcomes<hold>,
+          "pkg.hold NAME | pkgs='[\"a\", \"b\"]': sets the packages' dpkg selection to hold so "
+          "that apt leaves them at their version; returns {name: {name, changes, result, "
+          "comment}} per package (changes {'old': 'install', 'new': 'hold'}).\n"
+          "CLI Example: brine cmd '*' pkg.hold nginx");
+  reg.add("pkg.unhold", failures_as_outcomes<unhold>,
+          "pkg.unhold NAME | pkgs='[\"a\", \"b\"]': sets held packages' dpkg selection back to "
+          "install; returns {name: {name, changes, result, comment}} per package.\n"
+          "CLI Example: brine cmd '*' pkg.unhold nginx");
+  reg.add("pkg.get_selections", failures_as_outcomes<get_selections>,
+          "pkg.get_selections [pattern=] [state=]: the dpkg selections as {state: [packages]} "
+          "(dpkg --get-selections), only `state` when given.\n"
+          "CLI Example: brine cmd '*' pkg.get_selections state=hold");
+  reg.add("pkg.list_upgrades", failures_as_outcomes<list_upgrades>,
+          "pkg.list_upgrades [refresh=True] [dist_upgrade=True] [cache_valid_time=0]: the "
+          "packages apt would upgrade, as {name: new version} (apt-get --just-print).\n"
+          "CLI Example: brine cmd '*' pkg.list_upgrades refresh=False");
+  reg.add("pkg.upgrade_available", failures_as_outcomes<upgrade_available>,
+          "pkg.upgrade_available NAME [refresh=True]: whether apt offers a newer version of the "
+          "package than the installed one (True/False).\n"
+          "CLI Example: brine cmd '*' pkg.upgrade_available bash");
+  reg.add("pkg.version_cmp", failures_as_outcomes<version_cmp>,
+          "pkg.version_cmp PKG1 PKG2 [ignore_epoch=False]: -1, 0 or 1 as the Debian version "
+          "PKG1 is older than, equal to or newer than PKG2 (dpkg's ordering).\n"
+          "CLI Example: brine cmd '*' pkg.version_cmp '0.2.4-0' '0.2.4.1-0'",
+          registry::kind::instant);
+  reg.add("pkg.list_repo_pkgs", failures_as_outcomes<list_repo_pkgs>,
+          "pkg.list_repo_pkgs NAME [NAME...]: every version the repositories offer, as "
+          "{name: [versions]} (apt-cache show).\n"
+          "CLI Example: brine cmd '*' pkg.list_repo_pkgs nginx");
 }
 
 }  // namespace brine::modules

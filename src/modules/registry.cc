@@ -71,6 +71,7 @@ void register_builtin_modules(registry& reg) {
   register_cmd_module(reg);
   register_file_module(reg);
   register_pkg_module(reg);
+  register_pkg_repo_module(reg);
   register_service_module(reg);
   register_user_module(reg);
   register_network_module(reg);

@@ -77,6 +77,8 @@ void register_test_module(registry& reg);
 void register_cmd_module(registry& reg);
 void register_file_module(registry& reg);
 void register_pkg_module(registry& reg);
+// pkg.list_repos, get_repo, mod_repo, del_repo (pkg_repo_mod.cc).
+void register_pkg_repo_module(registry& reg);
 void register_service_module(registry& reg);
 void register_user_module(registry& reg);  // user.* and group.*
 void register_network_module(registry& reg);

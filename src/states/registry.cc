@@ -114,6 +114,8 @@ void register_builtin_states(registry& reg) {
   register_ssh_auth_states(reg);
   register_ssh_known_hosts_states(reg);
   register_service_states(reg);
+  register_pkg_states(reg);
+  register_pkgrepo_states(reg);
 }
 
 }  // namespace brine::states

@@ -110,5 +110,9 @@ void register_ssh_auth_states(registry& reg);
 void register_ssh_known_hosts_states(registry& reg);
 // service.running, dead, enabled, disabled, masked, unmasked, mod_watch.
 void register_service_states(registry& reg);
+// pkg.installed, latest, removed, purged, uptodate, held, unheld (apt/dpkg).
+void register_pkg_states(registry& reg);
+// pkgrepo.managed, pkgrepo.absent (apt sources).
+void register_pkgrepo_states(registry& reg);
 
 }  // namespace brine::states

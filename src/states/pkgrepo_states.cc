@@ -1,0 +1,348 @@
+// Salt's pkgrepo states for apt: pkgrepo.managed and pkgrepo.absent over
+// one-line sources, through the pkg module's repo functions (pkg.get_repo,
+// pkg.mod_repo, pkg.del_repo, pkg.list_repos) as Salt goes through aptpkg.
+//
+// Where Salt 3006 compares a repo line word by word (so a line with an
+// option other than arch= and signed-by=, or with its options in another
+// order, is reconfigured on every run), brine compares what the line
+// means: type, options, URI, dist and components, in any order.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "modules/apt_sources.h"
+#include "states/python_text.h"
+#include "states/registry.h"
+
+namespace brine::states {
+namespace {
+
+using plain_json = nlohmann::json;
+namespace apt = modules::apt;
+
+asio::awaitable<json> call_fn(const state_call& c, std::string fun,
+                              plain_json args = plain_json::array(),
+                              plain_json kwargs = plain_json::object()) {
+  json r = co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
+  co_return r;
+}
+
+std::string text(const json& v) { return v.is_null() ? "" : py_text(v); }
+
+// Salt's salt.utils.data.is_true.
+bool is_true(const json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number()) return v.get<double>() > 0;
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "True" || s == "true") return true;
+    try {
+      return std::stod(s) > 0;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  return !v.is_null() && !v.empty();
+}
+
+std::vector<std::string> list_arg(const json& v) {
+  if (!v.is_array()) return apt::split_list(text(v));
+  std::vector<std::string> out;
+  for (const auto& item : v) out.push_back(text(item));
+  return out;
+}
+
+// Salt's salt.utils.pkg.deb.combine_comments.
+std::string combine_comments(const json& v) {
+  std::string out;
+  if (v.is_array()) {
+    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? " " : "") + text(v[i]);
+  } else {
+    out = text(v);
+  }
+  auto b = out.find_first_not_of(" \t\r\n");
+  auto e = out.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : out.substr(b, e - b + 1);
+}
+
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// What a source line means, order aside.
+std::string meaning(const apt::source_entry& e) {
+  std::vector<std::string> opts;
+  for (const auto& o : e.options) {
+    if (o.key != "arch" && o.key != "signed-by") opts.push_back(o.full);
+  }
+  std::string uri = e.uri;
+  while (!uri.empty() && uri.back() == '/') uri.pop_back();
+  std::string out = e.type + "|" + uri + "|" + e.dist + "|";
+  for (const auto& x : sorted(e.comps)) out += x + ",";
+  out += "|";
+  for (const auto& x : sorted(e.architectures)) out += x + ",";
+  out += "|" + e.signedby + "|";
+  for (const auto& x : sorted(opts)) out += x + " ";
+  return out;
+}
+
+asio::awaitable<json> managed(state_call c) {
+  const std::string name = c.name();
+  json ret = json::object();
+  ret["name"] = name;
+  ret["changes"] = json::object();
+  ret["result"] = nullptr;
+  ret["comment"] = "";
+  if (c.arg("repo") != nullptr) {
+    ret["result"] = false;
+    ret["comment"] =
+        "'repo' is not a supported argument for this state. The 'name' argument is probably "
+        "what was intended.";
+    co_return ret;
+  }
+  const json* enabled = c.arg("enabled");
+  const json* disabled_arg = c.arg("disabled");
+  if (enabled != nullptr && disabled_arg != nullptr) {
+    ret["result"] = false;
+    ret["comment"] = "Only one of enabled/disabled is allowed";
+    co_return ret;
+  }
+  for (const char* key : {"keyid", "keyserver", "key_text", "ppa", "consolidate"}) {
+    if (c.arg(key) != nullptr) {
+      ret["result"] = false;
+      ret["comment"] = std::string("brine's pkgrepo.managed does not support ") + key +
+                       "; put the keyring on the machine (key_url: salt://... with "
+                       "signed-by= in the name)";
+      co_return ret;
+    }
+  }
+  // Salt takes enabled/disabled on Ubuntu and Mint only; brine on Debian too.
+  const bool disabled = disabled_arg != nullptr ? is_true(*disabled_arg)
+                        : enabled != nullptr    ? !is_true(*enabled)
+                                                : false;
+  bool aptkey = c.arg("aptkey") == nullptr || c.flag("aptkey", true);
+  if (::access("/usr/bin/apt-key", X_OK) != 0) aptkey = false;
+
+  // Salt's _expand_repo_def: what the source should look like.
+  apt::source_entry want = apt::parse_line(name);
+  if (const json* v = c.arg("comps"); v != nullptr && !v->is_null()) want.comps = list_arg(*v);
+  if (const json* v = c.arg("architectures"); v != nullptr && !v->is_null()) {
+    want.architectures = list_arg(*v);
+  }
+  if (const json* v = c.arg("uri"); v != nullptr && !v->is_null()) want.uri = text(*v);
+  if (const json* v = c.arg("dist"); v != nullptr && !v->is_null()) want.dist = text(*v);
+  want.disabled = disabled;
+  want.comment.clear();
+  json sanitized = json::object();
+  sanitized["comps"] = want.comps;
+  sanitized["disabled"] = want.disabled;
+  sanitized["dist"] = want.dist;
+  sanitized["type"] = want.type;
+  sanitized["uri"] = want.uri;
+  {
+    std::string line = want.render();
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    sanitized["line"] = line;
+  }
+  sanitized["architectures"] = want.architectures;
+  sanitized["signedby"] = want.signedby;
+
+  json pre;
+  try {
+    plain_json which = plain_json{{"repo", name}};
+    pre = co_await call_fn(c, "pkg.get_repo", plain_json::array(), std::move(which));
+  } catch (const base::error& e) {
+    ret["result"] = false;
+    ret["comment"] = "Failed to examine repo '" + name + "': " + e.what();
+    co_return ret;
+  }
+  std::optional<std::string> comments;
+  if (const json* v = c.arg("comments"); v != nullptr && !v->is_null()) {
+    comments = combine_comments(*v);
+  }
+
+  if (!pre.empty()) {
+    apt::source_entry have = apt::parse_line(text(pre.value("line", json(""))));
+    bool same = sorted(want.comps) == sorted(list_arg(pre.value("comps", json::array()))) &&
+                want.disabled == pre.value("disabled", json(false)).get<bool>() &&
+                want.dist == text(pre.value("dist", json(""))) &&
+                want.type == text(pre.value("type", json(""))) &&
+                want.uri == text(pre.value("uri", json(""))) &&
+                want.signedby == text(pre.value("signedby", json("")));
+    if (same && !want.architectures.empty()) {
+      same = sorted(want.architectures) ==
+             sorted(list_arg(pre.value("architectures", json::array())));
+    }
+    if (same && !want.disabled) {
+      same = meaning(want) == meaning(have);
+      if (same && comments) same = *comments == combine_comments(json(have.comment));
+    }
+    if (same) {
+      ret["result"] = true;
+      ret["comment"] = "Package repo '" + name + "' already configured";
+      co_return ret;
+    }
+  }
+
+  if (c.test) {
+    ret["comment"] = "Package repo '" + name +
+                     "' would be configured. This may cause pkg states to behave differently "
+                     "than stated if this action is repeated without test=True, due to the "
+                     "differences in the configured repositories.";
+    if (!pre.empty()) {
+      for (const auto& [key, value] : sanitized.items()) {
+        json old = pre.contains(key) ? pre[key] : json(nullptr);
+        if (value != old) ret["changes"][key] = json{{"new", value}, {"old", old}};
+      }
+    } else {
+      ret["changes"]["repo"] = name;
+    }
+    co_return ret;
+  }
+
+  std::optional<std::string> file;
+  if (const json* v = c.arg("file"); v != nullptr && !v->is_null()) file = text(*v);
+  if (c.flag("clean_file")) {
+    if (!file) {
+      ret["result"] = false;
+      ret["comment"] = "clean_file empties the file that `file` names: give file too";
+      co_return ret;
+    }
+    std::ofstream truncate(*file, std::ios::trunc);
+  }
+  try {
+    plain_json kwargs = {{"repo", name}, {"aptkey", aptkey}, {"disabled", disabled}};
+    if (file) kwargs["file"] = *file;
+    if (const json* v = c.arg("comps"); v != nullptr && !v->is_null()) {
+      kwargs["comps"] = plain_json(want.comps);
+    }
+    if (const json* v = c.arg("architectures"); v != nullptr && !v->is_null()) {
+      kwargs["architectures"] = plain_json(want.architectures);
+    }
+    if (comments) kwargs["comments"] = *comments;
+    for (const char* key : {"uri", "dist", "refresh", "refresh_db"}) {
+      if (const json* v = c.arg(key); v != nullptr && !v->is_null()) {
+        kwargs[key] = plain_json::parse(v->dump());
+      }
+    }
+    if (const json* v = c.arg("key_url"); v != nullptr && !v->is_null()) {
+      std::string url = text(*v);
+      if (url.starts_with("salt://")) {
+        plain_json source = plain_json::array({url});
+        json cached = co_await call_fn(c, "cp.cache_file", std::move(source));
+        if (!cached.is_string() || text(cached).empty()) {
+          throw base::error("Error: file not found: " + url);
+        }
+        url = text(cached);
+      }
+      kwargs["key_url"] = url;
+    }
+    co_await call_fn(c, "pkg.mod_repo", plain_json::array(), std::move(kwargs));
+  } catch (const base::error& e) {
+    ret["result"] = false;
+    ret["comment"] = "Failed to configure repo '" + name + "': " + e.what();
+    co_return ret;
+  }
+  try {
+    plain_json which = plain_json{{"repo", name}};
+    json post = co_await call_fn(c, "pkg.get_repo", plain_json::array(), std::move(which));
+    if (!pre.empty()) {
+      for (const auto& [key, value] : sanitized.items()) {
+        json n = post.contains(key) ? post[key] : json(nullptr);
+        json o = pre.contains(key) ? pre[key] : json(nullptr);
+        if (n != o) ret["changes"][key] = json{{"new", n}, {"old", o}};
+      }
+    } else {
+      ret["changes"] = json{{"repo", name}};
+    }
+    ret["result"] = true;
+    ret["comment"] = "Configured package repo '" + name + "'";
+  } catch (const base::error& e) {
+    ret["result"] = false;
+    ret["comment"] = "Failed to confirm config of repo '" + name + "': " + e.what();
+  }
+  co_return ret;
+}
+
+asio::awaitable<json> absent(state_call c) {
+  const std::string name = c.name();
+  json ret = json::object();
+  ret["name"] = name;
+  ret["changes"] = json::object();
+  ret["result"] = nullptr;
+  ret["comment"] = "";
+  for (const char* key : {"keyid", "keyid_ppa"}) {
+    if (const json* v = c.arg(key); v != nullptr && !v->is_null()) {
+      ret["result"] = false;
+      ret["comment"] = "Repo key management is not implemented for this platform";
+      co_return ret;
+    }
+  }
+  const std::string stripname = apt::strip_uri(name);
+  json repo;
+  try {
+    plain_json which = plain_json{{"repo", stripname}};
+    repo = co_await call_fn(c, "pkg.get_repo", plain_json::array(), std::move(which));
+  } catch (const base::error& e) {
+    ret["result"] = false;
+    ret["comment"] = "Failed to configure repo '" + name + "': " + e.what();
+    co_return ret;
+  }
+  if (!repo.empty()) {
+    // get_repo matches whatever the architectures; absent does not.
+    std::vector<std::string> want = sorted(apt::parse_line(stripname).architectures);
+    want.erase(std::unique(want.begin(), want.end()), want.end());
+    std::vector<std::string> have = sorted(list_arg(repo.value("architectures", json::array())));
+    have.erase(std::unique(have.begin(), have.end()), have.end());
+    if (want != have) repo = json::object();
+  }
+  if (repo.empty()) {
+    ret["comment"] = "Package repo " + name + " is absent";
+    ret["result"] = true;
+    co_return ret;
+  }
+  if (c.test) {
+    ret["comment"] = "Package repo '" + name +
+                     "' will be removed. This may cause pkg states to behave differently than "
+                     "stated if this action is repeated without test=True, due to the "
+                     "differences in the configured repositories.";
+    co_return ret;
+  }
+  try {
+    plain_json kwargs = {{"repo", stripname}};
+    if (const json* v = c.arg("refresh"); v != nullptr && !v->is_null()) {
+      kwargs["refresh"] = plain_json::parse(v->dump());
+    }
+    co_await call_fn(c, "pkg.del_repo", plain_json::array(), std::move(kwargs));
+  } catch (const base::error& e) {
+    ret["result"] = false;
+    ret["comment"] = e.what();
+    co_return ret;
+  }
+  // (Salt looks the line up among list_repos' URIs, which never hold it.)
+  ret["changes"]["repo"] = name;
+  ret["comment"] = "Removed repo " + name;
+  ret["result"] = true;
+  co_return ret;
+}
+
+}  // namespace
+
+void register_pkgrepo_states(registry& reg) {
+  reg.add("pkgrepo.managed", managed, {"name"},
+          "pkgrepo.managed name='deb [signed-by=KEYRING] URI DIST COMP...' [file=] [comps=] "
+          "[architectures=] [enabled=|disabled=] [comments=] [key_url=] [aptkey=True] "
+          "[refresh=True] [clean_file=False]: the apt source line, in `file`");
+  reg.add("pkgrepo.absent", absent, {"name"},
+          "pkgrepo.absent name='deb URI DIST COMP...': removes the apt source line (and a "
+          "sources.list.d file it leaves empty)");
+}
+
+}  // namespace brine::states
