@@ -1,0 +1,23 @@
+#pragma once
+
+// The file states other file states call, as Salt's file.recurse calls
+// managed() and directory() for each path it manages.
+
+#include <asio/awaitable.hpp>
+#include <set>
+#include <string>
+
+#include "states/registry.h"
+
+namespace brine::states {
+
+// file.managed and file.directory (file_states.cc).
+asio::awaitable<json> file_managed(state_call c);
+asio::awaitable<json> file_directory(state_call c);
+
+// Salt's _gen_keep_files: the paths that clean must keep below `name` for
+// the states `c` requires (`require: - file: X`), read from the run's
+// chunks (__lowstate__).
+std::set<std::string> keep_from_requires(const state_call& c, const std::string& name);
+
+}  // namespace brine::states
