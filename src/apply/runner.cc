@@ -213,7 +213,6 @@ struct runner::impl {
     }
     c.kwargs = nlohmann::json::parse(entry.dump());
     c.jid = s.jid;
-    c.per_run = per_run.get();
     c.timeout = s.timeout;
     c.context = s.context;
     modules::outcome o = co_await modules::execute(*s.functions, std::move(c));

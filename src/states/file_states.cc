@@ -375,6 +375,22 @@ void backup_minion(const state_call& c, const std::string& path) {
   ::chmod(dest.c_str(), st.st_mode & 07777);
 }
 
+// cmd.run_all of check_cmd: its retcode, stdout and stderr (a failing
+// command is an answer here, not an error).
+asio::awaitable<json> run_check_cmd(const modules::registry* functions,
+                                    modules::minion_context* context, std::string jid,
+                                    std::chrono::seconds timeout, std::string command) {
+  modules::call mc;
+  mc.fun = "cmd.run_all";
+  mc.kwargs = {{"cmd", command}, {"python_shell", true}};
+  mc.jid = std::move(jid);
+  mc.timeout = timeout;
+  mc.context = context;
+  modules::outcome o = co_await modules::execute(*functions, std::move(mc));
+  if (!o.ret.is_object()) co_return json{{"retcode", 1}};
+  co_return json::parse(o.ret.dump());
+}
+
 // rename() across filesystems (a tmp_dir elsewhere): copy, then remove.
 bool move_across(const std::string& from, const std::string& to) {
   std::error_code ec;
@@ -440,7 +456,7 @@ asio::awaitable<json> file_managed(state_call c) {
     co_return fail(ret, "Specified target " + name + " is a directory");
   }
   std::optional<std::string> have = exists ? read_file(path) : std::nullopt;
-  bool same = have && *have == *want && !replace_link;
+  bool same = have && *have == *want;
   std::optional<mode_t> have_mode;
   struct stat st {};
   bool have_stat = exists && ::stat(path.c_str(), &st) == 0;
@@ -485,7 +501,16 @@ asio::awaitable<json> file_managed(state_call c) {
       if (p == p.parent_path()) break;
     }
     std::optional<mode_t> dir_mode;
-    if (const json* m = c.arg("dir_mode"); m != nullptr && !m->is_null()) dir_mode = parse_mode(*m);
+    if (const json* m = c.arg("dir_mode"); m != nullptr && !m->is_null()) {
+      dir_mode = parse_mode(*m);
+    } else if (mode) {
+      // Salt: the file's mode with the execute bit added to each digit
+      // that is not 0, so the directories can be listed.
+      dir_mode = *mode & 0777;
+      for (int shift = 0; shift < 9; shift += 3) {
+        if ((*dir_mode >> shift) & 07) *dir_mode |= (1u << shift);
+      }
+    }
     for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
       if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST) {
         co_return fail(ret, "Failed to create directory " + it->string() + ": " + std::strerror(errno));
@@ -517,8 +542,8 @@ asio::awaitable<json> file_managed(state_call c) {
     }
     if (const json* check = c.arg("check_cmd"); check != nullptr && !check->is_null()) {
       std::string command = (check->is_string() ? check->get<std::string>() : check->dump()) + " " + tmp;
-      nlohmann::json kwargs = {{"cmd", command}, {"python_shell", true}};
-      json out = co_await c.run("cmd.run_all", nlohmann::json::array(), std::move(kwargs));
+      if (c.functions == nullptr) co_return fail(ret, "check_cmd needs the minion's execution functions");
+      json out = co_await run_check_cmd(c.functions, c.context, c.jid, c.timeout, std::move(command));
       if (out.value("retcode", 1) != 0) {
         std::error_code rm;
         fs::remove(tmp, rm);
@@ -551,17 +576,18 @@ asio::awaitable<json> file_managed(state_call c) {
         co_return fail(ret, "Failed to change ownership of " + name + ": " + std::strerror(errno));
       }
     }
-    ret["changes"]["diff"] = replace_link ? "Replace symbolic link with regular file"
-                             : exists     ? diff_of(c, have.value_or(""), *want)
-                                          : "New file";
+    ret["changes"]["diff"] = exists ? diff_of(c, have.value_or(""), *want) : "New file";
     note_owner();
-    if (mode && (!exists || mode_differs)) {
+    if (exists && mode_differs) {
       ret["changes"]["mode"] = mode_text(*mode);
-    } else if (!exists && d.from_source) {
-      // Salt reports the mode a new file from a source got (0644 under
-      // the usual umask).
+    } else if (!exists && (mode || d.from_source)) {
+      // Salt makes a new file 0600 (mkstemp) and then sets the mode wanted
+      // (for a source without mode=, 0666 less the umask): the mode shows
+      // as a change unless it is 0600.
       struct stat now {};
-      if (::stat(path.c_str(), &now) == 0) ret["changes"]["mode"] = mode_text(now.st_mode & 07777);
+      if (::stat(path.c_str(), &now) == 0 && (now.st_mode & 07777) != 0600) {
+        ret["changes"]["mode"] = mode_text(now.st_mode & 07777);
+      }
     }
   } else {
     if (own.uid || own.gid) {
@@ -762,10 +788,9 @@ asio::awaitable<json> file_directory(state_call c) {
   std::string name = expand_user(c.name());
   json ret = make_ret(name, true, "");
   if (name.empty()) co_return fail_dir(ret, "Must provide name to file.directory");
-  if (name.back() == '/' && name != "/") {
-    name.pop_back();
-    ret["name"] = name;
-  }
+  // The return keeps the name as given (Salt strips the slash after
+  // making its return).
+  if (name.back() == '/' && name != "/") name.pop_back();
   bool clean = c.flag("clean");
   std::optional<long long> max_depth;
   if (const json* m = c.arg("max_depth"); m != nullptr && !m->is_null()) {

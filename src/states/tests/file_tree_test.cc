@@ -286,6 +286,53 @@ TEST_F(file_tree_test, accumulated_charges_the_run_once_per_text) {
   EXPECT_EQ(r["comment"], "Orphaned accumulator acc in s:acc");
 }
 
+TEST_F(file_tree_test, managed_backup_check_cmd_links_and_made_directories) {
+  std::string f = sandbox_ + "/f.txt";
+  json r = call("file.managed", {{"name", f}, {"contents", "x"}, {"create", false}});
+  EXPECT_EQ(r["comment"], "File " + f + " is not present and is not set for creation");
+  EXPECT_FALSE(fs::exists(f));
+
+  // backup: minion keeps the old bytes under cachedir/file_backup.
+  context_.opts_["cachedir"] = dir_.file("cache");
+  put(f, "old\n");
+  r = call("file.managed", {{"name", f}, {"contents", "new"}, {"backup", "minion"}});
+  EXPECT_EQ(r["result"], true) << r.dump(2);
+  std::string bkdir = dir_.file("cache") + "/file_backup" + sandbox_;
+  std::vector<std::string> backups;
+  for (const auto& e : fs::directory_iterator(bkdir)) backups.push_back(e.path().filename().string());
+  ASSERT_EQ(backups.size(), 1u);
+  EXPECT_TRUE(backups[0].starts_with("f.txt_")) << backups[0];
+  EXPECT_EQ(get(bkdir + "/" + backups[0]), "old\n");
+
+  // check_cmd: Salt's comment with the command's output; the file stays.
+  r = call("file.managed", {{"name", f}, {"contents", "newer"},
+                            {"check_cmd", "sh -c 'echo nope; exit 2'"}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "check_cmd execution failed\nnope");
+  EXPECT_EQ(r["skip_watch"], true);
+  EXPECT_EQ(get(f), "new\n");
+
+  // A symlink's target is managed; follow_symlinks: False replaces the link.
+  std::string link = sandbox_ + "/link.txt";
+  fs::create_symlink(f, link);
+  r = call("file.managed", {{"name", link}, {"contents", "through"}});
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(get(f), "through\n");
+  r = call("file.managed", {{"name", link}, {"contents", "own"}, {"follow_symlinks", false}});
+  EXPECT_FALSE(fs::is_symlink(link));
+  EXPECT_EQ(get(link), "own\n");
+  EXPECT_EQ(get(f), "through\n");
+
+  // makedirs: directories get the file's mode with execute bits, or dir_mode.
+  r = call("file.managed", {{"name", sandbox_ + "/m/n/o.txt"}, {"contents", "o"},
+                            {"mode", "0640"}, {"makedirs", true}});
+  EXPECT_EQ(mode_of(sandbox_ + "/m/n"), "0750");
+  EXPECT_EQ(r["changes"], json({{"diff", "New file"}, {"mode", "0640"}}));
+  r = call("file.managed", {{"name", sandbox_ + "/p/q.txt"}, {"contents", "q"},
+                            {"makedirs", true}, {"dir_mode", "0700"}});
+  EXPECT_EQ(mode_of(sandbox_ + "/p"), "0700");
+}
+
 TEST(file_tree, include_exclude_patterns_are_salts) {
   json glob = "*.txt", re = "E@^sub/", list = json::array({"*.bak", "*.log"});
   EXPECT_TRUE(check_include_exclude("a.txt", &glob, nullptr));
