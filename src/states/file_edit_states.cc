@@ -24,7 +24,7 @@
 #include "render/python_json.h"
 #include "render/value.h"
 #include "render/yaml.h"
-#include "states/diff.h"
+#include "modules/diff.h"
 #include "states/file_util.h"
 #include "states/registry.h"
 

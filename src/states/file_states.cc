@@ -28,7 +28,7 @@
 #include "state/bridge.h"
 #include "state/highstate.h"
 #include "state/state_mod.h"
-#include "states/diff.h"
+#include "modules/diff.h"
 #include "states/file_states.h"
 #include "states/file_tree.h"
 #include "states/file_util.h"
