@@ -51,6 +51,8 @@ void walk(const std::string& top, int depth, std::optional<long long> max_depth,
   dir.reset();
   std::vector<std::string> dirs = level.dirs;
   if (!max_depth || depth < *max_depth) out.push_back(std::move(level));
+  // Salt walks on but yields nothing below max_depth: no need to go there.
+  if (max_depth && depth + 1 >= *max_depth) return;
   for (const auto& d : dirs) {
     std::string sub = path_join(top, d);
     struct stat st {};
@@ -185,11 +187,10 @@ json dir_meta_changes(const std::string& path, const wanted_perms& want, bool fo
 
 void check_perms(const std::string& path, const wanted_perms& want, bool test,
                  bool follow_symlinks, json& changes, std::vector<std::string>& errors) {
+  // A path gone since the walk listed it: Salt passes over its "Path not
+  // found".
   auto cur = stats_of(path, follow_symlinks);
-  if (!cur) {
-    errors.push_back(path + " does not exist");
-    return;
-  }
+  if (!cur) return;
   bool user_wanted = truthy_owner(want.user), group_wanted = truthy_owner(want.group);
   bool cuser = user_wanted && !same_owner(want.user, cur->user, cur->uid);
   bool cgroup = group_wanted && !same_owner(want.group, cur->group, cur->gid);
