@@ -95,6 +95,102 @@ struct recursion {
   }
 };
 
+// What a file.recurse manages (Salt's _gen_recurse_managed_files): the
+// source's files and (include_empty) directories below `name`, or Salt's
+// comment why the source is no directory of the server.
+struct recurse_plan {
+  std::string error;
+  std::string senv;
+  std::shared_ptr<const fileserver::manifest> m;
+  std::set<std::string> keep;
+  std::set<std::string> managed_dirs;
+  std::vector<std::pair<std::string, const fileserver::entry*>> managed_files;
+};
+
+asio::awaitable<recurse_plan> plan_recurse(state_call c, std::string name) {
+  recurse_plan out;
+  std::vector<std::string> sources;
+  if (const json* s = c.arg("source"); s != nullptr && s->is_array()) {
+    for (const auto& item : *s) sources.push_back(python_str(item));
+  } else if (s != nullptr && !s->is_null()) {
+    sources.push_back(python_str(*s));
+  }
+  for (auto& s : sources) {
+    while (!s.empty() && s.back() == '/') s.pop_back();
+  }
+  for (const auto& s : sources) {
+    if (!s.starts_with("salt://")) {
+      out.error = "Invalid source '" + s + "' (must be a salt:// URI)";
+      co_return out;
+    }
+  }
+  if (c.context == nullptr) {
+    out.error = "file.recurse needs a minion (its file client)";
+    co_return out;
+  }
+  // file.source_list: the first source that is a file or directory of the
+  // server.
+  std::string env = saltenv_of(c);
+  std::string srcpath;
+  for (const auto& s : sources) {
+    auto u = fileserver::parse_url(s);
+    if (!u) continue;
+    std::string e = u->saltenv.value_or(env);
+    auto checked = fileserver::check_path(u->path);
+    if (!checked.error.empty()) continue;
+    auto listed = co_await c.context->files().list(e);
+    bool is_dir = std::binary_search(listed->dirs.begin(), listed->dirs.end(), checked.path);
+    if (is_dir || listed->find(checked.path) != nullptr) {
+      if (!is_dir) {
+        out.error = "The directory '" + checked.path +
+                    "' does not exist on the salt fileserver in saltenv '" + e + "'";
+        co_return out;
+      }
+      srcpath = checked.path;
+      out.senv = e;
+      out.m = listed;
+      break;
+    }
+  }
+  if (!out.m) {
+    out.error = "Recurse failed: none of the specified sources were found";
+    co_return out;
+  }
+  std::optional<long long> maxdepth;
+  if (const json* d = c.arg("maxdepth"); d != nullptr && d->is_number_integer()) {
+    maxdepth = d->get<long long>();
+  }
+  const json* include_pat = c.arg("include_pat");
+  const json* exclude_pat = c.arg("exclude_pat");
+  auto wanted = [&](const std::string& rel) {
+    if (maxdepth && static_cast<long long>(std::count(rel.begin(), rel.end(), '/')) > *maxdepth) {
+      return false;
+    }
+    return check_include_exclude(rel, include_pat, exclude_pat);
+  };
+  std::string prefix = srcpath + "/";
+  for (const auto& e : out.m->files) {
+    if (!e.path.starts_with(prefix)) continue;
+    std::string rel = e.path.substr(prefix.size());
+    if (!wanted(rel)) continue;
+    std::string dest = path_join(name, rel);
+    out.keep.insert(dest);
+    out.managed_dirs.insert(fs::path(dest).parent_path().string());
+    out.managed_files.emplace_back(dest, &e);
+  }
+  if (c.flag("include_empty")) {
+    for (const auto& d : out.m->dirs) {
+      if (!d.starts_with(prefix)) continue;
+      std::string rel = d.substr(prefix.size());
+      if (!wanted(rel)) continue;
+      std::string dest = path_join(name, rel);
+      out.managed_dirs.insert(dest);
+      out.keep.insert(dest);
+    }
+  }
+  co_return out;
+}
+
 asio::awaitable<json> recurse(state_call c) {
   std::string name = expand_user(c.name());
   recursion r;
@@ -125,44 +221,13 @@ asio::awaitable<json> recurse(state_call c) {
     co_return error(ret, "file.recurse: keep_symlinks is not supported by brine yet (the file "
                          "server does not list symlinks); leave it out to copy what they point to");
   }
-  if (c.context == nullptr) co_return error(ret, "file.recurse needs a minion (its file client)");
 
-  std::vector<std::string> sources;
-  if (const json* s = c.arg("source"); s != nullptr && s->is_array()) {
-    for (const auto& item : *s) sources.push_back(python_str(item));
-  } else if (s != nullptr && !s->is_null()) {
-    sources.push_back(python_str(*s));
-  }
-  for (auto& s : sources) {
-    while (!s.empty() && s.back() == '/') s.pop_back();
-  }
-  for (const auto& s : sources) {
-    if (!s.starts_with("salt://")) co_return error(ret, "Invalid source '" + s + "' (must be a salt:// URI)");
-  }
-  // file.source_list: the first source that is a file or directory of the
-  // server.
-  std::string env = saltenv_of(c);
-  std::string srcpath, senv;
-  std::shared_ptr<const fileserver::manifest> m;
-  for (const auto& s : sources) {
-    auto u = fileserver::parse_url(s);
-    if (!u) continue;
-    std::string e = u->saltenv.value_or(env);
-    auto checked = fileserver::check_path(u->path);
-    if (!checked.error.empty()) continue;
-    auto listed = co_await c.context->files().list(e);
-    bool is_dir = std::binary_search(listed->dirs.begin(), listed->dirs.end(), checked.path);
-    if (is_dir || listed->find(checked.path) != nullptr) {
-      srcpath = checked.path;
-      senv = e;
-      m = listed;
-      if (!is_dir) {
-        co_return error(ret, "The directory '" + srcpath + "' does not exist on the salt fileserver in saltenv '" + senv + "'");
-      }
-      break;
-    }
-  }
-  if (!m) co_return error(ret, "Recurse failed: none of the specified sources were found");
+  recurse_plan plan = co_await plan_recurse(c, name);
+  if (!plan.error.empty()) co_return error(ret, plan.error);
+  const std::string& senv = plan.senv;
+  std::set<std::string>& keep = plan.keep;
+  const auto& managed_dirs = plan.managed_dirs;
+  const auto& managed_files = plan.managed_files;
 
   std::error_code ec;
   if (!fs::is_directory(name, ec)) {
@@ -184,39 +249,6 @@ asio::awaitable<json> recurse(state_call c) {
         std::vector<std::string> errs;
         check_perms(*it, want, false, false, ignored, errs);
       }
-    }
-  }
-
-  // Salt's _gen_recurse_managed_files.
-  std::optional<long long> maxdepth;
-  if (const json* d = c.arg("maxdepth"); d != nullptr && d->is_number_integer()) maxdepth = d->get<long long>();
-  const json* include_pat = c.arg("include_pat");
-  const json* exclude_pat = c.arg("exclude_pat");
-  auto wanted = [&](const std::string& rel) {
-    if (maxdepth && static_cast<long long>(std::count(rel.begin(), rel.end(), '/')) > *maxdepth) return false;
-    return check_include_exclude(rel, include_pat, exclude_pat);
-  };
-  std::string prefix = srcpath + "/";
-  std::set<std::string> keep;
-  std::set<std::string> managed_dirs;
-  std::vector<std::pair<std::string, const fileserver::entry*>> managed_files;
-  for (const auto& e : m->files) {
-    if (!e.path.starts_with(prefix)) continue;
-    std::string rel = e.path.substr(prefix.size());
-    if (!wanted(rel)) continue;
-    std::string dest = path_join(name, rel);
-    keep.insert(dest);
-    managed_dirs.insert(fs::path(dest).parent_path().string());
-    managed_files.emplace_back(dest, &e);
-  }
-  if (c.flag("include_empty")) {
-    for (const auto& d : m->dirs) {
-      if (!d.starts_with(prefix)) continue;
-      std::string rel = d.substr(prefix.size());
-      if (!wanted(rel)) continue;
-      std::string dest = path_join(name, rel);
-      managed_dirs.insert(dest);
-      keep.insert(dest);
     }
   }
 
@@ -314,8 +346,8 @@ asio::awaitable<json> recurse(state_call c) {
     r.merge(dest, sub);
   }
   if (c.flag("clean")) {
-    for (const auto& k : keep_from_requires(c, name)) keep.insert(k);
-    std::vector<std::string> removed = clean_tree(name, keep, exclude_pat, c.test);
+    for (const auto& k : co_await keep_from_requires(c, name)) keep.insert(k);
+    std::vector<std::string> removed = clean_tree(name, keep, c.arg("exclude_pat"), c.test);
     if (!removed.empty()) {
       if (c.test) {
         if (ret["result"] == json(true)) ret["result"] = nullptr;
@@ -341,6 +373,11 @@ asio::awaitable<json> recurse(state_call c) {
 }
 
 }  // namespace
+
+asio::awaitable<std::set<std::string>> recurse_keep(state_call c) {
+  recurse_plan plan = co_await plan_recurse(c, expand_user(c.name()));
+  co_return std::move(plan.keep);
+}
 
 void register_file_recurse_states(registry& reg) {
   reg.add("file.recurse", recurse, {"name", "source"},

@@ -664,32 +664,39 @@ void add_tree(const std::string& dir, std::set<std::string>& keep) {
 
 }  // namespace
 
-std::set<std::string> keep_from_requires(const state_call& c, const std::string& name) {
+asio::awaitable<std::set<std::string>> keep_from_requires(state_call c, std::string name) {
   std::set<std::string> keep;
   const json* require = c.arg("require");
   if (require == nullptr || !require->is_array() || c.per_run == nullptr ||
       c.per_run->lowstate == nullptr) {
-    return keep;
+    co_return keep;
   }
+  json lowstate = *c.per_run->lowstate;
   for (const auto& req : *require) {
     if (!req.is_object() || !req.contains("file")) continue;
     std::string want = python_str(req["file"]);
-    for (const auto& low : *c.per_run->lowstate) {
-      if (python_str(low.value("name", json())) != want && python_str(low.value("__id__", json())) != want) {
+    for (const auto& low : lowstate) {
+      if (python_str(low.value("name", json())) != want &&
+          python_str(low.value("__id__", json())) != want) {
         continue;
       }
       std::string fn = python_str(low.value("name", json()));
       std::error_code ec;
-      if (fs::is_directory(fn, ec)) {
-        // Salt keeps what a required recurse manages; brine keeps the
-        // whole directory of any required state below `name`.
-        if (is_child(fn, name)) add_tree(fn, keep);
-      } else {
+      if (!fs::is_directory(fn, ec)) {
         keep.insert(fn);
+      } else if (is_child(fn, name)) {
+        if (low.value("fun", json()) == json("recurse")) {
+          state_call rc = c;
+          rc.low = low;
+          std::set<std::string> managed = co_await recurse_keep(std::move(rc));
+          keep.insert(managed.begin(), managed.end());
+        } else {
+          add_tree(fn, keep);
+        }
       }
     }
   }
-  return keep;
+  co_return keep;
 }
 
 namespace {
@@ -705,8 +712,8 @@ struct dir_check {
 
 dir_check check_directory(const state_call& c, const std::string& name, wanted_perms want,
                           std::optional<std::string> file_mode, const recurse_set& rs,
-                          bool clean, std::optional<long long> max_depth, bool follow,
-                          bool children_only) {
+                          bool clean, const std::set<std::string>& keep,
+                          std::optional<long long> max_depth, bool follow, bool children_only) {
   dir_check out;
   std::vector<walk_level> walk;
   if (!rs.items.empty() || clean) walk = depth_limited_walk(name, max_depth);
@@ -748,7 +755,6 @@ dir_check check_directory(const state_call& c, const std::string& name, wanted_p
   if (clean) {
     // Under test Salt keeps only the exact paths of required states (their
     // parents show as removed; the real run keeps them).
-    std::set<std::string> keep = keep_from_requires(c, name);
     const json* exclude_pat = c.arg("exclude_pat");
     auto note = [&](const std::string& path) {
       if (keep.count(path)) return;
@@ -861,7 +867,9 @@ asio::awaitable<json> file_directory(state_call c) {
     check.result = false;
     check.comment = rs.error;
   } else {
-    check = check_directory(c, name, want, fmode, rs, clean, max_depth, follow, children_only);
+    std::set<std::string> keep;
+    if (clean) keep = co_await keep_from_requires(c, name);
+    check = check_directory(c, name, want, fmode, rs, clean, keep, max_depth, follow, children_only);
   }
   for (const auto& [k, v] : check.changes.items()) ret["changes"][k] = v;
   if (c.test || ret["changes"].empty()) {
@@ -933,7 +941,7 @@ asio::awaitable<json> file_directory(state_call c) {
     }
   }
   if (clean) {
-    std::set<std::string> keep = keep_from_requires(c, name);
+    std::set<std::string> keep = co_await keep_from_requires(c, name);
     std::vector<std::string> removed = clean_tree(name, keep, c.arg("exclude_pat"), false);
     if (!removed.empty()) {
       ret["changes"]["removed"] = removed;

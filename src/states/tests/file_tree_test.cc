@@ -251,6 +251,20 @@ TEST_F(file_tree_test, directory_clean_keeps_required_files_and_excluded_pattern
   EXPECT_FALSE(fs::exists(d + "/b.txt"));
 }
 
+TEST_F(file_tree_test, directory_clean_keeps_only_what_a_required_recurse_manages) {
+  put(root_ + "/src/a.txt", "a\n");
+  std::string d = sandbox_ + "/d";
+  put(d + "/sub/a.txt", "a\n");
+  put(d + "/sub/extra.txt", "not the server's\n");
+  json chunks = json::array({json{{"__id__", "r"}, {"name", d + "/sub"}, {"state", "file"},
+                                  {"fun", "recurse"}, {"source", "salt://src"}}});
+  run_.lowstate = &chunks;
+  json r = call("file.directory", {{"name", d}, {"clean", true},
+                                   {"require", json::array({json{{"file", "r"}}})}});
+  EXPECT_EQ(r["changes"]["removed"], json::array({d + "/sub/extra.txt"})) << r.dump(2);
+  EXPECT_TRUE(fs::exists(d + "/sub/a.txt"));
+}
+
 TEST_F(file_tree_test, directory_force_and_backupname_replace_a_file) {
   std::string f = sandbox_ + "/f";
   put(f, "in the way");
