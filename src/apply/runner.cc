@@ -162,6 +162,8 @@ struct runner::impl {
   int run_num = 0;
   bool failhard_hit = false;
   std::map<std::string, std::shared_ptr<proc>> procs;
+  // Shared by the sub-runs of listeners (call_listen), made per run.
+  std::shared_ptr<states::run_data> per_run = std::make_shared<states::run_data>();
 
   // Salt's verify_data: the errors that keep a chunk from being called.
   std::vector<std::string> verify(const json& low) {
@@ -378,6 +380,7 @@ struct runner::impl {
     c.context = s.context;
     c.functions = s.functions;
     c.jid = s.jid;
+    c.per_run = per_run.get();
     c.timeout = s.timeout;
     return c;
   }
@@ -1017,6 +1020,7 @@ struct runner::impl {
     }
     if (!watchers.empty()) {
       impl sub{s};
+      sub.per_run = per_run;
       sub.chunks = std::move(watchers);
       sub.run_num = run_num;
       co_await sub.call_chunks();
@@ -1041,6 +1045,7 @@ runner::~runner() = default;
 
 asio::awaitable<json> runner::run(json chunks) {
   p_->chunks = std::move(chunks);
+  p_->per_run->lowstate = &p_->chunks;
   p_->running = json::object();
   co_await p_->call_chunks();
   co_await p_->call_listen();
@@ -1049,6 +1054,7 @@ asio::awaitable<json> runner::run(json chunks) {
 
 asio::awaitable<json> runner::run_id(json chunks, std::string id) {
   p_->chunks = std::move(chunks);
+  p_->per_run->lowstate = &p_->chunks;
   json out = json::object();
   for (size_t i = 0; i < p_->chunks.size(); ++i) {
     if (p_->chunks[i].value("__id__", json()) != json(id)) continue;
@@ -1065,6 +1071,7 @@ asio::awaitable<json> runner::run_single(json low) {
   auto errs = p_->verify(low);
   if (!errs.empty()) co_return json(errs);
   p_->chunks = json::array({std::move(low)});
+  p_->per_run->lowstate = &p_->chunks;
   std::string tag = tag_of(p_->chunks[0]);
   p_->running[tag] = co_await p_->call(p_->chunks[0]);
   co_await p_->reconcile_all();

@@ -1,6 +1,7 @@
 #include "cli/highstate_output.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <vector>
 
@@ -137,7 +138,11 @@ std::string highstate_out(const std::string& host, const json& data, const highs
         ctext = changes.is_object()
                     ? "\n" + nested_at(nlohmann::json::parse(changes.dump()), 14)
                     : "Invalid Changes data: " + py(changes);
-        if (!ctext.empty() && ctext.back() == '\n') ctext.pop_back();
+        // Salt's out_format rstrips the nested text (a diff's last context
+        // line, a lone space, goes with it).
+        while (!ctext.empty() && std::isspace(static_cast<unsigned char>(ctext.back()))) {
+          ctext.pop_back();
+        }
         ++changed;
       }
       bool ok = result.is_boolean() && result.get<bool>();

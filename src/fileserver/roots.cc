@@ -142,6 +142,8 @@ std::shared_ptr<const manifest> roots::build(const std::string& saltenv) {
     return m;
   }
   std::map<std::string, entry> files;
+  // Every directory, empty ones too (file.recurse's include_empty).
+  std::set<std::string> dir_set;
   for (const auto& dir : dirs->second) {
     std::error_code ec;
     fs::path root_real = fs::canonical(dir, ec);
@@ -155,7 +157,10 @@ std::shared_ptr<const manifest> roots::build(const std::string& saltenv) {
         // A directory symlink that leads out of the root is not walked.
         if (it->is_symlink(fec) && !inside(fs::canonical(it->path(), fec).string(), root)) {
           it.disable_recursion_pending();
+          continue;
         }
+        std::string rel = it->path().lexically_relative(root_real).generic_string();
+        if (!fec && check_path(rel).error.empty()) dir_set.insert(rel);
         continue;
       }
       if (!it->is_regular_file(fec)) continue;
@@ -172,7 +177,6 @@ std::shared_ptr<const manifest> roots::build(const std::string& saltenv) {
       files.emplace(rel, entry{rel, *h, static_cast<uint64_t>(st.st_size), st.st_mode & 07777u});
     }
   }
-  std::set<std::string> dir_set;
   sha256 rev;
   m->files.reserve(files.size());
   for (auto& [rel, e] : files) {
@@ -182,6 +186,10 @@ std::shared_ptr<const manifest> roots::build(const std::string& saltenv) {
     std::string line = e.path + '\0' + e.hash + '\0' + std::to_string(e.mode) + '\n';
     rev.update(line.data(), line.size());
     m->files.push_back(std::move(e));
+  }
+  for (const auto& d : dir_set) {
+    std::string line = d + '\0' + "dir" + '\n';
+    rev.update(line.data(), line.size());
   }
   m->dirs.assign(dir_set.begin(), dir_set.end());
   m->revision = rev.hex();

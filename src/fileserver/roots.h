@@ -23,12 +23,12 @@ struct entry {
 };
 
 // Every file of one saltenv, sorted by path, and the directories that hold
-// them; `revision` changes whenever a path, hash or mode does.
+// them; `revision` changes whenever a path, hash, mode or directory does.
 struct manifest {
   std::string saltenv;
   std::string revision;
   std::vector<entry> files;
-  std::vector<std::string> dirs;  // every directory holding a file, sorted
+  std::vector<std::string> dirs;  // every directory (empty ones too), sorted
 
   const entry* find(const std::string& path) const;
 };

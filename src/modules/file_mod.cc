@@ -1,7 +1,8 @@
 // The file module: Salt's salt.modules.file for the functions people call
 // from the CLI. Plain POSIX and std::filesystem, no shell. Patterns are
-// Python `re` in Salt; here they are PCRE2 (byte mode, LF newlines), which
-// agrees with Python on everything but rare corners. Functions that may read
+// Python `re` in Salt; here they are PCRE2 through py_regex (modules/
+// py_regex.h, shared with the file states), and diffs are difflib's
+// (modules/diff.h). Functions that may read
 // a lot (get_hash, find) give the executor back now and then, so a big file or
 // tree neither starves other jobs nor outlives its job's cancellation.
 
@@ -13,9 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <openssl/evp.h>
-#include <pcre2.h>
 
 #include <algorithm>
 #include <asio/post.hpp>
@@ -36,7 +35,9 @@
 #include "modules/args.h"
 #include "modules/arguments.h"
 #include "modules/data.h"
+#include "modules/diff.h"
 #include "modules/path.h"
+#include "modules/py_regex.h"
 #include "modules/registry.h"
 
 namespace brine::modules {
@@ -254,7 +255,6 @@ bool looks_binary(std::string_view data) {
 
 // ---- regular expressions (Python re flags on PCRE2) -----------------------
 
-constexpr long long k_re_ignorecase = 2, k_re_multiline = 8, k_re_dotall = 16, k_re_verbose = 64;
 
 // Salt's _get_flags: a number, or names of re's flags (a list, or one name).
 long long re_flags(const arguments& sig, std::string_view name, long long fallback) {
@@ -295,327 +295,6 @@ long long re_flags(const arguments& sig, std::string_view name, long long fallba
     auto it = std::find_if(known.begin(), known.end(), [&](const auto& k) { return k.first == n; });
     if (it == known.end()) sig.fail("invalid re flag given: " + n);
     out |= it->second;
-  }
-  return out;
-}
-
-class regex {
- public:
-  regex(const std::string& fun, const std::string& pattern, long long py_flags,
-        uint32_t extra = 0) {
-    uint32_t opts = extra;
-    if (py_flags & k_re_ignorecase) opts |= PCRE2_CASELESS;
-    if (py_flags & k_re_multiline) opts |= PCRE2_MULTILINE;
-    if (py_flags & k_re_dotall) opts |= PCRE2_DOTALL;
-    if (py_flags & k_re_verbose) opts |= PCRE2_EXTENDED;
-    std::unique_ptr<pcre2_compile_context, decltype(&pcre2_compile_context_free)> ctx(
-        pcre2_compile_context_create(nullptr), &pcre2_compile_context_free);
-    pcre2_set_newline(ctx.get(), PCRE2_NEWLINE_LF);
-    int err = 0;
-    PCRE2_SIZE at = 0;
-    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), opts, &err,
-                          &at, ctx.get());
-    if (code_ == nullptr) {
-      PCRE2_UCHAR msg[256];
-      pcre2_get_error_message(err, msg, sizeof msg);
-      fail(fun, "bad pattern '" + pattern + "' at offset " + std::to_string(at) + ": " +
-                    reinterpret_cast<const char*>(msg));
-    }
-    match_ = pcre2_match_data_create_from_pattern(code_, nullptr);
-    fun_ = fun;
-  }
-  ~regex() {
-    pcre2_match_data_free(match_);
-    pcre2_code_free(code_);
-  }
-  regex(const regex&) = delete;
-  regex& operator=(const regex&) = delete;
-
-  // Searches from `start`; the match's pairs are in ovector(), count() of them.
-  bool search(std::string_view subject, std::size_t start, uint32_t opts = 0) {
-    int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), start,
-                         opts, match_, nullptr);
-    if (rc == PCRE2_ERROR_NOMATCH) return false;
-    if (rc < 0) {
-      PCRE2_UCHAR msg[256];
-      pcre2_get_error_message(rc, msg, sizeof msg);
-      fail(fun_, std::string("pattern match failed: ") + reinterpret_cast<const char*>(msg));
-    }
-    count_ = rc;
-    return true;
-  }
-  const PCRE2_SIZE* ovector() const { return pcre2_get_ovector_pointer(match_); }
-  int count() const { return count_; }
-  uint32_t groups() const {
-    uint32_t n = 0;
-    pcre2_pattern_info(code_, PCRE2_INFO_CAPTURECOUNT, &n);
-    return n;
-  }
-  int group_number(const std::string& name) const {
-    return pcre2_substring_number_from_name(code_, reinterpret_cast<PCRE2_SPTR>(name.c_str()));
-  }
-
- private:
-  std::string fun_;
-  pcre2_code* code_ = nullptr;
-  pcre2_match_data* match_ = nullptr;
-  int count_ = 0;
-};
-
-// Python's replacement template: literal text and group references.
-struct template_piece {
-  std::string literal;
-  int group = -1;
-};
-
-std::vector<template_piece> parse_template(const std::string& fun, const std::string& repl,
-                                           const regex& re) {
-  std::vector<template_piece> out(1);
-  auto is_octal = [](char ch) { return ch >= '0' && ch <= '7'; };
-  auto is_digit = [](char ch) { return ch >= '0' && ch <= '9'; };
-  auto add_group = [&](int g) {
-    if (g < 0 || g > static_cast<int>(re.groups())) {
-      fail(fun, "invalid group reference " + std::to_string(g) + " in repl");
-    }
-    out.push_back({"", g});
-    out.push_back({});
-  };
-  for (std::size_t i = 0; i < repl.size(); ++i) {
-    char ch = repl[i];
-    if (ch != '\\') {
-      out.back().literal += ch;
-      continue;
-    }
-    if (i + 1 >= repl.size()) fail(fun, "bad escape (end of pattern) in repl");
-    char e = repl[++i];
-    if (e == 'g') {
-      auto close = repl.find('>', i);
-      if (i + 1 >= repl.size() || repl[i + 1] != '<' || close == std::string::npos) {
-        fail(fun, "missing group name in \\g<...> in repl");
-      }
-      std::string name = repl.substr(i + 2, close - i - 2);
-      if (!name.empty() && std::all_of(name.begin(), name.end(), is_digit)) {
-        add_group(std::stoi(name));
-      } else {
-        int g = re.group_number(name);
-        if (g < 0) fail(fun, "unknown group name '" + name + "' in repl");
-        add_group(g);
-      }
-      i = close;
-    } else if (e == '0') {
-      int value = 0;
-      std::size_t k = 0;
-      while (k < 2 && i + 1 < repl.size() && is_octal(repl[i + 1]))
-        value = value * 8 + (repl[++i] - '0'), ++k;
-      out.back().literal += static_cast<char>(value);
-    } else if (is_digit(e)) {
-      if (i + 2 < repl.size() && is_octal(e) && is_octal(repl[i + 1]) && is_octal(repl[i + 2])) {
-        int value = (e - '0') * 64 + (repl[i + 1] - '0') * 8 + (repl[i + 2] - '0');
-        if (value > 0377) fail(fun, "octal escape value out of range in repl");
-        out.back().literal += static_cast<char>(value);
-        i += 2;
-      } else {
-        int g = e - '0';
-        if (i + 1 < repl.size() && is_digit(repl[i + 1])) g = g * 10 + (repl[++i] - '0');
-        add_group(g);
-      }
-    } else {
-      static const std::string_view from = "abfnrtv\\", to = "\a\b\f\n\r\t\v\\";
-      if (auto at = from.find(e); at != std::string_view::npos) {
-        out.back().literal += to[at];
-      } else if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z')) {
-        fail(fun, std::string("bad escape \\") + e + " in repl");
-      } else {
-        out.back().literal += '\\';
-        out.back().literal += e;
-      }
-    }
-  }
-  return out;
-}
-
-// Python's re.subn: at most `count` replacements (0: all), empty matches as
-// Python 3.7+ takes them.
-std::pair<std::string, long long> substitute(regex& re, const std::vector<template_piece>& tpl,
-                                             std::string_view subject, long long count) {
-  std::string out;
-  long long n = 0;
-  std::size_t copied = 0, at = 0;
-  bool after_empty = false;
-  while (count <= 0 || n < count) {
-    bool found = false;
-    if (after_empty) {
-      found = re.search(subject, at, PCRE2_NOTEMPTY_ATSTART | PCRE2_ANCHORED);
-      if (!found) {
-        if (at >= subject.size()) break;
-        ++at;
-      }
-    }
-    if (!found && !re.search(subject, at)) break;
-    const PCRE2_SIZE* ov = re.ovector();
-    std::size_t s = ov[0], e = ov[1];
-    out.append(subject.substr(copied, s - copied));
-    for (const auto& piece : tpl) {
-      if (piece.group < 0) {
-        out += piece.literal;
-      } else if (piece.group < re.count() && ov[2 * piece.group] != PCRE2_UNSET) {
-        out.append(
-            subject.substr(ov[2 * piece.group], ov[2 * piece.group + 1] - ov[2 * piece.group]));
-      }
-    }
-    ++n;
-    copied = at = e;
-    after_empty = s == e;
-  }
-  out.append(subject.substr(copied));
-  return {std::move(out), n};
-}
-
-// ---- unified diff, as difflib.unified_diff(a, b) joins it ------------------
-
-// bytes.splitlines(keepends=True).
-std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\n' || text[i] == '\r') {
-      if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      lines.push_back(text.substr(start, i + 1 - start));
-      start = i + 1;
-    }
-  }
-  if (start < text.size()) lines.push_back(text.substr(start));
-  return lines;
-}
-
-struct opcode {
-  char tag;  // 'e'qual, 'r'eplace, 'd'elete, 'i'nsert
-  std::size_t i1, i2, j1, j2;
-};
-
-// Myers' O(ND) diff on the lines between a common prefix and suffix; past
-// k_max_d edits the middle is reported as one replacement.
-std::vector<opcode> diff_opcodes(const std::vector<std::string_view>& a,
-                                 const std::vector<std::string_view>& b) {
-  constexpr long k_max_d = 4000;
-  std::size_t pre = 0;
-  while (pre < a.size() && pre < b.size() && a[pre] == b[pre]) ++pre;
-  std::size_t suf = 0;
-  while (suf < a.size() - pre && suf < b.size() - pre &&
-         a[a.size() - 1 - suf] == b[b.size() - 1 - suf]) {
-    ++suf;
-  }
-  const long n = static_cast<long>(a.size() - pre - suf),
-             m = static_cast<long>(b.size() - pre - suf);
-  // 'e', 'd' or 'i' per step, in order.
-  std::string script;
-  if (n > 0 || m > 0) {
-    const long max = n + m;
-    std::vector<long> v(2 * max + 3, -1);
-    const long off = max + 1;
-    v[off + 1] = 0;
-    std::vector<std::vector<long>> trace;
-    long found_d = -1;
-    for (long d = 0; d <= max && d <= k_max_d; ++d) {
-      trace.emplace_back(v.begin() + (off - d - 1), v.begin() + (off + d + 2));
-      for (long k = -d; k <= d; k += 2) {
-        long x = (k == -d || (k != d && v[off + k - 1] < v[off + k + 1])) ? v[off + k + 1]
-                                                                          : v[off + k - 1] + 1;
-        long y = x - k;
-        while (x < n && y < m && a[pre + x] == b[pre + y]) ++x, ++y;
-        v[off + k] = x;
-        if (x >= n && y >= m) {
-          found_d = d;
-          break;
-        }
-      }
-      if (found_d >= 0) break;
-    }
-    if (found_d < 0) {
-      script.assign(static_cast<std::size_t>(n), 'd');
-      script.append(static_cast<std::size_t>(m), 'i');
-    } else {
-      long x = n, y = m;
-      for (long d = found_d; d > 0; --d) {
-        const auto& w = trace[static_cast<std::size_t>(d)];
-        auto at = [&](long k) { return w[static_cast<std::size_t>(k + d + 1)]; };
-        long k = x - y;
-        long prev_k = (k == -d || (k != d && at(k - 1) < at(k + 1))) ? k + 1 : k - 1;
-        long px = at(prev_k), py = px - prev_k;
-        while (x > px && y > py) script += 'e', --x, --y;
-        script += prev_k == k + 1 ? 'i' : 'd';
-        x = px;
-        y = py;
-      }
-      while (x > 0 && y > 0) script += 'e', --x, --y;
-      std::reverse(script.begin(), script.end());
-    }
-  }
-  std::vector<opcode> ops;
-  if (pre > 0) ops.push_back({'e', 0, pre, 0, pre});
-  std::size_t i = pre, j = pre;
-  for (std::size_t s = 0; s < script.size();) {
-    if (script[s] == 'e') {
-      std::size_t i0 = i, j0 = j;
-      while (s < script.size() && script[s] == 'e') ++s, ++i, ++j;
-      ops.push_back({'e', i0, i, j0, j});
-    } else {
-      std::size_t i0 = i, j0 = j;
-      while (s < script.size() && script[s] != 'e') (script[s] == 'd' ? ++i : ++j), ++s;
-      ops.push_back({i > i0 && j > j0 ? 'r' : i > i0 ? 'd' : 'i', i0, i, j0, j});
-    }
-  }
-  if (suf > 0) ops.push_back({'e', i, i + suf, j, j + suf});
-  return ops;
-}
-
-std::string format_range(std::size_t start, std::size_t stop) {
-  std::size_t begin = start + 1, length = stop - start;
-  if (length == 1) return std::to_string(begin);
-  if (length == 0) --begin;
-  return std::to_string(begin) + "," + std::to_string(length);
-}
-
-std::string unified_diff(std::string_view before, std::string_view after) {
-  constexpr std::size_t n = 3;
-  auto a = split_lines(before), b = split_lines(after);
-  std::vector<opcode> codes = diff_opcodes(a, b);
-  if (codes.empty()) codes.push_back({'e', 0, 1, 0, 1});
-  if (codes.front().tag == 'e') {
-    auto& c = codes.front();
-    c.i1 = std::max(c.i1, c.i2 < n ? 0 : c.i2 - n);
-    c.j1 = std::max(c.j1, c.j2 < n ? 0 : c.j2 - n);
-  }
-  if (codes.back().tag == 'e') {
-    auto& c = codes.back();
-    c.i2 = std::min(c.i2, c.i1 + n);
-    c.j2 = std::min(c.j2, c.j1 + n);
-  }
-  std::vector<std::vector<opcode>> groups(1);
-  for (opcode c : codes) {
-    if (c.tag == 'e' && c.i2 - c.i1 > 2 * n) {
-      groups.back().push_back(
-          {'e', c.i1, std::min(c.i2, c.i1 + n), c.j1, std::min(c.j2, c.j1 + n)});
-      groups.emplace_back();
-      c.i1 = std::max(c.i1, c.i2 - n);
-      c.j1 = std::max(c.j1, c.j2 - n);
-    }
-    groups.back().push_back(c);
-  }
-  std::string out;
-  for (const auto& group : groups) {
-    if (group.empty() || (group.size() == 1 && group[0].tag == 'e')) continue;
-    if (out.empty()) out = "--- \n+++ \n";
-    out += "@@ -" + format_range(group.front().i1, group.back().i2) + " +" +
-           format_range(group.front().j1, group.back().j2) + " @@\n";
-    for (const auto& c : group) {
-      if (c.tag == 'e') {
-        for (std::size_t k = c.i1; k < c.i2; ++k) out.append(" ").append(a[k]);
-        continue;
-      }
-      for (std::size_t k = c.i1; k < c.i2; ++k) out.append("-").append(a[k]);
-      for (std::size_t k = c.j1; k < c.j2; ++k) out.append("+").append(b[k]);
-    }
   }
   return out;
 }
@@ -1046,16 +725,26 @@ outcome readlink(const call& c) {
   return ok(*target);
 }
 
+// A regex/iregex of file.find; a bad one fails the call naming it.
+std::unique_ptr<py_regex> compile_find_pattern(const arguments& sig, const std::string& pattern,
+                                               long long flags) {
+  try {
+    return std::make_unique<py_regex>(pattern, flags);
+  } catch (const base::error& e) {
+    sig.fail("bad pattern '" + pattern + "': " + e.what());
+  }
+}
+
 struct find_criteria {
   std::optional<std::string> name, iname;
-  std::unique_ptr<regex> re;
+  std::unique_ptr<py_regex> re;
   std::set<mode_t> types;
   bool print_name = false;
 
   bool match(const std::string& base, mode_t mode) {
     if (name && !fnmatch(*name, base)) return false;
     if (iname && !fnmatch(*iname, lower(base))) return false;
-    if (re && !re->search(base, 0, PCRE2_ANCHORED)) return false;
+    if (re && !re->match(base)) return false;
     if (!types.empty() && !types.contains(mode & S_IFMT)) return false;
     return true;
   }
@@ -1077,9 +766,9 @@ asio::awaitable<outcome> find(call c) {
   const json* irx = sig.get("iregex");
   if (rx != nullptr && irx != nullptr) sig.fail("give regex or iregex, not both");
   if (rx != nullptr) {
-    crit.re = std::make_unique<regex>(sig.fun(), text_arg(sig, "regex", *rx), 0);
+    crit.re = compile_find_pattern(sig, text_arg(sig, "regex", *rx), 0);
   } else if (irx != nullptr) {
-    crit.re = std::make_unique<regex>(sig.fun(), text_arg(sig, "iregex", *irx), k_re_ignorecase);
+    crit.re = compile_find_pattern(sig, text_arg(sig, "iregex", *irx), k_re_ignorecase);
   }
   if (const json* v = sig.get("type"); v != nullptr) {
     static const std::map<char, mode_t> k_types = {{'b', S_IFBLK}, {'c', S_IFCHR}, {'d', S_IFDIR},
@@ -1153,17 +842,6 @@ asio::awaitable<outcome> find(call c) {
   co_return o;
 }
 
-// Python's re.escape, for PCRE: every byte but letters, digits and '_'
-// quoted.
-std::string re_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') out += '\\';
-    out += ch;
-  }
-  return out;
-}
-
 struct replace_request {
   std::string path, pattern, repl;
   long long count = 0, flags = k_re_multiline;
@@ -1192,7 +870,13 @@ json do_replace(const std::string& fun, const replace_request& r) {
   const std::string data = read_file(fun, path);
   if (looks_binary(data))
     fail(fun, "Cannot perform string replacements on a binary file: " + r.path);
-  regex re(fun, r.pattern, r.flags);
+  std::unique_ptr<py_regex> compiled;
+  try {
+    compiled = std::make_unique<py_regex>(r.pattern, r.flags);
+  } catch (const base::error& e) {
+    fail(fun, "bad pattern '" + r.pattern + "': " + e.what());
+  }
+  py_regex& re = *compiled;
   if (r.search_only) return re.search(data, 0);
 
   std::string repl = r.repl;
@@ -1201,14 +885,19 @@ json do_replace(const std::string& fun, const replace_request& r) {
     for (char ch : repl) escaped += ch == '\\' ? std::string("\\\\") : std::string(1, ch);
     repl = escaped;
   }
-  auto tpl = parse_template(fun, repl, re);
-  auto [result, nrepl] = substitute(re, tpl, data, r.count);
+  std::pair<std::string, long long> replaced;
+  try {
+    replaced = re.subn(repl, data, r.count);
+  } catch (const base::error& e) {
+    fail(fun, std::string(e.what()) + " in repl");
+  }
+  auto [result, nrepl] = std::move(replaced);
   bool found = nrepl > 0;
   bool has_changes = result != data;
   if (r.append_if_not_found || r.prepend_if_not_found) {
     const std::string content = r.not_found_content.value_or(r.repl);
     // Content a previous run added counts as found.
-    regex added(fun, "^" + re_escape(content) + "($|(?=\r\n))", r.flags);
+    py_regex added("^" + re_escape(content) + "($|(?=\r\n))", r.flags);
     if (added.search(data, 0)) found = true;
     if (!found) {
       if (r.prepend_if_not_found) {
@@ -1229,7 +918,8 @@ json do_replace(const std::string& fun, const replace_request& r) {
     }
     write_atomic(fun, path, result, st);
   }
-  std::string diff = unified_diff(data, result);
+  // Salt: difflib over bytes.splitlines(True) of both.
+  std::string diff = get_diff(split_lines(data), split_lines(result));
   if (r.show_changes) return diff;
   return has_changes && !diff.empty();
 }

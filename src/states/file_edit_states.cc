@@ -24,7 +24,7 @@
 #include "render/python_json.h"
 #include "render/value.h"
 #include "render/yaml.h"
-#include "states/diff.h"
+#include "modules/diff.h"
 #include "states/file_util.h"
 #include "states/registry.h"
 
@@ -760,6 +760,25 @@ asio::awaitable<json> blockreplace(state_call c) {
   if (json r = not_supported(ret, "file.blockreplace", c, {"source", "sources"}); !r.is_null()) co_return r;
   if (std::string why = check_file(name); !why.empty()) co_return error(ret, why);
   std::string content = arg_text(c, "content");
+  // file.accumulated's texts for this file follow the content: those
+  // required by this state, else all of them (Salt's blockreplace).
+  if (c.per_run != nullptr && c.per_run->accumulators.contains(name)) {
+    const json& acc = c.per_run->accumulators[name];
+    json deps = c.per_run->accumulator_deps.value(name, json::object());
+    json id = c.low.value("__id__", json());
+    std::vector<std::string> filtered;
+    for (const auto& [a, ids] : deps.items()) {
+      if (acc.contains(a) && std::find(ids.begin(), ids.end(), id) != ids.end()) filtered.push_back(a);
+    }
+    if (filtered.empty()) {
+      for (const auto& [a, texts] : acc.items()) filtered.push_back(a);
+    }
+    for (const auto& a : filtered) {
+      for (const auto& line : acc[a]) {
+        content += (content.empty() ? "" : "\n") + python_str(line);
+      }
+    }
+  }
   json changes;
   try {
     changes = blockreplace_file(c, name, content);

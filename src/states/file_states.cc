@@ -1,6 +1,8 @@
-// Salt's file states, as far as brine has them: file.managed from
-// contents (with mode, makedirs, check_cmd) and file.directory (makedirs,
-// mode). Salt's comments and changes; under test nothing is written.
+// Salt's file.managed (contents, pillar/grains, salt:// and local sources,
+// jinja templates with the run's accumulators, mode, owner, check_cmd),
+// file.directory (owner and modes, recurse, clean with the required states'
+// files kept, force, backupname) and file.accumulated. Salt's comments and
+// changes; under test nothing is written.
 
 #include <grp.h>
 #include <pwd.h>
@@ -8,10 +10,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "base/error.h"
@@ -22,7 +28,9 @@
 #include "state/bridge.h"
 #include "state/highstate.h"
 #include "state/state_mod.h"
-#include "states/diff.h"
+#include "modules/diff.h"
+#include "states/file_states.h"
+#include "states/file_tree.h"
 #include "states/file_util.h"
 #include "states/registry.h"
 
@@ -46,6 +54,16 @@ json managed_ret(const std::string& name) {
   r["name"] = name;
   r["result"] = true;
   return r;
+}
+
+// Python's truth of an argument.
+bool truthy(const json& v) {
+  if (v.is_null()) return false;
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_string() || v.is_array() || v.is_object()) return !v.empty();
+  if (v.is_number_integer()) return v.get<long long>() != 0;
+  if (v.is_number_float()) return v.get<double>() != 0;
+  return true;
 }
 
 json fail(json ret, const std::string& comment) {
@@ -316,27 +334,107 @@ owner owner_of(const state_call& c) {
   return o;
 }
 
-asio::awaitable<json> managed(state_call c) {
+// Salt's backup: minion (salt.utils.files.backup_minion): the old file
+// copied with its owner and mode to
+// <cachedir>/file_backup/<its directory>/<name>_<Day_Mon_DD_HH:MM:SS_uuuuuu_YYYY>
+// before it is replaced, when `backup` (or else the minion's backup_mode
+// option) is "minion" or "both".
+void backup_minion(const state_call& c, const std::string& path) {
+  if (c.context == nullptr) return;
+  const auto& opts = c.context->opts();
+  std::string mode_name;
+  if (const json* b = c.arg("backup"); b != nullptr && b->is_string()) mode_name = b->get<std::string>();
+  if (mode_name.empty() && opts.contains("backup_mode") && opts["backup_mode"].is_string()) {
+    mode_name = opts["backup_mode"];
+  }
+  if (mode_name != "minion" && mode_name != "both") return;
+  if (!opts.contains("cachedir") || !opts["cachedir"].is_string()) return;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  std::time_t secs = now.tv_sec;
+  struct tm tm {};
+  ::localtime_r(&secs, &tm);
+  char stamp[64];
+  std::strftime(stamp, sizeof stamp, "%a_%b_%d_%H:%M:%S_", &tm);
+  char year[8];
+  std::strftime(year, sizeof year, "%Y", &tm);
+  std::string micros = std::to_string(static_cast<long long>(now.tv_sec) * 1000000 + now.tv_nsec / 1000);
+  fs::path p(path);
+  std::string dest = opts["cachedir"].get<std::string>() + "/file_backup/" +
+                     p.parent_path().string().substr(1) + "/" + p.filename().string() + "_" +
+                     stamp + micros.substr(micros.size() - 6) + "_" + year;
+  std::error_code ec;
+  fs::create_directories(fs::path(dest).parent_path(), ec);
+  fs::copy_file(path, dest, fs::copy_options::overwrite_existing, ec);
+  if (ec) return;
+  if (::chown(dest.c_str(), st.st_uid, st.st_gid) != 0) {
+    // Not ours to give away (not root): the copy stays ours.
+  }
+  ::chmod(dest.c_str(), st.st_mode & 07777);
+}
+
+// cmd.run_all of check_cmd: its retcode, stdout and stderr (a failing
+// command is an answer here, not an error).
+asio::awaitable<json> run_check_cmd(const modules::registry* functions,
+                                    modules::minion_context* context, std::string jid,
+                                    std::chrono::seconds timeout, std::string command) {
+  modules::call mc;
+  mc.fun = "cmd.run_all";
+  mc.kwargs = {{"cmd", command}, {"python_shell", true}};
+  mc.jid = std::move(jid);
+  mc.timeout = timeout;
+  mc.context = context;
+  modules::outcome o = co_await modules::execute(*functions, std::move(mc));
+  if (!o.ret.is_object()) co_return json{{"retcode", 1}};
+  co_return json::parse(o.ret.dump());
+}
+
+// rename() across filesystems (a tmp_dir elsewhere): copy, then remove.
+bool move_across(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  if (ec) return false;
+  fs::remove(from, ec);
+  return true;
+}
+
+}  // namespace
+
+asio::awaitable<json> file_managed(state_call c) {
   std::string name = c.name();
   json ret = managed_ret(name);
   if (name.empty()) co_return fail(ret, "Destination file name is required");
-  if (name.front() != '/') co_return fail(ret, "Specified file " + name + " is not an absolute path");
-  for (const char* unsupported : {"backup"}) {
-    const json* v = c.arg(unsupported);
-    if (v != nullptr && !v->is_null() && !(v->is_string() && v->get<std::string>().empty())) {
-      co_return fail(ret, std::string("file.managed: ") + unsupported + " is not supported by brine yet");
-    }
+  std::error_code ec;
+  if (!c.flag("create", true) && !fs::is_regular_file(name, ec)) {
+    ret["comment"] = "File " + name + " is not present and is not set for creation";
+    co_return ret;
   }
+  if (name.front() != '/') co_return fail(ret, "Specified file " + name + " is not an absolute path");
   owner own = owner_of(c);
   if (!own.error.empty()) co_return fail(ret, own.error);
-  std::error_code ec;
-  bool exists = fs::exists(name, ec);
+  // follow_symlinks (default): a symlink's target is the file managed;
+  // else the link is replaced by a regular file.
+  std::string path = name;
+  bool link = fs::is_symlink(fs::symlink_status(name, ec));
+  bool follow = c.flag("follow_symlinks", true);
+  if (link && follow) path = fs::weakly_canonical(name, ec).string();
+  if (ec) path = name;
+  bool replace_link = link && !follow;
+  bool exists = fs::exists(path, ec);
   // replace: False leaves an existing file's contents alone (its mode and
   // owner are still managed).
-  if (exists && !c.flag("replace", true) && !fs::is_directory(name, ec)) {
+  if (exists && !c.flag("replace", true) && !fs::is_directory(path, ec)) {
     ret["comment"] = c.test ? "File " + name + " not updated"
                             : "File " + name + " exists with proper permissions. No changes made.";
     co_return ret;
+  }
+  // file.accumulated's texts for this file reach its template as
+  // `accumulator` (Salt's _load_accumulators).
+  if (c.per_run != nullptr && c.per_run->accumulators.contains(name)) {
+    if (!c.low.contains("context") || !c.low["context"].is_object()) c.low["context"] = json::object();
+    c.low["context"]["accumulator"] = c.per_run->accumulators[name];
   }
   declared d = co_await declared_text(c);
   if (!d.error.empty()) co_return fail(ret, d.error);
@@ -354,14 +452,14 @@ asio::awaitable<json> managed(state_call c) {
     mode = parse_mode(*m);
     if (!mode) co_return fail(ret, "Invalid mode " + (m->is_string() ? m->get<std::string>() : m->dump()));
   }
-  if (exists && fs::is_directory(name, ec)) {
+  if (exists && fs::is_directory(path, ec)) {
     co_return fail(ret, "Specified target " + name + " is a directory");
   }
-  std::optional<std::string> have = exists ? read_file(name) : std::nullopt;
+  std::optional<std::string> have = exists ? read_file(path) : std::nullopt;
   bool same = have && *have == *want;
   std::optional<mode_t> have_mode;
   struct stat st {};
-  bool have_stat = exists && ::stat(name.c_str(), &st) == 0;
+  bool have_stat = exists && ::stat(path.c_str(), &st) == 0;
   if (have_stat) have_mode = st.st_mode & 07777;
   bool mode_differs = mode && have_mode && *have_mode != *mode;
   bool user_differs = own.uid && have_stat && st.st_uid != *own.uid;
@@ -394,15 +492,45 @@ asio::awaitable<json> managed(state_call c) {
     ret["comment"] = "File " + name + " is in the correct state";
     co_return ret;
   }
-  fs::path parent = fs::path(name).parent_path();
+  fs::path parent = fs::path(path).parent_path();
   if (!fs::is_directory(parent, ec)) {
     if (!c.flag("makedirs")) co_return fail(ret, "Parent directory not present");
-    fs::create_directories(parent, ec);
-    if (ec) co_return fail(ret, "Failed to create directory " + parent.string() + ": " + ec.message());
+    std::vector<fs::path> missing;
+    for (fs::path p = parent; !p.empty() && !fs::is_directory(p, ec); p = p.parent_path()) {
+      missing.push_back(p);
+      if (p == p.parent_path()) break;
+    }
+    std::optional<mode_t> dir_mode;
+    if (const json* m = c.arg("dir_mode"); m != nullptr && !m->is_null()) {
+      dir_mode = parse_mode(*m);
+    } else if (mode) {
+      // Salt: the file's mode with the execute bit added to each digit
+      // that is not 0, so the directories can be listed.
+      dir_mode = *mode & 0777;
+      for (int shift = 0; shift < 9; shift += 3) {
+        if ((*dir_mode >> shift) & 07) *dir_mode |= (1u << shift);
+      }
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST) {
+        co_return fail(ret, "Failed to create directory " + it->string() + ": " + std::strerror(errno));
+      }
+      if (dir_mode) ::chmod(it->c_str(), *dir_mode);
+      if (own.uid || own.gid) {
+        if (::chown(it->c_str(), own.uid ? *own.uid : static_cast<uid_t>(-1),
+                    own.gid ? *own.gid : static_cast<gid_t>(-1)) != 0) {
+          co_return fail(ret, "Failed to change ownership of " + it->string() + ": " + std::strerror(errno));
+        }
+      }
+    }
   }
   if (!same) {
     // Written beside the file and checked (check_cmd) before it replaces it.
-    std::string tmp = name + ".brine-tmp-" + std::to_string(::getpid());
+    std::string tmp = path + ".brine-tmp-" + std::to_string(::getpid());
+    if (const json* t = c.arg("tmp_dir"); t != nullptr && t->is_string() && !t->get<std::string>().empty()) {
+      tmp = t->get<std::string>() + "/" + fs::path(path).filename().string() + ".brine-tmp-" +
+            std::to_string(::getpid());
+    }
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       out << *want;
@@ -414,11 +542,20 @@ asio::awaitable<json> managed(state_call c) {
     }
     if (const json* check = c.arg("check_cmd"); check != nullptr && !check->is_null()) {
       std::string command = (check->is_string() ? check->get<std::string>() : check->dump()) + " " + tmp;
-      int rc = co_await c.retcode(command, json::object(), 1);
-      if (rc != 0) {
+      if (c.functions == nullptr) co_return fail(ret, "check_cmd needs the minion's execution functions");
+      json out = co_await run_check_cmd(c.functions, c.context, c.jid, c.timeout, std::move(command));
+      if (out.value("retcode", 1) != 0) {
         std::error_code rm;
         fs::remove(tmp, rm);
-        ret["comment"] = "check_cmd execution failed";
+        // Salt's mod_run_check_cmd: the command's output follows.
+        std::string comment = "check_cmd execution failed";
+        for (const char* stream : {"stdout", "stderr"}) {
+          if (out.contains(stream) && out[stream].is_string() && !out[stream].get<std::string>().empty()) {
+            comment += "\n" + out[stream].get<std::string>();
+          }
+        }
+        ret["changes"] = json::object();
+        ret["comment"] = comment;
         ret["skip_watch"] = true;
         ret["result"] = false;
         co_return ret;
@@ -427,37 +564,41 @@ asio::awaitable<json> managed(state_call c) {
     // A new file keeps the mode it was created with (0666 less the umask),
     // a replaced one its old mode, unless mode= says otherwise.
     if (mode || have_mode) ::chmod(tmp.c_str(), mode ? *mode : *have_mode);
-    if (::rename(tmp.c_str(), name.c_str()) != 0) {
+    if (exists && !replace_link) backup_minion(c, path);
+    if (::rename(tmp.c_str(), path.c_str()) != 0 && !move_across(tmp, path)) {
       std::error_code rm;
       fs::remove(tmp, rm);
       co_return fail(ret, "Unable to replace " + name + ": " + std::strerror(errno));
     }
     if (own.uid || own.gid) {
-      if (::chown(name.c_str(), own.uid ? *own.uid : static_cast<uid_t>(-1),
+      if (::chown(path.c_str(), own.uid ? *own.uid : static_cast<uid_t>(-1),
                   own.gid ? *own.gid : static_cast<gid_t>(-1)) != 0) {
         co_return fail(ret, "Failed to change ownership of " + name + ": " + std::strerror(errno));
       }
     }
     ret["changes"]["diff"] = exists ? diff_of(c, have.value_or(""), *want) : "New file";
     note_owner();
-    if (mode && (!exists || mode_differs)) {
+    if (exists && mode_differs) {
       ret["changes"]["mode"] = mode_text(*mode);
-    } else if (!exists && d.from_source) {
-      // Salt reports the mode a new file from a source got (0644 under
-      // the usual umask).
+    } else if (!exists && (mode || d.from_source)) {
+      // Salt makes a new file 0600 (mkstemp) and then sets the mode wanted
+      // (for a source without mode=, 0666 less the umask): the mode shows
+      // as a change unless it is 0600.
       struct stat now {};
-      if (::stat(name.c_str(), &now) == 0) ret["changes"]["mode"] = mode_text(now.st_mode & 07777);
+      if (::stat(path.c_str(), &now) == 0 && (now.st_mode & 07777) != 0600) {
+        ret["changes"]["mode"] = mode_text(now.st_mode & 07777);
+      }
     }
   } else {
     if (own.uid || own.gid) {
-      if (::chown(name.c_str(), own.uid ? *own.uid : static_cast<uid_t>(-1),
+      if (::chown(path.c_str(), own.uid ? *own.uid : static_cast<uid_t>(-1),
                   own.gid ? *own.gid : static_cast<gid_t>(-1)) != 0) {
         co_return fail(ret, "Failed to change ownership of " + name + ": " + std::strerror(errno));
       }
       note_owner();
     }
     if (mode_differs) {
-      ::chmod(name.c_str(), *mode);
+      ::chmod(path.c_str(), *mode);
       ret["changes"]["mode"] = mode_text(*mode);
     }
   }
@@ -465,48 +606,421 @@ asio::awaitable<json> managed(state_call c) {
   co_return ret;
 }
 
-asio::awaitable<json> directory(state_call c) {
-  std::string name = c.name();
-  json ret = make_ret(name, true, "");
-  if (name.empty() || name.front() != '/') {
-    ret["result"] = false;
-    ret["comment"] = "Specified file " + name + " is not an absolute path";
-    co_return ret;
+namespace {
+
+// Salt's _get_recurse_set: the recurse list as a set; `error` when it is
+// malformed.
+struct recurse_set {
+  std::set<std::string> items;
+  std::string error;
+};
+
+recurse_set recurse_set_of(const json* v) {
+  recurse_set out;
+  if (v == nullptr || v->is_null() || (v->is_array() && v->empty()) ||
+      (v->is_string() && v->get<std::string>().empty()) || (v->is_boolean() && !v->get<bool>())) {
+    return out;
+  }
+  if (!v->is_array()) {
+    out.error = "\"recurse\" must be formed as a list of strings";
+    return out;
+  }
+  static const std::vector<std::string> k_types = {"user",         "group",       "mode",
+                                                   "ignore_files", "ignore_dirs", "silent"};
+  bool bad = false;
+  for (const auto& item : *v) {
+    if (!item.is_string() ||
+        std::find(k_types.begin(), k_types.end(), item.get<std::string>()) == k_types.end()) {
+      bad = true;
+      continue;
+    }
+    out.items.insert(item.get<std::string>());
+  }
+  if (bad) {
+    std::string list;
+    for (const auto& t : k_types) list += (list.empty() ? "\"" : ", \"") + t + "\"";
+    out.error = "Types for \"recurse\" limited to " + list + ".";
+  } else if (out.items.count("ignore_files") && out.items.count("ignore_dirs")) {
+    out.error =
+        "Must not specify \"recurse\" options \"ignore_files\" and \"ignore_dirs\" at the same "
+        "time.";
+  }
+  return out;
+}
+
+bool is_child(const std::string& path, const std::string& dir) {
+  std::string rel = fs::path(path).lexically_normal().lexically_relative(fs::path(dir).lexically_normal()).generic_string();
+  return !rel.empty() && !rel.starts_with("..");
+}
+
+// Everything at and below `dir` (Salt's _process / _process_by_walk_d).
+void add_tree(const std::string& dir, std::set<std::string>& keep) {
+  for (const auto& level : depth_limited_walk(dir)) {
+    keep.insert(level.root);
+    for (const auto& f : level.files) keep.insert(path_join(level.root, f));
+    for (const auto& d : level.dirs) keep.insert(path_join(level.root, d));
+  }
+}
+
+}  // namespace
+
+asio::awaitable<std::set<std::string>> keep_from_requires(state_call c, std::string name) {
+  std::set<std::string> keep;
+  const json* require = c.arg("require");
+  if (require == nullptr || !require->is_array() || c.per_run == nullptr ||
+      c.per_run->lowstate == nullptr) {
+    co_return keep;
+  }
+  json lowstate = *c.per_run->lowstate;
+  for (const auto& req : *require) {
+    if (!req.is_object() || !req.contains("file")) continue;
+    std::string want = python_str(req["file"]);
+    for (const auto& low : lowstate) {
+      if (python_str(low.value("name", json())) != want &&
+          python_str(low.value("__id__", json())) != want) {
+        continue;
+      }
+      std::string fn = python_str(low.value("name", json()));
+      std::error_code ec;
+      if (!fs::is_directory(fn, ec)) {
+        keep.insert(fn);
+      } else if (is_child(fn, name)) {
+        if (low.value("fun", json()) == json("recurse")) {
+          state_call rc = c;
+          rc.low = low;
+          std::set<std::string> managed = co_await recurse_keep(std::move(rc));
+          keep.insert(managed.begin(), managed.end());
+        } else {
+          add_tree(fn, keep);
+        }
+      }
+    }
+  }
+  co_return keep;
+}
+
+namespace {
+
+// Salt's _check_directory: what file.directory would change, as
+// {path: {key: value}}; result None with the list of them as the comment,
+// or True with "in the correct state".
+struct dir_check {
+  json result = true;
+  std::string comment;
+  json changes = json::object();
+};
+
+dir_check check_directory(const state_call& c, const std::string& name, wanted_perms want,
+                          std::optional<std::string> file_mode, const recurse_set& rs,
+                          bool clean, const std::set<std::string>& keep,
+                          std::optional<long long> max_depth, bool follow, bool children_only) {
+  dir_check out;
+  std::vector<walk_level> walk;
+  if (!rs.items.empty() || clean) walk = depth_limited_walk(name, max_depth);
+  if (!rs.items.empty()) {
+    wanted_perms sub = want;
+    if (!rs.items.count("user")) sub.user = nullptr;
+    if (!rs.items.count("group")) sub.group = nullptr;
+    if (!rs.items.count("mode")) {
+      sub.mode.reset();
+      file_mode.reset();
+    }
+    bool check_files = !rs.items.count("ignore_files");
+    bool check_dirs = !rs.items.count("ignore_dirs");
+    for (const auto& level : walk) {
+      if (check_files) {
+        wanted_perms fw = sub;
+        fw.mode = file_mode;
+        for (const auto& f : level.files) {
+          std::string path = path_join(level.root, f);
+          json ch = dir_meta_changes(path, fw, follow);
+          ch.erase("directory");
+          if (!ch.empty()) out.changes[path] = ch;
+        }
+      }
+      if (check_dirs) {
+        for (const auto& d : level.dirs) {
+          std::string path = path_join(level.root, d);
+          json ch = dir_meta_changes(path, sub, follow);
+          if (!ch.empty()) out.changes[path] = ch;
+        }
+      }
+    }
+    want = sub;
+  }
+  if (!children_only) {
+    json ch = dir_meta_changes(name, want, follow);
+    if (!ch.empty()) out.changes[name] = ch;
+  }
+  if (clean) {
+    // Under test Salt keeps only the exact paths of required states (their
+    // parents show as removed; the real run keeps them).
+    const json* exclude_pat = c.arg("exclude_pat");
+    auto note = [&](const std::string& path) {
+      if (keep.count(path)) return;
+      std::string rel = fs::path(path).lexically_relative(name).generic_string();
+      if (!check_include_exclude(rel, nullptr, exclude_pat)) return;
+      out.changes[path] = json{{"removed", "Removed due to clean"}};
+    };
+    for (const auto& level : walk) {
+      for (const auto& f : level.files) note(path_join(level.root, f));
+      for (const auto& d : level.dirs) note(path_join(level.root, d));
+    }
   }
   std::error_code ec;
-  if (fs::is_directory(name, ec)) {
-    ret["comment"] = "The directory " + name + " is in the correct state";
+  if (!fs::is_directory(name, ec)) out.changes[name] = json{{"directory", "new"}};
+  if (!out.changes.empty()) {
+    std::string comment = "The following files will be changed:\n";
+    for (const auto& [path, ch] : out.changes.items()) {
+      for (const auto& [k, v] : ch.items()) comment += path + ": " + k + " - " + python_str(v) + "\n";
+    }
+    out.result = nullptr;
+    out.comment = comment;
+    return out;
+  }
+  out.comment = "The directory " + name + " is in the correct state";
+  return out;
+}
+
+json fail_dir(json ret, const std::string& comment) {
+  ret["result"] = false;
+  ret["comment"] = comment;
+  return ret;
+}
+
+}  // namespace
+
+asio::awaitable<json> file_directory(state_call c) {
+  std::string name = expand_user(c.name());
+  json ret = make_ret(name, true, "");
+  if (name.empty()) co_return fail_dir(ret, "Must provide name to file.directory");
+  // The return keeps the name as given (Salt strips the slash after
+  // making its return).
+  if (name.back() == '/' && name != "/") name.pop_back();
+  bool clean = c.flag("clean");
+  std::optional<long long> max_depth;
+  if (const json* m = c.arg("max_depth"); m != nullptr && !m->is_null()) {
+    if (!m->is_number_integer()) co_return fail_dir(ret, "max_depth must be an integer, got " + python_str(*m));
+    max_depth = m->get<long long>();
+  }
+  if (max_depth && clean) co_return fail_dir(ret, "Cannot specify both max_depth and clean");
+  wanted_perms want;
+  if (const json* u = c.arg("user"); u != nullptr && truthy(*u)) {
+    want.user = *u;
+  } else if (const json* o = c.arg("owner"); o != nullptr) {
+    want.user = *o;
+  }
+  if (const json* g = c.arg("group")) want.group = *g;
+  json dir_mode = c.low.value("dir_mode", json());
+  if (c.arg("mode") != nullptr && !truthy(dir_mode)) dir_mode = *c.arg("mode");
+  json file_mode = c.low.value("file_mode", json());
+  if (!truthy(file_mode)) file_mode = dir_mode;
+  want.mode = normalize_mode(dir_mode);
+  std::optional<std::string> fmode = normalize_mode(file_mode);
+  if (std::string err = check_user(want, c.test); !err.empty()) co_return fail_dir(ret, err);
+  if (name.front() != '/') co_return fail_dir(ret, "Specified file " + name + " is not an absolute path");
+  bool force = c.flag("force");
+  bool follow = c.flag("follow_symlinks");
+  bool children_only = c.flag("children_only");
+  std::error_code ec;
+  bool is_link = fs::is_symlink(fs::symlink_status(name, ec));
+  bool is_file = fs::is_regular_file(name, ec);
+  if (is_file || (!c.flag("allow_symlink", true) && is_link) || (force && is_link)) {
+    const json* backup = c.arg("backupname");
+    if (backup != nullptr && !backup->is_null()) {
+      std::string backupname = python_str(*backup);
+      if (fs::exists(fs::symlink_status(backupname, ec))) {
+        if (!force) co_return fail_dir(ret, "File exists where the backup target " + backupname + " should go");
+        if (c.test) {
+          ret["changes"]["forced"] = "Existing file at backup path " + backupname + " would be removed";
+        } else {
+          fs::remove_all(backupname, ec);
+        }
+      }
+      if (c.test) {
+        ret["changes"]["backup"] = name + " would be renamed to " + backupname;
+        ret["changes"][name] = json{{"directory", "new"}};
+        ret["comment"] = name + " would be backed up and replaced with a new directory";
+        ret["result"] = nullptr;
+        co_return ret;
+      }
+      if (::rename(name.c_str(), backupname.c_str()) != 0) {
+        co_return fail_dir(ret, "Failed to rename " + name + " to " + backupname + ": " + std::strerror(errno));
+      }
+    } else if (force) {
+      const char* what = is_file ? "File" : is_link ? "Symlink" : "Directory";
+      if (c.test) {
+        ret["changes"]["forced"] = std::string(what) + " would be forcibly replaced";
+      } else {
+        fs::remove_all(name, ec);
+        ret["changes"]["forced"] = std::string(what) + " was forcibly replaced";
+      }
+    } else if (is_file) {
+      co_return fail_dir(ret, "Specified location " + name + " exists and is a file");
+    } else {
+      co_return fail_dir(ret, "Specified location " + name + " exists and is a symlink");
+    }
+  }
+  recurse_set rs = recurse_set_of(c.arg("recurse"));
+  dir_check check;
+  if (!rs.error.empty()) {
+    check.result = false;
+    check.comment = rs.error;
+  } else {
+    std::set<std::string> keep;
+    if (clean) keep = co_await keep_from_requires(c, name);
+    check = check_directory(c, name, want, fmode, rs, clean, keep, max_depth, follow, children_only);
+  }
+  for (const auto& [k, v] : check.changes.items()) ret["changes"][k] = v;
+  if (c.test || ret["changes"].empty()) {
+    ret["result"] = check.result;
+    ret["comment"] = check.comment;
     co_return ret;
   }
-  if (fs::exists(name, ec)) {
+  if (!fs::is_directory(name, ec)) {
+    fs::path parent = fs::path(name).parent_path();
+    if (!fs::is_directory(parent, ec)) {
+      if (!c.flag("makedirs")) co_return fail_dir(ret, "No directory to create " + name + " in");
+      std::vector<std::string> missing;
+      for (fs::path d = parent; !d.empty() && !fs::is_directory(d, ec); d = d.parent_path()) {
+        missing.push_back(d.string());
+        if (d == d.parent_path()) break;
+      }
+      for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+        if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST) {
+          co_return fail_dir(ret, "Failed to create directory " + *it + ": " + std::strerror(errno));
+        }
+        json ignored = json::object();
+        std::vector<std::string> errs;
+        check_perms(*it, want, false, false, ignored, errs);
+      }
+    }
+    if (::mkdir(name.c_str(), 0777) != 0) co_return fail_dir(ret, "Failed to create directory " + name);
+    json ignored = json::object();
+    std::vector<std::string> errs;
+    check_perms(name, want, false, false, ignored, errs);
+    ret["changes"][name] = json{{"directory", "new"}};
+    co_return ret;
+  }
+  std::vector<std::string> errors;
+  if (!children_only) check_perms(name, want, false, follow, ret["changes"], errors);
+  if (!rs.items.empty()) {
+    wanted_perms sub = want;
+    if (rs.items.count("user")) {
+      if (!truthy(want.user) && !want.user.is_number_integer()) {
+        ret["result"] = false;
+        ret["comment"] = "user not specified, but configured as a target for recursive ownership management";
+      }
+    } else {
+      sub.user = nullptr;
+    }
+    if (rs.items.count("group")) {
+      if (!truthy(want.group) && !want.group.is_number_integer()) {
+        ret["result"] = false;
+        ret["comment"] = "group not specified, but configured as a target for recursive ownership management";
+      }
+    } else {
+      sub.group = nullptr;
+    }
+    if (!rs.items.count("mode")) {
+      sub.mode.reset();
+      fmode.reset();
+    }
+    if (rs.items.count("silent")) ret["changes"] = json{{"recursion", "Changes silenced"}};
+    bool check_files = !rs.items.count("ignore_files");
+    bool check_dirs = !rs.items.count("ignore_dirs");
+    wanted_perms fw = sub;
+    fw.mode = fmode;
+    for (const auto& level : depth_limited_walk(name, max_depth)) {
+      if (check_files) {
+        for (const auto& f : level.files) check_perms(path_join(level.root, f), fw, false, follow, ret["changes"], errors);
+      }
+      if (check_dirs) {
+        for (const auto& d : level.dirs) check_perms(path_join(level.root, d), sub, false, follow, ret["changes"], errors);
+      }
+    }
+  }
+  if (clean) {
+    std::set<std::string> keep = co_await keep_from_requires(c, name);
+    std::vector<std::string> removed = clean_tree(name, keep, c.arg("exclude_pat"), false);
+    if (!removed.empty()) {
+      ret["changes"]["removed"] = removed;
+      ret["comment"] = "Files cleaned from directory " + name;
+    }
+  }
+  if (ret["comment"].get<std::string>().empty()) {
+    if (children_only) {
+      ret["comment"] = "Directory " + name + "/* updated";
+    } else if (!ret["changes"].empty()) {
+      ret["comment"] = "Directory " + name + " updated";
+    }
+  }
+  if (ret["changes"].empty() && ret["result"] == json(true)) {
+    std::string orig = ret["comment"].get<std::string>();
+    ret["comment"] = "Directory " + name + " is in the correct state" + (orig.empty() ? "" : "\n" + orig);
+  }
+  if (!errors.empty()) {
     ret["result"] = false;
-    ret["comment"] = "Specified location " + name + " exists and is a file";
-    co_return ret;
+    std::string comment = ret["comment"].get<std::string>() + "\n\nThe following errors were encountered:\n";
+    for (const auto& e : errors) comment += "\n- " + e;
+    ret["comment"] = comment;
   }
-  json change = json::object();
-  change["directory"] = "new";
-  if (c.test) {
-    ret["changes"][name] = change;
-    ret["result"] = nullptr;
-    ret["comment"] = "The following files will be changed:\n" + name + ": directory - new\n";
-    co_return ret;
+  co_return ret;
+}
+
+namespace {
+
+// Salt's file.accumulated: charges the run's accumulator `name` for
+// `filename` with `text`, for that file's file.managed template or
+// file.blockreplace, which must require it (require_in/watch_in).
+asio::awaitable<json> accumulated(state_call c) {
+  std::string name = c.name();
+  json ret = make_ret(name, true, "");
+  if (name.empty()) co_return fail_dir(ret, "Must provide name to file.accumulated");
+  const json* text = c.arg("text");
+  if (text == nullptr || text->is_null()) co_return fail_dir(ret, "No text supplied for accumulator");
+  json deps = json::array();
+  for (const char* key : {"require_in", "watch_in"}) {
+    const json* v = c.arg(key);
+    if (v == nullptr) continue;
+    if (v->is_array()) {
+      for (const auto& d : *v) deps.push_back(d);
+    } else {
+      deps.push_back(*v);
+    }
   }
-  fs::path parent = fs::path(name).parent_path();
-  if (!fs::is_directory(parent, ec) && !c.flag("makedirs")) {
-    ret["result"] = false;
-    ret["comment"] = "No directory to create " + name + " in";
-    co_return ret;
+  bool to_file = false;
+  for (const auto& d : deps) {
+    if ((d.is_object() && d.contains("file")) || (d.is_string() && d.get<std::string>().find("file") != std::string::npos)) {
+      to_file = true;
+    }
   }
-  fs::create_directories(name, ec);
-  if (ec) {
-    ret["result"] = false;
-    ret["comment"] = "Failed to create directory " + name + ": " + ec.message();
-    co_return ret;
+  if (!to_file) {
+    co_return fail_dir(ret, "Orphaned accumulator " + name + " in " + python_str(c.low.value("__sls__", json())) + ":" +
+                                python_str(c.low.value("__id__", json())));
   }
-  if (const json* m = c.arg("dir_mode"); m != nullptr && !m->is_null()) {
-    if (auto mode = parse_mode(*m)) ::chmod(name.c_str(), *mode);
+  if (c.per_run == nullptr) co_return fail_dir(ret, "file.accumulated runs only within a state run");
+  std::string filename = python_str(c.low.value("filename", json()));
+  json& data = c.per_run->accumulators;
+  json& dep_data = c.per_run->accumulator_deps;
+  if (!data.contains(filename)) data[filename] = json::object();
+  if (!dep_data.contains(filename)) dep_data[filename] = json::object();
+  if (!dep_data[filename].contains(name)) dep_data[filename][name] = json::array();
+  for (const auto& d : deps) {
+    if (d.is_object()) {
+      for (const auto& [k, v] : d.items()) dep_data[filename][name].push_back(v);
+    } else if (d.is_string()) {
+      for (char ch : d.get<std::string>()) dep_data[filename][name].push_back(std::string(1, ch));
+    }
   }
-  ret["changes"][name] = change;
+  if (!data[filename].contains(name)) data[filename][name] = json::array();
+  json& texts = data[filename][name];
+  json chunks = text->is_array() ? *text : json::array({*text});
+  for (const auto& chunk : chunks) {
+    if (std::find(texts.begin(), texts.end(), chunk) != texts.end()) continue;
+    texts.push_back(chunk);
+    ret["comment"] = "Accumulator " + name + " for file " + filename + " was charged by text";
+  }
   co_return ret;
 }
 
@@ -516,12 +1030,18 @@ asio::awaitable<json> mod_run_check_cmd(state_call c) { co_return make_ret(c.nam
 }  // namespace
 
 void register_file_states(registry& reg) {
-  reg.add("file.managed", managed, {"name"},
-          "file.managed name=PATH contents=TEXT [mode=0644] [makedirs=False] "
-          "[contents_newline=True] [check_cmd=CMD]: the file holds exactly TEXT (source= and "
-          "template= are not in brine yet)");
-  reg.add("file.directory", directory, {"name"},
-          "file.directory name=PATH [makedirs=False] [dir_mode=]: the directory exists");
+  reg.add("file.managed", file_managed, {"name"},
+          "file.managed name=PATH contents=TEXT|source=URL [template=jinja] [mode=0644] "
+          "[user=] [group=] [makedirs=False] [replace=True] [contents_newline=True] "
+          "[check_cmd=CMD]: the file holds exactly TEXT");
+  reg.add("file.directory", file_directory, {"name"},
+          "file.directory name=PATH [user=] [group=] [dir_mode=] [file_mode=] [makedirs=False] "
+          "[recurse=[user,group,mode,ignore_files,ignore_dirs,silent]] [max_depth=] "
+          "[clean=False] [exclude_pat=] [force=False] [backupname=] [allow_symlink=True] "
+          "[children_only=False] [follow_symlinks=False]: the directory exists as declared");
+  reg.add("file.accumulated", accumulated, {"name", "filename", "text"},
+          "file.accumulated name=NAME filename=PATH text=TEXT|[TEXT...] (require_in: the file's "
+          "state): TEXT reaches PATH's file.managed template as accumulator[NAME]");
   reg.add("file.mod_run_check_cmd", mod_run_check_cmd, {"name"},
           "file.mod_run_check_cmd: file.managed runs check_cmd on the new text itself");
 }

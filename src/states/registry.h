@@ -23,6 +23,21 @@ namespace brine::states {
 
 using json = nlohmann::ordered_json;
 
+// What the states of one run share, as Salt keeps it beside the State
+// object: the run's low chunks (Salt's __lowstate__, which file.directory's
+// clean reads to keep the files of the states it requires) and the file
+// accumulators (file.accumulated charges them; file.managed's templates and
+// file.blockreplace read them). The runner makes one per run and hands each
+// state call a pointer; states of one run share its executor, so no lock.
+struct run_data {
+  // The run's chunks (owned by the runner, alive while the run is).
+  const json* lowstate = nullptr;
+  // target file -> accumulator name -> texts, in the order they came.
+  json accumulators = json::object();
+  // target file -> accumulator name -> ids of the states it is required by.
+  json accumulator_deps = json::object();
+};
+
 // What a state function gets: the low chunk (its arguments by name, and
 // Salt's bookkeeping keys __id__, __sls__, ...), whether this is a test run,
 // and what it may use of the minion.
@@ -34,6 +49,9 @@ struct state_call {
   modules::minion_context* context = nullptr;
   const modules::registry* functions = nullptr;
   std::string jid;
+  // The run this call belongs to; null outside a runner (unit tests, a
+  // state function called by another).
+  run_data* per_run = nullptr;
   // The limit of the whole run: child processes a state starts get no more.
   std::chrono::seconds timeout{3600};
 
@@ -96,6 +114,8 @@ void register_builtin_states(registry& reg);
 void register_test_states(registry& reg);
 void register_cmd_states(registry& reg);
 void register_file_states(registry& reg);
+// file.recurse (file_recurse_states.cc).
+void register_file_recurse_states(registry& reg);
 // file.absent, symlink, touch, exists, missing, copy (file_path_states.cc).
 void register_file_path_states(registry& reg);
 // file.append, prepend, replace, line, blockreplace, comment, uncomment,

@@ -96,6 +96,49 @@ class FileServerTest(ClusterTestCase):
         self.assertNotEqual(rc, 0, out + err)
         self.assertIn("No matching sls found for 'other' in env 'base'", out)
 
+    def test_recurse_fetches_only_what_differs(self):
+        # A directory on the master with a small file and one larger than
+        # the prefetch limit (the state tree's mirror does not bring it; only
+        # file.recurse asks for it).
+        big = "x" * (1024 * 1024 + 10) + "\n"
+        write_tree(self.roots, {
+            "conf/app.conf": "setting = 1\n",
+            "conf/data/big.bin": big,
+            "recurse.sls": "conf:\n  file.recurse:\n    - name: {{ grains['sandbox'] }}/conf\n"
+                           "    - source: salt://conf\n",
+        })
+        dest = os.path.join(self.sandbox, "conf")
+        cache = self.c.path("minions", "m1", "cache", "files", "base")
+        ret = self.cmd("state.sls", "recurse")
+        state = next(iter(ret.values()))
+        self.assertTrue(state["result"], state)
+        self.assertEqual(state["comment"], "Recursively updated " + dest)
+        self.assertEqual(sorted(state["changes"]),
+                         sorted([dest + "/app.conf", dest + "/data", dest + "/data/big.bin"]))
+        with open(os.path.join(dest, "data", "big.bin")) as f:
+            self.assertEqual(f.read(), big)
+
+        # Second run: the destination holds the master's bytes, so nothing is
+        # fetched: the cached copy of the big file, removed here, stays away.
+        os.remove(os.path.join(cache, "conf", "data", "big.bin"))
+        dest_ino = os.stat(os.path.join(dest, "data", "big.bin")).st_ino
+        ret = self.cmd("state.sls", "recurse")
+        state = next(iter(ret.values()))
+        self.assertTrue(state["result"], state)
+        self.assertEqual(state["changes"], {})
+        self.assertEqual(state["comment"], "The directory " + dest + " is in the correct state")
+        self.assertFalse(os.path.exists(os.path.join(cache, "conf", "data", "big.bin")))
+        self.assertEqual(os.stat(os.path.join(dest, "data", "big.bin")).st_ino, dest_ino)
+
+        # A change on the master: that file (and only it) comes again.
+        write_tree(self.roots, {"conf/data/big.bin": big + "more\n"})
+        ret = self.cmd("state.sls", "recurse")
+        state = next(iter(ret.values()))
+        self.assertEqual(sorted(state["changes"]), [dest + "/data/big.bin"])
+        self.assertTrue(os.path.exists(os.path.join(cache, "conf", "data", "big.bin")))
+        with open(os.path.join(dest, "data", "big.bin")) as f:
+            self.assertEqual(f.read(), big + "more\n")
+
     def test_cp_functions(self):
         self.assertEqual(self.cmd("cp.list_master"),
                          ["extra.txt", "other.sls", "top.sls", "web/files/css/site.css",

@@ -303,5 +303,33 @@ TEST_F(runner_test, an_unknown_function_fails_that_state_only) {
   EXPECT_EQ(at(ret, "test_|-z_|-z_|-nop")["result"], true);
 }
 
+TEST_F(runner_test, states_of_one_run_share_its_chunks_and_accumulators) {
+  temp_dir dir;
+  std::string d = dir.file("d"), block = dir.file("block.txt");
+  std::filesystem::create_directories(d);
+  std::ofstream(d + "/kept.txt") << "kept";
+  std::ofstream(d + "/junk.txt") << "junk";
+  std::ofstream(block) << "# START\n# END\n";
+  json chunks = json::array({
+      chunk("kept", "file.managed", {{"name", d + "/kept.txt"}, {"replace", false}}, 1),
+      // clean keeps what the states it requires manage (the run's chunks).
+      chunk("d", "file.directory", {{"name", d}, {"clean", true}, {"require", req("file", "kept")}}, 2),
+      chunk("acc", "file.accumulated",
+            {{"filename", block}, {"text", "from the accumulator"},
+             {"require_in", req("file", "block")}}, 3),
+      chunk("block", "file.blockreplace",
+            {{"name", block}, {"marker_start", "# START"}, {"marker_end", "# END"},
+             {"content", "own"}, {"require", req("file", "acc")}}, 4),
+  });
+  json ret = run(chunks);
+  EXPECT_EQ(at(ret, "file_|-d_|-" + d + "_|-directory")["changes"]["removed"],
+            json::array({d + "/junk.txt"}));
+  EXPECT_TRUE(std::filesystem::exists(d + "/kept.txt"));
+  EXPECT_EQ(at(ret, "file_|-block_|-" + block + "_|-blockreplace")["result"], true);
+  std::ifstream in(block);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "# START\nown\nfrom the accumulator\n# END\n");
+}
+
 }  // namespace
 }  // namespace brine::apply

@@ -1,10 +1,10 @@
-#include "states/diff.h"
+#include "modules/diff.h"
 
 #include <algorithm>
 #include <tuple>
 #include <unordered_map>
 
-namespace brine::states {
+namespace brine::modules {
 namespace {
 
 struct match {
@@ -230,4 +230,4 @@ std::vector<std::string> split_lines(std::string_view text) {
   return lines;
 }
 
-}  // namespace brine::states
+}  // namespace brine::modules

@@ -1,5 +1,5 @@
 # Records Python 3.11 difflib.unified_diff outputs as diff_test.cc's data:
-#   python3 src/states/tests/gen_diff_cases.py > src/states/tests/diff_cases.json
+#   python3 src/modules/tests/gen_diff_cases.py > src/modules/tests/diff_cases.json
 import difflib, json, random
 cases = []
 def add(name, a, b, **kw):

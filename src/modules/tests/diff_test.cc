@@ -2,7 +2,7 @@
 // Python 3.11's difflib.unified_diff printed, recorded by
 // gen_diff_cases.py) must come out byte for byte.
 
-#include "states/diff.h"
+#include "modules/diff.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-namespace brine::states {
+namespace brine::modules {
 namespace {
 
 std::vector<std::string> strings(const nlohmann::json& v) {
@@ -75,4 +75,4 @@ TEST(diff_test, opcodes_as_sequence_matcher) {
 }
 
 }  // namespace
-}  // namespace brine::states
+}  // namespace brine::modules

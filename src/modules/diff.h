@@ -34,7 +34,7 @@
 #include <string_view>
 #include <vector>
 
-namespace brine::states {
+namespace brine::modules {
 
 struct diff_options {
   std::string fromfile;
@@ -73,4 +73,4 @@ struct diff_opcode {
 std::vector<diff_opcode> diff_opcodes(const std::vector<std::string>& a,
                                       const std::vector<std::string>& b);
 
-}  // namespace brine::states
+}  // namespace brine::modules
