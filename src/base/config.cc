@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -415,17 +417,27 @@ std::string fingerprint(const option& opt) {
   return f;
 }
 
+// The option's value as Salt's YAML loader reads it; too big a value (an
+// alias bomb) fails naming the option and its line.
+nlohmann::json as_data(const option& opt) {
+  try {
+    return yaml_to_json(opt.value);
+  } catch (const error& e) {
+    fail_at(opt.source, opt.line, opt.name + ": " + e.what());
+  }
+}
+
 // Salt's `grains:`: a mapping, read as Salt's YAML loader reads it.
 nlohmann::json grains_map(const option& opt) {
   if (!opt.value.IsMap()) opt.fail("a mapping of grain names to values");
-  return yaml_to_json(opt.value);
+  return as_data(opt);
 }
 
 // Any YAML value, read as Salt's loader reads it (checked by its user).
 nlohmann::json any_map(const option& opt) {
   if (opt.value.IsNull()) return nlohmann::json::object();
   if (!opt.value.IsMap()) opt.fail("a mapping");
-  return yaml_to_json(opt.value);
+  return as_data(opt);
 }
 
 // Salt's file_roots / pillar_roots: environment -> list of directories.
@@ -587,6 +599,44 @@ void check_once(std::map<std::string, int>& seen, const std::string& source, con
   }
 }
 
+// Whether a document's events hold any node but a bare null (yaml-cpp's
+// LoadAll stops at a null document), and where the document started.
+struct document_probe : YAML::EventHandler {
+  bool has_node = false;
+  int line = 0;
+  void OnDocumentStart(const YAML::Mark& mark) override { line = mark.line + 1; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { has_node = true; }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    has_node = true;
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    has_node = true;
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    has_node = true;
+  }
+  void OnMapEnd() override {}
+};
+
+// The line of a second document in `yaml` that holds anything, if any.
+// Parses two documents at most: yaml-cpp's LoadAll can keep finding
+// documents in some malformed text without end (found by config_fuzz).
+std::optional<int> second_document_line(const std::string& yaml) {
+  std::istringstream in(yaml);
+  YAML::Parser parser(in);
+  document_probe first;
+  if (!parser.HandleNextDocument(first)) return std::nullopt;
+  document_probe second;
+  if (!parser.HandleNextDocument(second) || !second.has_node) return std::nullopt;
+  return second.line;
+}
+
 template <class Config>
 std::map<std::string, int> apply(const std::string& yaml, const std::string& source,
                                  const option_table<Config>& table, Config& config) {
@@ -608,15 +658,14 @@ std::map<std::string, int> apply(const std::string& yaml, const std::string& sou
   }
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(yaml);
+    if (auto second = second_document_line(yaml)) {
+      fail_at(source, *second, "a second YAML document; put all options in one mapping");
+    }
+    docs.push_back(YAML::Load(yaml));
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) throw error(fmt::format("config {}: invalid YAML: {}", source, e.msg));
     fail_at(source, e.mark.line + 1,
             fmt::format("invalid YAML at column {}: {}", e.mark.column + 1, e.msg));
-  }
-  if (docs.size() > 1) {
-    fail_at(source, docs[1].Mark().line + 1,
-            "a second YAML document; put all options in one mapping");
   }
   if (docs.empty() || docs[0].IsNull()) return seen;
   const YAML::Node& root = docs[0];

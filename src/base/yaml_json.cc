@@ -1,10 +1,13 @@
 #include "base/yaml_json.h"
 
+#include "base/error.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <string>
 #include <string_view>
 
 namespace brine::base {
@@ -119,30 +122,56 @@ nlohmann::json yaml_scalar(const std::string& s) {
   return s;
 }
 
-nlohmann::json yaml_to_json(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Sequence: {
-      auto a = nlohmann::json::array();
-      for (const auto& item : node) a.push_back(yaml_to_json(item));
-      return a;
+namespace {
+
+// Values a conversion may make. Aliases let a few lines of YAML stand for
+// an exponential tree (the "billion laughs"); as data, every value counts.
+constexpr size_t k_max_values = 1'000'000;
+constexpr int k_max_depth = 1000;
+
+struct converter {
+  size_t made = 0;
+
+  nlohmann::json convert(const YAML::Node& node, int depth) {
+    if (++made > k_max_values) {
+      throw error("YAML data with more than " + std::to_string(k_max_values) +
+                  " values (aliases expand to a copy each time they are used): write the data "
+                  "out without nesting aliases");
     }
-    case YAML::NodeType::Map: {
-      auto o = nlohmann::json::object();
-      for (const auto& kv : node) {
-        auto key = yaml_to_json(kv.first);
-        o[key.is_string() ? key.get<std::string>() : key.dump()] = yaml_to_json(kv.second);
+    if (depth > k_max_depth) {
+      throw error("YAML data nested more than " + std::to_string(k_max_depth) + " levels deep");
+    }
+    switch (node.Type()) {
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        return nullptr;
+      case YAML::NodeType::Sequence: {
+        auto a = nlohmann::json::array();
+        for (const auto& item : node) a.push_back(convert(item, depth + 1));
+        return a;
       }
-      return o;
+      case YAML::NodeType::Map: {
+        auto o = nlohmann::json::object();
+        for (const auto& kv : node) {
+          auto key = convert(kv.first, depth + 1);
+          o[key.is_string() ? key.get<std::string>() : key.dump()] = convert(kv.second, depth + 1);
+        }
+        return o;
+      }
+      case YAML::NodeType::Scalar:
+        break;
     }
-    case YAML::NodeType::Scalar:
-      break;
+    // Quoted (or explicitly tagged !!str) scalars are strings as they are.
+    if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") return node.Scalar();
+    return yaml_scalar(node.Scalar());
   }
-  // Quoted (or explicitly tagged !!str) scalars are strings as they are.
-  if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") return node.Scalar();
-  return yaml_scalar(node.Scalar());
+};
+
+}  // namespace
+
+nlohmann::json yaml_to_json(const YAML::Node& node) {
+  converter c;
+  return c.convert(node, 0);
 }
 
 }  // namespace brine::base

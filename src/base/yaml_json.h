@@ -13,7 +13,8 @@ namespace brine::base {
 // (a `.` is needed: `1.5`, `.5`, `1.0e+3`, `.inf`, `.nan`), exactly PyYAML's
 // implicit resolvers but for sexagesimal numbers; anything else, and any
 // quoted scalar, is a string; mapping keys become strings. Used for config values (`grains:`) and
-// command-line arguments.
+// command-line arguments. Throws base::error for data of more than a million
+// values (aliases expanding exponentially) or nested over 1,000 levels.
 nlohmann::json yaml_to_json(const YAML::Node& node);
 
 // One plain scalar resolved as above.

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+
+#include "base/error.h"
 
 namespace brine::base {
 namespace {
@@ -46,6 +49,25 @@ TEST(yaml_json, quoted_scalars_stay_strings_and_keys_become_strings) {
             (json{{"roles", {"web", "db"}}, {"rack", 13}, {"1", "one"}, {"dc", nullptr}}));
   EXPECT_EQ(load("- [1, 'two', 3.0]\n- {a: {b: off}}"),
             json::parse(R"([[1, "two", 3.0], {"a": {"b": false}}])"));
+}
+
+TEST(yaml_json, aliases_are_expanded_within_a_budget) {
+  EXPECT_EQ(load("a: &x [1, 2]\nb: *x"), json::parse(R"({"a": [1, 2], "b": [1, 2]})"));
+  // Eight levels of ten aliases each: 10^8 values from nine lines.
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 8; ++i) {
+    std::string prev = "*a" + std::to_string(i - 1);
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) bomb += (k ? ", " : "") + prev;
+    bomb += "]\n";
+  }
+  try {
+    load(bomb);
+    FAIL() << "an alias bomb was expanded";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 1000000 values"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
