@@ -108,5 +108,11 @@ void register_sysctl_states(registry& reg);
 void register_cron_states(registry& reg);
 void register_ssh_auth_states(registry& reg);
 void register_ssh_known_hosts_states(registry& reg);
+// module.run, module.wait (module_states.cc).
+void register_module_states(registry& reg);
+// git.config_set, git.config_unset (git_states.cc).
+void register_git_states(registry& reg);
+// archive.extracted (archive_states.cc).
+void register_archive_states(registry& reg);
 
 }  // namespace brine::states
