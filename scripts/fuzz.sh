@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang and runs each for SECONDS (default 60):
-# the frame decoder, the DNS SRV reply parser, the Jinja template engine and
-# the file server's requests and paths.
-# TARGETS (default all: "frame srv template fileserver") picks some.
+# the frame decoder, the DNS SRV reply parser, the Jinja template engine,
+# the file server's requests and paths and the archive listings.
+# TARGETS (default all: "frame srv template fileserver archive_listing") picks some.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-targets=${2:-frame srv template fileserver}
+targets=${2:-frame srv template fileserver archive_listing}
 out=build/fuzz
 mkdir -p "$out"
 clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
@@ -19,6 +19,8 @@ clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
 clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -DASIO_STANDALONE \
   tests/fuzz/fileserver_fuzz.cc src/fileserver/{path,roots,serve}.cc -lcrypto \
   -o "$out/fileserver_fuzz"
+clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
+  tests/fuzz/archive_listing_fuzz.cc src/modules/archive_listing.cc -o "$out/archive_listing_fuzz"
 for target in $targets; do
   corpus=$(mktemp -d)
   cp "tests/fuzz/corpus/$target/"* "$corpus/"

@@ -15,6 +15,7 @@
 
 #include "fileserver/client.h"
 #include "fileserver/path.h"
+#include "modules/archive_listing.h"
 #include "modules/arguments.h"
 #include "modules/context.h"
 #include "modules/process.h"
@@ -64,55 +65,6 @@ std::vector<std::string> output_lines(const std::string& text) {
   return out;
 }
 
-// GNU tar's default quoting ("escape"): \\, \n, \t, \ooo ... back to bytes.
-std::string unescape(const std::string& s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '\\' || i + 1 == s.size()) {
-      out += s[i];
-      continue;
-    }
-    char n = s[++i];
-    switch (n) {
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case 'f': out += '\f'; break;
-      case 'v': out += '\v'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case '?': out += '\x7f'; break;
-      default:
-        if (n >= '0' && n <= '7' && i + 2 < s.size()) {
-          out += static_cast<char>(std::stoi(s.substr(i, 3), nullptr, 8));
-          i += 2;
-        } else {
-          out += n;
-        }
-    }
-  }
-  return out;
-}
-
-// The rest of `line` after `fields` whitespace-separated fields.
-std::optional<std::string> after_fields(const std::string& line, int fields) {
-  std::size_t i = 0;
-  for (int f = 0; f < fields; ++f) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    if (i == line.size()) return std::nullopt;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
-  }
-  while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-  if (i == line.size()) return std::nullopt;
-  return line.substr(i);
-}
-
-struct listing {
-  std::vector<std::string> dirs;
-  std::vector<std::string> files;
-  std::vector<std::string> links;
-};
-
 // `tar -tv` of a local file: each member's type from its mode column.
 asio::awaitable<listing> list_tar(const call& c, std::string name, std::string local) {
   std::vector<std::string> argv = {"tar", "--numeric-owner", "-tvf", local};
@@ -124,29 +76,7 @@ asio::awaitable<listing> list_tar(const call& c, std::string name, std::string l
         "contents. If it is compressed using something other than XZ, it may be necessary to "
         "specify CLI options to decompress the archive. See the documentation for details.");
   }
-  listing out;
-  for (const auto& line : output_lines(r.stdout_text)) {
-    if (line.empty()) continue;
-    auto rest = after_fields(line, 5);
-    if (!rest) continue;
-    std::string member = *rest;
-    char type = line[0];
-    if (type == 'l') {
-      member = member.substr(0, member.find(" -> "));
-    } else if (type == 'h') {
-      member = member.substr(0, member.find(" link to "));
-    }
-    member = unescape(member);
-    // Python's tarfile drops a directory's trailing slashes.
-    while (member.size() > 1 && member.back() == '/') member.pop_back();
-    if (type == 'l') {
-      out.links.push_back(member);
-    } else if (type == 'd') {
-      out.dirs.push_back(member + "/");
-    } else {
-      out.files.push_back(member);
-    }
-  }
+  listing out = parse_tar_listing(r.stdout_text);
   co_return out;
 }
 
@@ -156,34 +86,7 @@ asio::awaitable<listing> list_zip(const call& c, std::string name, std::string l
   std::vector<std::string> argv = {"unzip", "-Z", "-l", local};
   process_result r = co_await run_tool(c, std::move(argv));
   if (r.retcode != 0) throw tool_failure(name + " is not a ZIP file");
-  listing out;
-  std::set<std::string> dirs;
-  for (const auto& line : output_lines(r.stdout_text)) {
-    if (line.size() < 10 || std::string("-dlbcps?").find(line[0]) == std::string::npos ||
-        line.starts_with("Archive:")) {
-      continue;
-    }
-    // mode, version, os, size, type, csize, method, date, time, name
-    auto rest = after_fields(line, 9);
-    if (!rest) continue;
-    std::string member = *rest;
-    if (line[0] == 'l') {
-      out.links.push_back(member);
-    } else if (line[0] == 'd' || member.ends_with("/")) {
-      dirs.insert(member);
-    } else {
-      out.files.push_back(member);
-    }
-  }
-  std::vector<std::string> files = out.files;
-  for (const auto& path : files) {
-    auto slash = path.rfind('/');
-    if (slash == std::string::npos) continue;
-    std::string dirname = path.substr(0, slash + 1);
-    dirs.insert(dirname);
-    out.files.erase(std::remove(out.files.begin(), out.files.end(), dirname), out.files.end());
-  }
-  out.dirs.assign(dirs.begin(), dirs.end());
+  listing out = parse_zip_listing(r.stdout_text);
   co_return out;
 }
 
