@@ -182,15 +182,23 @@ asio::awaitable<json> extracted(state_call c) {
   gid_t gid = static_cast<gid_t>(-1);
   if (const json* u = c.arg("user"); u != nullptr && c.flag("user")) {
     user = text_of(*u);
-    struct passwd* pw = ::getpwnam(user.c_str());
-    if (pw == nullptr) co_return fail("User " + user + " does not exist");
-    uid = pw->pw_uid;
+    struct passwd pw {};
+    struct passwd* found = nullptr;
+    std::vector<char> buf(16384);
+    if (::getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
+      co_return fail("User " + user + " does not exist");
+    }
+    uid = pw.pw_uid;
   }
   if (const json* g = c.arg("group"); g != nullptr && c.flag("group")) {
     group = text_of(*g);
-    struct group* gr = ::getgrnam(group.c_str());
-    if (gr == nullptr) co_return fail("Group " + group + " does not exist");
-    gid = gr->gr_gid;
+    struct group gr {};
+    struct group* found = nullptr;
+    std::vector<char> buf(65536);
+    if (::getgrnam_r(group.c_str(), &gr, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
+      co_return fail("Group " + group + " does not exist");
+    }
+    gid = gr.gr_gid;
   }
   const json* source_arg = c.arg("source");
   if (source_arg == nullptr || source_arg->is_null()) {
