@@ -98,7 +98,8 @@ asio::awaitable<std::optional<std::string>> local_copy(const call& c, std::strin
     auto checked = fileserver::check_path(u->path);
     if (!checked.error.empty() || c.context == nullptr) co_return std::nullopt;
     std::vector<std::string> paths{checked.path};
-    auto got = co_await c.context->files().cache(u->saltenv.value_or(saltenv), std::move(paths));
+    std::string env = u->saltenv.value_or(saltenv);
+    auto got = co_await c.context->files().cache(std::move(env), std::move(paths));
     if (!got[0].error.empty()) co_return std::nullopt;
     co_return got[0].local;
   }

@@ -325,7 +325,8 @@ asio::awaitable<json> extracted(state_call c) {
     auto checked = fileserver::check_path(u->path);
     if (!checked.error.empty()) co_return fail("Source file " + source + ": " + checked.error);
     std::vector<std::string> paths{checked.path};
-    auto got = co_await c.context->files().cache(u->saltenv.value_or(saltenv), std::move(paths));
+    std::string env = u->saltenv.value_or(saltenv);
+    auto got = co_await c.context->files().cache(std::move(env), std::move(paths));
     if (!got[0].error.empty()) {
       co_return fail("Unable to cache " + source_match + ": " + got[0].error);
     }
@@ -542,11 +543,13 @@ asio::awaitable<json> extracted(state_call c) {
         // Salt's tarfile.extractall: the members' names, in archive order.
         std::string list_fun = "cmd.run_all";
         plain_json list_kwargs = {{"cmd", "tar -tf " + shell_quote(cached)}};
-        json names = co_await c.run(std::move(list_fun), plain_json::array(),
+        plain_json no_args = plain_json::array();
+        json names = co_await c.run(std::move(list_fun), std::move(no_args),
                                     std::move(list_kwargs));
         std::string fun = "cmd.run_all";
         plain_json kwargs = {{"cmd", "tar -xf " + shell_quote(cached)}, {"cwd", dest}};
-        json r = co_await c.run(std::move(fun), plain_json::array(), std::move(kwargs));
+        plain_json none = plain_json::array();
+        json r = co_await c.run(std::move(fun), std::move(none), std::move(kwargs));
         if (r.value("retcode", 1) != 0) {
           if (created_destdir) fs::remove(dest, ec);
           ret["result"] = false;
@@ -603,7 +606,8 @@ asio::awaitable<json> extracted(state_call c) {
         cmd += " -f " + shell_quote(cached);
         std::string fun = "cmd.run_all";
         plain_json kwargs = {{"cmd", cmd}, {"cwd", dest}};
-        json r = co_await c.run(std::move(fun), plain_json::array(), std::move(kwargs));
+        plain_json none = plain_json::array();
+        json r = co_await c.run(std::move(fun), std::move(none), std::move(kwargs));
         if (r.value("retcode", 1) != 0) {
           ret["result"] = false;
           ret["changes"] = r;

@@ -269,8 +269,8 @@ asio::awaitable<rendered_script> render_script(state_call c, std::string source,
     auto checked = fileserver::check_path(u->path);
     std::vector<std::string> paths{checked.path};
     std::string env = u->saltenv.value_or(saltenv);
-    auto got = checked.error.empty() ? co_await c.context->files().cache(env, std::move(paths))
-                                     : std::vector<fileserver::cached_file>{};
+    if (!checked.error.empty()) co_return out;  // cache_error
+    std::vector<fileserver::cached_file> got = co_await c.context->files().cache(env, std::move(paths));
     if (got.empty() || !got[0].error.empty()) co_return out;  // cache_error
     local = got[0].local;
   } else {

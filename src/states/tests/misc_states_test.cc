@@ -393,7 +393,12 @@ TEST_F(misc_states_test, cmd_script_from_salt_with_args_and_stateful) {
 
 TEST_F(misc_states_test, cmd_script_local_template_and_success_retcodes) {
   write(dir_.file("local.sh"), "#!/bin/sh\necho local $1\nexit 5\n", 0755);
-  json r = call("cmd.script", {{"name", dir_.file("local.sh") + " one"}, {"success_retcodes", {5}}});
+  // Salt caches `source`, else the whole name: with arguments in the name
+  // the source must be given.
+  json r = call("cmd.script", {{"name", dir_.file("local.sh") + " one"}});
+  EXPECT_EQ(r["changes"]["cache_error"], true);
+  r = call("cmd.script", {{"name", dir_.file("local.sh") + " one"},
+                          {"source", dir_.file("local.sh")}, {"success_retcodes", {5}}});
   EXPECT_EQ(r["result"], true) << r.dump();
   EXPECT_EQ(r["changes"]["stdout"], "local one");
   EXPECT_EQ(r["changes"]["retcode"], 0);
