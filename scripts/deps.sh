@@ -13,6 +13,9 @@ packages=(
   # The system state modules' tools: crontab (cron.*), ssh-keygen and
   # ssh-keyscan (ssh.*, ssh_known_hosts); useradd and sysctl are in every base.
   cron openssh-client
+  # git.config_* (git), archive.extracted (tar with gzip, bzip2, xz; unzip,
+  # and zip to build the tests' archives).
+  git tar gzip bzip2 xz-utils unzip zip
   # The PostgreSQL store: libpq's headers to build, the server for its tests
   # (which start throwaway clusters of their own with initdb).
   postgresql libpq-dev

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang and runs each for SECONDS (default 60):
 # the frame decoder, the DNS SRV reply parser, the Jinja template engine,
-# the file server's requests and paths, and the apt sources parser.
-# TARGETS (default all: "frame srv template fileserver apt_sources") picks some.
+# the file server's requests and paths, the apt sources parser, the archive
+# listings, target expressions and config files.
+# TARGETS (default all) picks some.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-targets=${2:-frame srv template fileserver apt_sources}
+targets=${2:-frame srv template fileserver apt_sources archive_listing target config}
 out=build/fuzz
 mkdir -p "$out"
 clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
@@ -21,6 +22,13 @@ clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -DASIO_STAND
   -o "$out/fileserver_fuzz"
 clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
   tests/fuzz/apt_sources_fuzz.cc src/modules/apt_sources.cc -o "$out/apt_sources_fuzz"
+  tests/fuzz/archive_listing_fuzz.cc src/modules/archive_listing.cc -o "$out/archive_listing_fuzz"
+clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
+  tests/fuzz/target_fuzz.cc src/target/*.cc src/packed/*.cc src/base/{error,yaml_json,python}.cc \
+  -lyaml-cpp -lyaml -lfmt -o "$out/target_fuzz"
+clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
+  tests/fuzz/config_fuzz.cc src/base/{config,error,fs,log,yaml_json,python}.cc \
+  -lyaml-cpp -lyaml -lfmt -lspdlog -o "$out/config_fuzz"
 for target in $targets; do
   corpus=$(mktemp -d)
   cp "tests/fuzz/corpus/$target/"* "$corpus/"

@@ -146,6 +146,39 @@ std::shared_ptr<const nlohmann::ordered_json> pillar_for(const call& c,
   return out;
 }
 
+// The minion as a run's states see it: its pillar with the run's inline
+// pillar= merged in (Salt's pillar_override reaches __pillar__, so
+// pillar.get from test.check_pillar or module.run sees it), the rest the
+// minion's own. Lives as long as the run.
+class run_context : public modules::minion_context {
+ public:
+  run_context(modules::minion_context& inner, std::shared_ptr<const nlohmann::ordered_json> pillar)
+      : inner_(inner),
+        ordered_(std::move(pillar)),
+        plain_(std::make_shared<const nlohmann::json>(nlohmann::json::parse(ordered_->dump()))) {}
+  const std::string& id() const override { return inner_.id(); }
+  std::shared_ptr<const nlohmann::json> grains() const override { return inner_.grains(); }
+  std::shared_ptr<const nlohmann::json> pillar() const override { return plain_; }
+  std::shared_ptr<const nlohmann::ordered_json> ordered_pillar() const override { return ordered_; }
+  bool pillar_compiled_here() const override { return inner_.pillar_compiled_here(); }
+  const nlohmann::json& opts() const override { return inner_.opts(); }
+  std::string grains_file() const override { return inner_.grains_file(); }
+  const modules::registry& functions() const override { return inner_.functions(); }
+  fileserver::client& files() override { return inner_.files(); }
+  void refresh_grains() override { inner_.refresh_grains(); }
+  bool refresh_pillar(std::string& why) override { return inner_.refresh_pillar(why); }
+  asio::awaitable<std::shared_ptr<const nlohmann::json>> fresh_pillar() override {
+    co_return plain_;
+  }
+  std::vector<modules::running_job> running() const override { return inner_.running(); }
+  bool kill_job(const std::string& jid) override { return inner_.kill_job(jid); }
+
+ private:
+  modules::minion_context& inner_;
+  std::shared_ptr<const nlohmann::ordered_json> ordered_;
+  std::shared_ptr<const nlohmann::json> plain_;
+};
+
 struct compiled {
   state::compiler::run_plan plan;
   std::string error;  // an exception from the compile
@@ -219,7 +252,8 @@ asio::awaitable<outcome> apply_states(call c, const states::registry* st,
   if (!comp.error.empty()) co_return finish(json::array({comp.error}), k_compiler_error);
   if (!comp.plan.errors.is_null()) co_return finish(comp.plan.errors, k_compiler_error);
   if (comp.plan.no_top) co_return finish(no_top(), k_state_failure);
-  runner r(settings_for(c, ctx, *st));
+  run_context run_ctx(ctx, pillar_for(c, ctx));
+  runner r(settings_for(c, run_ctx, *st));
   json ret = co_await r.run(std::move(comp.plan.chunks));
   int rc = any_failed(ret) ? k_state_failure : 0;
   co_return finish(std::move(ret), rc);

@@ -1,8 +1,14 @@
 // The cmd module: Salt's cmd.run, cmd.run_all and cmd.retcode. Commands run
 // through /bin/sh -c in their own process group, killed whole at the timeout.
 
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,9 +17,12 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
+#include "fileserver/path.h"
 #include "modules/args.h"
+#include "modules/context.h"
 #include "modules/process.h"
 #include "modules/registry.h"
 
@@ -96,6 +105,17 @@ std::string expand_newlines(std::string text) {
   return out;
 }
 
+// Salt's umask: octal text ("077", 22 as YAML's number); zero is refused.
+mode_t parse_umask(const nlohmann::json& v) {
+  std::string text = scalar_text(v);
+  std::string digits = text.substr(std::min(text.find_first_not_of('0'), text.size()));
+  if (digits.empty()) throw base::error("Zero umask is not allowed.");
+  if (digits.find_first_not_of("01234567") != std::string::npos || digits.size() > 4) {
+    throw base::error("Invalid umask: '" + text + "'");
+  }
+  return static_cast<mode_t>(std::stoul(digits, nullptr, 8) & 0777);
+}
+
 command_spec parse_command(const std::string& fun, const call& c, bool merge_stderr_default) {
   if (!c.args.is_array() || !c.kwargs.is_object()) {
     throw base::error(fun + ": malformed call: args must be a list and kwargs a mapping");
@@ -145,6 +165,24 @@ command_spec parse_command(const std::string& fun, const call& c, bool merge_std
         }
         spec.options.shell = value.get<std::string>();
       }
+    } else if (key == "runas") {
+      // Salt: pwd.getpwnam(runas), else "User 'x' is not available".
+      if (!value.is_null()) {
+        if (!value.is_string() || value.get_ref<const std::string&>().empty()) {
+          throw base::error(fun + ": runas must be a user name, got " + value.dump());
+        }
+        struct passwd pw {};
+        struct passwd* found = nullptr;
+        std::vector<char> buf(16384);
+        if (::getpwnam_r(value.get<std::string>().c_str(), &pw, buf.data(), buf.size(), &found) !=
+                0 ||
+            found == nullptr) {
+          throw base::error("User '" + value.get<std::string>() + "' is not available");
+        }
+        spec.options.runas = value.get<std::string>();
+      }
+    } else if (key == "umask") {
+      if (!value.is_null()) spec.options.umask = parse_umask(value);
     } else if (key == "python_shell") {
       // Salt runs without a shell unless this is true; brine always uses one,
       // so the flag that formulas and habits pass along is accepted as is.
@@ -155,7 +193,8 @@ command_spec parse_command(const std::string& fun, const call& c, bool merge_std
       // Refused rather than ignored: silently dropping runas= or umask= would
       // run the command with more rights than asked for.
       throw base::error(fun + ": unknown keyword argument '" + key +
-                        "' (accepted: cmd, cwd, env, shell, stdin, stdin_raw_newlines, timeout" +
+                        "' (accepted: cmd, cwd, env, runas, shell, stdin, stdin_raw_newlines, "
+                        "timeout, umask" +
                         (fun == "cmd.run" ? ", redirect_stderr" : "") + ", python_shell)");
     }
   }
@@ -273,35 +312,178 @@ asio::awaitable<outcome> has_exec(call c) {
   co_return outcome{which_path(one_name("cmd.has_exec", c)).has_value()};
 }
 
-// Salt's cmd.script: a script copied to the minion and run; brine runs a
-// script that is already on the minion (salt:// needs the file server).
+// Python's shlex.split (POSIX mode, no comments); a base::error for an
+// unclosed quote.
+std::vector<std::string> shlex_split(const std::string& fun, const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool have = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    char ch = line[i];
+    if (quote == '\'') {
+      if (ch == '\'') quote = 0; else cur += ch;
+    } else if (quote == '"') {
+      if (ch == '"') {
+        quote = 0;
+      } else if (ch == '\\' && i + 1 < line.size() &&
+                 (line[i + 1] == '"' || line[i + 1] == '\\' || line[i + 1] == '$' ||
+                  line[i + 1] == '`')) {
+        cur += line[++i];
+      } else {
+        cur += ch;
+      }
+    } else if (ch == '\'' || ch == '"') {
+      quote = ch;
+      have = true;
+    } else if (ch == '\\' && i + 1 < line.size()) {
+      cur += line[++i];
+      have = true;
+    } else if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+      if (have) out.push_back(cur);
+      cur.clear();
+      have = false;
+    } else {
+      cur += ch;
+      have = true;
+    }
+  }
+  if (quote) throw base::error(fun + ": args has an unclosed quote: " + line);
+  if (have) out.push_back(cur);
+  return out;
+}
+
+std::string shell_quote(const std::string& word) {
+  std::string out = "'";
+  for (char ch : word) {
+    if (ch == '\'') out += "'\\''"; else out += ch;
+  }
+  return out + "'";
+}
+
+// Removes the script's temporary copy however the call ends.
+struct temp_file {
+  std::string path;
+  ~temp_file() {
+    if (!path.empty()) ::unlink(path.c_str());
+  }
+};
+
+// Salt's cmd.script: the script (salt:// through the minion's file client,
+// or a path on the minion) is copied to a temporary file in cwd (else
+// /tmp), mode 0500, owned by runas, and run with args; the answer is
+// cmd.run_all's. A source that cannot be had answers cache_error: True.
 asio::awaitable<outcome> script(call c) {
-  if (c.args.empty() || !c.args[0].is_string()) {
-    throw base::error("cmd.script needs the path of a script: cmd.script /srv/scripts/x.sh");
-  }
-  std::string source = c.args[0].get<std::string>();
-  if (source.starts_with("salt://")) {
-    throw base::error("cmd.script: " + source +
-                      " needs the master's file server, which brine does not have yet; give "
-                      "the path of a script on the minion");
-  }
-  if (source.empty() || source[0] != '/') {
-    throw base::error("cmd.script: the script must be an absolute path, got '" + source + "'");
-  }
-  struct stat st {};
-  if (::stat(source.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    throw base::error("cmd.script: no script file at " + source);
-  }
   call inner = c;
   inner.args = nlohmann::json::array();
-  std::string command = "/bin/sh '" + source + "'";
-  if (::access(source.c_str(), X_OK) == 0) command = "'" + source + "'";
-  for (size_t i = 1; i < c.args.size(); ++i) command += " " + scalar_text(c.args[i]);
-  if (auto a = inner.kwargs.find("args"); a != inner.kwargs.end()) {
-    command += " " + scalar_text(*a);
-    inner.kwargs.erase(a);
+  std::optional<std::string> source;
+  if (!c.args.empty()) source = scalar_text(c.args[0]);
+  nlohmann::json args = nullptr;
+  if (c.args.size() > 1) {
+    std::string joined;
+    for (size_t i = 1; i < c.args.size(); ++i) joined += (i > 1 ? " " : "") + scalar_text(c.args[i]);
+    args = joined;
   }
-  inner.args.push_back(command);
+  std::string saltenv = "base";
+  if (c.context != nullptr) {
+    const auto& opts = c.context->opts();
+    if (auto it = opts.find("saltenv"); it != opts.end() && it->is_string() && !it->empty()) {
+      saltenv = it->get<std::string>();
+    }
+  }
+  for (auto it = inner.kwargs.begin(); it != inner.kwargs.end();) {
+    const std::string key = it.key();
+    if (key == "source") {
+      source = scalar_text(*it);
+    } else if (key == "args") {
+      args = *it;
+    } else if (key == "saltenv") {
+      if (!it->is_null()) saltenv = scalar_text(*it);
+    } else if (key == "template") {
+      if (!it->is_null()) {
+        throw base::error("cmd.script: template= is rendered by the cmd.script state; the "
+                          "execution function runs the script as it is");
+      }
+    } else {
+      ++it;
+      continue;
+    }
+    it = inner.kwargs.erase(it);
+  }
+  if (!source || source->empty()) {
+    throw base::error("cmd.script needs the script: cmd.script salt://scripts/x.sh [ARGS]");
+  }
+  nlohmann::json cache_error = {{"pid", 0}, {"retcode", 1}, {"stdout", ""}, {"stderr", ""},
+                                {"cache_error", true}};
+  std::string local;
+  if (auto u = fileserver::parse_url(*source)) {
+    auto checked = fileserver::check_path(u->path);
+    if (!checked.error.empty()) throw base::error("cmd.script: " + *source + ": " + checked.error);
+    if (c.context == nullptr) throw base::error("cmd.script: salt:// needs a minion");
+    std::string env = u->saltenv.value_or(saltenv);
+    std::vector<std::string> paths{checked.path};
+    auto got = co_await c.context->files().cache(env, std::move(paths));
+    if (!got[0].error.empty()) co_return outcome{cache_error, false, 1};
+    local = got[0].local;
+  } else {
+    local = source->starts_with("file://") ? source->substr(7) : *source;
+    struct stat st {};
+    if (::stat(local.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      co_return outcome{cache_error, false, 1};
+    }
+  }
+  // The temporary copy: beside the work (cwd) as Salt's mkstemp(dir=cwd),
+  // with the source's extension.
+  std::string dir = "/tmp";
+  if (auto cwd = inner.kwargs.find("cwd"); cwd != inner.kwargs.end() && cwd->is_string() &&
+                                           !cwd->get<std::string>().empty()) {
+    dir = cwd->get<std::string>();
+  }
+  std::string base_name = source->substr(source->rfind('/') + 1);
+  base_name = base_name.substr(0, base_name.find('?'));
+  std::string ext;
+  if (auto dot = base_name.rfind('.'); dot != std::string::npos && dot != 0) {
+    ext = base_name.substr(dot);
+  }
+  std::string pattern = dir + "/__brine.tmp.XXXXXX" + ext;
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  int fd = ::mkstemps(name.data(), static_cast<int>(ext.size()));
+  if (fd < 0) throw base::error("cmd.script: cannot create a file in " + dir + ": " + std::strerror(errno));
+  temp_file copy{name.data()};
+  {
+    std::ifstream in(local, std::ios::binary);
+    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+      if (n <= 0) {
+        ::close(fd);
+        throw base::error("cmd.script: cannot write " + copy.path + ": " + std::strerror(errno));
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+  }
+  ::chmod(copy.path.c_str(), 0500);
+  if (auto r = inner.kwargs.find("runas"); r != inner.kwargs.end() && r->is_string()) {
+    struct passwd pw {};
+    struct passwd* found = nullptr;
+    std::vector<char> buf(16384);
+    if (::getpwnam_r(r->get<std::string>().c_str(), &pw, buf.data(), buf.size(), &found) == 0 &&
+        found != nullptr) {
+      [[maybe_unused]] int ignored = ::chown(copy.path.c_str(), pw.pw_uid, static_cast<gid_t>(-1));
+    }
+  }
+  std::string command = shell_quote(copy.path);
+  if (args.is_string() && !args.get<std::string>().empty()) {
+    for (const auto& w : shlex_split("cmd.script", args.get<std::string>())) command += " " + shell_quote(w);
+  } else if (args.is_array()) {
+    for (const auto& w : args) command += " " + shell_quote(scalar_text(w));
+  } else if (!args.is_null() && !args.is_string()) {
+    command += " " + shell_quote(scalar_text(args));
+  }
+  inner.kwargs["cmd"] = command;
   outcome out = co_await run_all(std::move(inner));
   co_return out;
 }
@@ -318,9 +500,10 @@ void register_cmd_module(registry& reg) {
   reg.add("cmd.has_exec", has_exec, "cmd.has_exec NAME: whether NAME is an executable in PATH.",
           registry::kind::instant);
   reg.add("cmd.script", script,
-          "cmd.script PATH [ARGS] [args=] [cwd= env= timeout=]: runs a script on the minion, "
-          "returns pid, retcode, stdout, stderr (salt:// sources need the file server, not "
-          "there yet).");
+          "cmd.script SOURCE [ARGS] [args=] [saltenv=] [cwd= env= runas= shell= stdin= timeout= "
+          "umask=]: copies a script (salt:// or a path on the minion) to a temporary file and "
+          "runs it; returns pid, retcode, stdout, stderr (cache_error: True when the source "
+          "cannot be had).");
   reg.add("cmd.run", run,
           "cmd.run CMD [cwd= env= stdin= timeout=]: runs CMD with /bin/sh, returns its output "
           "(stderr merged in).");

@@ -1,6 +1,8 @@
 #include "modules/process.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -111,6 +113,13 @@ struct launch_plan {
   std::vector<std::string> argv;
   std::vector<std::string> envp;
   std::string cwd;
+  // runas: who the child becomes (ids looked up before fork).
+  bool switch_user = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  bool set_umask = false;
+  mode_t umask = 022;
   std::vector<char*> argv_ptrs;
   std::vector<char*> envp_ptrs;
   int max_fd = 0;
@@ -176,7 +185,41 @@ launch_plan make_plan(const process_options& opts) {
     throw base::error("run_process: timeout must be positive");
   }
   if (has_nul(opts.cwd)) throw base::error("cwd: contains a NUL byte");
-  plan.envp = merged_environment(opts.env);
+  std::map<std::string, std::string> env = opts.env;
+  plan.cwd = opts.cwd;
+  if (!opts.runas.empty()) {
+    struct passwd pw {};
+    struct passwd* found = nullptr;
+    std::vector<char> buf(16384);
+    int rc = ::getpwnam_r(opts.runas.c_str(), &pw, buf.data(), buf.size(), &found);
+    if (rc != 0 || found == nullptr) {
+      throw base::error("runas: user '" + opts.runas + "' does not exist");
+    }
+    // Already that user: nothing to switch (setgroups would need root).
+    plan.switch_user = pw.pw_uid != ::geteuid();
+    plan.uid = pw.pw_uid;
+    plan.gid = pw.pw_gid;
+    int count = 64;
+    plan.groups.resize(static_cast<std::size_t>(count));
+    if (::getgrouplist(pw.pw_name, pw.pw_gid, plan.groups.data(), &count) < 0) {
+      plan.groups.resize(static_cast<std::size_t>(count));
+      ::getgrouplist(pw.pw_name, pw.pw_gid, plan.groups.data(), &count);
+    }
+    plan.groups.resize(static_cast<std::size_t>(std::max(count, 0)));
+    env.try_emplace("HOME", pw.pw_dir);
+    env.try_emplace("USER", pw.pw_name);
+    env.try_emplace("LOGNAME", pw.pw_name);
+    env.try_emplace("SHELL", pw.pw_shell != nullptr && *pw.pw_shell ? pw.pw_shell : "/bin/sh");
+    struct stat st {};
+    if (plan.cwd.empty() && ::stat(pw.pw_dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+      plan.cwd = pw.pw_dir;
+    }
+  }
+  if (opts.umask) {
+    plan.set_umask = true;
+    plan.umask = *opts.umask & 0777;
+  }
+  plan.envp = merged_environment(env);
   if (opts.argv.empty()) {
     if (has_nul(opts.shell_command)) throw base::error("command contains a NUL byte");
     plan.path = opts.shell;
@@ -188,7 +231,6 @@ launch_plan make_plan(const process_options& opts) {
     plan.argv = opts.argv;
     plan.path = resolve_program(opts.argv.front(), plan.envp);
   }
-  plan.cwd = opts.cwd;
   for (auto& arg : plan.argv) plan.argv_ptrs.push_back(arg.data());
   plan.argv_ptrs.push_back(nullptr);
   for (auto& kv : plan.envp) plan.envp_ptrs.push_back(kv.data());
@@ -199,7 +241,7 @@ launch_plan make_plan(const process_options& opts) {
 }
 
 // What the child reports through the status pipe when it cannot exec.
-enum class launch_stage : int { setup = 1, chdir = 2, exec = 3 };
+enum class launch_stage : int { setup = 1, chdir = 2, exec = 3, runas = 4 };
 struct launch_report {
   launch_stage stage;
   int err;
@@ -229,6 +271,13 @@ struct launch_report {
 
   if (::dup2(stdin_fd, 0) < 0 || ::dup2(stdout_fd, 1) < 0 || ::dup2(stderr_fd, 2) < 0) {
     fail(launch_stage::setup);
+  }
+  if (plan.set_umask) ::umask(plan.umask);
+  // Groups first: after setuid the child may no longer change them.
+  if (plan.switch_user &&
+      (::setgroups(plan.groups.size(), plan.groups.data()) < 0 || ::setgid(plan.gid) < 0 ||
+       ::setuid(plan.uid) < 0)) {
+    fail(launch_stage::runas);
   }
   if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) < 0) fail(launch_stage::chdir);
   // Descriptors opened by other libraries without O_CLOEXEC must not leak into
@@ -490,6 +539,8 @@ std::string launch_failure(const std::string& status_bytes, const launch_plan& p
       return "cwd " + plan.cwd + ": " + errno_message(report.err);
     case launch_stage::exec:
       return "exec '" + plan.path + "': " + errno_message(report.err);
+    case launch_stage::runas:
+      return "runas uid " + std::to_string(plan.uid) + ": " + errno_message(report.err);
     case launch_stage::setup:
       break;
   }

@@ -30,6 +30,14 @@ struct process_options {
   std::string cwd;
   // Set over a copy of the caller's environment.
   std::map<std::string, std::string> env;
+  // Run as this user (Salt's runas): its uid, primary gid and supplementary
+  // groups, and HOME, USER, LOGNAME and SHELL from its passwd entry (unless
+  // `env` sets them); with no cwd, the child starts in its home. Empty: the
+  // caller's identity. An unknown user is a base::error; another user than
+  // the caller's needs root (the child then fails to start, EPERM).
+  std::string runas;
+  // The child's umask (Salt's umask=); nullopt keeps the caller's.
+  std::optional<mode_t> umask;
   // Written to the child's stdin, which is then closed; nullopt gives /dev/null.
   std::optional<std::string> stdin_text;
   // The child's stderr goes into the stdout pipe, interleaved as written

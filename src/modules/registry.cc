@@ -86,6 +86,8 @@ void register_builtin_modules(registry& reg) {
   register_cron_module(reg);
   register_ssh_module(reg);
   register_shadow_module(reg);
+  register_git_module(reg);
+  register_archive_module(reg);
 }
 
 asio::awaitable<outcome> execute(const registry& reg, call c) {

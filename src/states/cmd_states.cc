@@ -1,14 +1,29 @@
-// Salt's cmd states: cmd.run (with stateful), cmd.wait and their mod_watch.
+// Salt's cmd states: cmd.run (with stateful), cmd.script, cmd.wait,
+// cmd.wait_script and their mod_watch.
 // Commands run through the execution function cmd.run_all, so a state's
 // command is killed with its job like any other.
 
 #include <sys/stat.h>
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
+#include "fileserver/client.h"
+#include "fileserver/path.h"
+#include "modules/context.h"
 #include "modules/registry.h"
+#include "state/bridge.h"
+#include "state/highstate.h"
+#include "state/state_mod.h"
 #include "states/registry.h"
 
 namespace brine::states {
@@ -132,6 +147,17 @@ json reinterpreted(json state) {
   return state;
 }
 
+// runas= and umask= go to the command (Salt runs the state under umask and
+// the command as runas; brine's minion is one process of many threads, so
+// the umask is the child's alone).
+void pass_identity(const state_call& c, nlohmann::json& kwargs) {
+  for (const char* key : {"runas", "umask"}) {
+    if (const json* v = c.arg(key); v != nullptr && !v->is_null()) {
+      kwargs[key] = nlohmann::json::parse(v->dump());
+    }
+  }
+}
+
 asio::awaitable<json> run(state_call c) {
   json ret = make_ret(c.name(), false, "");
   std::string name = c.name();
@@ -160,7 +186,7 @@ asio::awaitable<json> run(state_call c) {
     ret["comment"] = "Desired working directory \"" + cwd->get<std::string>() + "\" is not available";
     co_return ret;
   }
-  for (const char* unsupported : {"runas", "umask", "root", "prepend_path"}) {
+  for (const char* unsupported : {"root", "prepend_path"}) {
     if (const json* v = c.arg(unsupported); v != nullptr && !v->is_null()) {
       ret["comment"] = std::string("cmd.run: ") + unsupported + " is not supported by brine yet";
       co_return ret;
@@ -180,6 +206,7 @@ asio::awaitable<json> run(state_call c) {
   if (const json* sh = c.arg("shell"); sh != nullptr && !sh->is_null()) {
     run.kwargs["shell"] = nlohmann::json::parse(sh->dump());
   }
+  pass_identity(c, run.kwargs);
   run.jid = c.jid;
   run.timeout = c.timeout;
   run.context = c.context;
@@ -214,11 +241,244 @@ asio::awaitable<json> run(state_call c) {
   co_return ret;
 }
 
+// The saltenv of the state's sls (Salt's __env__), base outside one.
+std::string saltenv_of(const state_call& c) {
+  if (const json* e = c.arg("__env__"); e != nullptr && e->is_string() && !e->empty()) {
+    return e->get<std::string>();
+  }
+  return "base";
+}
+
+// template: jinja over the script, as cp.get_template renders it (the
+// state's defaults with context over them). Written to a temporary file the
+// caller removes; "" and `error` set when it cannot be.
+struct rendered_script {
+  std::string path;
+  std::string error;
+};
+
+asio::awaitable<rendered_script> render_script(state_call c, std::string source,
+                                               std::string saltenv, json ctx) {
+  rendered_script out;
+  if (c.context == nullptr || c.functions == nullptr) {
+    out.error = "template: jinja needs a minion";
+    co_return out;
+  }
+  std::string local;
+  if (auto u = fileserver::parse_url(source)) {
+    auto checked = fileserver::check_path(u->path);
+    std::vector<std::string> paths{checked.path};
+    std::string env = u->saltenv.value_or(saltenv);
+    if (!checked.error.empty()) co_return out;  // cache_error
+    std::vector<fileserver::cached_file> got = co_await c.context->files().cache(env, std::move(paths));
+    if (got.empty() || !got[0].error.empty()) co_return out;  // cache_error
+    local = got[0].local;
+  } else {
+    local = source.starts_with("file://") ? source.substr(7) : source;
+    struct stat st {};
+    if (::stat(local.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) co_return out;
+  }
+  std::string sls;
+  if (const json* v = c.arg("__sls__"); v != nullptr && v->is_string()) sls = v->get<std::string>();
+  modules::minion_context* mc = c.context;
+  const modules::registry* functions = c.functions;
+  std::vector<std::string> dirs = mc->files().dirs_of(saltenv);
+  auto result = std::make_shared<std::pair<std::string, std::string>>();
+  std::function<modules::outcome()> work = [result, mc, functions, local, saltenv, sls, ctx,
+                                            dirs]() {
+    try {
+      state::options o = state::options::from_opts(mc->opts());
+      if (mc->files().remote()) o.file_roots = {{saltenv, dirs}};
+      auto comp = std::make_unique<state::compiler>(o, state::minion_of(*mc));
+      comp->set_salt(state::make_salt(*comp, *functions, mc));
+      result->first = comp->render_file(local, saltenv, sls, nlohmann::json::parse(ctx.dump()));
+    } catch (const std::exception& e) {
+      result->second = e.what();
+    }
+    return modules::outcome{};
+  };
+  co_await state::on_pool(std::move(work));
+  if (!result->second.empty()) {
+    out.error = result->second;
+    co_return out;
+  }
+  std::string base_name = source.substr(source.rfind('/') + 1);
+  std::string ext;
+  if (auto dot = base_name.rfind('.'); dot != std::string::npos && dot != 0) ext = base_name.substr(dot);
+  std::string pattern = "/tmp/__brine.tmpl.XXXXXX" + ext;
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  int fd = ::mkstemps(name.data(), static_cast<int>(ext.size()));
+  if (fd < 0) {
+    out.error = std::string("cannot create a temporary file in /tmp: ") + std::strerror(errno);
+    co_return out;
+  }
+  const std::string& text = result->first;
+  std::size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  out.path = name.data();
+  if (done < text.size()) {
+    ::unlink(out.path.c_str());
+    out.path.clear();
+    out.error = "cannot write the rendered script";
+  }
+  co_return out;
+}
+
+struct unlink_on_exit {
+  std::string path;
+  ~unlink_on_exit() {
+    if (!path.empty()) ::unlink(path.c_str());
+  }
+};
+
+// Salt's cmd.script state: the script `source` (else name's first word) run
+// through the execution function cmd.script with name's other words (or
+// args=) as its arguments.
+asio::awaitable<json> script(state_call c) {
+  std::string name = c.name();
+  bool stateful = c.flag("stateful");
+  std::string test_name;
+  if (const json* s = c.arg("stateful");
+      s != nullptr && s->is_array() && !s->empty() && (*s)[0].is_object() &&
+      (*s)[0].contains("test_name")) {
+    test_name = (*s)[0]["test_name"].get<std::string>();
+  }
+  if (c.test && !test_name.empty()) name = test_name;
+  json ret = make_ret(name, false, "");
+  if (const json* env = c.arg("env");
+      env != nullptr && !env->is_null() && !env->is_array() && !env->is_object()) {
+    ret["comment"] = "Invalidly-formatted 'env' parameter. See documentation.";
+    co_return ret;
+  }
+  const json* context = c.arg("context");
+  const json* defaults = c.arg("defaults");
+  if (context != nullptr && c.flag("context") && !context->is_object()) {
+    ret["comment"] = "Invalidly-formatted 'context' parameter. Must be formed as a dict.";
+    co_return ret;
+  }
+  if (defaults != nullptr && c.flag("defaults") && !defaults->is_object()) {
+    ret["comment"] = "Invalidly-formatted 'defaults' parameter. Must be formed as a dict.";
+    co_return ret;
+  }
+  json ctx = json::object();
+  if (defaults != nullptr && defaults->is_object()) ctx = *defaults;
+  if (context != nullptr && context->is_object()) {
+    for (const auto& [k, v] : context->items()) ctx[k] = v;
+  }
+  std::string source = name;
+  if (const json* s = c.arg("source"); s != nullptr && !s->is_null()) {
+    source = s->is_string() ? s->get<std::string>() : s->dump();
+  }
+  nlohmann::json args = nullptr;
+  if (const json* a = c.arg("args"); a != nullptr && c.flag("args")) {
+    args = nlohmann::json::parse(a->dump());
+  } else if (auto sp = name.find(' '); sp != std::string::npos &&
+                                      name.find_first_not_of(' ', sp) != std::string::npos) {
+    // Salt: len(name.split()) > 1 gives args name.split(" ", 1)[1].
+    args = name.substr(sp + 1);
+  }
+  if (c.test && test_name.empty()) {
+    ret["result"] = nullptr;
+    ret["comment"] = "Command '" + name + "' would have been executed";
+    co_return stateful ? reinterpreted(ret) : ret;
+  }
+  const json* cwd = c.arg("cwd");
+  if (cwd != nullptr && cwd->is_string() && !cwd->get<std::string>().empty() &&
+      !is_dir(cwd->get<std::string>())) {
+    ret["comment"] = "Desired working directory \"" + cwd->get<std::string>() + "\" is not available";
+    co_return ret;
+  }
+  const std::string saltenv = saltenv_of(c);
+  nlohmann::json kwargs = nlohmann::json::object();
+  unlink_on_exit rendered;
+  std::string run_source = source;
+  if (const json* t = c.arg("template"); t != nullptr && !t->is_null()) {
+    std::string kind = t->is_string() ? t->get<std::string>() : t->dump();
+    if (kind != "jinja") {
+      ret["comment"] = "Attempted to render file paths with unavailable engine " + kind;
+      co_return ret;
+    }
+    rendered_script r = co_await render_script(c, source, saltenv, ctx);
+    if (!r.error.empty()) {
+      ret["comment"] = r.error;
+      co_return ret;
+    }
+    if (r.path.empty()) {
+      kwargs["source"] = "";  // cache_error below
+    } else {
+      rendered.path = r.path;
+      run_source = r.path;
+    }
+  }
+  nlohmann::json call_args = nlohmann::json::array({run_source});
+  if (!args.is_null()) kwargs["args"] = args;
+  kwargs["saltenv"] = saltenv;
+  for (const char* key : {"cwd", "env", "timeout", "shell", "stdin"}) {
+    if (const json* v = c.arg(key); v != nullptr && !v->is_null()) {
+      kwargs[key] = nlohmann::json::parse(v->dump());
+    }
+  }
+  pass_identity(c, kwargs);
+  json all = json::object();
+  if (kwargs.contains("source")) {
+    kwargs.erase("source");
+    all = json{{"pid", 0}, {"retcode", 1}, {"stdout", ""}, {"stderr", ""}, {"cache_error", true}};
+  } else {
+    modules::call run;
+    run.fun = "cmd.script";
+    run.args = std::move(call_args);
+    run.kwargs = std::move(kwargs);
+    run.jid = c.jid;
+    run.timeout = c.timeout;
+    run.context = c.context;
+    if (c.functions == nullptr) throw base::error("cmd.script: no execution functions to run it with");
+    modules::outcome o = co_await modules::execute(*c.functions, std::move(run));
+    if (!o.ret.is_object()) {
+      std::string text = o.ret.is_string() ? o.ret.get<std::string>() : o.ret.dump();
+      if (text.starts_with("ERROR: ")) text.erase(0, 7);
+      ret["comment"] = text;
+      co_return ret;
+    }
+    all = json::parse(o.ret.dump());
+    json ordered = json::object();
+    for (const char* key : {"pid", "retcode", "stdout", "stderr", "cache_error"}) {
+      if (all.contains(key)) ordered[key] = all[key];
+    }
+    all = ordered;
+  }
+  int retcode = all.value("retcode", 1);
+  if (const json* ok = c.arg("success_retcodes"); ok != nullptr && retcode != 0) {
+    json codes = ok->is_array() ? *ok : json::array({*ok});
+    for (const auto& code : codes) {
+      if (code.is_number_integer() && code.get<int>() == retcode) {
+        retcode = 0;
+        all["retcode"] = 0;
+      }
+    }
+  }
+  ret["changes"] = all;
+  ret["result"] = retcode == 0;
+  if (all.value("cache_error", false)) {
+    ret["comment"] = "Unable to cache script " + source + " from saltenv '" + saltenv + "'";
+  } else {
+    ret["comment"] = "Command '" + name + "' run";
+  }
+  if (stateful) ret = reinterpreted(ret);
+  co_return ret;
+}
+
 asio::awaitable<json> wait(state_call c) { co_return make_ret(c.name(), true, ""); }
 
 asio::awaitable<json> mod_watch(state_call c) {
   std::string sfun = c.low.value("sfun", "");
   if (sfun == "wait" || sfun == "run" || sfun == "watch") co_return co_await run(std::move(c));
+  if (sfun == "wait_script" || sfun == "script") co_return co_await script(std::move(c));
   json ret = make_ret(c.name(), false, "");
   ret["comment"] = "cmd." + sfun +
                    " does not work with the watch requisite, please use cmd.wait or "
@@ -230,8 +490,16 @@ asio::awaitable<json> mod_watch(state_call c) {
 
 void register_cmd_states(registry& reg) {
   reg.add("cmd.run", run, {"name"},
-          "cmd.run name=COMMAND [cwd=] [env=] [timeout=] [stateful=False]: runs the command; "
+          "cmd.run name=COMMAND [cwd=] [env=] [runas=] [umask=] [shell=] [timeout=] "
+          "[stateful=False]: runs the command; "
           "its pid, retcode, stdout and stderr are the changes");
+  reg.add("cmd.script", script, {"name"},
+          "cmd.script name=SCRIPT [source=salt://|PATH] [args=] [template=jinja] [defaults=] "
+          "[context=] [cwd=] [env=] [runas=] [umask=] [shell=] [timeout=] [stateful=False]: "
+          "runs the script through cmd.script; its pid, retcode, stdout and stderr are the "
+          "changes");
+  reg.add("cmd.wait_script", wait, {"name"},
+          "cmd.wait_script: cmd.script, only when a watch requisite fires");
   reg.add("cmd.wait", wait, {"name"},
           "cmd.wait name=COMMAND: runs the command only when a watch requisite fires");
   reg.add("cmd.mod_watch", mod_watch, {"name"},

@@ -33,7 +33,9 @@ asio::awaitable<int> state_call::retcode(std::string command, json options, int 
   c.fun = "cmd.run_all";
   c.kwargs = nlohmann::json::object();
   c.kwargs["cmd"] = command;
-  for (const char* key : {"cwd", "env", "timeout"}) {
+  // Salt's POSSIBLE_CMD_ARGS that brine's cmd.run_all takes (umask is not
+  // among them: Salt moves it to __umask__ before the checks run).
+  for (const char* key : {"cwd", "env", "timeout", "runas"}) {
     if (auto it = options.find(key); it != options.end() && !it->is_null()) {
       c.kwargs[key] = nlohmann::json::parse(it->dump());
     }
@@ -117,6 +119,9 @@ void register_builtin_states(registry& reg) {
   register_service_states(reg);
   register_pkg_states(reg);
   register_pkgrepo_states(reg);
+  register_module_states(reg);
+  register_git_states(reg);
+  register_archive_states(reg);
 }
 
 }  // namespace brine::states

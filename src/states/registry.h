@@ -134,5 +134,11 @@ void register_service_states(registry& reg);
 void register_pkg_states(registry& reg);
 // pkgrepo.managed, pkgrepo.absent (apt sources).
 void register_pkgrepo_states(registry& reg);
+// module.run, module.wait (module_states.cc).
+void register_module_states(registry& reg);
+// git.config_set, git.config_unset (git_states.cc).
+void register_git_states(registry& reg);
+// archive.extracted (archive_states.cc).
+void register_archive_states(registry& reg);
 
 }  // namespace brine::states

@@ -3,6 +3,9 @@
 // salt/states/test.py, its comments and changes as Salt words them.
 
 #include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "states/registry.h"
@@ -117,12 +120,98 @@ asio::awaitable<json> mod_watch(state_call c) {
       }
     }
   }
+  // result=, comment= and changes= given to the state override Salt's own.
   json ret = json::object();
   ret["name"] = c.name();
-  ret["result"] = true;
-  ret["comment"] = "Watch statement fired.";
-  ret["changes"] = json::object();
-  ret["changes"]["Requisites with changes"] = std::move(changed);
+  const json* result = c.arg("result");
+  ret["result"] = result != nullptr ? *result : json(true);
+  const json* comment = c.arg("comment");
+  ret["comment"] = comment != nullptr ? *comment : json("Watch statement fired.");
+  if (const json* changes = c.arg("changes"); changes != nullptr) {
+    ret["changes"] = *changes;
+  } else {
+    ret["changes"] = json::object();
+    ret["changes"]["Requisites with changes"] = std::move(changed);
+  }
+  co_return ret;
+}
+
+// Salt's _if_str_then_list: one key, or a list of keys; anything else is
+// Python's bare TypeError.
+std::vector<std::string> key_list(const state_call& c, const char* arg) {
+  std::vector<std::string> out;
+  const json* v = c.arg(arg);
+  if (v == nullptr || v->is_null() || (v->is_boolean() && !v->get<bool>()) ||
+      ((v->is_array() || v->is_string() || v->is_object()) && v->empty())) {
+    return out;
+  }
+  if (v->is_string()) {
+    out.push_back(v->get<std::string>());
+    return out;
+  }
+  if (!v->is_array()) {
+    throw base::error(std::string("test.check_pillar: ") + arg +
+                      " must be a key or a list of keys, got " + v->dump());
+  }
+  for (const auto& k : *v) out.push_back(k.is_string() ? k.get<std::string>() : k.dump());
+  return out;
+}
+
+// What the value is, against Python's isinstance(value, T) for the types
+// check_pillar knows (a bool is an int, as in Python).
+bool is_type(const json& v, const std::string& type) {
+  if (type == "None") return true;
+  if (type == "<class 'bool'>") return v.is_boolean();
+  if (type == "<class 'int'>") return v.is_boolean() || v.is_number_integer();
+  if (type == "(<class 'str'>,)") return v.is_string();
+  if (type == "<class 'list'>") return v.is_array();
+  if (type == "<class 'dict'>") return v.is_object();
+  return false;
+}
+
+// Salt's test.check_pillar: the keys are in the pillar (pillar.get, so
+// "a:b" looks into nested mappings), of the type asked; the comment names
+// each that is not ('Pillar key "k" is missing.' / 'is not <class 'int'>.').
+asio::awaitable<json> check_pillar(state_call c) {
+  static const std::pair<const char*, const char*> k_checks[] = {
+      {"present", "None"},          {"boolean", "<class 'bool'>"},
+      {"integer", "<class 'int'>"}, {"string", "(<class 'str'>,)"},
+      {"listing", "<class 'list'>"}, {"dictionary", "<class 'dict'>"}};
+  bool any = false;
+  for (const auto& [arg, type] : k_checks) any = any || c.flag(arg);
+  if (!any) throw base::error("Missing required argument text.");
+  json ret = make_ret(c.name(), true, "");
+  // Python dicts: a key seen again keeps its first place, takes the new value.
+  json failed = json::object();
+  json fine = json::object();
+  for (const auto& [arg, type] : k_checks) {
+    for (const auto& key : key_list(c, arg)) {
+      nlohmann::json args = nlohmann::json::array({key, nullptr});
+      std::string fun = "pillar.get";
+      json value = co_await c.run(std::move(fun), std::move(args));
+      if (value.is_null()) {
+        failed[key] = "None";
+        ret["result"] = false;
+      } else if (!is_type(value, type)) {
+        failed[key] = type;
+        ret["result"] = false;
+      } else if (c.flag("verbose")) {
+        fine[key] = type;
+      }
+    }
+  }
+  std::string comment;
+  for (const auto& [key, type] : failed.items()) {
+    comment += "Pillar key \"" + key + "\" ";
+    comment += type == "None" ? "is missing.\n" : "is not " + type.get<std::string>() + ".\n";
+  }
+  if (!fine.empty()) {
+    comment += "Those keys passed the check:\n";
+    for (const auto& [key, type] : fine.items()) {
+      comment += "- " + key + " (" + type.get<std::string>() + ")\n";
+    }
+  }
+  ret["comment"] = comment;
   co_return ret;
 }
 
@@ -145,7 +234,11 @@ void register_test_states(registry& reg) {
   reg.add("test.show_notification", show_notification, {"name"},
           "test.show_notification text=TEXT: succeeds with TEXT as its comment");
   reg.add("test.mod_watch", mod_watch, {"name"},
-          "test.mod_watch: what a watch requisite on a test state runs");
+          "test.mod_watch [result=] [comment=] [changes=]: what a watch requisite on a test "
+          "state runs");
+  reg.add("test.check_pillar", check_pillar, {"name"},
+          "test.check_pillar [present=] [boolean=] [integer=] [string=] [listing=] "
+          "[dictionary=] [verbose=False]: the pillar keys exist, of the type asked");
 }
 
 }  // namespace brine::states

@@ -167,9 +167,14 @@ TEST_F(cmd_mod_test, bad_kwargs_name_the_kwarg) {
             "cmd.run: cwd must be a directory path (a string), got 5");
   EXPECT_EQ(error_of(make_call("cmd.run", {"true"}, {{"stdin", {1}}})),
             "cmd.run: stdin must be a string, got [1]");
-  EXPECT_NE(error_of(make_call("cmd.retcode", {"true"}, {{"runas", "root"}}))
-                .find("cmd.retcode: unknown keyword argument 'runas'"),
+  EXPECT_NE(error_of(make_call("cmd.retcode", {"true"}, {{"root", "/srv/chroot"}}))
+                .find("cmd.retcode: unknown keyword argument 'root'"),
             std::string::npos);
+  EXPECT_EQ(error_of(make_call("cmd.run", {"true"}, {{"runas", "no-such-user-brine"}})),
+            "User 'no-such-user-brine' is not available");
+  EXPECT_EQ(error_of(make_call("cmd.run", {"true"}, {{"umask", "0"}})),
+            "Zero umask is not allowed.");
+  EXPECT_EQ(error_of(make_call("cmd.run", {"true"}, {{"umask", "09"}})), "Invalid umask: '09'");
   EXPECT_EQ(error_of(make_call("cmd.run", nlohmann::json::array())),
             "cmd.run needs a command to run");
 

@@ -1,6 +1,8 @@
 #include "modules/process.h"
 
 #include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -53,6 +55,38 @@ TEST_F(process_test, merge_stderr_interleaves_in_order) {
   process_result r = run_sync(run_process(o));
   EXPECT_EQ(r.stdout_text, "one\ntwo\nthree\n");
   EXPECT_EQ(r.stderr_text, "");
+}
+
+TEST_F(process_test, umask_is_the_childs) {
+  process_options o = shell("umask; sh -c umask");
+  o.umask = 027;
+  process_result r = run_sync(run_process(o));
+  EXPECT_EQ(r.stdout_text, "0027\n0027\n");
+  // The minion's own umask is untouched.
+  mode_t mine = ::umask(022);
+  ::umask(mine);
+  EXPECT_NE(mine, static_cast<mode_t>(027));
+}
+
+TEST_F(process_test, runas_unknown_user_is_refused_before_fork) {
+  process_options o = shell("true");
+  o.runas = "no-such-user-brine";
+  EXPECT_THROW(run_sync(run_process(o)), base::error);
+}
+
+TEST_F(process_test, runas_own_user_sets_its_environment) {
+  struct passwd* pw = ::getpwuid(::geteuid());
+  ASSERT_NE(pw, nullptr);
+  process_options o = shell("echo \"$USER $LOGNAME $HOME\"; pwd");
+  o.runas = pw->pw_name;
+  process_result r = run_sync(run_process(o));
+  struct stat st {};
+  bool home_ok = ::stat(pw->pw_dir, &st) == 0 && S_ISDIR(st.st_mode);
+  std::string want = std::string(pw->pw_name) + " " + pw->pw_name + " " + pw->pw_dir + "\n";
+  EXPECT_TRUE(r.stdout_text.starts_with(want)) << r.stdout_text;
+  if (home_ok) {
+    EXPECT_EQ(r.stdout_text, want + pw->pw_dir + "\n");
+  }
 }
 
 TEST_F(process_test, signal_gives_128_plus_signal) {

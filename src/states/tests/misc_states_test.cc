@@ -1,0 +1,457 @@
+// module.run/module.wait, git.config_set/unset, archive.extracted,
+// test.check_pillar and the cmd states' script, runas and umask, each called
+// as the runner calls them, against a fake minion whose file_roots and
+// pillar the test sets.
+
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "modules/context.h"
+#include "modules/registry.h"
+#include "states/registry.h"
+#include "support/temp_dir.h"
+
+namespace brine::states {
+namespace {
+
+namespace fs = std::filesystem;
+
+class fake_context : public modules::minion_context {
+ public:
+  explicit fake_context(const modules::registry& reg) : reg_(reg) {}
+  const std::string& id() const override { return id_; }
+  std::shared_ptr<const nlohmann::json> grains() const override {
+    return std::make_shared<nlohmann::json>(nlohmann::json{{"id", id_}});
+  }
+  std::shared_ptr<const nlohmann::json> pillar() const override {
+    return std::make_shared<nlohmann::json>(pillar_);
+  }
+  const nlohmann::json& opts() const override { return opts_; }
+  std::string grains_file() const override { return ""; }
+  const modules::registry& functions() const override { return reg_; }
+  void refresh_grains() override {}
+  bool refresh_pillar(std::string&) override { return false; }
+  std::vector<modules::running_job> running() const override { return {}; }
+  bool kill_job(const std::string&) override { return false; }
+  nlohmann::json opts_ = nlohmann::json::object();
+  nlohmann::json pillar_ = nlohmann::json::object();
+
+ private:
+  const modules::registry& reg_;
+  std::string id_ = "m1";
+};
+
+bool have_tool(const std::string& tool) {
+  return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+int sh(const std::string& command) { return std::system(command.c_str()); }
+
+class misc_states_test : public ::testing::Test {
+ protected:
+  misc_states_test() {
+    register_builtin_states(states_);
+    modules::register_builtin_modules(functions_);
+    fs::create_directories(dir_.file("roots"));
+    ctx_.opts_["file_roots"] = {{"base", {dir_.file("roots")}}};
+    ctx_.opts_["id"] = "m1";
+  }
+
+  json call(const std::string& fun, json low, bool test = false) {
+    const registry::entry* e = states_.find(fun);
+    EXPECT_NE(e, nullptr) << fun;
+    if (e == nullptr) return json();
+    if (!low.contains("__id__")) low["__id__"] = low.value("name", "id");
+    state_call c;
+    c.low = std::move(low);
+    c.test = test;
+    c.functions = &functions_;
+    c.context = &ctx_;
+    asio::io_context io;
+    json out;
+    asio::co_spawn(io, e->fn(std::move(c)), [&](std::exception_ptr ex, json r) {
+      if (ex) std::rethrow_exception(ex);
+      out = std::move(r);
+    });
+    io.run();
+    return out;
+  }
+
+  void write(const std::string& path, const std::string& text, mode_t mode = 0644) {
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path, std::ios::binary) << text;
+    ::chmod(path.c_str(), mode);
+  }
+
+  std::string read(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  registry states_;
+  modules::registry functions_;
+  test::temp_dir dir_{"brine-misc-states"};
+  fake_context ctx_{functions_};
+};
+
+// module.run
+
+TEST_F(misc_states_test, module_run_new_syntax_runs_each_function) {
+  json low = {{"name", "x"}, {"test.echo", json::array({"hi"})},
+              {"test.kwarg", json::array({json{{"a", 1}}})}};
+  json r = call("module.run", low);
+  EXPECT_EQ(r["name"], json::array({"test.echo", "test.kwarg"}));
+  EXPECT_EQ(r["result"], true);
+  EXPECT_EQ(r["comment"], "test.echo: hi, test.kwarg: Success");
+  EXPECT_EQ(r["changes"]["test.echo"], "hi");
+  EXPECT_EQ(r["changes"]["test.kwarg"]["a"], 1);
+}
+
+TEST_F(misc_states_test, module_run_new_syntax_failures_and_missing) {
+  json r = call("module.run", {{"name", "x"}, {"test.false", json::array()}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "'test.false': False");
+  EXPECT_TRUE(r["changes"].empty());
+
+  r = call("module.run", {{"name", "x"}, {"nosuch.a", nullptr}, {"nosuch.b", nullptr}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "Unavailable functionTrue: nosuch.a, nosuch.b.");
+
+  // A mapping with a non-zero retcode is a failure (Salt's _get_dict_result).
+  r = call("module.run", {{"name", "x"}, {"cmd.run_all", json::array({json{{"cmd", "exit 3"}}})}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "'cmd.run_all' failed: (error message N/A)");
+
+  // A function that raises.
+  r = call("module.run", {{"name", "x"}, {"test.exception", json::array({"boom"})}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "'test.exception' failed: boom");
+}
+
+TEST_F(misc_states_test, module_run_test_mode_runs_nothing) {
+  json r = call("module.run", {{"name", "x"}, {"cmd.run", json::array({"touch " + dir_.file("t")})}},
+                true);
+  EXPECT_EQ(r["result"], nullptr);
+  EXPECT_EQ(r["comment"], "Function cmd.run to be executed.");
+  EXPECT_FALSE(fs::exists(dir_.file("t")));
+  r = call("module.run", {{"name", "test.echo"}, {"text", "x"}}, true);
+  EXPECT_EQ(r["result"], nullptr);
+  EXPECT_EQ(r["comment"], "Module function test.echo is set to execute");
+}
+
+TEST_F(misc_states_test, module_run_legacy_syntax) {
+  json r = call("module.run", {{"name", "test.echo"}, {"text", "old"}});
+  EXPECT_EQ(r["name"], "test.echo");
+  EXPECT_EQ(r["result"], true);
+  EXPECT_EQ(r["comment"], "Module function test.echo executed");
+  EXPECT_EQ(r["changes"]["ret"], "old");
+
+  // m_name is the function's own name=; args and kwargs spread.
+  r = call("module.run", {{"name", "test.arg"}, {"m_name", "inner"}, {"args", {1, 2}},
+                          {"kwargs", {{"k", "v"}}}});
+  EXPECT_EQ(r["changes"]["ret"]["args"], json::array({1, 2}));
+  EXPECT_EQ(r["changes"]["ret"]["kwargs"]["name"], "inner");
+  EXPECT_EQ(r["changes"]["ret"]["kwargs"]["k"], "v");
+
+  r = call("module.run", {{"name", "test.arg"}, {"args", "notalist"}});
+  EXPECT_EQ(r["comment"], "'args' must be a list.");
+
+  r = call("module.run", {{"name", "nosuch.fun"}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "Module function nosuch.fun is not available");
+
+  r = call("module.run", {{"name", "test.false"}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["changes"]["ret"], false);
+
+  r = call("module.run", {{"name", "alternatives.show_link"}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "The following arguments are missing: m_name");
+}
+
+TEST_F(misc_states_test, module_wait_runs_only_through_mod_watch) {
+  json low = {{"name", "test.echo"}, {"text", "w"}};
+  json r = call("module.wait", low);
+  EXPECT_EQ(r["result"], true);
+  EXPECT_TRUE(r["changes"].empty());
+  low["sfun"] = "wait";
+  low["__reqs__"] = {{"watch", json::array()}};
+  r = call("module.mod_watch", low);
+  EXPECT_EQ(r["changes"]["ret"], "w");
+  // The new syntax names the bookkeeping keys too, as Salt does.
+  r = call("module.mod_watch", {{"name", "id"}, {"test.echo", {"n"}}, {"sfun", "wait"},
+                                {"__reqs__", {{"watch", json::array()}}}});
+  EXPECT_EQ(r["name"], json::array({"test.echo", "sfun", "__reqs__"}));
+  EXPECT_EQ(r["changes"]["test.echo"], "n");
+}
+
+// test.check_pillar
+
+TEST_F(misc_states_test, check_pillar_types_and_missing) {
+  ctx_.pillar_ = {{"flag", true}, {"num", 3}, {"text", "t"}, {"items", {1}},
+                  {"nested", {{"inner", "x"}}}};
+  json r = call("test.check_pillar", {{"name", "c"}, {"present", "flag"},
+                                      {"integer", {"num", "flag"}},
+                                      {"string", "nested:inner"}, {"verbose", true}});
+  EXPECT_EQ(r["result"], true);
+  EXPECT_EQ(r["comment"],
+            "Those keys passed the check:\n- flag (<class 'int'>)\n- num (<class 'int'>)\n"
+            "- nested:inner ((<class 'str'>,))\n");
+  r = call("test.check_pillar", {{"name", "c"}, {"present", {"nope"}}, {"dictionary", {"items"}}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"],
+            "Pillar key \"nope\" is missing.\nPillar key \"items\" is not <class 'dict'>.\n");
+  EXPECT_THROW(call("test.check_pillar", {{"name", "c"}}), std::exception);
+}
+
+// git.config_*
+
+class git_test : public misc_states_test {
+ protected:
+  void SetUp() override {
+    if (!have_tool("git")) GTEST_SKIP() << "needs git";
+    repo_ = dir_.file("repo");
+    ASSERT_EQ(sh("git init -q " + repo_), 0);
+  }
+  std::string repo_;
+};
+
+TEST_F(git_test, config_set_adds_changes_and_is_idempotent) {
+  json low = {{"name", "user.name"}, {"value", "A B"}, {"repo", repo_}};
+  json r = call("git.config_set", low, true);
+  EXPECT_EQ(r["result"], nullptr);
+  EXPECT_EQ(r["comment"], "'user.name' would be added as 'A B'");
+  EXPECT_EQ(r["changes"]["old"], nullptr);
+  r = call("git.config_set", low);
+  EXPECT_EQ(r["result"], true);
+  EXPECT_EQ(r["comment"], "'user.name' was added as 'A B'");
+  EXPECT_EQ(r["changes"]["user.name"]["new"], json::array({"A B"}));
+  r = call("git.config_set", low);
+  EXPECT_EQ(r["comment"], "'user.name' is already set to 'A B'");
+  EXPECT_TRUE(r["changes"].empty());
+
+  json multi = {{"name", "x.y"}, {"multivar", {"1", "2"}}, {"repo", repo_}};
+  r = call("git.config_set", multi);
+  EXPECT_EQ(r["comment"], "'x.y' was added as ['1', '2']");
+  multi["multivar"] = "3";
+  r = call("git.config_set", multi);
+  EXPECT_EQ(r["comment"], "'x.y' was set to ['3']");
+  EXPECT_EQ(r["changes"]["x.y"]["old"], json::array({"1", "2"}));
+}
+
+TEST_F(git_test, config_set_argument_errors) {
+  json r = call("git.config_set", {{"name", "a.b"}, {"value", "v"}});
+  EXPECT_EQ(r["comment"], "Non-global config options require the 'repo' argument to be set");
+  r = call("git.config_set", {{"name", "a.b"}, {"value", "v"}, {"repo", repo_}, {"bogus", 1}});
+  EXPECT_EQ(r["comment"], "The following keyword arguments are not valid: bogus=1");
+}
+
+TEST_F(git_test, config_unset_single_multivar_and_regex) {
+  ASSERT_EQ(sh("git -C " + repo_ + " config a.one 1 && git -C " + repo_ +
+               " config a.many x && git -C " + repo_ + " config --add a.many y"),
+            0);
+  json r = call("git.config_unset", {{"name", "a.one"}, {"repo", repo_}}, true);
+  EXPECT_EQ(r["result"], nullptr);
+  EXPECT_EQ(r["comment"], "1 key(s) would have value(s) unset");
+  r = call("git.config_unset", {{"name", "a.one"}, {"repo", repo_}});
+  EXPECT_EQ(r["result"], true);
+  EXPECT_EQ(r["comment"], "Value(s) successfully unset");
+  EXPECT_EQ(r["changes"]["a.one"], json::array({"1"}));
+  r = call("git.config_unset", {{"name", "a.one"}, {"repo", repo_}});
+  EXPECT_EQ(r["comment"], "No matching keys are set");
+
+  r = call("git.config_unset", {{"name", "a.many"}, {"repo", repo_}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"],
+            "Multivar(s) matched by the key expression (set 'all' to True to force removal): "
+            "a.many (x, y)");
+  r = call("git.config_unset", {{"name", "a.many"}, {"value_regex", "^y$"}, {"repo", repo_}});
+  EXPECT_EQ(r["comment"], "Value(s) successfully unset");
+  EXPECT_EQ(r["changes"]["a.many"], json::array({"y"}));
+}
+
+// archive.extracted
+
+class archive_test : public misc_states_test {
+ protected:
+  void SetUp() override {
+    if (!have_tool("tar") || !have_tool("unzip") || !have_tool("zip") || !have_tool("gzip")) {
+      GTEST_SKIP() << "needs tar, gzip, zip and unzip";
+    }
+    std::string src = dir_.file("src");
+    write(src + "/top/a.txt", "alpha\n");
+    write(src + "/top/sub/b.txt", "beta\n");
+    write(src + "/x.txt", "x\n");
+    ASSERT_EQ(sh("tar -C " + src + " -czf " + dir_.file("roots/top.tar.gz") + " top"), 0);
+    ASSERT_EQ(sh("tar -C " + src + " -cf " + dir_.file("bomb.tar") + " top x.txt"), 0);
+    ASSERT_EQ(sh("cd " + src + " && zip -qr " + dir_.file("roots/top.zip") + " top"), 0);
+  }
+};
+
+TEST_F(archive_test, extracts_salt_tar_once) {
+  json low = {{"name", dir_.file("out")}, {"source", "salt://top.tar.gz"}, {"__env__", "base"}};
+  json r = call("archive.extracted", low, true);
+  EXPECT_EQ(r["result"], nullptr);
+  EXPECT_EQ(r["comment"], "Archive salt://top.tar.gz would be cached (if necessary) and checked "
+                          "to discover if extraction is needed");
+  r = call("archive.extracted", low);
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(r["comment"], "salt://top.tar.gz extracted to " + dir_.file("out") +
+                              "/, due to absence of one or more files/dirs. Output was trimmed "
+                              "to False number of lines");
+  EXPECT_EQ(r["changes"]["directories_created"], json::array({dir_.file("out") + "/"}));
+  // The members in archive order (tar's, from the directory it read).
+  std::vector<std::string> files = r["changes"]["extracted_files"].get<std::vector<std::string>>();
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"top", "top/a.txt", "top/sub", "top/sub/b.txt"}));
+  EXPECT_EQ(read(dir_.file("out/top/sub/b.txt")), "beta\n");
+  r = call("archive.extracted", low);
+  EXPECT_EQ(r["result"], true);
+  EXPECT_EQ(r["comment"], "All files in archive are already present");
+  EXPECT_TRUE(r["changes"].empty());
+}
+
+TEST_F(archive_test, extracts_local_zip_and_checks_the_hash) {
+  std::string zip = dir_.file("roots/top.zip");
+  json low = {{"name", dir_.file("z")}, {"source", zip}, {"source_hash", "sha256=00"}};
+  json r = call("archive.extracted", low);
+  EXPECT_EQ(r["result"], false);
+  EXPECT_NE(r["comment"].get<std::string>().find("does not match the desired source_hash"),
+            std::string::npos);
+  low.erase("source_hash");
+  low["trim_output"] = 1;
+  r = call("archive.extracted", low, true);
+  EXPECT_EQ(r["result"], nullptr);
+  EXPECT_EQ(r["comment"], "Archive " + zip + " would be extracted to " + dir_.file("z") +
+                              "/, due to absence of one or more files/dirs");
+  r = call("archive.extracted", low);
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(r["changes"]["extracted_files"],
+            json::array({"top/", "List trimmed after 1 files."}));
+  EXPECT_EQ(read(dir_.file("z/top/a.txt")), "alpha\n");
+  r = call("archive.extracted", low);
+  EXPECT_EQ(r["comment"], "All files in archive are already present");
+}
+
+TEST_F(archive_test, refuses_a_tar_bomb_unless_told) {
+  json low = {{"name", dir_.file("b")}, {"source", dir_.file("bomb.tar")}};
+  json r = call("archive.extracted", low);
+  EXPECT_EQ(r["result"], false);
+  EXPECT_TRUE(r["comment"].get<std::string>().starts_with(
+      "Archive does not have a single top-level directory."));
+  low["enforce_toplevel"] = false;
+  r = call("archive.extracted", low);
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_TRUE(fs::exists(dir_.file("b/x.txt")));
+}
+
+TEST_F(archive_test, if_missing_and_argument_errors) {
+  json r = call("archive.extracted", {{"name", dir_.file("i")}, {"source", "salt://top.tar.gz"},
+                                      {"if_missing", dir_.path()}});
+  EXPECT_EQ(r["result"], true);
+  EXPECT_EQ(r["comment"], "Path " + dir_.path() + " exists");
+  r = call("archive.extracted", {{"name", "rel"}, {"source", "salt://top.tar.gz"}});
+  EXPECT_EQ(r["comment"], "rel is not an absolute path");
+  r = call("archive.extracted", {{"name", dir_.file("q")}, {"source", dir_.file("nope.tgz")}});
+  EXPECT_EQ(r["comment"], "Source file '" + dir_.file("nope.tgz") + "' does not exist");
+  r = call("archive.extracted",
+           {{"name", dir_.file("q")}, {"source", "salt://top.tar.gz"}, {"archive_format", "7z"}});
+  EXPECT_TRUE(r["comment"].get<std::string>().starts_with("Invalid archive_format '7z'"));
+}
+
+// cmd.script, runas, umask
+
+TEST_F(misc_states_test, cmd_script_from_salt_with_args_and_stateful) {
+  write(dir_.file("roots/s.sh"), "#!/bin/sh\necho \"args: $*\"\n");
+  json r = call("cmd.script", {{"name", "salt://s.sh"}, {"args", "'a b' c"}});
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(r["comment"], "Command 'salt://s.sh' run");
+  EXPECT_EQ(r["changes"]["stdout"], "args: a b c");
+  r = call("cmd.script", {{"name", "salt://s.sh"}}, true);
+  EXPECT_EQ(r["result"], nullptr);
+  EXPECT_EQ(r["comment"], "Command 'salt://s.sh' would have been executed");
+
+  write(dir_.file("roots/st.sh"), "#!/bin/sh\necho 'changed=yes comment=\"did\"'\n");
+  r = call("cmd.script", {{"name", "salt://st.sh"}, {"stateful", true}});
+  EXPECT_EQ(r["comment"], "did");
+  EXPECT_EQ(r["changes"]["changed"], "yes");
+
+  r = call("cmd.script", {{"name", "salt://missing.sh"}, {"__env__", "base"}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "Unable to cache script salt://missing.sh from saltenv 'base'");
+  EXPECT_EQ(r["changes"]["cache_error"], true);
+}
+
+TEST_F(misc_states_test, cmd_script_local_template_and_success_retcodes) {
+  write(dir_.file("local.sh"), "#!/bin/sh\necho local $1\nexit 5\n", 0755);
+  // Salt caches `source`, else the whole name: with arguments in the name
+  // the source must be given.
+  json r = call("cmd.script", {{"name", dir_.file("local.sh") + " one"}});
+  EXPECT_EQ(r["changes"]["cache_error"], true);
+  r = call("cmd.script", {{"name", dir_.file("local.sh") + " one"},
+                          {"source", dir_.file("local.sh")}, {"success_retcodes", {5}}});
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(r["changes"]["stdout"], "local one");
+  EXPECT_EQ(r["changes"]["retcode"], 0);
+
+  write(dir_.file("roots/t.sh"), "#!/bin/sh\necho '{{ word }} on {{ grains.id }}'\n");
+  r = call("cmd.script", {{"name", "salt://t.sh"}, {"template", "jinja"},
+                          {"context", {{"word", "hello"}}}, {"__env__", "base"}});
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(r["changes"]["stdout"], "hello on m1");
+}
+
+TEST_F(misc_states_test, cmd_run_umask_applies_to_the_command) {
+  json r = call("cmd.run", {{"name", "umask"}, {"umask", "077"}});
+  EXPECT_EQ(r["changes"]["stdout"], "0077");
+  r = call("cmd.run", {{"name", "umask"}, {"umask", "0"}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "Zero umask is not allowed.");
+}
+
+// A throwaway account, removed at the end of the test whatever happens.
+class runas_test : public misc_states_test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "runas needs root";
+    if (!have_tool("useradd") || !have_tool("userdel")) GTEST_SKIP() << "needs useradd/userdel";
+    sh("userdel -r brinerunas >/dev/null 2>&1");
+    // The user must reach its home inside the test's directory.
+    ::chmod(dir_.path().c_str(), 0755);
+    ASSERT_EQ(sh("useradd -m -d " + dir_.file("home") + " -s /bin/sh brinerunas"), 0);
+    made_ = true;
+  }
+  void TearDown() override {
+    if (made_) sh("userdel -r brinerunas >/dev/null 2>&1");
+  }
+  bool made_ = false;
+};
+
+TEST_F(runas_test, cmd_run_as_the_user_with_its_home) {
+  json r = call("cmd.run", {{"name", "id -un; echo $HOME; pwd"}, {"runas", "brinerunas"}});
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(r["changes"]["stdout"],
+            "brinerunas\n" + dir_.file("home") + "\n" + dir_.file("home"));
+  r = call("cmd.run", {{"name", "id -un"}, {"runas", "nosuchuserhere"}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "User 'nosuchuserhere' is not available");
+
+  write(dir_.file("roots/w.sh"), "#!/bin/sh\nid -un\n");
+  r = call("cmd.script", {{"name", "salt://w.sh"}, {"runas", "brinerunas"}, {"cwd", dir_.file("home")}});
+  EXPECT_EQ(r["changes"]["stdout"], "brinerunas") << r.dump();
+}
+
+}  // namespace
+}  // namespace brine::states
