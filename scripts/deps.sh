@@ -16,6 +16,8 @@ packages=(
   # git.config_* (git), archive.extracted (tar with gzip, bzip2, xz; unzip,
   # and zip to build the tests' archives).
   git tar gzip bzip2 xz-utils unzip zip
+  # service.* on a host without systemd: service, update-rc.d, invoke-rc.d.
+  init-system-helpers
   # The PostgreSQL store: libpq's headers to build, the server for its tests
   # (which start throwaway clusters of their own with initdb).
   postgresql libpq-dev
