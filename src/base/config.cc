@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -603,23 +604,26 @@ void check_once(std::map<std::string, int>& seen, const std::string& source, con
 // LoadAll stops at a null document), and where the document started.
 struct document_probe : YAML::EventHandler {
   bool has_node = false;
-  int line = 0;
-  void OnDocumentStart(const YAML::Mark& mark) override { line = mark.line + 1; }
+  int line = 0;  // of the document's first node
+  void node_at(const YAML::Mark& mark) {
+    if (!std::exchange(has_node, true)) line = mark.line + 1;
+  }
+  void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { has_node = true; }
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { node_at(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
                 const std::string&) override {
-    has_node = true;
+    node_at(mark);
   }
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
                        YAML::EmitterStyle::value) override {
-    has_node = true;
+    node_at(mark);
   }
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
                   YAML::EmitterStyle::value) override {
-    has_node = true;
+    node_at(mark);
   }
   void OnMapEnd() override {}
 };

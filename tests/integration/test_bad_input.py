@@ -307,7 +307,9 @@ class BadCallsTest(ClusterTestCase):
             (["test.sleep"], "test.sleep needs one argument"),
             (["test.sleep", "soon"], "length must be a number"),
             (["grains.get", "os", "colour=red"], "unknown keyword argument 'colour'"),
-            (["cmd.run", "true", "runas=nobody"], "unknown keyword argument 'runas'"),
+            (["cmd.run", "true", "colour=red"], "unknown keyword argument 'colour'"),
+            (["cmd.run", "true", "runas=brine-no-such-user"],
+             "User 'brine-no-such-user' is not available"),
             (["test.retcode", "1", "2"], "test.retcode takes one argument"),
         ]
         for args, message in table:
