@@ -697,7 +697,9 @@ asio::awaitable<outcome> install(call c) {
     std::string v = *version;
     if (std::find(compared.begin(), compared.end(), name) != compared.end()) {
       // Salt's match_version: the first offered version that satisfies it.
-      auto [oper, want] = split_comparison(v);
+      const auto comparison = split_comparison(v);
+      const std::string& oper = comparison.first;
+      const std::string& want = comparison.second;
       const std::vector<std::string>& offered = available[name];
       auto hit = std::find_if(offered.begin(), offered.end(), [&](const std::string& cand) {
         return version_matches(cand, oper.empty() ? "==" : oper, want);

@@ -979,7 +979,9 @@ void clean_duplicate_extends(json& highstate) {
   std::vector<std::pair<std::string, json>> seen;
   for (const auto& ext : *it) {
     if (!ext.is_object()) continue;
-    for (const auto& [k, v] : ext.items()) {
+    for (const auto& item : ext.items()) {
+      const std::string& k = item.key();
+      const json& v = item.value();
       bool dup = std::any_of(seen.begin(), seen.end(), [&](const auto& p) {
         return p.first == k && py_equal(p.second, v);
       });
