@@ -716,8 +716,25 @@ struct runner::impl {
     return false;
   }
 
-  // Salt's State.call_chunk on chunks[index].
-  asio::awaitable<void> call_chunk(size_t index) {
+  // Salt's return for a chunk caught in a requisite loop (this run number,
+  // not taken).
+  json recursive_requisite(const json& low) const {
+    json r = json::object();
+    r["changes"] = json::object();
+    r["result"] = false;
+    r["comment"] = "Recursive requisite found";
+    r["__run_num__"] = run_num;
+    r["__sls__"] = low.value("__sls__", json());
+    r["__id__"] = low.value("__id__", json());
+    r["name"] = low.value("name", json());
+    return r;
+  }
+
+  // Salt's State.call_chunk on chunks[index]; `depth` counts how often it
+  // came back to the same chunk after running its requisites (Salt gives up
+  // at 20: a prereq whose target lacks the matching prerequired never gets
+  // further, as in a hand-written state.low list).
+  asio::awaitable<void> call_chunk(size_t index, int depth = 0) {
     json& low = chunks[index];
     std::string tag = tag_of(low);
     if (!truthy(low.value("prerequired", json(false)))) active.insert(tag);
@@ -738,7 +755,10 @@ struct runner::impl {
       for (const auto& requisite : requisites) {
         lost.push_back({requisite, {}});
         if (!low.contains(requisite)) continue;
-        for (const auto& raw : low[requisite]) {
+        // A copy: marking a chunk __prereq__ below may add a key to `low`
+        // itself (a state that names itself), which moves its values.
+        const json listed = low[requisite];
+        for (const auto& raw : listed) {
           json req = as_req(raw);
           if (req.is_null()) continue;
           std::string key = req.begin().key();
@@ -794,17 +814,7 @@ struct runner::impl {
             }
             co_return;
           }
-          if (!running.contains(ctag)) {
-            json r = json::object();
-            r["changes"] = json::object();
-            r["result"] = false;
-            r["comment"] = "Recursive requisite found";
-            r["__run_num__"] = run_num;
-            r["__sls__"] = low.value("__sls__", json());
-            r["__id__"] = low.value("__id__", json());
-            r["name"] = low.value("name", json());
-            running[tag] = r;
-          }
+          if (!running.contains(ctag)) running[tag] = recursive_requisite(low);
           ++run_num;
           co_return;
         }
@@ -824,8 +834,10 @@ struct runner::impl {
           pre[tag]["changes"] = w;
           pre[tag]["result"] = nullptr;
         }
+      } else if (++depth >= 20) {
+        running[tag] = recursive_requisite(again);
       } else {
-        co_await call_chunk(index);
+        co_await call_chunk(index, depth);
       }
       if (!found_reqs.empty() && check_failhard(chunks[found_reqs.back()])) {
         failhard_hit = true;
@@ -984,8 +996,9 @@ struct runner::impl {
           }
           if (!found) continue;
         }
-        for (const auto& [lkey, lval_json] : listen_to.items()) {
-          std::string lval = text(lval_json);
+        for (const auto& item : listen_to.items()) {
+          const std::string& lkey = item.key();
+          std::string lval = text(item.value());
           bool known = std::any_of(crefs.begin(), crefs.end(),
                                    [&](const cref& c) { return in_cref(c, lkey, lval); });
           if (!known) {

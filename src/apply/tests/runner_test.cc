@@ -188,6 +188,30 @@ TEST_F(runner_test, prereq_runs_first_only_when_the_other_state_would_change) {
   EXPECT_EQ(at(ret, "test_|-quiet_|-quiet_|-succeed_without_changes")["comment"], "Success!");
 }
 
+
+// A hand-written list (state.low, or chunks from elsewhere) can prereq a
+// state that already ran and has no matching prerequired: the prereq is never
+// met. Salt gives up after 20 rounds with "Recursive requisite found"; brine
+// recursed without end (found by state_args_fuzz).
+TEST_F(runner_test, a_prereq_that_cannot_be_met_ends_as_a_recursive_requisite) {
+  json ret = run(json::array({chunk("target", "test.succeed_with_changes", {}, 0),
+                              chunk("before", "test.nop", {{"prereq", req("test", "target")}}, 1)}),
+                 true);
+  const json& b = at(ret, "test_|-before_|-before_|-nop");
+  EXPECT_EQ(b["comment"], "Recursive requisite found");
+  EXPECT_EQ(b["result"], false);
+  EXPECT_EQ(at(ret, "test_|-target_|-target_|-succeed_with_changes")["result"], nullptr);
+}
+
+// Marking a requisite __prereq__ adds a key to that chunk; when a state
+// prereqs itself, that chunk is the one whose requisites are being read
+// (a use after free that state_args_fuzz found).
+TEST_F(runner_test, a_state_that_prereqs_itself_is_reported_not_crashed) {
+  json ret = run(json::array({chunk("self", "test.succeed_with_changes",
+                                    {{"prereq", req("test", "self")}}, 0)}));
+  EXPECT_EQ(ret.size(), 1u) << ret.dump(2);
+  EXPECT_EQ(ret.begin().value()["result"], false) << ret.dump(2);
+}
 TEST_F(runner_test, listen_runs_mod_watch_at_the_end) {
   json ret = run(json::array({chunk("listener", "test.succeed_without_changes",
                                     {{"listen", req("test", "changed")}}, 0),
