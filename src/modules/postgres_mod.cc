@@ -838,9 +838,13 @@ asio::awaitable<void> owner_to(target t, std::string dbname, std::string owner) 
        "SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace "
        "ns ON p.pronamespace = ns.oid WHERE ns.nspname NOT IN ('pg_catalog', "
        "'information_schema') AND p.prokind = 'a'"},
+      // Not those of identity or serial columns: they follow their table.
       {"SEQUENCE",
-       "SELECT quote_ident(sequence_schema)||'.'||quote_ident(sequence_name) FROM "
-       "information_schema.sequences"},
+       "SELECT quote_ident(n.nspname)||'.'||quote_ident(c.relname) FROM pg_catalog.pg_class c "
+       "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'S' AND "
+       "n.nspname NOT IN ('pg_catalog', 'information_schema') AND NOT EXISTS (SELECT 1 FROM "
+       "pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = "
+       "c.oid AND d.deptype IN ('a', 'i'))"},
   };
   for (const kind& k : k_kinds) {
     rows r = co_await s->exec(k.query);

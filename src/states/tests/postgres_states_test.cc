@@ -303,12 +303,16 @@ TEST_F(postgres_states, database_present_owner_change_and_absent) {
   EXPECT_EQ(sql("SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = 'appdb'"), "app2");
 
   // owner_recurse: what is in the database changes owner too.
-  sql("CREATE TABLE t (i int); ALTER TABLE t OWNER TO app2", "appdb");
+  sql("CREATE TABLE t (i serial); ALTER TABLE t OWNER TO app2; CREATE SEQUENCE s OWNED BY NONE; "
+      "ALTER SEQUENCE s OWNER TO app2",
+      "appdb");
   json recurse = call("postgres_database.present",
                       low({{"name", "appdb"}, {"owner", "app1"}, {"owner_recurse", true}}));
   EXPECT_EQ(recurse["result"], true) << recurse.dump();
-  EXPECT_EQ(sql("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE relname = 't'", "appdb"),
-            "app1");
+  EXPECT_EQ(sql("SELECT string_agg(relname || '=' || pg_get_userbyid(relowner), ',' ORDER BY "
+                "relname) FROM pg_class WHERE relname IN ('t', 't_i_seq', 's')",
+                "appdb"),
+            "s=app1,t=app1,t_i_seq=app1");
 
   json wrong = call("postgres_database.present", low({{"name", "appdb"}, {"encoding", "LATIN1"}}));
   EXPECT_EQ(wrong["result"], false);
@@ -335,7 +339,8 @@ TEST_F(postgres_states, database_create_failure_says_why) {
 }
 
 TEST_F(postgres_states, schema_present_and_absent) {
-  sql("DROP DATABASE IF EXISTS schemadb; CREATE DATABASE schemadb");
+  sql("DROP DATABASE IF EXISTS schemadb");
+  sql("CREATE DATABASE schemadb");
   sql("DROP ROLE IF EXISTS sowner; CREATE ROLE sowner");
   json args = conn();
   args["dbname"] = "schemadb";
@@ -365,7 +370,8 @@ TEST_F(postgres_states, schema_present_and_absent) {
   json rm2 = call("postgres_schema.absent", args);
   EXPECT_EQ(rm2["comment"],
             "Schema app is not present in database schemadb, so it cannot be removed");
-  sql("DROP DATABASE schemadb; DROP ROLE sowner");
+  sql("DROP DATABASE schemadb");
+  sql("DROP ROLE sowner");
 }
 
 TEST_F(postgres_states, extension_present_upgrade_and_absent) {
@@ -373,7 +379,8 @@ TEST_F(postgres_states, extension_present_upgrade_and_absent) {
   if (sql("SELECT count(*) FROM pg_available_extensions WHERE name = 'hstore'") != "1") {
     GTEST_SKIP() << "the extension hstore is not installed with this PostgreSQL";
   }
-  sql("DROP DATABASE IF EXISTS extdb; CREATE DATABASE extdb");
+  sql("DROP DATABASE IF EXISTS extdb");
+  sql("CREATE DATABASE extdb");
   json base = conn();
   base["maintenance_db"] = "extdb";
   base["name"] = "hstore";
