@@ -466,6 +466,13 @@ class session {
   target target_;
 };
 
+// The schema functions' database (dbname) does not exist: for Salt, whose
+// psql query then returns no rows, it has no schemas.
+class missing_database : public tool_failure {
+ public:
+  using tool_failure::tool_failure;
+};
+
 asio::awaitable<std::unique_ptr<session>> connect(target t) {
   const pq::api& pq = pq::load(t.fun);
   std::vector<std::pair<std::string, std::string>> params = {
@@ -488,12 +495,19 @@ asio::awaitable<std::unique_ptr<session>> connect(target t) {
     return tool_failure(t.fun + ": cannot connect to " + where(t) + ": " + message + "; " +
                         connect_hint(message));
   };
-  if (pq.PQstatus(conn) == CONNECTION_BAD) throw fail(clean_message(pq.PQerrorMessage(conn)));
+  auto failed = [&]() {
+    std::string message = clean_message(pq.PQerrorMessage(conn));
+    if (message == "database \"" + t.dbname + "\" does not exist") {
+      throw missing_database(fail(message).what());
+    }
+    throw fail(message);
+  };
+  if (pq.PQstatus(conn) == CONNECTION_BAD) failed();
   const auto deadline = std::chrono::steady_clock::now() + k_connect_limit;
   PostgresPollingStatusType status = PGRES_POLLING_WRITING;
   for (;;) {
     if (status == PGRES_POLLING_OK) break;
-    if (status == PGRES_POLLING_FAILED) throw fail(clean_message(pq.PQerrorMessage(conn)));
+    if (status == PGRES_POLLING_FAILED) failed();
     try {
       co_await wait_socket(pq.PQsocket(conn), status == PGRES_POLLING_WRITING, deadline, t.fun);
     } catch (const tool_failure&) {
@@ -731,6 +745,19 @@ asio::awaitable<ordered> schema_list_of(session& s) {
     out[r.at(i, "name")] = ordered{{"owner", r.at(i, "owner")}, {"acl", r.at(i, "acl")}};
   }
   co_return out;
+}
+
+// The schemas of the target's database; none when that database does not
+// exist (Salt's psql query answers no rows then).
+asio::awaitable<ordered> schemas_in(target t) {
+  std::unique_ptr<session> s;
+  try {
+    s = co_await connect(t);
+  } catch (const missing_database&) {
+    co_return ordered::object();
+  }
+  ordered all = co_await schema_list_of(*s);
+  co_return all;
 }
 
 outcome ordered_outcome(ordered v) {
@@ -1179,8 +1206,7 @@ asio::awaitable<outcome> drop_extension_fn(call c) {
 asio::awaitable<outcome> schema_list_fn(call c) {
   arguments a("postgres.schema_list", c, params_with({"dbname"}, k_schema));
   required_name(a, "dbname", "postgres.schema_list DBNAME");
-  std::unique_ptr<session> s = co_await connect(connection(a, c, k_schema));
-  ordered all = co_await schema_list_of(*s);
+  ordered all = co_await schemas_in(connection(a, c, k_schema));
   co_return ordered_outcome(std::move(all));
 }
 
@@ -1188,8 +1214,7 @@ asio::awaitable<outcome> schema_get_fn(call c) {
   arguments a("postgres.schema_get", c, params_with({"dbname", "name"}, k_schema));
   required_name(a, "dbname", "postgres.schema_get DBNAME NAME");
   std::string name = required_name(a, "name", "postgres.schema_get DBNAME NAME");
-  std::unique_ptr<session> s = co_await connect(connection(a, c, k_schema));
-  ordered all = co_await schema_list_of(*s);
+  ordered all = co_await schemas_in(connection(a, c, k_schema));
   auto it = all.find(name);
   co_return ordered_outcome(it == all.end() ? ordered(nullptr) : *it);
 }
@@ -1198,8 +1223,7 @@ asio::awaitable<outcome> schema_exists_fn(call c) {
   arguments a("postgres.schema_exists", c, params_with({"dbname", "name"}, k_schema));
   required_name(a, "dbname", "postgres.schema_exists DBNAME NAME");
   std::string name = required_name(a, "name", "postgres.schema_exists DBNAME NAME");
-  std::unique_ptr<session> s = co_await connect(connection(a, c, k_schema));
-  ordered all = co_await schema_list_of(*s);
+  ordered all = co_await schemas_in(connection(a, c, k_schema));
   co_return outcome{all.contains(name)};
 }
 
@@ -1207,9 +1231,10 @@ asio::awaitable<outcome> schema_create_fn(call c) {
   arguments a("postgres.schema_create", c, params_with({"dbname", "name", "owner"}, k_schema));
   required_name(a, "dbname", "postgres.schema_create DBNAME NAME [owner=ROLE]");
   std::string name = required_name(a, "name", "postgres.schema_create DBNAME NAME [owner=ROLE]");
-  std::unique_ptr<session> s = co_await connect(connection(a, c, k_schema));
-  ordered all = co_await schema_list_of(*s);
+  target t = connection(a, c, k_schema);
+  ordered all = co_await schemas_in(t);
   if (all.contains(name)) co_return outcome{false};  // Salt: "already exists"
+  std::unique_ptr<session> s = co_await connect(t);
   std::string sql = "CREATE SCHEMA " + s->ident(name);
   if (auto owner = a.text("owner")) sql += " AUTHORIZATION " + s->ident(*owner);
   co_await s->exec(sql);
@@ -1220,9 +1245,10 @@ asio::awaitable<outcome> schema_remove_fn(call c) {
   arguments a("postgres.schema_remove", c, params_with({"dbname", "name"}, k_schema));
   required_name(a, "dbname", "postgres.schema_remove DBNAME NAME");
   std::string name = required_name(a, "name", "postgres.schema_remove DBNAME NAME");
-  std::unique_ptr<session> s = co_await connect(connection(a, c, k_schema));
-  ordered before = co_await schema_list_of(*s);
+  target t = connection(a, c, k_schema);
+  ordered before = co_await schemas_in(t);
   if (!before.contains(name)) co_return outcome{false};
+  std::unique_ptr<session> s = co_await connect(t);
   std::string drop = "DROP SCHEMA " + s->ident(name);
   co_await s->exec(std::move(drop));
   ordered after = co_await schema_list_of(*s);

@@ -59,7 +59,8 @@ class PostgresStatesTest(unittest.TestCase):
         self.roots = roots
         self.config = os.path.join(self.dir, "minion")
         self.write_minion("first-Secret")
-        self.addCleanup(self.pg.psql, "DROP DATABASE IF EXISTS appdb; DROP ROLE IF EXISTS app")
+        self.addCleanup(self.pg.psql, "DROP ROLE IF EXISTS app")
+        self.addCleanup(self.pg.psql, "DROP DATABASE IF EXISTS appdb")
 
     def write_minion(self, app_password):
         write_config(self.config, {

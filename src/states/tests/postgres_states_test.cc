@@ -371,6 +371,11 @@ TEST_F(postgres_states, schema_present_and_absent) {
   EXPECT_EQ(rm2["comment"],
             "Schema app is not present in database schemadb, so it cannot be removed");
   sql("DROP DATABASE schemadb");
+  // No database, no schema (Salt's query answers no rows).
+  json no_db = call("postgres_schema.absent", args);
+  EXPECT_EQ(no_db["result"], true) << no_db.dump();
+  EXPECT_EQ(no_db["comment"],
+            "Schema app is not present in database schemadb, so it cannot be removed");
   sql("DROP ROLE sowner");
 }
 
