@@ -1,8 +1,7 @@
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 // What the postgres states share with the postgres execution module
 // (postgres_mod.cc), as Salt's states import them from salt.modules.postgres.

@@ -23,22 +23,21 @@
 #include <unistd.h>
 
 #include <array>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <asio/experimental/awaitable_operators.hpp>
-#include <asio/posix/stream_descriptor.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/this_coro.hpp>
-#include <asio/use_awaitable.hpp>
-#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "modules/arguments.h"
@@ -54,8 +53,8 @@ namespace {
 
 std::string base64(const unsigned char* data, std::size_t size) {
   std::string out(4 * ((size + 2) / 3), '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data,
-                          static_cast<int>(size));
+  int n =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(size));
   out.resize(static_cast<std::size_t>(n));
   return out;
 }
@@ -89,13 +88,11 @@ std::string md5_password(const std::string& role, const std::string& password) {
 
 // PostgreSQL's scram_build_secret (Salt's _scram_sha_256). The password
 // is taken as its bytes: Salt's SASLprep changes only non-ASCII text.
-std::string scram_sha_256(const std::string& password, const std::string& salt,
-                          int iterations) {
+std::string scram_sha_256(const std::string& password, const std::string& salt, int iterations) {
   unsigned char salted[32];
   PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()),
                     reinterpret_cast<const unsigned char*>(salt.data()),
-                    static_cast<int>(salt.size()), iterations, EVP_sha256(), sizeof salted,
-                    salted);
+                    static_cast<int>(salt.size()), iterations, EVP_sha256(), sizeof salted, salted);
   auto hmac = [&](const char* text, unsigned char* out) {
     unsigned int len = 32;
     HMAC(EVP_sha256(), salted, sizeof salted, reinterpret_cast<const unsigned char*>(text),
@@ -238,8 +235,7 @@ std::vector<std::string> params_with(std::vector<std::string> own, const names& 
 }
 
 // An argument or option given as text or a number (a port may be either).
-std::optional<std::string> text_value(const arguments& a, const std::string& what,
-                                      const json* v) {
+std::optional<std::string> text_value(const arguments& a, const std::string& what, const json* v) {
   if (v == nullptr || v->is_null()) return std::nullopt;
   std::string s = a.text_of(what, *v);
   if (s.empty()) return std::nullopt;
@@ -426,9 +422,10 @@ class session {
           for (int i = 0; i < nf; ++i) {
             bool null = pq_.PQgetisnull(r, row, i) != 0;
             nulls.push_back(null);
-            line.emplace_back(null ? "" : std::string(pq_.PQgetvalue(r, row, i),
-                                                      static_cast<std::size_t>(
-                                                          pq_.PQgetlength(r, row, i))));
+            line.emplace_back(
+                null ? ""
+                     : std::string(pq_.PQgetvalue(r, row, i),
+                                   static_cast<std::size_t>(pq_.PQgetlength(r, row, i))));
           }
           out.values.push_back(std::move(line));
           out.nulls.push_back(std::move(nulls));
@@ -448,8 +445,9 @@ class session {
     char* e = identifier ? pq_.PQescapeIdentifier(conn_, s.c_str(), s.size())
                          : pq_.PQescapeLiteral(conn_, s.c_str(), s.size());
     if (e == nullptr) {
-      throw tool_failure(target_.fun + ": cannot quote " + (identifier ? "the name '" + s + "'" :
-                         std::string("a value")) + ": " + clean_message(pq_.PQerrorMessage(conn_)));
+      throw tool_failure(target_.fun + ": cannot quote " +
+                         (identifier ? "the name '" + s + "'" : std::string("a value")) + ": " +
+                         clean_message(pq_.PQerrorMessage(conn_)));
     }
     std::string out(e);
     pq_.PQfreemem(e);
@@ -537,8 +535,8 @@ std::string required_name(const arguments& a, const char* param, const std::stri
 // --- queries the functions share ------------------------------------------
 
 asio::awaitable<std::string> server_version(session& s) {
-  rows r = co_await s.exec(
-      "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'server_version'");
+  rows r =
+      co_await s.exec("SELECT setting FROM pg_catalog.pg_settings WHERE name = 'server_version'");
   co_return r.values.empty() ? std::string() : r.values[0][0];
 }
 
@@ -618,8 +616,9 @@ asio::awaitable<ordered> user_list_of(session& s, bool with_password) {
   }
   sql += " FROM pg_roles";
   if (with_password) {
-    sql += " LEFT JOIN pg_authid ON pg_roles.oid = pg_authid.oid LEFT JOIN pg_shadow ON "
-           "pg_roles.oid = pg_shadow.usesysid";
+    sql +=
+        " LEFT JOIN pg_authid ON pg_roles.oid = pg_authid.oid LEFT JOIN pg_shadow ON "
+        "pg_roles.oid = pg_shadow.usesysid";
   }
   rows r = co_await s.exec(sql);
   ordered out = ordered::object();
@@ -627,9 +626,9 @@ asio::awaitable<ordered> user_list_of(session& s, bool with_password) {
     ordered row = ordered::object();
     // Salt's get_bool on each, the connection limit included (a number:
     // None).
-    for (const char* key : {"superuser", "inherits privileges", "can create roles",
-                            "can create databases", "can update system catalogs", "can login",
-                            "replication", "connections"}) {
+    for (const char* key :
+         {"superuser", "inherits privileges", "can create roles", "can create databases",
+          "can update system catalogs", "can login", "replication", "connections"}) {
       row[key] = bool_or_null(r.at(i, key));
     }
     row["expiry time"] = timestamp_or_null(r.at(i, "expiry time"));
@@ -777,10 +776,10 @@ asio::awaitable<outcome> version_fn(call c) {
 }
 
 asio::awaitable<outcome> psql_query_fn(call c) {
-  arguments a("postgres.psql_query", c,
-              params_with({"query", "user", "host", "port", "maintenance_db", "password", "runas",
-                           "write"},
-                          k_usual));
+  arguments a(
+      "postgres.psql_query", c,
+      params_with({"query", "user", "host", "port", "maintenance_db", "password", "runas", "write"},
+                  k_usual));
   std::string query = required_name(a, "query", "postgres.psql_query 'SELECT 1 AS one'");
   // Salt wraps the query in COPY (...) TO STDOUT: one statement, its
   // trailing semicolons dropped.
@@ -812,11 +811,11 @@ asio::awaitable<outcome> db_exists_fn(call c) {
 }
 
 asio::awaitable<outcome> db_create_fn(call c) {
-  arguments a("postgres.db_create", c,
-              params_with({"name", "user", "host", "port", "maintenance_db", "password",
-                           "tablespace", "encoding", "lc_collate", "lc_ctype", "owner", "template",
-                           "runas"},
-                          k_usual));
+  arguments a(
+      "postgres.db_create", c,
+      params_with({"name", "user", "host", "port", "maintenance_db", "password", "tablespace",
+                   "encoding", "lc_collate", "lc_ctype", "owner", "template", "runas"},
+                  k_usual));
   std::string name = required_name(a, "name", "postgres.db_create NAME [owner=ROLE] ...");
   std::unique_ptr<session> s = co_await connect(connection(a, c, k_usual));
   std::string sql = "CREATE DATABASE " + s->ident(name);
@@ -931,9 +930,10 @@ asio::awaitable<outcome> db_remove_fn(call c) {
 }
 
 asio::awaitable<outcome> user_list_fn(call c) {
-  arguments a("postgres.user_list", c, params_with({"user", "host", "port", "maintenance_db",
-                                                    "password", "runas", "return_password"},
-                                                   k_usual));
+  arguments a("postgres.user_list", c,
+              params_with({"user", "host", "port", "maintenance_db", "password", "runas",
+                           "return_password"},
+                          k_usual));
   const bool with_password = a.flag("return_password", false);
   std::unique_ptr<session> s = co_await connect(connection(a, c, k_usual));
   ordered users = co_await user_list_of(*s, with_password);
@@ -990,7 +990,8 @@ role_sql role_options(const arguments& a, const session& s, const std::string& n
   flag("REPLICATION", tri(a, "replication"));
   flag("LOGIN", login);
   if (const json* limit = a.get("connlimit")) {
-    if (!limit->is_number_integer()) a.fail("connlimit must be a whole number, got " + limit->dump());
+    if (!limit->is_number_integer())
+      a.fail("connlimit must be a whole number, got " + limit->dump());
     out += " CONNECTION LIMIT " + std::to_string(limit->get<long long>());
   }
   if (const json* pw = a.get("rolepassword")) {
@@ -1032,9 +1033,9 @@ role_sql role_options(const arguments& a, const session& s, const std::string& n
 }
 
 const std::vector<std::string> k_role_params = {
-    "username",  "user",        "host",       "port",      "maintenance_db", "password",
-    "createdb",  "createroles", "inherit",    "login",     "connlimit",      "encrypted",
-    "superuser", "replication", "rolepassword", "valid_until", "groups",     "runas"};
+    "username",  "user",        "host",         "port",        "maintenance_db", "password",
+    "createdb",  "createroles", "inherit",      "login",       "connlimit",      "encrypted",
+    "superuser", "replication", "rolepassword", "valid_until", "groups",         "runas"};
 
 asio::awaitable<outcome> user_create_fn(call c) {
   arguments a("postgres.user_create", c, params_with(k_role_params, k_usual));
@@ -1043,7 +1044,8 @@ asio::awaitable<outcome> user_create_fn(call c) {
   ordered existing = co_await role_of(*s, name, false);
   if (!existing.is_null()) co_return outcome{false};  // Salt: "User already exists"
   role_sql r = role_options(a, *s, name, true, ordered(nullptr));
-  std::string sql = "CREATE ROLE " + s->ident(name) + (r.options.empty() ? "" : " WITH") + r.options;
+  std::string sql =
+      "CREATE ROLE " + s->ident(name) + (r.options.empty() ? "" : " WITH") + r.options;
   for (const auto& g : r.grants) sql += "; " + g;
   co_await s->exec(sql);
   co_return outcome{true};
@@ -1057,7 +1059,8 @@ asio::awaitable<outcome> user_update_fn(call c) {
   if (role.is_null()) co_return outcome{false};  // Salt: "could not be found"
   role_sql r = role_options(a, *s, name, false, role);
   std::vector<std::string> statements;
-  if (!r.options.empty()) statements.push_back("ALTER ROLE " + s->ident(name) + " WITH" + r.options);
+  if (!r.options.empty())
+    statements.push_back("ALTER ROLE " + s->ident(name) + " WITH" + r.options);
   statements.insert(statements.end(), r.grants.begin(), r.grants.end());
   std::string sql;
   for (const auto& st : statements) sql += (sql.empty() ? "" : "; ") + st;
@@ -1141,9 +1144,9 @@ asio::awaitable<outcome> create_metadata_fn(call c) {
 }
 
 asio::awaitable<outcome> create_extension_fn(call c) {
-  arguments a("postgres.create_extension", c,
-              params_with({"name", "if_not_exists", "schema", "ext_version", "from_version"},
-                          k_usual));
+  arguments a(
+      "postgres.create_extension", c,
+      params_with({"name", "if_not_exists", "schema", "ext_version", "from_version"}, k_usual));
   std::string name = required_name(a, "name", "postgres.create_extension NAME");
   const bool if_not_exists = a.flag("if_not_exists", true);
   std::optional<std::string> schema = a.text("schema");
@@ -1273,22 +1276,25 @@ void register_postgres_module(registry& reg) {
           "\nCLI Example: brine cmd '*' postgres.version");
   add("postgres.psql_query", failures_as_outcomes<psql_query_fn>,
       "postgres.psql_query QUERY [write=False]: runs one statement, returns its rows as a list "
-      "of {column: text} (NULL as '')." + conn +
+      "of {column: text} (NULL as '')." +
+          conn +
           "\nCLI Example: brine cmd '*' postgres.psql_query 'SELECT datname FROM pg_database'");
   add("postgres.db_list", failures_as_outcomes<db_list_fn>,
       "postgres.db_list: returns {database: {Owner, Encoding, Collate, Ctype, Access privileges, "
-      "Tablespace}}." + conn + "\nCLI Example: brine cmd '*' postgres.db_list");
+      "Tablespace}}." +
+          conn + "\nCLI Example: brine cmd '*' postgres.db_list");
   add("postgres.db_exists", failures_as_outcomes<db_exists_fn>,
       "postgres.db_exists NAME: returns whether the database exists." + conn +
           "\nCLI Example: brine cmd '*' postgres.db_exists dbname");
   add("postgres.db_create", failures_as_outcomes<db_create_fn>,
       "postgres.db_create NAME [tablespace] [encoding] [lc_collate] [lc_ctype] [owner] "
-      "[template]: creates the database, returns True; fails with the server's message." + conn +
+      "[template]: creates the database, returns True; fails with the server's message." +
+          conn +
           "\nCLI Example: brine cmd '*' postgres.db_create dbname owner=app template=template0");
   add("postgres.db_alter", failures_as_outcomes<db_alter_fn>,
       "postgres.db_alter NAME [tablespace] [owner] [owner_recurse=False]: changes the database's "
-      "owner (owner_recurse: of everything in it too) or tablespace, returns True." + conn +
-          "\nCLI Example: brine cmd '*' postgres.db_alter dbname owner=app");
+      "owner (owner_recurse: of everything in it too) or tablespace, returns True." +
+          conn + "\nCLI Example: brine cmd '*' postgres.db_alter dbname owner=app");
   add("postgres.db_remove", failures_as_outcomes<db_remove_fn>,
       "postgres.db_remove NAME: ends the database's sessions and drops it, returns True." + conn +
           "\nCLI Example: brine cmd '*' postgres.db_remove dbname");
@@ -1299,7 +1305,8 @@ void register_postgres_module(registry& reg) {
           conn + "\nCLI Example: brine cmd '*' postgres.user_list");
   add("postgres.role_get", failures_as_outcomes<role_get_fn>,
       "postgres.role_get NAME [return_password=False]: returns the role as user_list shows it, "
-      "or None." + conn + "\nCLI Example: brine cmd '*' postgres.role_get postgres");
+      "or None." +
+          conn + "\nCLI Example: brine cmd '*' postgres.role_get postgres");
   add("postgres.user_exists", failures_as_outcomes<user_exists_fn>,
       "postgres.user_exists NAME: returns whether the role exists." + conn +
           "\nCLI Example: brine cmd '*' postgres.user_exists app");
@@ -1307,17 +1314,20 @@ void register_postgres_module(registry& reg) {
       "postgres.user_create USERNAME [createdb] [createroles] [inherit=True] [login=True] "
       "[connlimit] [encrypted=md5|scram-sha-256|True|False] [superuser] [replication] "
       "[rolepassword] [valid_until] [groups]: creates the role, returns True (False when it "
-      "exists)." + conn +
+      "exists)." +
+          conn +
           "\nCLI Example: brine cmd '*' postgres.user_create app rolepassword=secret "
           "encrypted=scram-sha-256");
   add("postgres.user_update", failures_as_outcomes<user_update_fn>,
       "postgres.user_update USERNAME [createdb] [createroles] [inherit] [login] [connlimit] "
       "[encrypted] [superuser] [replication] [rolepassword] [valid_until] [groups]: changes the "
       "given attributes and grants the groups, returns True (False when there is no such "
-      "role)." + conn + "\nCLI Example: brine cmd '*' postgres.user_update app createdb=True");
+      "role)." +
+          conn + "\nCLI Example: brine cmd '*' postgres.user_update app createdb=True");
   add("postgres.user_remove", failures_as_outcomes<user_remove_fn>,
       "postgres.user_remove USERNAME: drops the role, returns whether it is gone (False when "
-      "there was none)." + conn + "\nCLI Example: brine cmd '*' postgres.user_remove app");
+      "there was none)." +
+          conn + "\nCLI Example: brine cmd '*' postgres.user_remove app");
   add("postgres.available_extensions", failures_as_outcomes<available_extensions_fn>,
       "postgres.available_extensions: returns {name: {name, default_version, comment}}." + conn +
           "\nCLI Example: brine cmd '*' postgres.available_extensions");
@@ -1326,12 +1336,12 @@ void register_postgres_module(registry& reg) {
           conn + "\nCLI Example: brine cmd '*' postgres.installed_extensions");
   add("postgres.get_available_extension", failures_as_outcomes<get_available_extension_fn>,
       "postgres.get_available_extension NAME: returns the extension as available_extensions "
-      "shows it, or None." + conn +
-          "\nCLI Example: brine cmd '*' postgres.get_available_extension hstore");
+      "shows it, or None." +
+          conn + "\nCLI Example: brine cmd '*' postgres.get_available_extension hstore");
   add("postgres.get_installed_extension", failures_as_outcomes<get_installed_extension_fn>,
       "postgres.get_installed_extension NAME: returns the extension as installed_extensions "
-      "shows it, or None." + conn +
-          "\nCLI Example: brine cmd '*' postgres.get_installed_extension plpgsql");
+      "shows it, or None." +
+          conn + "\nCLI Example: brine cmd '*' postgres.get_installed_extension plpgsql");
   add("postgres.is_available_extension", failures_as_outcomes<is_available_extension_fn>,
       "postgres.is_available_extension NAME: returns whether the extension can be installed." +
           conn + "\nCLI Example: brine cmd '*' postgres.is_available_extension hstore");
@@ -1341,15 +1351,17 @@ void register_postgres_module(registry& reg) {
   add("postgres.create_metadata", failures_as_outcomes<create_metadata_fn>,
       "postgres.create_metadata NAME [ext_version] [schema]: returns Salt's extension flags "
       "(EXTENSION NOT INSTALLED, EXTENSION INSTALLED, EXTENSION TO UPGRADE, EXTENSION TO "
-      "MOVE)." + conn + "\nCLI Example: brine cmd '*' postgres.create_metadata hstore");
+      "MOVE)." +
+          conn + "\nCLI Example: brine cmd '*' postgres.create_metadata hstore");
   add("postgres.create_extension", failures_as_outcomes<create_extension_fn>,
       "postgres.create_extension NAME [if_not_exists=True] [schema] [ext_version] "
       "[from_version]: installs, moves or upgrades the extension, returns whether it is then "
-      "as asked." + conn + "\nCLI Example: brine cmd '*' postgres.create_extension hstore");
+      "as asked." +
+          conn + "\nCLI Example: brine cmd '*' postgres.create_extension hstore");
   add("postgres.drop_extension", failures_as_outcomes<drop_extension_fn>,
       "postgres.drop_extension NAME [if_exists=False] [restrict=False] [cascade=True]: drops "
-      "the extension, returns whether it is gone." + conn +
-          "\nCLI Example: brine cmd '*' postgres.drop_extension hstore");
+      "the extension, returns whether it is gone." +
+          conn + "\nCLI Example: brine cmd '*' postgres.drop_extension hstore");
   add("postgres.schema_list", failures_as_outcomes<schema_list_fn>,
       "postgres.schema_list DBNAME: returns {schema: {owner, acl}}." + schema_conn +
           "\nCLI Example: brine cmd '*' postgres.schema_list dbname");
@@ -1361,12 +1373,12 @@ void register_postgres_module(registry& reg) {
           "\nCLI Example: brine cmd '*' postgres.schema_exists dbname app");
   add("postgres.schema_create", failures_as_outcomes<schema_create_fn>,
       "postgres.schema_create DBNAME NAME [owner]: creates the schema, returns True (False when "
-      "it exists)." + schema_conn +
-          "\nCLI Example: brine cmd '*' postgres.schema_create dbname app owner=app");
+      "it exists)." +
+          schema_conn + "\nCLI Example: brine cmd '*' postgres.schema_create dbname app owner=app");
   add("postgres.schema_remove", failures_as_outcomes<schema_remove_fn>,
       "postgres.schema_remove DBNAME NAME: drops the schema, returns whether it is gone (False "
-      "when there was none)." + schema_conn +
-          "\nCLI Example: brine cmd '*' postgres.schema_remove dbname app");
+      "when there was none)." +
+          schema_conn + "\nCLI Example: brine cmd '*' postgres.schema_remove dbname app");
 }
 
 }  // namespace brine::modules

@@ -19,10 +19,10 @@ const api& load(const std::string& who) {
       l.error = e ? e : "libpq.so.5: cannot load";
       return l;
     }
-#define BRINE_LIBPQ_RESOLVE(f)                                               \
-  l.functions.f = reinterpret_cast<decltype(&::f)>(::dlsym(handle, #f));     \
-  if (l.functions.f == nullptr && l.error.empty()) {                         \
-    l.error = "libpq.so.5 has no " #f " (libpq older than 10?)";             \
+#define BRINE_LIBPQ_RESOLVE(f)                                           \
+  l.functions.f = reinterpret_cast<decltype(&::f)>(::dlsym(handle, #f)); \
+  if (l.functions.f == nullptr && l.error.empty()) {                     \
+    l.error = "libpq.so.5 has no " #f " (libpq older than 10?)";         \
   }
     BRINE_LIBPQ_FUNCTIONS(BRINE_LIBPQ_RESOLVE)
 #undef BRINE_LIBPQ_RESOLVE

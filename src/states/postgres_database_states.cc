@@ -72,16 +72,16 @@ asio::awaitable<json> present(state_call c) {
   };
   bool done = false;
   if (!exists) {
-    for (const char* key : {"tablespace", "encoding", "lc_collate", "lc_ctype", "owner",
-                            "template"}) {
+    for (const char* key :
+         {"tablespace", "encoding", "lc_collate", "lc_ctype", "owner", "template"}) {
       pass(key);
     }
     std::string fun = "postgres.db_create";
     plain_json args = plain_json::array({name});
     json r = co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
     done = r.is_boolean() && r.get<bool>();
-    ret["comment"] = done ? "The database " + name + " has been created"
-                          : "Failed to create database " + name;
+    ret["comment"] =
+        done ? "The database " + name + " has been created" : "Failed to create database " + name;
     if (done) ret["changes"][name] = "Present";
   } else {
     for (const char* key : {"tablespace", "owner", "owner_recurse"}) pass(key);

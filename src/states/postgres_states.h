@@ -1,9 +1,8 @@
 #pragma once
 
+#include <asio/awaitable.hpp>
 #include <string>
 #include <utility>
-
-#include <asio/awaitable.hpp>
 
 #include "base/error.h"
 #include "states/registry.h"
@@ -18,8 +17,12 @@ namespace brine::states::postgres {
 // are left out (Salt passes None, which the functions take as not given).
 inline nlohmann::json db_args(const state_call& c) {
   static const std::pair<const char*, const char*> k_names[] = {
-      {"maintenance_db", "maintenance_db"}, {"user", "runas"},     {"db_host", "host"},
-      {"db_user", "user"},                  {"db_port", "port"},   {"db_password", "password"}};
+      {"maintenance_db", "maintenance_db"},
+      {"user", "runas"},
+      {"db_host", "host"},
+      {"db_user", "user"},
+      {"db_port", "port"},
+      {"db_password", "password"}};
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [state_name, fun_name] : k_names) {
     if (const json* v = c.arg(state_name); v != nullptr && !v->is_null()) out[fun_name] = *v;

@@ -21,8 +21,7 @@
 namespace brine::states {
 namespace {
 
-const auto* const k_pg_environment =
-    ::testing::AddGlobalTestEnvironment(new test::pg_environment);
+const auto* const k_pg_environment = ::testing::AddGlobalTestEnvironment(new test::pg_environment);
 
 class fake_context : public modules::minion_context {
  public:
@@ -142,8 +141,9 @@ TEST_F(postgres_states, user_present_creates_then_is_already_present) {
   EXPECT_EQ(r["result"], true) << r.dump();
   EXPECT_EQ(r["comment"], "The user alice has been created");
   EXPECT_EQ(r["changes"], json({{"alice", "Present"}}));
-  EXPECT_EQ(sql("SELECT rolcreatedb, rolcanlogin, rolinherit FROM pg_roles WHERE rolname = 'alice'"),
-            "t|t|t");
+  EXPECT_EQ(
+      sql("SELECT rolcreatedb, rolcanlogin, rolinherit FROM pg_roles WHERE rolname = 'alice'"),
+      "t|t|t");
 
   json again = call("postgres_user.present", low({{"name", "alice"}, {"createdb", true}}));
   EXPECT_EQ(again["result"], true);
@@ -202,9 +202,9 @@ TEST_F(postgres_states, password_is_set_compared_and_never_shown) {
   EXPECT_EQ(r.dump().find("pass\\\"word"), std::string::npos);
 
   // The new role logs in over TCP (scram-sha-256) with that password.
-  modules::outcome login = run("postgres.version", nlohmann::json::array(),
-                               {{"host", "127.0.0.1"}, {"port", pg_->port()}, {"user", "dave"},
-                                {"password", first}});
+  modules::outcome login =
+      run("postgres.version", nlohmann::json::array(),
+          {{"host", "127.0.0.1"}, {"port", pg_->port()}, {"user", "dave"}, {"password", first}});
   EXPECT_TRUE(login.success) << login.ret.dump();
   EXPECT_EQ(login.ret.get<std::string>().substr(0, 2), "15");
 
@@ -220,16 +220,16 @@ TEST_F(postgres_states, password_is_set_compared_and_never_shown) {
   EXPECT_EQ(changed["comment"], "The user dave has been updated");
   EXPECT_EQ(changed["changes"], json({{"dave", {{"password", true}}}}));
   EXPECT_EQ(changed.dump().find(second), std::string::npos);
-  modules::outcome old = run("postgres.version", nlohmann::json::array(),
-                             {{"host", "127.0.0.1"}, {"port", pg_->port()}, {"user", "dave"},
-                              {"password", first}});
+  modules::outcome old =
+      run("postgres.version", nlohmann::json::array(),
+          {{"host", "127.0.0.1"}, {"port", pg_->port()}, {"user", "dave"}, {"password", first}});
   EXPECT_FALSE(old.success);
   EXPECT_NE(old.ret.get<std::string>().find("password authentication failed"), std::string::npos)
       << old.ret.dump();
   EXPECT_EQ(old.ret.get<std::string>().find(first), std::string::npos);
-  modules::outcome now = run("postgres.version", nlohmann::json::array(),
-                             {{"host", "127.0.0.1"}, {"port", pg_->port()}, {"user", "dave"},
-                              {"password", second}});
+  modules::outcome now =
+      run("postgres.version", nlohmann::json::array(),
+          {{"host", "127.0.0.1"}, {"port", pg_->port()}, {"user", "dave"}, {"password", second}});
   EXPECT_TRUE(now.success) << now.ret.dump();
 
   // Salt 3006's default: md5 of password + role.
@@ -263,8 +263,9 @@ TEST_F(postgres_states, names_are_quoted_not_pasted) {
   const std::string odd = "we\"ird'; DROP ROLE postgres; --";
   json r = call("postgres_user.present", low({{"name", odd}, {"password", "x'y"}}));
   EXPECT_EQ(r["result"], true) << r.dump();
-  EXPECT_EQ(sql("SELECT count(*) FROM pg_roles WHERE rolname = 'we\"ird''; DROP ROLE postgres; --'"),
-            "1");
+  EXPECT_EQ(
+      sql("SELECT count(*) FROM pg_roles WHERE rolname = 'we\"ird''; DROP ROLE postgres; --'"),
+      "1");
   json db = call("postgres_database.present", low({{"name", odd}, {"owner", odd}}));
   EXPECT_EQ(db["result"], true) << db.dump();
   EXPECT_EQ(call("postgres_database.absent", low({{"name", odd}}))["result"], true);
@@ -280,9 +281,9 @@ TEST_F(postgres_states, database_present_owner_change_and_absent) {
   EXPECT_TRUE(would["result"].is_null());
   EXPECT_EQ(would["comment"], "Database appdb is set to be created");
 
-  json r = call("postgres_database.present",
-                low({{"name", "appdb"}, {"owner", "app1"}, {"encoding", "UTF8"},
-                     {"template", "template0"}}));
+  json r = call(
+      "postgres_database.present",
+      low({{"name", "appdb"}, {"owner", "app1"}, {"encoding", "UTF8"}, {"template", "template0"}}));
   EXPECT_EQ(r["result"], true) << r.dump();
   EXPECT_EQ(r["comment"], "The database appdb has been created");
   EXPECT_EQ(r["changes"], json({{"appdb", "Present"}}));
@@ -354,9 +355,9 @@ TEST_F(postgres_states, schema_present_and_absent) {
   EXPECT_EQ(r["changes"], json({{"app", "Present"}}));
   EXPECT_EQ(r["dbname"], "schemadb");
   EXPECT_EQ(r.begin().key(), "dbname");  // Salt's key order
-  EXPECT_EQ(sql("SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'app'",
-                "schemadb"),
-            "sowner");
+  EXPECT_EQ(
+      sql("SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'app'", "schemadb"),
+      "sowner");
   json again = call("postgres_schema.present", args);
   EXPECT_EQ(again["comment"], "Schema app already exists in database schemadb");
   EXPECT_EQ(again["changes"], json::object());
@@ -423,18 +424,20 @@ TEST_F(postgres_states, extension_present_upgrade_and_absent) {
 
 TEST_F(postgres_states, bad_connection_names_the_server_and_the_fix) {
   const int port = unused_port();
-  json r = call("postgres_user.present",
-                {{"name", "x"}, {"db_host", "127.0.0.1"}, {"db_port", port},
-                 {"db_password", "hunter2"}});
+  json r = call(
+      "postgres_user.present",
+      {{"name", "x"}, {"db_host", "127.0.0.1"}, {"db_port", port}, {"db_password", "hunter2"}});
   EXPECT_EQ(r["result"], false);
   const std::string comment = r["comment"];
   EXPECT_NE(comment.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << comment;
   EXPECT_NE(comment.find("check postgres.host and postgres.port"), std::string::npos) << comment;
   EXPECT_EQ(comment.find("hunter2"), std::string::npos);
 
-  json pw = call("postgres_database.absent",
-                 {{"name", "x"}, {"db_host", "127.0.0.1"}, {"db_port", pg_->port()},
-                  {"db_user", "brine"}, {"db_password", "wrong-password"}});
+  json pw = call("postgres_database.absent", {{"name", "x"},
+                                              {"db_host", "127.0.0.1"},
+                                              {"db_port", pg_->port()},
+                                              {"db_user", "brine"},
+                                              {"db_password", "wrong-password"}});
   EXPECT_EQ(pw["result"], false);
   const std::string why = pw["comment"];
   EXPECT_NE(why.find("password authentication failed"), std::string::npos) << why;
