@@ -35,6 +35,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -368,7 +369,23 @@ class session {
  public:
   session(const pq::api& pq, PGconn* conn, target t)
       : pq_(pq), conn_(conn), target_(std::move(t)) {}
-  ~session() { pq_.PQfinish(conn_); }
+  ~session() {
+    // A query still running (the job was cancelled or hit its limit) is
+    // cancelled on the server too, which otherwise runs it to its end: the
+    // cancel request is a connection of its own, sent from a thread of its
+    // own so that a server that does not answer blocks no executor.
+    if (busy_) {
+      if (PGcancel* cancel = pq_.PQgetCancel(conn_)) {
+        const pq::api* pq = &pq_;
+        std::thread([pq, cancel] {
+          char error[256];
+          pq->PQcancel(cancel, error, sizeof error);
+          pq->PQfreeCancel(cancel);
+        }).detach();
+      }
+    }
+    pq_.PQfinish(conn_);
+  }
   session(const session&) = delete;
   session& operator=(const session&) = delete;
 
@@ -393,6 +410,7 @@ class session {
                    : pq_.PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()),
                                            nullptr, values.data(), nullptr, nullptr, 0);
     if (sent == 0) lost();
+    busy_ = true;
     const auto forever = std::chrono::steady_clock::time_point::max();
     for (;;) {
       int f = pq_.PQflush(conn_);
@@ -436,6 +454,7 @@ class session {
       }
       pq_.PQclear(r);
     }
+    busy_ = false;
     if (!error.empty()) throw tool_failure(target_.fun + ": " + error);
     co_return out;
   }
@@ -462,6 +481,7 @@ class session {
   const pq::api& pq_;
   PGconn* conn_;
   target target_;
+  bool busy_ = false;  // a query sent and its results not all read
 };
 
 // The schema functions' database (dbname) does not exist: for Salt, whose

@@ -26,7 +26,8 @@ namespace brine::pq {
   X(PQconnectStartParams) X(PQconnectPoll) X(PQsetnonblocking) X(PQsendQueryParams)  \
   X(PQsendQuery)                                                                     \
   X(PQflush) X(PQisBusy) X(PQgetResult) X(PQnfields) X(PQfname)                      \
-  X(PQescapeIdentifier) X(PQescapeLiteral) X(PQserverVersion) X(PQparameterStatus)
+  X(PQescapeIdentifier) X(PQescapeLiteral) X(PQserverVersion) X(PQparameterStatus)    \
+  X(PQgetCancel) X(PQcancel) X(PQfreeCancel)
 // clang-format on
 
 // The functions brine calls, resolved from libpq.so.5. Immutable once

@@ -11,6 +11,7 @@
 #include <asio/io_context.hpp>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "modules/context.h"
 #include "modules/postgres.h"
@@ -107,13 +108,14 @@ class postgres_states : public ::testing::Test {
     return out;
   }
 
-  modules::outcome run(const std::string& fun, nlohmann::json args, nlohmann::json kwargs) {
+  modules::outcome run(const std::string& fun, nlohmann::json args, nlohmann::json kwargs,
+                       std::chrono::seconds timeout = std::chrono::seconds(60)) {
     modules::call c;
     c.fun = fun;
     c.args = std::move(args);
     c.kwargs = std::move(kwargs);
     c.context = &context_;
-    c.timeout = std::chrono::seconds(60);
+    c.timeout = timeout;
     asio::io_context io;
     modules::outcome out;
     asio::co_spawn(io, modules::execute(functions_, std::move(c)),
@@ -490,6 +492,32 @@ TEST_F(postgres_states, execution_functions_answer_salts_shapes) {
   EXPECT_FALSE(err.success);
   EXPECT_NE(err.ret.get<std::string>().find("relation \"no_such_table\" does not exist"),
             std::string::npos);
+}
+
+TEST_F(postgres_states, a_slow_query_is_cancelled_at_the_job_limit) {
+  json c = {{"host", pg_->socket_dir()}, {"port", pg_->port()}, {"user", "postgres"}};
+  auto started = std::chrono::steady_clock::now();
+  modules::outcome o =
+      run("postgres.psql_query", {"SELECT pg_sleep(60)"}, c, std::chrono::seconds(1));
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_FALSE(o.success) << o.ret.dump();
+  EXPECT_LT(took, std::chrono::seconds(20));
+  // The connection was closed: the server ends the sleeping session.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (sql("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(60)'") != "0") {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the sleeping session stayed";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+TEST_F(postgres_states, an_unknown_password_algorithm_is_refused_with_the_choices) {
+  json r = call("postgres_user.present",
+                low({{"name", "gina"}, {"password", "x"}, {"encrypted", "sha1"}}));
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"],
+            "Unknown password algorithm: sha1 (encrypted must be md5, scram-sha-256, True or "
+            "False)");
+  EXPECT_EQ(sql("SELECT count(*) FROM pg_roles WHERE rolname = 'gina'"), "0");
 }
 
 }  // namespace
