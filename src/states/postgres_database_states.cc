@@ -35,7 +35,8 @@ asio::awaitable<json> present(state_call c) {
   const plain_json db = postgres::db_args(c);
   std::string list_fun = "postgres.db_list";
   plain_json list_kwargs = db;
-  json dbs = co_await c.run(std::move(list_fun), plain_json::array(), std::move(list_kwargs));
+  plain_json none = plain_json::array();
+  json dbs = co_await c.run(std::move(list_fun), std::move(none), std::move(list_kwargs));
   const bool exists = dbs.is_object() && dbs.contains(name);
   const json params = exists ? dbs[name] : json::object();
   auto param = [&](const char* key) { return params.value(key, std::string()); };

@@ -55,7 +55,8 @@ asio::awaitable<json> present(state_call c) {
     }
   }
   std::string create_fun = "postgres.create_extension";
-  json done = co_await c.run(std::move(create_fun), plain_json::array(), std::move(kwargs));
+  plain_json none = plain_json::array();
+  json done = co_await c.run(std::move(create_fun), std::move(none), std::move(kwargs));
   if (done.is_boolean() && done.get<bool>()) {
     const std::string suffix = mode.back() == 'e' ? "d" : "ed";
     ret["comment"] = "The extension " + name + " has been " + mode + suffix;

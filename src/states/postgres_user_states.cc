@@ -122,7 +122,8 @@ asio::awaitable<json> present(state_call c) {
     kwargs["encrypted"] = plain_json::parse(encrypted.dump());
     if (!password.is_null()) kwargs["rolepassword"] = password.get<std::string>();
     std::string fun = "postgres.user_" + mode;
-    json done = co_await c.run(std::move(fun), plain_json::array(), std::move(kwargs));
+    plain_json none = plain_json::array();
+    json done = co_await c.run(std::move(fun), std::move(none), std::move(kwargs));
     if (done.is_boolean() && done.get<bool>()) {
       ret["comment"] = "The user " + name + " has been " + mode + "d";
       ret["changes"][name] = update.empty() ? json("Present") : update;
