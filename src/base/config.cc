@@ -471,6 +471,19 @@ std::string merging_strategy(const option& opt) {
   return v;
 }
 
+// An execution module's option (postgres.host, ...): one scalar, kept as
+// Salt's loader reads it (a port may be a number).
+nlohmann::json module_scalar(const option& opt) {
+  if (!opt.value.IsNull() && !opt.value.IsScalar()) opt.fail("one value (a word or a number)");
+  return as_data(opt);
+}
+
+// Stores the option under its own name in module_options.
+template <class Config>
+void set_module_option(Config& config, const option& opt) {
+  config.module_options[opt.name] = module_scalar(opt);
+}
+
 std::string plain_text(const option& opt) {
   if (opt.value.IsNull()) return {};
   return text(opt, "a word");
@@ -789,6 +802,11 @@ const option_table<minion_config>& minion_options() {
       {"state_output", set(&c::state_output, state_output)},
       {"state_verbose", set(&c::state_verbose, boolean)},
       {"hosts.file", set(&c::hosts_file, required_path)},
+      {"postgres.host", set_module_option<c>},
+      {"postgres.port", set_module_option<c>},
+      {"postgres.user", set_module_option<c>},
+      {"postgres.pass", set_module_option<c>},
+      {"postgres.maintenance_db", set_module_option<c>},
       {"pki_dir", set(&c::pki_dir, required_path)},
       {"cachedir", set(&c::cachedir, required_path)},
       {"acceptance_wait_time", set_int(&c::acceptance_wait_time, 1, k_u32_max, "seconds")},

@@ -136,6 +136,10 @@ struct minion_config {
   // `hosts.file`); a relative path is anchored at the config's directory.
   // Empty: not set here (grains or pillar may set it; /etc/hosts otherwise).
   std::string hosts_file;
+  // Options of execution modules under Salt's names, as set (postgres.host,
+  // postgres.port, postgres.user, postgres.pass, postgres.maintenance_db):
+  // handed to the modules in opts, where Salt's config.option finds them.
+  nlohmann::json module_options = nlohmann::json::object();
   std::string pki_dir = "/etc/brine/pki/minion";
   std::string cachedir = "/var/cache/brine/minion";
   uint32_t acceptance_wait_time = 10;   // seconds between retries while pending

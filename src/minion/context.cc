@@ -45,6 +45,7 @@ nlohmann::json opts_of(const base::minion_config& cfg) {
   // Only where set, as in Salt's opts: config.option falls back to grains
   // and pillar.
   if (!cfg.hosts_file.empty()) opts["hosts.file"] = cfg.hosts_file;
+  for (const auto& [name, value] : cfg.module_options.items()) opts[name] = value;
   return opts;
 }
 

@@ -88,6 +88,7 @@ void register_builtin_modules(registry& reg) {
   register_shadow_module(reg);
   register_git_module(reg);
   register_archive_module(reg);
+  register_postgres_module(reg);
 }
 
 asio::awaitable<outcome> execute(const registry& reg, call c) {

@@ -102,6 +102,8 @@ void register_shadow_module(registry& reg);  // shadow.info, set_password
 void register_git_module(registry& reg);
 // archive.list, archive.tar, archive.unzip for archive.extracted
 void register_archive_module(registry& reg);
+// postgres.*: users, databases, schemas, extensions through libpq (postgres_mod.cc)
+void register_postgres_module(registry& reg);
 
 // Runs `c` with `c.timeout` as its limit. An unknown function, an exception,
 // a bad argument or the limit each give an outcome with success == false and a

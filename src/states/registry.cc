@@ -122,6 +122,10 @@ void register_builtin_states(registry& reg) {
   register_module_states(reg);
   register_git_states(reg);
   register_archive_states(reg);
+  register_postgres_user_states(reg);
+  register_postgres_database_states(reg);
+  register_postgres_schema_states(reg);
+  register_postgres_extension_states(reg);
 }
 
 }  // namespace brine::states

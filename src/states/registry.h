@@ -140,5 +140,11 @@ void register_module_states(registry& reg);
 void register_git_states(registry& reg);
 // archive.extracted (archive_states.cc).
 void register_archive_states(registry& reg);
+// postgres_user, postgres_database, postgres_schema, postgres_extension
+// (postgres_*_states.cc), through the postgres execution functions.
+void register_postgres_user_states(registry& reg);
+void register_postgres_database_states(registry& reg);
+void register_postgres_schema_states(registry& reg);
+void register_postgres_extension_states(registry& reg);
 
 }  // namespace brine::states

@@ -987,5 +987,21 @@ TEST(MinionConfig, StateCompilerOptions) {
   }
 }
 
+TEST(MinionConfig, PostgresOptionsAreKeptForTheModule) {
+  auto c = parse_minion_config(
+      "postgres.host: 127.0.0.1\npostgres.port: 5433\npostgres.user: admin\n"
+      "postgres.pass: s3cret\npostgres.maintenance_db: template1\n",
+      "m.yaml");
+  EXPECT_EQ(c.module_options,
+            nlohmann::json({{"postgres.host", "127.0.0.1"},
+                            {"postgres.port", 5433},
+                            {"postgres.user", "admin"},
+                            {"postgres.pass", "s3cret"},
+                            {"postgres.maintenance_db", "template1"}}));
+  EXPECT_NE(minion_error("postgres.host: [a, b]\n")
+                .find("line 1: postgres.host must be one value (a word or a number)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace brine::base

@@ -1,8 +1,6 @@
 #include "store/postgres/postgres_store.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
-#include <libpq-fe.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
@@ -33,6 +31,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "pq/libpq.h"
 #include "store/store.h"
 
 namespace brine::store {
@@ -58,69 +57,8 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// libpq is loaded when the first PostgreSQL store is opened rather than
-// linked: linking it makes every brine process (each CLI command, a master on
-// SQLite) map libpq and its ~20 libraries (Kerberos, LDAP, GnuTLS) before
-// main, 4 ms here against a 1 ms command, and Debian has no static libpq for
-// BRINE_STATIC (its libpq.a needs Kerberos and LDAP, which exist only
-// shared). Loaded RTLD_LOCAL, its OpenSSL stays apart from a static brine's.
-// clang-format off
-#define BRINE_LIBPQ_FUNCTIONS(X)                                                     \
-  X(PQconnectdbParams) X(PQfinish) X(PQstatus) X(PQerrorMessage)                     \
-  X(PQsetNoticeProcessor) X(PQtransactionStatus) X(PQsocket) X(PQconsumeInput)       \
-  X(PQnotifies) X(PQfreemem) X(PQprepare) X(PQexecPrepared) X(PQexec)                \
-  X(PQresultStatus) X(PQresultErrorField) X(PQresultErrorMessage) X(PQclear)         \
-  X(PQntuples) X(PQgetvalue) X(PQgetlength) X(PQgetisnull) X(PQcmdTuples)            \
-  X(PQconndefaults) X(PQconninfoFree)
-// clang-format on
-
-struct libpq {
-#define BRINE_LIBPQ_MEMBER(f) decltype(&::f) f = nullptr;
-  BRINE_LIBPQ_FUNCTIONS(BRINE_LIBPQ_MEMBER)
-#undef BRINE_LIBPQ_MEMBER
-  // The connection keywords this libpq knows (host, sslmode, ...).
-  std::set<std::string> keywords;
-};
-
-// Loads libpq once per process; throws (the caller adds the database) when
-// it is not installed.
-const libpq& load_libpq(const std::string& name) {
-  struct loaded {
-    libpq api;
-    std::string error;
-  };
-  static const loaded lib = [] {
-    loaded l;
-    void* handle = ::dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* e = ::dlerror();
-      l.error = e ? e : "libpq.so.5: cannot load";
-      return l;
-    }
-#define BRINE_LIBPQ_RESOLVE(f)                                     \
-  l.api.f = reinterpret_cast<decltype(&::f)>(::dlsym(handle, #f)); \
-  if (l.api.f == nullptr && l.error.empty()) {                     \
-    l.error = "libpq.so.5 has no " #f " (libpq older than 10?)";   \
-  }
-    BRINE_LIBPQ_FUNCTIONS(BRINE_LIBPQ_RESOLVE)
-#undef BRINE_LIBPQ_RESOLVE
-    if (!l.error.empty()) return l;
-    if (PQconninfoOption* defaults = l.api.PQconndefaults()) {
-      for (PQconninfoOption* o = defaults; o->keyword != nullptr; ++o) {
-        l.api.keywords.insert(o->keyword);
-      }
-      l.api.PQconninfoFree(defaults);
-    }
-    return l;
-  }();
-  if (!lib.error.empty()) {
-    throw base::error("store " + name + ": cannot load libpq (" + lib.error +
-                      "); install the libpq5 package");
-  }
-  return lib.api;
-}
-
-#undef BRINE_LIBPQ_FUNCTIONS
+// libpq is loaded when the first PostgreSQL store is opened (pq/libpq.h).
+using libpq = pq::api;
 
 // Rows per multi-row statement: 500 returns are 3,500 parameters (the
 // protocol allows 65,535), and one statement per 500 keeps round trips few.
@@ -484,7 +422,7 @@ std::shared_ptr<config> make_config(const options& o) {
                    url.find("&password") != std::string::npos;
   }
   c->name = has_password ? without_password(url) : url;
-  c->pq = &load_libpq(c->name);
+  c->pq = &pq::load("store " + c->name);
   const std::string usage = "; write postgresql://USER@HOST:PORT/DATABASE";
   const std::string no_password =
       "holds a password; remove it from the URL and put it in a file of mode 0600 named by "
