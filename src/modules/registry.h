@@ -83,7 +83,8 @@ void register_service_module(registry& reg);
 void register_user_module(registry& reg);  // user.* and group.*
 void register_network_module(registry& reg);
 void register_grains_module(registry& reg);
-void register_pillar_module(registry& reg);  // pillar.* and config.get
+void register_pillar_module(registry& reg);
+void register_config_module(registry& reg);  // config.* (config_mod.cc)
 void register_sys_module(registry& reg);     // sys.* and saltutil.*
 // slsutil.*, defaults.*, log.*, cp.list_*, file.join/dirname/basename
 void register_slsutil_module(registry& reg);
