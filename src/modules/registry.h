@@ -99,7 +99,8 @@ void register_cron_module(registry& reg);
 // ssh.*: authorized_keys and known_hosts (ssh_keys.h: Salt's key line split)
 void register_ssh_module(registry& reg);
 void register_shadow_module(registry& reg);  // shadow.info, set_password
-// git.config_get, config_get_regexp, config_set, config_unset via the git binary
+// git.config_get, config_get_regexp, config_set, config_unset, current_branch,
+// revision, checkout via the git binary
 void register_git_module(registry& reg);
 // archive.list, archive.tar, archive.unzip for archive.extracted
 void register_archive_module(registry& reg);
