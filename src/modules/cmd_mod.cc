@@ -437,7 +437,9 @@ asio::awaitable<outcome> script(call c) {
   }
   std::string command = shell_quote(copy.path);
   if (args.is_string() && !args.get<std::string>().empty()) {
-    for (const auto& w : shlex_split("cmd.script: args", args.get<std::string>())) command += " " + shell_quote(w);
+    for (const auto& w : shlex_split("cmd.script: args", args.get<std::string>())) {
+      command += " " + shell_quote(w);
+    }
   } else if (args.is_array()) {
     for (const auto& w : args) command += " " + shell_quote(scalar_text(w));
   } else if (!args.is_null() && !args.is_string()) {

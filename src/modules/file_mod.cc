@@ -1194,7 +1194,8 @@ void register_file_module(registry& reg) {
   reg.add("file.check_hash", check_hash,
           "file.check_hash(path, file_hash) -> True when the file's digest is file_hash "
           "('sha256:HEX', 'md5=HEX', or a bare HEX whose length names md5, sha1, sha224, "
-          "sha256, sha384 or sha512).\n\nCLI example: brine cmd '*' file.check_hash /etc/hosts sha256:0a1b...",
+          "sha256, sha384 or sha512).\n\nCLI example: brine cmd '*' file.check_hash /etc/hosts "
+          "sha256:0a1b...",
           k::may_block);
   reg.add("file.stats", stats,
           "file.stats(path, hash_type=None, follow_symlinks=True) -> {inode, uid, gid, user, "

@@ -276,7 +276,9 @@ std::vector<std::string> format_opts(const arguments& a, const char* name) {
   const json* v = a.get(name);
   if (v == nullptr) return out;
   if (v->is_array()) {
-    for (const auto& item : *v) out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+    for (const auto& item : *v) {
+      out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+    }
     return out;
   }
   if (v->is_string()) {
