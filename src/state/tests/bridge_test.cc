@@ -80,7 +80,8 @@ TEST(Bridge, ConfigOptionMergeAndDotValsKeepSaltsOrder) {
   EXPECT_EQ(b.render("{{ salt['config.option']('svc.*', wildcard=True) }}"),
             "{'svc.m': 9, 'svc.z': 0, 'svc.c': 3, 'svc.b': 2, 'svc.a': 1}");
   EXPECT_EQ(b.render("{{ salt['config.option']('svc.c') }}|{{ salt.config.option('svc.m') }}|"
-                     "{{ salt['config.option']('conf:x') }}|{{ salt['config.option']('redis.port') }}"),
+                     "{{ salt['config.option']('conf:x') }}|"
+                     "{{ salt['config.option']('redis.port') }}"),
             "3|9||6379");
   EXPECT_EQ(b.render("{{ salt['config.dot_vals']('svc') }}"),
             "{'svc.m': 9, 'svc.b': 2, 'svc.a': 1}");
