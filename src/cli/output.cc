@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "base/error.h"
 #include "base/python.h"
 #include "base/yaml_json.h"
 
@@ -184,14 +185,40 @@ std::string txt_out(const std::string& id, const nlohmann::json& value) {
   return out;
 }
 
+// Salt's yamlify_arg: a word of the command line as YAML, but text where
+// YAML would lose or invent something: a mapping without its braces or a
+// list without its brackets ('^root:', '- x'), a comment swallowing text
+// ('a#b'), digits with underscores, words with tabs or line breaks, empty or
+// marker words, and '|', '!' and '#...' that YAML reads as empty or null.
 nlohmann::json parse_arg(const std::string& text) {
-  // Only the YAML spellings of null are null; an empty word is an empty string.
-  if (text.empty()) return text;
-  try {
-    return base::yaml_to_json(YAML::Load(text));
-  } catch (const YAML::Exception&) {
+  std::string stripped = text;
+  stripped.erase(0, std::min(stripped.find_first_not_of(" \t\r\n"), stripped.size()));
+  stripped.erase(stripped.find_last_not_of(" \t\r\n") + 1);
+  if (stripped.empty() || stripped == "---" || stripped == "...") return text;
+  if (text.find('_') != std::string::npos &&
+      stripped.find_first_not_of("0123456789_") == std::string::npos) {
     return text;
   }
+  if (text.find_first_of("\t\r\n") != std::string::npos) return text;
+  if (text == "None") return nullptr;
+  nlohmann::json v;
+  try {
+    v = base::yaml_to_json(YAML::Load(text));
+  } catch (const YAML::Exception&) {
+    return text;
+  } catch (const base::error&) {
+    return text;
+  }
+  if (text.find('#') != std::string::npos) {
+    return v.is_string() || v.is_null() ? nlohmann::json(text) : v;
+  }
+  if (v.is_object()) return text.starts_with("{") ? v : nlohmann::json(text);
+  if (v.is_array()) return text.starts_with("[") ? v : nlohmann::json(text);
+  if (v.is_string() && v.get_ref<const std::string&>().empty() && (text == "|" || text == "!")) {
+    return text;
+  }
+  if (v.is_null() && text == "!") return text;
+  return v;
 }
 
 void split_args(const std::vector<std::string>& words, nlohmann::json& args,

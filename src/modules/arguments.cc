@@ -86,4 +86,43 @@ std::string arguments::accepted() const {
   return out + ")";
 }
 
+std::vector<std::string> shlex_split(const std::string& what, const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool have = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    char ch = line[i];
+    if (quote == '\'') {
+      if (ch == '\'') quote = 0; else cur += ch;
+    } else if (quote == '"') {
+      if (ch == '"') {
+        quote = 0;
+      } else if (ch == '\\' && i + 1 < line.size() &&
+                 (line[i + 1] == '"' || line[i + 1] == '\\' || line[i + 1] == '$' ||
+                  line[i + 1] == '`')) {
+        cur += line[++i];
+      } else {
+        cur += ch;
+      }
+    } else if (ch == '\'' || ch == '"') {
+      quote = ch;
+      have = true;
+    } else if (ch == '\\' && i + 1 < line.size()) {
+      cur += line[++i];
+      have = true;
+    } else if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+      if (have) out.push_back(cur);
+      cur.clear();
+      have = false;
+    } else {
+      cur += ch;
+      have = true;
+    }
+  }
+  if (quote) throw base::error(what + " has an unclosed quote: " + line);
+  if (have) out.push_back(cur);
+  return out;
+}
+
 }  // namespace brine::modules

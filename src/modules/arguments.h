@@ -87,6 +87,10 @@ asio::awaitable<outcome> failures_as_outcomes(call c) {
 }
 
 
+// Python's shlex.split (POSIX mode, no comments); a base::error "<what> has
+// an unclosed quote: ..." for an unclosed quote (what: "cmd.script: args").
+std::vector<std::string> shlex_split(const std::string& what, const std::string& line);
+
 // Without surrounding whitespace.
 inline std::string trim(std::string s) {
   auto end = s.find_last_not_of(" \t\r\n");

@@ -22,6 +22,7 @@
 #include "base/error.h"
 #include "fileserver/path.h"
 #include "modules/args.h"
+#include "modules/arguments.h"
 #include "modules/context.h"
 #include "modules/process.h"
 #include "modules/registry.h"
@@ -312,47 +313,6 @@ asio::awaitable<outcome> has_exec(call c) {
   co_return outcome{which_path(one_name("cmd.has_exec", c)).has_value()};
 }
 
-// Python's shlex.split (POSIX mode, no comments); a base::error for an
-// unclosed quote.
-std::vector<std::string> shlex_split(const std::string& fun, const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool have = false;
-  char quote = 0;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    char ch = line[i];
-    if (quote == '\'') {
-      if (ch == '\'') quote = 0; else cur += ch;
-    } else if (quote == '"') {
-      if (ch == '"') {
-        quote = 0;
-      } else if (ch == '\\' && i + 1 < line.size() &&
-                 (line[i + 1] == '"' || line[i + 1] == '\\' || line[i + 1] == '$' ||
-                  line[i + 1] == '`')) {
-        cur += line[++i];
-      } else {
-        cur += ch;
-      }
-    } else if (ch == '\'' || ch == '"') {
-      quote = ch;
-      have = true;
-    } else if (ch == '\\' && i + 1 < line.size()) {
-      cur += line[++i];
-      have = true;
-    } else if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
-      if (have) out.push_back(cur);
-      cur.clear();
-      have = false;
-    } else {
-      cur += ch;
-      have = true;
-    }
-  }
-  if (quote) throw base::error(fun + ": args has an unclosed quote: " + line);
-  if (have) out.push_back(cur);
-  return out;
-}
-
 std::string shell_quote(const std::string& word) {
   std::string out = "'";
   for (char ch : word) {
@@ -477,7 +437,9 @@ asio::awaitable<outcome> script(call c) {
   }
   std::string command = shell_quote(copy.path);
   if (args.is_string() && !args.get<std::string>().empty()) {
-    for (const auto& w : shlex_split("cmd.script", args.get<std::string>())) command += " " + shell_quote(w);
+    for (const auto& w : shlex_split("cmd.script: args", args.get<std::string>())) {
+      command += " " + shell_quote(w);
+    }
   } else if (args.is_array()) {
     for (const auto& w : args) command += " " + shell_quote(scalar_text(w));
   } else if (!args.is_null() && !args.is_string()) {

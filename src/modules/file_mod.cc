@@ -571,11 +571,9 @@ std::string real_path(const std::string& path) {
   return ec ? path : p.string();
 }
 
-asio::awaitable<outcome> stats(call c) {
-  arguments sig("file.stats", c, {"path", "hash_type", "follow_symlinks"});
-  std::string path = path_arg(sig, "path");
-  std::string hash_type = sig.scalar_text("hash_type", "");
-  bool follow = sig.flag("follow_symlinks", true);
+// What Salt's file.stats reads: the target of a symlink when `follow`
+// (a broken one's own), else the path itself; "Path not found" otherwise.
+struct stat stat_of(const arguments& sig, const std::string& path, bool follow) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     // A broken symlink has an owner too.
@@ -583,6 +581,15 @@ asio::awaitable<outcome> stats(call c) {
   } else if (!follow && ::lstat(path.c_str(), &st) != 0) {
     sig.fail("Path not found: " + path);
   }
+  return st;
+}
+
+asio::awaitable<outcome> stats(call c) {
+  arguments sig("file.stats", c, {"path", "hash_type", "follow_symlinks"});
+  std::string path = path_arg(sig, "path");
+  std::string hash_type = sig.scalar_text("hash_type", "");
+  bool follow = sig.flag("follow_symlinks", true);
+  struct stat st = stat_of(sig, path, follow);
   json ret = json::object();
   ret["inode"] = static_cast<unsigned long long>(st.st_ino);
   ret["uid"] = st.st_uid;
@@ -994,6 +1001,114 @@ outcome contains(const call& c) {
   }
 }
 
+// Salt's file.get_user, get_group, get_uid, get_gid and get_mode: one
+// field of file.stats.
+enum class stat_field { user, group, uid, gid, mode };
+
+template <stat_field F>
+outcome stat_one(const call& c) {
+  static constexpr const char* names[] = {"file.get_user", "file.get_group", "file.get_uid",
+                                          "file.get_gid", "file.get_mode"};
+  arguments sig(names[static_cast<int>(F)], c, {"path", "follow_symlinks"});
+  std::string path = path_arg(sig, "path");
+  struct stat st = stat_of(sig, path, sig.flag("follow_symlinks", true));
+  switch (F) {
+    case stat_field::user: return ok(user_name(st.st_uid));
+    case stat_field::group: return ok(group_name(st.st_gid));
+    case stat_field::uid: return ok(st.st_uid);
+    case stat_field::gid: return ok(st.st_gid);
+    case stat_field::mode: break;
+  }
+  return ok(mode_text(st.st_mode));
+}
+
+outcome is_link(const call& c) {
+  arguments sig("file.is_link", c, {"path"});
+  std::string path = path_arg(sig, "path");
+  struct stat st {};
+  return ok(::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode));
+}
+
+// Salt's file.contains_regex: whether a line of the file (its line break
+// kept, `lchar`'s characters stripped from its front) has a match of
+// `regex`; False for a file that is not there or cannot be read.
+outcome contains_regex(const call& c) {
+  arguments sig("file.contains_regex", c, {"path", "regex", "lchar"});
+  std::string path = path_arg(sig, "path");
+  std::string regex = text_arg(sig, "regex", sig.need("regex"));
+  std::string lchar = sig.scalar_text("lchar", "");
+  py_regex re(regex);
+  std::string data;
+  {
+    fd_guard fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) return ok(false);
+    std::string buf(k_chunk, '\0');
+    for (;;) {
+      ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ok(false);
+      if (n == 0) break;
+      data.append(buf.data(), static_cast<std::size_t>(n));
+    }
+  }
+  // Python's text mode: "\r\n" and "\r" read as "\n".
+  std::string text;
+  text.reserve(data.size());
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    if (data[i] == '\r') {
+      text += '\n';
+      if (i + 1 < data.size() && data[i + 1] == '\n') ++i;
+    } else {
+      text += data[i];
+    }
+  }
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t nl = text.find('\n', at);
+    std::size_t end = nl == std::string::npos ? text.size() : nl + 1;
+    std::string_view line(text.data() + at, end - at);
+    if (!lchar.empty()) {
+      std::size_t keep = line.find_first_not_of(lchar);
+      line.remove_prefix(keep == std::string_view::npos ? line.size() : keep);
+    }
+    if (re.search(line)) return ok(true);
+    at = end;
+  }
+  return ok(false);
+}
+
+// Salt's file.check_hash: whether the file's digest is `file_hash`, given
+// as "type:value", "type=value" or a bare value whose length names the type.
+asio::awaitable<outcome> check_hash(call c) {
+  arguments sig("file.check_hash", c, {"path", "file_hash"});
+  std::string path = path_arg(sig, "path");
+  const json& given = sig.need("file_hash");
+  if (!given.is_string()) sig.fail("hash must be a string");
+  std::string file_hash = given.get<std::string>();
+  std::string type, value;
+  auto sep = file_hash.find(':');
+  if (sep == std::string::npos) sep = file_hash.find('=');
+  if (sep != std::string::npos) {
+    type = file_hash.substr(0, sep);
+    value = file_hash.substr(sep + 1);
+  } else {
+    static const std::pair<std::size_t, const char*> by_length[] = {
+        {32, "md5"}, {40, "sha1"}, {56, "sha224"}, {64, "sha256"}, {96, "sha384"}, {128, "sha512"}};
+    for (const auto& [len, name] : by_length) {
+      if (file_hash.size() == len) type = name;
+    }
+    if (type.empty()) {
+      sig.fail("Hash " + file_hash + " (length: " + std::to_string(file_hash.size()) +
+               ") could not be matched to a supported hash type. The supported hash types and "
+               "lengths are: md5 (32), sha1 (40), sha224 (56), sha256 (64), sha384 (96), sha512 "
+               "(128)");
+    }
+    value = file_hash;
+  }
+  std::string digest = co_await hash_file(sig.fun(), path, type);
+  co_return ok(digest == value);
+}
+
 template <outcome (*F)(const call&)>
 asio::awaitable<outcome> now(call c) {
   co_return F(c);
@@ -1043,6 +1158,44 @@ void register_file_module(registry& reg) {
           "file.mkdir(dir_path, user=None, group=None, mode=None) -> True; creates the directory "
           "and its missing parents, each with the owner and mode given.\n\n"
           "CLI example: brine cmd '*' file.mkdir /opt/app/data user=app mode=750",
+          k::may_block);
+  reg.add("file.get_user", now<stat_one<stat_field::user>>,
+          "file.get_user(path, follow_symlinks=True) -> the name of the owner (the uid when it "
+          "has no name), as file.stats.\n\nCLI example: brine cmd '*' file.get_user "
+          "/etc/passwd",
+          k::may_block);
+  reg.add("file.get_group", now<stat_one<stat_field::group>>,
+          "file.get_group(path, follow_symlinks=True) -> the name of the group (the gid when "
+          "it has no name), as file.stats.\n\nCLI example: brine cmd '*' file.get_group "
+          "/etc/passwd",
+          k::may_block);
+  reg.add("file.get_uid", now<stat_one<stat_field::uid>>,
+          "file.get_uid(path, follow_symlinks=True) -> the uid of the owner.\n\nCLI example: "
+          "brine cmd '*' file.get_uid /etc/passwd",
+          k::may_block);
+  reg.add("file.get_gid", now<stat_one<stat_field::gid>>,
+          "file.get_gid(path, follow_symlinks=True) -> the gid of the group.\n\nCLI example: "
+          "brine cmd '*' file.get_gid /etc/passwd",
+          k::may_block);
+  reg.add("file.get_mode", now<stat_one<stat_field::mode>>,
+          "file.get_mode(path, follow_symlinks=True) -> the permission bits as Salt writes "
+          "them ('0644').\n\nCLI example: brine cmd '*' file.get_mode /etc/passwd",
+          k::may_block);
+  reg.add("file.is_link", now<is_link>,
+          "file.is_link(path) -> True when path is a symbolic link (dangling or not).\n\nCLI "
+          "example: brine cmd '*' file.is_link /etc/localtime",
+          k::may_block);
+  reg.add("file.contains_regex", now<contains_regex>,
+          "file.contains_regex(path, regex, lchar='') -> True when a line of path (lchar's "
+          "characters stripped from its front) matches the Python regular expression; False "
+          "when path cannot be read.\n\nCLI example: brine cmd '*' file.contains_regex "
+          "/etc/ssh/sshd_config '^PermitRootLogin'",
+          k::may_block);
+  reg.add("file.check_hash", check_hash,
+          "file.check_hash(path, file_hash) -> True when the file's digest is file_hash "
+          "('sha256:HEX', 'md5=HEX', or a bare HEX whose length names md5, sha1, sha224, "
+          "sha256, sha384 or sha512).\n\nCLI example: brine cmd '*' file.check_hash /etc/hosts "
+          "sha256:0a1b...",
           k::may_block);
   reg.add("file.stats", stats,
           "file.stats(path, hash_type=None, follow_symlinks=True) -> {inode, uid, gid, user, "

@@ -1,9 +1,11 @@
 // The git module's configuration functions: Salt's git.config_get,
 // git.config_get_regexp, git.config_set and git.config_unset, through the
-// `git config` tool. A repository's own config (--local, run in cwd) or the
+// `git config` tool, and what formulas ask of a checkout (git.current_branch,
+// git.revision, git.checkout). A repository's own config (--local, run in cwd) or the
 // user's global one (--global); user= runs git as that user, so --global
 // is that user's ~/.gitconfig.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -63,11 +65,13 @@ std::string joined(const std::vector<std::string>& argv) {
 }
 
 // Salt's _git_run: `git ...` through cmd.run_all as `user`; with failhard a
-// non-zero exit is "Command 'git ...' failed: STDERR".
+// non-zero exit is "Command 'git ...' failed: STDERR" (its stdout, where
+// stderr was merged into it: Salt's redirect_stderr).
 asio::awaitable<process_result> git(const call& c, const place& p, std::vector<std::string> argv,
-                                    bool failhard) {
+                                    bool failhard, bool merge_stderr = false) {
   process_options opts;
   opts.argv = argv;
+  opts.merge_stderr = merge_stderr;
   opts.cwd = p.cwd;
   opts.runas = p.user;
   opts.timeout = child_limit(c.timeout);
@@ -76,7 +80,8 @@ asio::awaitable<process_result> git(const call& c, const place& p, std::vector<s
   r.stderr_text = trim(r.stderr_text);
   if (failhard && r.retcode != 0) {
     std::string msg = "Command '" + joined(argv) + "' failed";
-    if (!r.stderr_text.empty()) msg += ": " + r.stderr_text;
+    const std::string& err = merge_stderr ? r.stdout_text : r.stderr_text;
+    if (!err.empty()) msg += ": " + err;
     throw tool_failure(msg);
   }
   co_return r;
@@ -235,9 +240,97 @@ asio::awaitable<outcome> config_unset(call c) {
   }
 }
 
+// Where a function on one repository runs (no --global): cwd is required.
+place repo_place(const arguments& a) {
+  if (a.get("cwd") == nullptr) a.fail("missing argument 'cwd' (the repository)");
+  return place_of(a);
+}
+
+// Salt's git.current_branch: `git rev-parse --abbrev-ref HEAD` in cwd
+// ("HEAD" when detached).
+asio::awaitable<outcome> current_branch(call c) {
+  arguments a("git.current_branch", c,
+              {"cwd", "user", "password", "ignore_retcode", "output_encoding"});
+  place p = repo_place(a);
+  std::vector<std::string> argv = {"git", "rev-parse", "--abbrev-ref", "HEAD"};
+  process_result r = co_await git(c, p, std::move(argv), true);
+  co_return outcome{r.stdout_text};
+}
+
+// Salt's git.revision: `git rev-parse [--short] REV` in cwd.
+asio::awaitable<outcome> revision(call c) {
+  arguments a("git.revision", c,
+              {"cwd", "rev", "short", "user", "password", "ignore_retcode", "output_encoding"});
+  place p = repo_place(a);
+  std::vector<std::string> argv = {"git", "rev-parse"};
+  if (a.flag("short", false)) argv.push_back("--short");
+  argv.push_back(a.scalar_text("rev", "HEAD"));
+  process_result r = co_await git(c, p, std::move(argv), true);
+  co_return outcome{r.stdout_text};
+}
+
+// Salt's _format_opts: a list as it is (items made text), text split as
+// shlex does; a trailing "--" dropped.
+std::vector<std::string> format_opts(const arguments& a, const char* name) {
+  std::vector<std::string> out;
+  const json* v = a.get(name);
+  if (v == nullptr) return out;
+  if (v->is_array()) {
+    for (const auto& item : *v) {
+      out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+    }
+    return out;
+  }
+  if (v->is_string()) {
+    out = shlex_split(a.fun() + ": " + name, v->get<std::string>());
+  } else {
+    out.push_back(v->dump());
+  }
+  if (!out.empty() && out.back() == "--") out.pop_back();
+  return out;
+}
+
+// Salt's git.checkout: `git [git_opts] checkout [--force] [opts] [rev]` in
+// cwd; its output (git writes it to stderr) is the answer. rev may be left
+// out only when opts make a branch (-b, -B).
+asio::awaitable<outcome> checkout(call c) {
+  arguments a("git.checkout", c,
+              {"cwd", "rev", "force", "opts", "git_opts", "user", "password", "ignore_retcode",
+               "output_encoding"});
+  place p = repo_place(a);
+  std::vector<std::string> argv = {"git"};
+  for (auto& w : format_opts(a, "git_opts")) argv.push_back(w);
+  argv.push_back("checkout");
+  if (a.flag("force", false)) argv.push_back("--force");
+  std::vector<std::string> opts = format_opts(a, "opts");
+  bool makes_branch = std::find(opts.begin(), opts.end(), "-b") != opts.end() ||
+                      std::find(opts.begin(), opts.end(), "-B") != opts.end();
+  for (auto& w : opts) argv.push_back(w);
+  if (a.get("rev") != nullptr) {
+    argv.push_back(a.scalar_text("rev", ""));
+  } else if (!makes_branch) {
+    a.fail("'rev' argument is required unless -b or -B in opts");
+  }
+  process_result r = co_await git(c, p, std::move(argv), true, true);
+  co_return outcome{r.stdout_text};
+}
+
 }  // namespace
 
 void register_git_module(registry& reg) {
+  reg.add("git.checkout", failures_as_outcomes<checkout>,
+          "git.checkout CWD [rev=REV] [force=False] [opts=''] [git_opts=''] [user=USER]: checks "
+          "out REV in the repository CWD (git checkout; opts -b/-B make a branch and need no "
+          "REV) and returns git's message.\n\nCLI example: brine cmd '*' git.checkout /srv/app "
+          "rev=v1.2");
+  reg.add("git.current_branch", failures_as_outcomes<current_branch>,
+          "git.current_branch CWD [user=USER]: the branch checked out in the repository CWD "
+          "(git rev-parse --abbrev-ref HEAD; 'HEAD' when detached).\n\nCLI example: brine cmd "
+          "'*' git.current_branch /srv/app");
+  reg.add("git.revision", failures_as_outcomes<revision>,
+          "git.revision CWD [rev=HEAD] [short=False] [user=USER]: the commit REV names in the "
+          "repository CWD (git rev-parse).\n\nCLI example: brine cmd '*' git.revision /srv/app "
+          "short=True");
   reg.add("git.config_get", failures_as_outcomes<config_get>,
           "git.config_get KEY cwd=REPO|global=True [all=False] [user=]: the value of a git "
           "config key (the last one; all=True: every value), None when it is not set.");

@@ -8,6 +8,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -18,6 +19,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -441,10 +443,24 @@ asio::awaitable<outcome> connect(call c) {
   co_return outcome{std::move(ret)};
 }
 
+// Salt's network.get_hostname: Python's socket.gethostname().
+asio::awaitable<outcome> get_hostname(call c) {
+  arguments sig("network.get_hostname", c, {});
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) {
+    throw base::error(std::string("network.get_hostname: ") + std::strerror(errno));
+  }
+  co_return outcome{std::string(name)};
+}
+
 }  // namespace
 
 void register_network_module(registry& reg) {
   using k = registry::kind;
+  reg.add("network.get_hostname", get_hostname,
+          "network.get_hostname() -> this host's name (gethostname).\n\n"
+          "CLI example: brine cmd '*' network.get_hostname",
+          k::instant);
   reg.add("network.interfaces", interfaces,
           "network.interfaces() -> {name: {hwaddr, up, inet: [{address, netmask, broadcast, "
           "label}], inet6: [{address, prefixlen, scope}]}} for every interface.\n\n"

@@ -83,7 +83,8 @@ void register_service_module(registry& reg);
 void register_user_module(registry& reg);  // user.* and group.*
 void register_network_module(registry& reg);
 void register_grains_module(registry& reg);
-void register_pillar_module(registry& reg);  // pillar.* and config.get
+void register_pillar_module(registry& reg);
+void register_config_module(registry& reg);  // config.* (config_mod.cc)
 void register_sys_module(registry& reg);     // sys.* and saltutil.*
 // slsutil.*, defaults.*, log.*, cp.list_*, file.join/dirname/basename
 void register_slsutil_module(registry& reg);
@@ -98,7 +99,8 @@ void register_cron_module(registry& reg);
 // ssh.*: authorized_keys and known_hosts (ssh_keys.h: Salt's key line split)
 void register_ssh_module(registry& reg);
 void register_shadow_module(registry& reg);  // shadow.info, set_password
-// git.config_get, config_get_regexp, config_set, config_unset via the git binary
+// git.config_get, config_get_regexp, config_set, config_unset, current_branch,
+// revision, checkout via the git binary
 void register_git_module(registry& reg);
 // archive.list, archive.tar, archive.unzip for archive.extracted
 void register_archive_module(registry& reg);

@@ -149,6 +149,15 @@ value required() { return value::undefined("required"); }
 
 value sdb(value v) { return v; }
 
+// The master's options as a minion sees them: pillar key 'master' when it
+// is a mapping.
+value master_of(const value& pillar) {
+  if (pillar.is_dict()) {
+    if (value* m = pillar.dict().find(value("master")); m && m->is_dict()) return *m;
+  }
+  return value::make_dict();
+}
+
 nlohmann::json plain(const nlohmann::ordered_json& j) { return nlohmann::json::parse(j.dump()); }
 
 // Runs registry function `fun` to completion on a private io_context.
@@ -372,6 +381,98 @@ value make_salt(compiler& cc, const modules::registry& reg, modules::minion_cont
         if (!render::equal(r, marker)) return sdb(r);
       }
     }
+    value r = look(value::from_json(nlohmann::ordered_json(modules::config_defaults())));
+    return render::equal(r, marker) ? b["default"] : sdb(r);
+  });
+  // config.option, config.merge and config.dot_vals read the compile's own
+  // pillar (an inline pillar= included) and hand back the sources' own
+  // objects (Salt's), so they run here, keeping key order.
+  add(salt, "config.option", [c](call_args& a) {
+    binder b("config.option", a,
+             {{"value", required()}, {"default", value(nullptr)}, {"omit_opts", value(false)},
+              {"omit_grains", value(false)}, {"omit_pillar", value(false)},
+              {"omit_master", value(false)}, {"omit_all", value(false)},
+              {"wildcard", value(false)}});
+    bool all = b.flag("omit_all"), wildcard = b.flag("wildcard");
+    value dflt = b["default"];
+    if (dflt.is_none()) dflt = wildcard ? value::make_dict() : value("");
+    const value& key = b["value"];
+    value defaults = value::from_json(nlohmann::ordered_json(modules::config_defaults()));
+    value master = master_of(c->pillar());
+    // In Salt's order of precedence; omitted sources are null.
+    const value* sources[] = {all || b.flag("omit_opts") ? nullptr : &c->opts(),
+                              all || b.flag("omit_grains") ? nullptr : &c->grains(),
+                              all || b.flag("omit_pillar") ? nullptr : &c->pillar(),
+                              all || b.flag("omit_master") ? nullptr : &master};
+    if (!wildcard) {
+      for (const value* src : sources) {
+        if (src == nullptr || !src->is_dict()) continue;
+        if (value* v = src->dict().find(key)) return *v;
+      }
+      if (value* v = defaults.dict().find(key)) return *v;
+      return dflt;
+    }
+    if (!key.is_string()) {
+      throw render::template_error("config.option: with wildcard, value must be a glob");
+    }
+    std::string glob = key.str();
+    value found = value::make_dict();
+    for (int i = 3; i >= 0; --i) {
+      if (sources[i] == nullptr || !sources[i]->is_dict()) continue;
+      for (const auto& [k, v] : sources[i]->dict().entries) {
+        if (k.is_string() && modules::fnmatch(glob, k.str())) found.dict().set(k, v);
+      }
+    }
+    for (const auto& [k, v] : defaults.dict().entries) {
+      if (modules::fnmatch(glob, k.str()) && !found.dict().find(k)) found.dict().set(k, v);
+    }
+    return found.dict().entries.empty() ? dflt : found;
+  });
+  add(salt, "config.dot_vals", [c](call_args& a) {
+    binder b("config.dot_vals", a, {{"value", required()}});
+    std::string prefix = b.str("value") + ".";
+    value found = value::make_dict();
+    value master = master_of(c->pillar());
+    const value* sources[] = {&master, &c->opts()};
+    for (const value* src : sources) {
+      if (!src->is_dict()) continue;
+      for (const auto& [k, v] : src->dict().entries) {
+        if (k.is_string() && k.str().starts_with(prefix)) found.dict().set(k, v);
+      }
+    }
+    return found;
+  });
+  add(salt, "config.merge", [c](call_args& a) {
+    binder b("config.merge", a,
+             {{"value", required()}, {"default", value("")}, {"omit_opts", value(false)},
+              {"omit_master", value(false)}, {"omit_pillar", value(false)}});
+    const value& key = b["value"];
+    value master = master_of(c->pillar());
+    const value* sources[] = {b.flag("omit_opts") ? nullptr : &c->opts(),
+                              b.flag("omit_master") ? nullptr : &master,
+                              b.flag("omit_pillar") ? nullptr : &c->pillar()};
+    value ret(nullptr);
+    for (const value* src : sources) {
+      if (src == nullptr || !src->is_dict()) continue;
+      value* v = src->dict().find(key);
+      if (v == nullptr) continue;
+      if (ret.is_none()) {
+        ret = *v;
+        if (ret.is_string()) return ret;
+      } else if (ret.is_dict() && v->is_dict()) {
+        // Salt's tmp.update(ret): the later source's own dict, changed in
+        // place, the earlier source's keys over it.
+        for (const auto& [k, x] : ret.dict().entries) v->dict().set(k, x);
+        ret = *v;
+      } else if (ret.is_sequence_like() && v->is_sequence_like()) {
+        std::vector<value> joined = ret.items();
+        for (const auto& x : v->items()) joined.push_back(x);
+        ret = value::make_list(std::move(joined));
+      }
+    }
+    if (!ret.is_none()) return ret;
+    value defaults = value::from_json(nlohmann::ordered_json(modules::config_defaults()));
+    if (value* v = defaults.dict().find(key)) return *v;
     return b["default"];
   });
   add(salt, "defaults.merge", [](call_args& a) {

@@ -14,8 +14,8 @@
 // synchronously, so each call runs to completion on a private io_context
 // in the compiling thread (that thread must not be an I/O thread of the
 // daemon). Salt's pure data functions (grains.get/filter_by, pillar.get,
-// config.get, defaults.*, slsutil.merge/update/..., cp.list_*, file.join,
-// log.*) run natively on the template's own values instead: they keep
+// config.get/option/merge/dot_vals, defaults.*, slsutil.merge/update/...,
+// cp.list_*, file.join, log.*) run natively on the template's own values instead: they keep
 // key order and share objects as Python does (defaults.merge changes its
 // first argument in place, pillar.get returns the pillar's own dict).
 namespace brine::state {

@@ -29,6 +29,23 @@ TEST(output, args_are_yaml_like_salt) {
   EXPECT_EQ(parse_arg(""), "");
 }
 
+// Salt 3006's salt.utils.args.yamlify_arg gave each expected value.
+TEST(output, args_keep_text_where_salts_yamlify_does) {
+  struct row {
+    std::string word;
+    nlohmann::json want;
+  };
+  for (const row& r : {row{"^root:", "^root:"}, row{"- x", "- x"}, row{"a: b", "a: b"},
+                       row{"{a: b}", {{"a", "b"}}}, row{"[1, 2]", {1, 2}}, row{"a#b", "a#b"},
+                       row{"#x", "#x"}, row{"1_000", "1_000"}, row{"   ", "   "},
+                       row{"None", nullptr}, row{"|", "|"}, row{"!", "!"}, row{"a\tb", "a\tb"},
+                       row{"x: [1]", "x: [1]"}, row{"on", true}, row{"~", nullptr},
+                       row{"null", nullptr}, row{"# c", "# c"}, row{"1 # n", 1},
+                       row{"[1] # c", {1}}}) {
+    EXPECT_EQ(parse_arg(r.word), r.want) << r.word;
+  }
+}
+
 TEST(output, split_args_and_kwargs) {
   nlohmann::json args, kwargs;
   split_args({"echo a=b", "timeout=2", "cwd=/tmp", "x"}, args, kwargs);

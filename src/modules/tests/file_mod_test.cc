@@ -64,7 +64,9 @@ TEST_F(file_mod_test, every_function_is_registered_with_a_cli_example) {
        {"file.file_exists", "file.directory_exists", "file.read", "file.write", "file.append",
         "file.touch", "file.remove", "file.mkdir", "file.stats", "file.get_hash", "file.chmod",
         "file.chown", "file.symlink", "file.readlink", "file.find", "file.replace", "file.contains",
-        "file.search", "file.readdir"}) {
+        "file.search", "file.readdir", "file.get_user", "file.get_group", "file.get_uid",
+        "file.get_gid", "file.get_mode", "file.is_link", "file.contains_regex",
+        "file.check_hash"}) {
     ASSERT_NE(reg_.find(fun), nullptr) << fun;
     EXPECT_TRUE(reg_.doc(fun).starts_with(std::string(fun) + "(")) << reg_.doc(fun);
     EXPECT_CONTAINS(reg_.doc(fun), "\n\nCLI example: brine cmd '*' " + std::string(fun));
@@ -577,6 +579,66 @@ TEST_F(file_mod_test, search_and_contains) {
   big.replace(big.size() - 3, 3, "nee");
   write_text(path("big"), big + "dle" + std::string(100, '.'));
   EXPECT_EQ(ret("file.contains", {path("big"), "needle"}), true);
+}
+
+TEST_F(file_mod_test, get_user_group_mode_and_ids_read_stats) {
+  write_text(path("s"), "abc");
+  ::chmod(path("s").c_str(), 0640);
+  fs::create_symlink(path("s"), path("l"));
+  struct stat real {};
+  ASSERT_EQ(::stat(path("s").c_str(), &real), 0);
+  json st = ret("file.stats", {path("s")});
+  EXPECT_EQ(ret("file.get_user", {path("s")}), st["user"]);
+  EXPECT_EQ(ret("file.get_group", {path("s")}), st["group"]);
+  EXPECT_EQ(ret("file.get_uid", {path("s")}), real.st_uid);
+  EXPECT_EQ(ret("file.get_gid", {path("s")}), real.st_gid);
+  EXPECT_EQ(ret("file.get_mode", {path("s")}), "0640");
+  // Through the link by default; the link itself with follow_symlinks=False.
+  EXPECT_EQ(ret("file.get_mode", {path("l")}), "0640");
+  EXPECT_EQ(ret("file.get_mode", {path("l")}, {{"follow_symlinks", false}}), "0777");
+  EXPECT_CONTAINS(error_of("file.get_user", {path("missing")}),
+                  "Path not found: " + path("missing"));
+
+  fs::create_symlink(path("nowhere"), path("broken"));
+  EXPECT_EQ(ret("file.is_link", {path("l")}), true);
+  EXPECT_EQ(ret("file.is_link", {path("broken")}), true);
+  EXPECT_EQ(ret("file.is_link", {path("s")}), false);
+  EXPECT_EQ(ret("file.is_link", {path("missing")}), false);
+}
+
+// Expected results from Python: Salt's loop over open(path) (text mode,
+// universal newlines) with line.lstrip(lchar) and re.search.
+TEST_F(file_mod_test, contains_regex_searches_each_line_as_salt_reads_it) {
+  const std::string f = path("c");
+  write_text(f, "PermitRootLogin no\r\n  #Port 22\nlast\rmac");
+  struct row {
+    std::string regex, lchar;
+    bool found;
+  };
+  for (const row& r : {row{"^PermitRootLogin no$", "", true}, row{"no\r", "", false},
+                       row{"^#Port", "", false}, row{"^#Port", " ", true},
+                       row{"^#Port", " #", false}, row{"^Port", " #", true},
+                       row{"^mac", "", true}, row{"^last\n", "", true},
+                       row{"Root.*22", "", false}}) {
+    EXPECT_EQ(ret("file.contains_regex", {f, r.regex}, {{"lchar", r.lchar}}), r.found)
+        << r.regex << " lchar=" << r.lchar;
+  }
+  EXPECT_EQ(ret("file.contains_regex", {path("missing"), "x"}), false);
+  EXPECT_CONTAINS(error_of("file.contains_regex", {f, "("}), "missing closing parenthesis");
+}
+
+TEST_F(file_mod_test, check_hash_takes_salts_three_forms) {
+  write_text(path("abc"), "abc");
+  const std::string md5 = "900150983cd24fb0d6963f7d28e17f72";
+  const std::string sha256 = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+  EXPECT_EQ(ret("file.check_hash", {path("abc"), "md5:" + md5}), true);
+  EXPECT_EQ(ret("file.check_hash", {path("abc"), "sha256=" + sha256}), true);
+  EXPECT_EQ(ret("file.check_hash", {path("abc"), sha256}), true) << "64 digits: sha256";
+  EXPECT_EQ(ret("file.check_hash", {path("abc"), md5}), true) << "32 digits: md5";
+  EXPECT_EQ(ret("file.check_hash", {path("abc"), "sha256:" + md5}), false);
+  EXPECT_CONTAINS(error_of("file.check_hash", {path("abc"), "abc"}),
+                  "Hash abc (length: 3) could not be matched to a supported hash type");
+  EXPECT_CONTAINS(error_of("file.check_hash", {path("abc"), 5}), "hash must be a string");
 }
 
 TEST_F(file_mod_test, bad_arguments_name_the_argument) {

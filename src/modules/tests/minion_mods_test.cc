@@ -238,6 +238,129 @@ TEST_F(minion_mods, config_get_merges_every_source_then_walks_the_key) {
   EXPECT_NE(o.ret.get<std::string>().find("pillar key 'master'"), std::string::npos) << o.ret;
 }
 
+TEST_F(minion_mods, config_option_reads_top_level_keys_in_salts_order) {
+  ctx_.grains_["shared"] = "from-grains";
+  ctx_.grains_["g.only"] = "grain";
+  ctx_.pillar_["shared"] = "from-pillar";
+  ctx_.pillar_["p.only"] = {{"k", 1}};
+  ctx_.pillar_["master"] = {{"m.only", 7}, {"shared", "from-master"}, {"mongo.port", 1}};
+  EXPECT_EQ(run("config.option", {"shared"}).ret, "from-opts");
+  EXPECT_EQ(run("config.option", {"shared"}, {{"omit_opts", true}}).ret, "from-grains");
+  EXPECT_EQ(run("config.option", {"shared"}, {{"omit_opts", true}, {"omit_grains", true}}).ret,
+            "from-pillar");
+  EXPECT_EQ(run("config.option", {"shared"},
+                {{"omit_opts", true}, {"omit_grains", true}, {"omit_pillar", true}})
+                .ret,
+            "from-master");
+  EXPECT_EQ(run("config.option", {"p.only"}).ret, json({{"k", 1}}));
+  EXPECT_EQ(run("config.option", {"m.only"}).ret, 7);
+  EXPECT_EQ(run("config.option", {"mongo.port"}).ret, 1) << "the master's before the defaults";
+  EXPECT_EQ(run("config.option", {"mongo.port"}, {{"omit_all", true}}).ret, 27017);
+  EXPECT_EQ(run("config.option", {"redis.host"}).ret, "salt");
+  // No walk into nested keys (config.get's ':').
+  EXPECT_EQ(run("config.option", {"users:alice"}).ret, "");
+  EXPECT_EQ(run("config.option", {"nope"}, {{"default", 5}}).ret, 5);
+  EXPECT_EQ(run("config.option", {"nope"}, {{"default", nullptr}}).ret, "");
+  EXPECT_EQ(run("config.option", {42}).ret, "") << "a key that is not text matches nothing";
+  // A 'master' pillar that is not a mapping is no source.
+  ctx_.pillar_["master"] = "salt.example.com";
+  EXPECT_EQ(run("config.option", {"m.only"}).ret, "");
+  EXPECT_FALSE(run("config.option").success);
+  EXPECT_FALSE(run("config.option", {"x"}, {{"colour", 1}}).success);
+}
+
+TEST_F(minion_mods, config_option_with_wildcard_maps_every_match) {
+  ctx_.opts_["ldap.uri"] = "ldap://opts";
+  ctx_.grains_["ldap.port"] = "636";
+  ctx_.pillar_["ldap.tls"] = true;
+  ctx_.pillar_["master"] = {{"ldap.uri", "ldap://master"}, {"ldap.server", "m"}};
+  json all = run("config.option", {"ldap.*"}, {{"wildcard", true}}).ret;
+  EXPECT_EQ(all["ldap.uri"], "ldap://opts") << "the minion's options win";
+  EXPECT_EQ(all["ldap.port"], "636");
+  EXPECT_EQ(all["ldap.tls"], true);
+  EXPECT_EQ(all["ldap.server"], "m");
+  EXPECT_EQ(all["ldap.scope"], 2) << "defaults fill in";
+  EXPECT_EQ(all.size(), 10u) << all;  // the ten ldap.* defaults, no other key
+  json defaults = run("config.option", {"mongo.*"}, {{"wildcard", true}, {"omit_all", true}}).ret;
+  EXPECT_EQ(defaults, json({{"mongo.db", "salt"},
+                            {"mongo.password", ""},
+                            {"mongo.port", 27017},
+                            {"mongo.user", ""}}));
+  EXPECT_EQ(run("config.option", {"ldap.[st]*"}, {{"wildcard", true}, {"omit_all", true}}).ret,
+            json({{"ldap.scope", 2}, {"ldap.server", "localhost"}, {"ldap.tls", false}}));
+  EXPECT_EQ(run("config.option", {"zz*"}, {{"wildcard", true}}).ret, json::object());
+  EXPECT_EQ(run("config.option", {"zz*"}, {{"wildcard", true}, {"default", "none"}}).ret, "none");
+}
+
+TEST_F(minion_mods, config_merge_combines_opts_master_and_pillar) {
+  ctx_.opts_["sched"] = {{"a", "opts"}, {"b", "opts"}};
+  ctx_.pillar_["master"] = {{"sched", {{"b", "master"}, {"c", "master"}}},
+                            {"lst", {3}}, {"text", "m"}};
+  ctx_.pillar_["sched"] = {{"c", "pillar"}, {"d", {{"deep", 1}}}};
+  ctx_.pillar_["lst"] = {4, 5};
+  ctx_.pillar_["text"] = "p";
+  ctx_.grains_["sched"] = {{"e", "grains are not read"}};
+  EXPECT_EQ(run("config.merge", {"sched"}).ret, json({{"a", "opts"},
+                                                      {"b", "opts"},
+                                                      {"c", "master"},
+                                                      {"d", {{"deep", 1}}}}));
+  EXPECT_EQ(run("config.merge", {"sched"}, {{"omit_opts", true}}).ret,
+            json({{"b", "master"}, {"c", "master"}, {"d", {{"deep", 1}}}}));
+  EXPECT_EQ(run("config.merge", {"sched"}, {{"omit_master", true}, {"omit_pillar", true}}).ret,
+            ctx_.opts_["sched"]);
+  EXPECT_EQ(run("config.merge", {"lst"}).ret, json({3, 4, 5}));
+  EXPECT_EQ(run("config.merge", {"text"}).ret, "m") << "the first text found is the answer";
+  ctx_.opts_["lst"] = "x";
+  EXPECT_EQ(run("config.merge", {"lst"}).ret, "x");
+  ctx_.opts_["lst"] = 9;
+  EXPECT_EQ(run("config.merge", {"lst"}).ret, 9) << "an int and a list do not combine";
+  EXPECT_EQ(run("config.merge", {"redis.port"}).ret, 6379);
+  EXPECT_EQ(run("config.merge", {"e"}).ret, "");
+  EXPECT_EQ(run("config.merge", {"e"}, {{"default", {1}}}).ret, json({1}));
+}
+
+TEST_F(minion_mods, config_dot_vals_items_and_the_small_ones) {
+  ctx_.opts_["mysql.host"] = "db";
+  ctx_.opts_["mysql.port"] = 3306;
+  ctx_.opts_["mysqlx"] = 1;
+  ctx_.pillar_["master"] = {{"mysql.port", 1}, {"mysql.user", "root"}};
+  EXPECT_EQ(run("config.dot_vals", {"mysql"}).ret,
+            json({{"mysql.host", "db"}, {"mysql.port", 3306}, {"mysql.user", "root"}}));
+  EXPECT_EQ(run("config.dot_vals", {"nope"}).ret, json::object());
+  EXPECT_EQ(run("config.items").ret, ctx_.opts_);
+
+  struct row {
+    std::string uri;
+    bool valid;
+  };
+  // Python's urlparse(uri).scheme in Salt's VALID_PROTOS.
+  for (const row& r : {row{"salt://x", true}, row{"HTTPS://a", true}, row{"s3://b", true},
+                       row{"ftp:x", true}, row{" \x01salt://x", true}, row{"sa\tlt://x", true},
+                       row{"file:///etc", true}, row{"swift://a", true}, row{"c:/x", false},
+                       row{"1salt://x", false}, row{"/etc/x", false}, row{"git://x", false},
+                       row{"", false}}) {
+    EXPECT_EQ(run("config.valid_fileproto", {r.uri}).ret, r.valid) << r.uri;
+  }
+
+  EXPECT_EQ(run("config.backup_mode").ret, "");
+  EXPECT_EQ(run("config.backup_mode", {"minion"}).ret, "minion");
+  ctx_.opts_["backup_mode"] = "minion";
+  EXPECT_EQ(run("config.backup_mode").ret, "minion");
+
+  // salt.utils.files.normalize_mode, as Python gives it.
+  struct mode_row {
+    json mode;
+    json want;
+  };
+  for (const mode_row& r : {mode_row{"0o644", "0644"}, mode_row{644, "0644"},
+                            mode_row{"\"0755\"", "0755"}, mode_row{"00600", "0600"},
+                            mode_row{"'4755'", "4755"}, mode_row{"0", "0000"},
+                            mode_row{"keep", "keep"}, mode_row{"7", "0007"},
+                            mode_row{nullptr, nullptr}}) {
+    EXPECT_EQ(run("config.manage_mode", {r.mode}).ret, r.want) << r.mode;
+  }
+}
+
 TEST_F(minion_mods, pillar_get_merges_as_salt_does) {
   // A list default gets the items it lacks; a dict default has the value
   // merged into it; a mismatch is logged and the value returned.

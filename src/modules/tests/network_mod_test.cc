@@ -44,11 +44,18 @@ class network_mod_test : public module_test {
 
 TEST_F(network_mod_test, every_function_is_registered_with_a_cli_example) {
   for (const char* fun : {"network.interfaces", "network.ip_addrs", "network.ip_addrs6",
-                          "network.ping", "network.connect"}) {
+                          "network.ping", "network.connect", "network.get_hostname"}) {
     ASSERT_NE(reg_.find(fun), nullptr) << fun;
     EXPECT_TRUE(reg_.doc(fun).starts_with(std::string(fun) + "(")) << reg_.doc(fun);
     EXPECT_CONTAINS(reg_.doc(fun), "\n\nCLI example: brine cmd '*' " + std::string(fun));
   }
+}
+
+TEST_F(network_mod_test, get_hostname_is_the_kernels_host_name) {
+  char name[256] = {};
+  ASSERT_EQ(::gethostname(name, sizeof name - 1), 0);
+  EXPECT_EQ(ret("network.get_hostname"), std::string(name));
+  EXPECT_CONTAINS(error_of("network.get_hostname", {"extra"}), "at most 0 positional");
 }
 
 TEST_F(network_mod_test, interfaces_has_loopback_in_salts_shape) {

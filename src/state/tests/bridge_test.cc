@@ -64,6 +64,33 @@ TEST(Bridge, ConfigGetMergesEverySource) {
 }
 
 // defaults.get reads salt://NS/defaults.yaml of base (Salt's defaults module).
+// config.option, merge and dot_vals in templates, in Salt 3006's key order:
+// wildcard matches from the master's options, pillar, grains, then the
+// minion's; merge is Salt's tmp.update(ret), which changes the later
+// source's dict in place (the pillar shows it afterwards, as in Salt).
+// Salt 3006.23 printed the same for the same options, grains and pillar.
+TEST(Bridge, ConfigOptionMergeAndDotValsKeepSaltsOrder) {
+  minion m;
+  m.opts = json::parse(R"({"id": "m1", "svc.b": 2, "svc.a": 1, "lst": [1], "conf": {"x": 1}})");
+  m.grains = json::parse(R"({"svc.c": 3})");
+  m.pillar = json::parse(
+      R"({"svc.z": 0, "conf": {"z": 3, "x": 0}, "lst": [3],
+          "master": {"svc.m": 9, "conf": {"w": 0}, "lst": [2]}})");
+  bridged b(m);
+  EXPECT_EQ(b.render("{{ salt['config.option']('svc.*', wildcard=True) }}"),
+            "{'svc.m': 9, 'svc.z': 0, 'svc.c': 3, 'svc.b': 2, 'svc.a': 1}");
+  EXPECT_EQ(b.render("{{ salt['config.option']('svc.c') }}|{{ salt.config.option('svc.m') }}|"
+                     "{{ salt['config.option']('conf:x') }}|"
+                     "{{ salt['config.option']('redis.port') }}"),
+            "3|9||6379");
+  EXPECT_EQ(b.render("{{ salt['config.dot_vals']('svc') }}"),
+            "{'svc.m': 9, 'svc.b': 2, 'svc.a': 1}");
+  EXPECT_EQ(b.render("{{ salt['config.merge']('lst') }}"), "[1, 2, 3]");
+  EXPECT_EQ(b.render("{{ salt['config.merge']('conf') }}|{{ salt['pillar.get']('conf') }}"),
+            "{'z': 3, 'x': 1, 'w': 0}|{'z': 3, 'x': 1, 'w': 0}");
+  EXPECT_EQ(b.render("{{ salt['config.get']('mongo.port') }}"), "27017");
+}
+
 TEST(Bridge, DefaultsGetReadsTheFormulasDefaultsFile) {
   test::temp_dir dir{"brine-bridge"};
   std::filesystem::create_directories(dir.file("web"));
