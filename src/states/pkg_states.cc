@@ -276,6 +276,25 @@ std::optional<bool> optional_flag(const state_call& c, const std::string& key) {
   return c.flag(key);
 }
 
+// pkg.latest_version of `names` with the state's fromrepo; the refresh it
+// makes counts as the job's.
+asio::awaitable<json> latest_versions(state_call c, std::vector<std::string> names, bool refresh) {
+  plain_json kwargs = {{"refresh", refresh}};
+  if (const json* f = c.arg("fromrepo"); f != nullptr && !f->is_null()) {
+    kwargs["fromrepo"] = plain(*f);
+  }
+  json versions = co_await call_fn(c, "pkg.latest_version", plain_json(names), std::move(kwargs));
+  if (refresh) mark_refreshed(c);
+  co_return versions;
+}
+
+// Salt's return with the changes made so far.
+json ret_with(const std::string& name, bool result, const std::string& comment, json changes) {
+  json ret = make_ret(name, result, comment);
+  ret["changes"] = std::move(changes);
+  return ret;
+}
+
 // Salt's _get_desired_pkg: "name=1.0", "name>=1.0" or "name".
 std::string desired_text(const wanted& w) {
   if (!w.version || w.version->empty()) return w.name;
@@ -368,16 +387,8 @@ asio::awaitable<json> installed(state_call c) {
       if (w.version == "latest") wants_latest.push_back(w.name);
     }
     if (!wants_latest.empty()) {
-      plain_json args = plain_json(wants_latest);
-      plain_json kwargs = {{"refresh", refresh}};
-      if (const json* f = c.arg("fromrepo"); f != nullptr && !f->is_null()) {
-        kwargs["fromrepo"] = plain(*f);
-      }
-      json latest = co_await call_fn(c, "pkg.latest_version", std::move(args), std::move(kwargs));
-      if (refresh) {
-        mark_refreshed(c);
-        refresh = false;
-      }
+      json latest = co_await latest_versions(c, wants_latest, refresh);
+      refresh = false;
       for (const auto& n : wants_latest) {
         std::string v = wants_latest.size() == 1 ? text(latest) : text(latest.value(n, json("")));
         wanted* w = find(*desired, n);
@@ -463,8 +474,7 @@ asio::awaitable<json> installed(state_call c) {
       }
       comment.push_back("The following packages would be reinstalled: " + joined(shown));
     }
-    json ret = make_ret(name, true, joined(comment, "\n"));
-    ret["changes"] = changes;
+    json ret = ret_with(name, true, joined(comment, "\n"), changes);
     ret["result"] = nullptr;
     co_return ret;
   }
@@ -520,9 +530,7 @@ asio::awaitable<json> installed(state_call c) {
       holds = split_hold(hold_ret);
     } catch (const base::error& e) {
       comment.push_back(e.what());
-      json ret = make_ret(name, false, joined(comment, "\n"));
-      ret["changes"] = changes;
-      co_return ret;
+      co_return ret_with(name, false, joined(comment, "\n"), changes);
     }
   }
 
@@ -614,9 +622,7 @@ asio::awaitable<json> installed(state_call c) {
       result = false;
     }
   }
-  json ret = make_ret(name, result, joined(comment, "\n"));
-  ret["changes"] = changes;
-  co_return ret;
+  co_return ret_with(name, result, joined(comment, "\n"), changes);
 }
 
 asio::awaitable<json> latest(state_call c) {
@@ -646,12 +652,7 @@ asio::awaitable<json> latest(state_call c) {
 
   json avail, cur;
   try {
-    plain_json kwargs = {{"refresh", refresh}};
-    if (const json* f = c.arg("fromrepo"); f != nullptr && !f->is_null()) {
-      kwargs["fromrepo"] = plain(*f);
-    }
-    avail = co_await call_fn(c, "pkg.latest_version", plain_json(desired), std::move(kwargs));
-    if (refresh) mark_refreshed(c);
+    avail = co_await latest_versions(c, desired, refresh);
   } catch (const base::error& e) {
     co_return make_ret(name, false,
                        std::string("An error was encountered while checking the newest available "
@@ -758,9 +759,7 @@ asio::awaitable<json> latest(state_call c) {
                              : std::to_string(up_to_date.size()) +
                                    " packages were already up-to-date ");
     }
-    json ret = make_ret(name, failed.empty(), joined(comments, " "));
-    ret["changes"] = changes;
-    co_return ret;
+    co_return ret_with(name, failed.empty(), joined(comments, " "), changes);
   }
   std::string comment;
   if (targets.size() > 10) {
@@ -777,9 +776,7 @@ asio::awaitable<json> latest(state_call c) {
                    ? " The following packages were already up-to-date: " + joined(up_to_date)
                    : std::to_string(up_to_date.size()) + " packages were already up-to-date";
   }
-  json ret = make_ret(name, false, comment);
-  ret["changes"] = changes;
-  co_return ret;
+  co_return ret_with(name, false, comment, changes);
 }
 
 // Salt's _uninstall for pkg.removed ("remove") and pkg.purged ("purge").
@@ -919,9 +916,7 @@ asio::awaitable<json> uninstall(state_call c, std::string action) {
     } else {
       comments.push_back("All targeted packages were " + action + "d.");
     }
-    json ret = make_ret(name, true, joined(comments, " "));
-    ret["changes"] = changes;
-    co_return ret;
+    co_return ret_with(name, true, joined(comments, " "), changes);
   } catch (const base::error& e) {
     co_return make_ret(name, false,
                        "An error was encountered while " + doing + " package(s): " + e.what());
@@ -1035,6 +1030,26 @@ asio::awaitable<std::vector<std::string>> held_now(const state_call& c) {
   co_return out;
 }
 
+// pkg.unhold of one held package (pkg.held with replace=True, pkg.unheld).
+asio::awaitable<json> unhold(state_call c, std::string name, std::string lock) {
+  plain_json kwargs = plain_json{{"name", name}, {"pkgs", {lock}}};
+  json answer = co_await call_fn(c, "pkg.unhold", plain_json::array(), std::move(kwargs));
+  co_return answer;
+}
+
+// What that pkg.unhold answered, into the state's return as Salt records
+// it: False where it failed, its comment where it has one, its changes.
+void record_unhold(const std::string& lock, const json& unhold_ret, json& ret,
+                   std::vector<std::string>& comments) {
+  const bool ok =
+      unhold_ret.contains(lock) && unhold_ret[lock].value("result", json(false)) == true;
+  if (!ok) ret["result"] = false;
+  if (unhold_ret.contains(lock) && !text(unhold_ret[lock].value("comment", json(""))).empty()) {
+    comments.push_back(text(unhold_ret[lock]["comment"]));
+  }
+  for (const auto& [k, v] : unhold_ret.items()) ret["changes"][k] = v;
+}
+
 asio::awaitable<json> held(state_call c) {
   const std::string name = c.name();
   const json* pkgs_arg = c.arg("pkgs");
@@ -1070,16 +1085,8 @@ asio::awaitable<json> held(state_call c) {
           comments.push_back("The following package would be unheld: " + lock);
           continue;
         }
-        plain_json kwargs = plain_json{{"name", name}, {"pkgs", {lock}}};
-        json unhold_ret =
-            co_await call_fn(c, "pkg.unhold", plain_json::array(), std::move(kwargs));
-        if (!(unhold_ret.contains(lock) && unhold_ret[lock].value("result", json(false)) == true)) {
-          ret["result"] = false;
-        }
-        if (unhold_ret.contains(lock) && !text(unhold_ret[lock].value("comment", json(""))).empty()) {
-          comments.push_back(text(unhold_ret[lock]["comment"]));
-        }
-        for (const auto& [k, v] : unhold_ret.items()) ret["changes"][k] = v;
+        json unhold_ret = co_await unhold(c, name, lock);
+        record_unhold(lock, unhold_ret, ret, comments);
       }
     }
   } catch (const base::error& e) {
@@ -1112,15 +1119,8 @@ asio::awaitable<json> unheld(state_call c) {
                                                                               : ""));
         continue;
       }
-      plain_json kwargs = plain_json{{"name", name}, {"pkgs", {lock}}};
-      json unhold_ret = co_await call_fn(c, "pkg.unhold", plain_json::array(), std::move(kwargs));
-      if (!(unhold_ret.contains(lock) && unhold_ret[lock].value("result", json(false)) == true)) {
-        ret["result"] = false;
-      }
-      if (unhold_ret.contains(lock) && !text(unhold_ret[lock].value("comment", json(""))).empty()) {
-        comments.push_back(text(unhold_ret[lock]["comment"]));
-      }
-      for (const auto& [k, v] : unhold_ret.items()) ret["changes"][k] = v;
+      json unhold_ret = co_await unhold(c, name, lock);
+      record_unhold(lock, unhold_ret, ret, comments);
     }
   } catch (const base::error& e) {
     co_return make_ret(name, false, e.what());
