@@ -93,13 +93,39 @@ std::string meaning(const apt::source_entry& e) {
   return out;
 }
 
-asio::awaitable<json> managed(state_call c) {
-  const std::string name = c.name();
+// Salt's pkgrepo return before anything is known (result None).
+json undecided(const std::string& name) {
   json ret = json::object();
   ret["name"] = name;
   ret["changes"] = json::object();
   ret["result"] = nullptr;
   ret["comment"] = "";
+  return ret;
+}
+
+// The configured source that pkg.get_repo finds for `repo` ({} for none);
+// throws base::error where it cannot look.
+asio::awaitable<json> get_repo(state_call c, std::string repo) {
+  plain_json which = plain_json{{"repo", std::move(repo)}};
+  json found = co_await call_fn(c, "pkg.get_repo", plain_json::array(), std::move(which));
+  co_return found;
+}
+
+// Salt's changes of a reconfigured repo: each key of `keys` whose value in
+// `after` differs from `before`'s (a key either lacks counts as None).
+json changed_keys(const json& keys, const json& before, const json& after) {
+  json changes = json::object();
+  for (const auto& [key, value] : keys.items()) {
+    json n = after.contains(key) ? after[key] : json(nullptr);
+    json o = before.contains(key) ? before[key] : json(nullptr);
+    if (n != o) changes[key] = json{{"new", n}, {"old", o}};
+  }
+  return changes;
+}
+
+asio::awaitable<json> managed(state_call c) {
+  const std::string name = c.name();
+  json ret = undecided(name);
   if (c.arg("repo") != nullptr) {
     ret["result"] = false;
     ret["comment"] =
@@ -156,8 +182,7 @@ asio::awaitable<json> managed(state_call c) {
 
   json pre;
   try {
-    plain_json which = plain_json{{"repo", name}};
-    pre = co_await call_fn(c, "pkg.get_repo", plain_json::array(), std::move(which));
+    pre = co_await get_repo(c, name);
   } catch (const base::error& e) {
     ret["result"] = false;
     ret["comment"] = "Failed to examine repo '" + name + "': " + e.what();
@@ -197,10 +222,7 @@ asio::awaitable<json> managed(state_call c) {
                      "than stated if this action is repeated without test=True, due to the "
                      "differences in the configured repositories.";
     if (!pre.empty()) {
-      for (const auto& [key, value] : sanitized.items()) {
-        json old = pre.contains(key) ? pre[key] : json(nullptr);
-        if (value != old) ret["changes"][key] = json{{"new", value}, {"old", old}};
-      }
+      ret["changes"] = changed_keys(sanitized, pre, sanitized);
     } else {
       ret["changes"]["repo"] = name;
     }
@@ -251,14 +273,9 @@ asio::awaitable<json> managed(state_call c) {
     co_return ret;
   }
   try {
-    plain_json which = plain_json{{"repo", name}};
-    json post = co_await call_fn(c, "pkg.get_repo", plain_json::array(), std::move(which));
+    json post = co_await get_repo(c, name);
     if (!pre.empty()) {
-      for (const auto& [key, value] : sanitized.items()) {
-        json n = post.contains(key) ? post[key] : json(nullptr);
-        json o = pre.contains(key) ? pre[key] : json(nullptr);
-        if (n != o) ret["changes"][key] = json{{"new", n}, {"old", o}};
-      }
+      ret["changes"] = changed_keys(sanitized, pre, post);
     } else {
       ret["changes"] = json{{"repo", name}};
     }
@@ -273,11 +290,7 @@ asio::awaitable<json> managed(state_call c) {
 
 asio::awaitable<json> absent(state_call c) {
   const std::string name = c.name();
-  json ret = json::object();
-  ret["name"] = name;
-  ret["changes"] = json::object();
-  ret["result"] = nullptr;
-  ret["comment"] = "";
+  json ret = undecided(name);
   for (const char* key : {"keyid", "keyid_ppa"}) {
     if (const json* v = c.arg(key); v != nullptr && !v->is_null()) {
       ret["result"] = false;
@@ -288,8 +301,7 @@ asio::awaitable<json> absent(state_call c) {
   const std::string stripname = apt::strip_uri(name);
   json repo;
   try {
-    plain_json which = plain_json{{"repo", stripname}};
-    repo = co_await call_fn(c, "pkg.get_repo", plain_json::array(), std::move(which));
+    repo = co_await get_repo(c, stripname);
   } catch (const base::error& e) {
     ret["result"] = false;
     ret["comment"] = "Failed to configure repo '" + name + "': " + e.what();
