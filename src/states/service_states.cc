@@ -54,7 +54,7 @@ std::optional<bool> tri_state(const state_call& c, const char* key) {
 // systemd runs. The init.d functions take none of them, so Salt warns of none.
 plain_json systemd_kwargs(const state_call& c, const std::vector<std::string>& takes) {
   plain_json out = plain_json::object();
-  if (modules::service::detect() != backend::systemd) return out;
+  if (modules::service::chosen() != backend::systemd) return out;
   for (const auto& key : takes) {
     if (const json* v = c.arg(key); v != nullptr) out[key] = plain_json::parse(v->dump());
   }
@@ -258,7 +258,7 @@ std::string join_nonempty(const std::vector<std::string>& parts) {
 asio::awaitable<json> mask_state(state_call c, std::string name, bool runtime, bool mask) {
   json ret = make_ret(name, true, "");
   // Salt has service.masked where its systemd module loads: booted, or offline.
-  bool has_masked = modules::service::detect() == backend::systemd;
+  bool has_masked = modules::service::chosen() == backend::systemd;
   if (!has_masked) has_masked = co_await offline(c);
   if (!has_masked) {
     ret["comment"] = "Service masking not available on this minion";
