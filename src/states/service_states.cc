@@ -129,32 +129,56 @@ std::string enable_text(const std::string& name, std::optional<bool> started, co
   return head + (*started ? ", and is running" : ", and is dead");
 }
 
-// Salt's _enable: what service.running/dead/enabled merge into their return.
-asio::awaitable<json> enable(state_call c, std::string name, std::optional<bool> started,
-                             bool result) {
+// The start Salt's _enable and _disable share: the part to merge where they
+// end there (a missing service, one already `on` = enabled or disabled, a
+// test run), else `settled` false and the part's result set.
+struct boot_look {
   json part = json::object();
+  bool settled = true;
+};
+
+asio::awaitable<boot_look> look_at_boot(state_call c, std::string name, std::optional<bool> started,
+                                        bool result, bool on) {
+  boot_look out;
+  json& part = out.part;
   try {
     part = co_await unavailable(c, name);
-    if (!part.empty()) co_return part;
+    if (!part.empty()) {
+      if (!on) part["result"] = true;
+      co_return out;
+    }
   } catch (const base::error& e) {
     part["result"] = false;
     part["comment"] = e.what();
-    co_return part;
+    co_return out;
   }
   part["result"] = result;
-  std::string is_enabled = "service.enabled";
+  std::string is_set = on ? "service.enabled" : "service.disabled";
+  const char* done = on ? "enabled" : "disabled";
   const plain_json args = plain_json::array({name});
-  const bool before = co_await fn_bool(c, is_enabled, args);
-  if (before) {
+  const bool already = co_await fn_bool(c, is_set, args);
+  if (already) {
     if (!started) part["changes"] = json::object();
-    part["comment"] = enable_text(name, started, "enabled", false);
-    co_return part;
+    part["comment"] = enable_text(name, started, done, false);
+    co_return out;
   }
   if (c.test) {
     part["result"] = nullptr;
-    part["comment"] = "Service " + name + " set to be enabled";
-    co_return part;
+    part["comment"] = "Service " + name + " set to be " + done;
+    co_return out;
   }
+  out.settled = false;
+  co_return out;
+}
+
+// Salt's _enable: what service.running/dead/enabled merge into their return.
+asio::awaitable<json> enable(state_call c, std::string name, std::optional<bool> started,
+                             bool result) {
+  boot_look look = co_await look_at_boot(c, name, started, result, true);
+  if (look.settled) co_return look.part;
+  json part = std::move(look.part);
+  std::string is_enabled = "service.enabled";
+  const plain_json args = plain_json::array({name});
   std::string enable_error;
   try {
     std::string fun = "service.enable";
@@ -163,7 +187,7 @@ asio::awaitable<json> enable(state_call c, std::string name, std::optional<bool>
     if (done) {
       part["changes"] = json::object();
       const bool after = co_await fn_bool(c, is_enabled, args);
-      if (before != after) part["changes"][name] = true;
+      if (after) part["changes"][name] = true;  // it was not before
       part["comment"] = enable_text(name, started, "enabled", true);
       co_return part;
     }
@@ -185,32 +209,11 @@ asio::awaitable<json> enable(state_call c, std::string name, std::optional<bool>
 // Salt's _disable.
 asio::awaitable<json> disable(state_call c, std::string name, std::optional<bool> started,
                               bool result) {
-  json part = json::object();
-  try {
-    part = co_await unavailable(c, name);
-    if (!part.empty()) {
-      part["result"] = true;
-      co_return part;
-    }
-  } catch (const base::error& e) {
-    part["result"] = false;
-    part["comment"] = e.what();
-    co_return part;
-  }
-  part["result"] = result;
+  boot_look look = co_await look_at_boot(c, name, started, result, false);
+  if (look.settled) co_return look.part;
+  json part = std::move(look.part);
   std::string is_disabled = "service.disabled";
   const plain_json args = plain_json::array({name});
-  const bool before = co_await fn_bool(c, is_disabled, args);
-  if (before) {
-    if (!started) part["changes"] = json::object();
-    part["comment"] = enable_text(name, started, "disabled", false);
-    co_return part;
-  }
-  if (c.test) {
-    part["result"] = nullptr;
-    part["comment"] = "Service " + name + " set to be disabled";
-    co_return part;
-  }
   bool done = false;
   try {
     std::string fun = "service.disable";
@@ -222,7 +225,7 @@ asio::awaitable<json> disable(state_call c, std::string name, std::optional<bool
   if (done) {
     part["changes"] = json::object();
     const bool after = co_await fn_bool(c, is_disabled, args);
-    if (before != after) part["changes"][name] = true;
+    if (after) part["changes"][name] = true;  // it was not before
     part["comment"] = enable_text(name, started, "disabled", true);
     co_return part;
   }
