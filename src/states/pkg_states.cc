@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "modules/apt.h"
 #include "states/python_text.h"
 #include "states/registry.h"
 
@@ -205,19 +206,10 @@ std::pair<std::string, std::string> comparison(std::string spec) {
   auto b = spec.find_first_not_of(" \t\r\n");
   auto e = spec.find_last_not_of(" \t\r\n");
   spec = b == std::string::npos ? "" : spec.substr(b, e - b + 1);
-  static const char* const opers[] = {"<=>", "!=", ">=", "<=", ">>", "<<", "<>", ">", "<", "="};
-  std::string oper;
-  for (const char* o : opers) {
-    if (spec.starts_with(o)) {
-      oper = o;
-      break;
-    }
-  }
-  std::string rest = spec.substr(oper.size());
-  if (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.erase(0, 1);
-  if (rest.empty() || rest.find_first_of("<>=") != std::string::npos) return {"==", spec};
+  // A bare version (or none of Salt's forms) is equality.
+  auto [oper, version] = modules::apt::split_comparison(spec);
   if (oper.empty() || oper == "=") oper = "==";
-  return {oper, rest};
+  return {oper, version};
 }
 
 // Salt's _fulfills_version_string: some installed version meets every

@@ -17,6 +17,7 @@
 
 #include "base/error.h"
 #include "modules/apt_sources.h"
+#include "modules/args.h"
 #include "states/python_text.h"
 #include "states/registry.h"
 
@@ -24,6 +25,7 @@ namespace brine::states {
 namespace {
 
 using plain_json = nlohmann::json;
+using modules::is_true;
 namespace apt = modules::apt;
 
 asio::awaitable<json> call_fn(const state_call& c, std::string fun,
@@ -34,22 +36,6 @@ asio::awaitable<json> call_fn(const state_call& c, std::string fun,
 }
 
 std::string text(const json& v) { return v.is_null() ? "" : py_text(v); }
-
-// Salt's salt.utils.data.is_true.
-bool is_true(const json& v) {
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number()) return v.get<double>() > 0;
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    if (s == "True" || s == "true") return true;
-    try {
-      return std::stod(s) > 0;
-    } catch (const std::exception&) {
-      return false;
-    }
-  }
-  return !v.is_null() && !v.empty();
-}
 
 std::vector<std::string> list_arg(const json& v) {
   if (!v.is_array()) return apt::split_list(text(v));
