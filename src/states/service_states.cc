@@ -337,7 +337,7 @@ asio::awaitable<service_look> look(state_call c, std::string would, bool missing
         ret["comment"] = "Service " + name +
                          " not present; if created in this state run, it would have been " + would;
       } else if (missing_ok) {
-        ret["result"] = true;
+        ret["result"] = true;  // a service that is not there is dead enough
       }
       out.done = std::move(ret);
       co_return out;
@@ -363,8 +363,11 @@ asio::awaitable<service_look> look(state_call c, std::string would, bool missing
 asio::awaitable<json> boot(state_call c, std::string name, std::optional<bool> enable_to,
                            std::optional<bool> started, bool result) {
   json part = json::object();
-  if (enable_to == true) part = co_await enable(std::move(c), name, started, result);
-  if (enable_to == false) part = co_await disable(std::move(c), name, started, result);
+  if (enable_to == true) {
+    part = co_await enable(std::move(c), name, started, result);
+  } else if (enable_to == false) {
+    part = co_await disable(std::move(c), name, started, result);
+  }
   co_return part;
 }
 
