@@ -76,30 +76,10 @@ std::string check(const json& tab, const std::string& cmd, const plain_json& wan
   return "absent";
 }
 
-// Salt's absent functions build {name, result, changes, comment}.
-json absent_ret(const std::string& name) {
-  json r = json::object();
-  r["name"] = name;
-  r["result"] = true;
-  r["changes"] = json::object();
-  r["comment"] = "";
-  return r;
-}
-
 json fail(json ret, const std::string& comment) {
   ret["result"] = false;
   ret["comment"] = comment;
   return ret;
-}
-
-// Salt's present functions build {changes, comment, name, result}.
-json present_ret(const std::string& name) {
-  json r = json::object();
-  r["changes"] = json::object();
-  r["comment"] = "";
-  r["name"] = name;
-  r["result"] = true;
-  return r;
 }
 
 // The answers present/env_present and absent/env_absent share; `what` is
@@ -173,7 +153,7 @@ asio::awaitable<std::string> change_tab(state_call c, std::string fun, plain_jso
 asio::awaitable<json> present(state_call c) {
   const std::string name = trimmed(c.name());
   const std::string user = user_of(c);
-  json ret = present_ret(name);
+  json ret = sorted_ret(name);  // Salt's present functions' order
   const json* special = c.arg("special");
   const bool is_special = special != nullptr && !special->is_null();
   plain_json kwargs = plain_json::object();
@@ -212,7 +192,7 @@ asio::awaitable<json> present(state_call c) {
 asio::awaitable<json> absent(state_call c) {
   const std::string name = trimmed(c.name());
   const std::string user = user_of(c);
-  json ret = absent_ret(name);
+  json ret = result_first_ret(name);  // Salt's absent functions' order
   plain_json ident = identifier_of(c, name);
   const json* special = c.arg("special");
   const bool is_special = special != nullptr && !special->is_null();
@@ -242,7 +222,7 @@ std::string check_env(const json& tab, const std::string& name, const std::strin
 asio::awaitable<json> env_present(state_call c) {
   const std::string name = c.name();
   const std::string user = user_of(c);
-  json ret = present_ret(name);
+  json ret = sorted_ret(name);  // Salt's present functions' order
   const json* value = c.arg("value");
   const bool has_value = value != nullptr && !value->is_null();
   if (c.test) {
@@ -262,7 +242,7 @@ asio::awaitable<json> env_present(state_call c) {
 asio::awaitable<json> env_absent(state_call c) {
   const std::string name = trimmed(c.name());
   const std::string user = user_of(c);
-  json ret = absent_ret(name);
+  json ret = result_first_ret(name);  // Salt's absent functions' order
   if (c.test) {
     json tab = co_await list_tab(c, user);
     co_return tested_absent(std::move(ret), "Cron env", name, check_env(tab, name, ""));

@@ -1095,11 +1095,7 @@ json recursive_diff(const json& past, const json& current) {
 
 asio::awaitable<json> serialize(state_call c) {
   std::string name = expand_user(c.name());
-  json ret = json::object();
-  ret["changes"] = json::object();
-  ret["comment"] = "";
-  ret["name"] = name;
-  ret["result"] = true;
+  json ret = sorted_ret(name);
   if (name.empty()) co_return error(ret, "Must provide name to file.serialize");
   if (json r = not_supported(ret, "file.serialize", c,
                              {"dataset_pillar", "user", "group", "serializer_opts",
