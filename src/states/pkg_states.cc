@@ -1022,6 +1022,19 @@ asio::awaitable<std::vector<std::string>> held_now(const state_call& c) {
   co_return out;
 }
 
+// pkgs=[] (nothing to hold or unhold).
+bool empty_pkgs(const state_call& c) {
+  const json* pkgs = c.arg("pkgs");
+  return pkgs != nullptr && pkgs->is_array() && pkgs->empty();
+}
+
+// held's and unheld's answer: what each package's hold or unhold said.
+json hold_answer(json ret, const std::vector<std::string>& comments) {
+  ret["comment"] = joined(comments, "\n");
+  if (ret["changes"].empty() && comments.empty()) ret["comment"] = "No changes made";
+  return ret;
+}
+
 // pkg.unhold of one held package (pkg.held with replace=True, pkg.unheld).
 asio::awaitable<json> unhold(state_call c, std::string name, std::string lock) {
   plain_json kwargs = plain_json{{"name", name}, {"pkgs", {lock}}};
@@ -1044,10 +1057,7 @@ void record_unhold(const std::string& lock, const json& unhold_ret, json& ret,
 
 asio::awaitable<json> held(state_call c) {
   const std::string name = c.name();
-  const json* pkgs_arg = c.arg("pkgs");
-  if (pkgs_arg != nullptr && pkgs_arg->is_array() && pkgs_arg->empty()) {
-    co_return make_ret(name, true, "No packages to be held provided");
-  }
+  if (empty_pkgs(c)) co_return make_ret(name, true, "No packages to be held provided");
   json ret = make_ret(name, true, "");
   std::vector<std::string> comments;
   try {
@@ -1084,18 +1094,13 @@ asio::awaitable<json> held(state_call c) {
   } catch (const base::error& e) {
     co_return make_ret(name, false, e.what());
   }
-  ret["comment"] = joined(comments, "\n");
-  if (ret["changes"].empty() && comments.empty()) ret["comment"] = "No changes made";
-  co_return ret;
+  co_return hold_answer(std::move(ret), comments);
 }
 
 asio::awaitable<json> unheld(state_call c) {
   const std::string name = c.name();
-  const json* pkgs_arg = c.arg("pkgs");
   const bool all = c.flag("all");
-  if (pkgs_arg != nullptr && pkgs_arg->is_array() && pkgs_arg->empty() && !all) {
-    co_return make_ret(name, true, "No packages to be unheld provided");
-  }
+  if (empty_pkgs(c) && !all) co_return make_ret(name, true, "No packages to be unheld provided");
   json ret = make_ret(name, true, "");
   std::vector<std::string> comments;
   try {
@@ -1117,9 +1122,7 @@ asio::awaitable<json> unheld(state_call c) {
   } catch (const base::error& e) {
     co_return make_ret(name, false, e.what());
   }
-  ret["comment"] = joined(comments, "\n");
-  if (ret["changes"].empty() && comments.empty()) ret["comment"] = "No changes made";
-  co_return ret;
+  co_return hold_answer(std::move(ret), comments);
 }
 
 asio::awaitable<json> mod_watch(state_call c) {
