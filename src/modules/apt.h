@@ -1,12 +1,12 @@
 #pragma once
 
+#include <asio/awaitable.hpp>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
-
-#include <asio/awaitable.hpp>
-#include <nlohmann/json.hpp>
 
 #include "modules/process.h"
 
@@ -29,5 +29,10 @@ asio::awaitable<nlohmann::json> refresh(std::chrono::seconds limit, double cache
 
 // -1, 0 or 1, as `dpkg --compare-versions`.
 int compare_versions(std::string_view a, std::string_view b);
+
+// Salt's salt.utils.pkg.split_comparison: "(<=>|!=|>=|<=|>>|<<|<>|>|<|=)? ?V"
+// with V free of '<', '>' and '=' as {operator, V}; anything else is a bare
+// version, {"", spec}.
+std::pair<std::string, std::string> split_comparison(const std::string& spec);
 
 }  // namespace brine::modules::apt

@@ -480,23 +480,6 @@ std::string requested_version(const arguments& a, const std::string& pkg, std::s
   return v;
 }
 
-// Salt's salt.utils.pkg.split_comparison: "(<=>|!=|>=|<=|>>|<<|<>|>|<|=)? ?V"
-// with V free of '<', '>' and '='; anything else is a bare version.
-std::pair<std::string, std::string> split_comparison(const std::string& spec) {
-  static const char* const opers[] = {"<=>", "!=", ">=", "<=", ">>", "<<", "<>", ">", "<", "="};
-  std::string oper;
-  for (const char* o : opers) {
-    if (spec.starts_with(o)) {
-      oper = o;
-      break;
-    }
-  }
-  std::string rest = spec.substr(oper.size());
-  if (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.erase(0, 1);
-  if (rest.empty() || rest.find_first_of("<>=") != std::string::npos) return {"", spec};
-  return {oper, rest};
-}
-
 // Salt's salt.utils.versions.compare with dpkg's ordering; an operator it
 // does not know (">>", "<>", ...) compares false, as Salt's does.
 bool version_matches(const std::string& have, const std::string& oper, const std::string& want) {
@@ -697,7 +680,7 @@ asio::awaitable<outcome> install(call c) {
     std::string v = *version;
     if (std::find(compared.begin(), compared.end(), name) != compared.end()) {
       // Salt's match_version: the first offered version that satisfies it.
-      const auto comparison = split_comparison(v);
+      const auto comparison = apt::split_comparison(v);
       const std::string& oper = comparison.first;
       const std::string& want = comparison.second;
       const std::vector<std::string>& offered = available[name];
@@ -1033,6 +1016,21 @@ asio::awaitable<nlohmann::json> refresh(std::chrono::seconds limit, double cache
 
 int compare_versions(std::string_view a, std::string_view b) {
   return modules::compare_versions(a, b);
+}
+
+std::pair<std::string, std::string> split_comparison(const std::string& spec) {
+  static const char* const opers[] = {"<=>", "!=", ">=", "<=", ">>", "<<", "<>", ">", "<", "="};
+  std::string oper;
+  for (const char* o : opers) {
+    if (spec.starts_with(o)) {
+      oper = o;
+      break;
+    }
+  }
+  std::string rest = spec.substr(oper.size());
+  if (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.erase(0, 1);
+  if (rest.empty() || rest.find_first_of("<>=") != std::string::npos) return {"", spec};
+  return {oper, rest};
 }
 
 }  // namespace apt

@@ -22,6 +22,7 @@
 #include "base/error.h"
 #include "modules/apt.h"
 #include "modules/apt_sources.h"
+#include "modules/args.h"
 #include "modules/arguments.h"
 #include "modules/registry.h"
 
@@ -194,21 +195,6 @@ std::string combine_comments(const arguments& a, const json& v) {
     out += (i ? " " : "") + (v[i].is_string() ? v[i].get<std::string>() : v[i].dump());
   }
   return trim(out);
-}
-
-bool is_true(const json& v) {
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number()) return v.get<double>() > 0;
-  if (v.is_string()) {
-    std::string s = v.get<std::string>();
-    if (s == "True" || s == "true") return true;
-    try {
-      return std::stod(s) > 0;
-    } catch (const std::exception&) {
-      return false;
-    }
-  }
-  return !v.is_null() && !v.empty();
 }
 
 // A key from key_url (a local path or file://, the state having fetched

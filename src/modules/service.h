@@ -4,8 +4,9 @@
 // (service_mod.cc registers them): Salt's systemd_service where systemd is
 // the running init (service_systemd.cc), Salt's debian_service on Debian
 // without it (service_initd.cc: /etc/init.d scripts driven by `service`,
-// boot links by update-rc.d). Salt picks one of them when it loads its
-// modules; brine asks at each call, which costs a stat.
+// boot links by update-rc.d). Each backend is a table of its functions;
+// like Salt, which picks one when it loads its modules, brine picks the
+// table once, at the first service call.
 
 #include <asio/awaitable.hpp>
 
@@ -19,6 +20,9 @@ enum class backend { systemd, initd, none };
 // directory), else init.d on Debian, Raspbian and Devuan (ID in
 // /etc/os-release), else none.
 backend detect();
+// detect()'s answer, asked once per process (thread-safe): what the
+// service module and states go by.
+backend chosen();
 const char* backend_name(backend b);
 
 // Salt's salt.utils.systemd.offline: systemd is installed (systemctl in
@@ -30,41 +34,33 @@ bool offline();
 
 using function_ptr = asio::awaitable<outcome> (*)(call);
 
-namespace systemd {
-asio::awaitable<outcome> start(call c);
-asio::awaitable<outcome> stop(call c);
-asio::awaitable<outcome> restart(call c);
-asio::awaitable<outcome> reload(call c);
-asio::awaitable<outcome> force_reload(call c);
-asio::awaitable<outcome> status(call c);
-asio::awaitable<outcome> enable(call c);
-asio::awaitable<outcome> disable(call c);
-asio::awaitable<outcome> enabled(call c);
-asio::awaitable<outcome> disabled(call c);
-asio::awaitable<outcome> available(call c);
-asio::awaitable<outcome> missing(call c);
-asio::awaitable<outcome> get_all(call c);
-asio::awaitable<outcome> masked(call c);
-asio::awaitable<outcome> mask(call c);
-asio::awaitable<outcome> unmask(call c);
-}  // namespace systemd
+// What a backend does for each `service.*` name; null where it has no such
+// function (Salt: "'service.X' is not available").
+struct operations {
+  function_ptr start = nullptr;
+  function_ptr stop = nullptr;
+  function_ptr restart = nullptr;
+  function_ptr reload = nullptr;
+  function_ptr force_reload = nullptr;
+  function_ptr status = nullptr;
+  function_ptr enable = nullptr;
+  function_ptr disable = nullptr;
+  function_ptr enabled = nullptr;
+  function_ptr disabled = nullptr;
+  function_ptr available = nullptr;
+  function_ptr missing = nullptr;
+  function_ptr get_all = nullptr;
+  // init.d alone.
+  function_ptr get_enabled = nullptr;
+  function_ptr get_disabled = nullptr;
+  // systemd alone.
+  function_ptr masked = nullptr;
+  function_ptr mask = nullptr;
+  function_ptr unmask = nullptr;
+};
 
-namespace initd {
-asio::awaitable<outcome> start(call c);
-asio::awaitable<outcome> stop(call c);
-asio::awaitable<outcome> restart(call c);
-asio::awaitable<outcome> reload(call c);
-asio::awaitable<outcome> force_reload(call c);
-asio::awaitable<outcome> status(call c);
-asio::awaitable<outcome> enable(call c);
-asio::awaitable<outcome> disable(call c);
-asio::awaitable<outcome> enabled(call c);
-asio::awaitable<outcome> disabled(call c);
-asio::awaitable<outcome> available(call c);
-asio::awaitable<outcome> missing(call c);
-asio::awaitable<outcome> get_all(call c);
-asio::awaitable<outcome> get_enabled(call c);
-asio::awaitable<outcome> get_disabled(call c);
-}  // namespace initd
+// The backends' tables (service_systemd.cc, service_initd.cc).
+const operations& systemd_operations();
+const operations& initd_operations();
 
 }  // namespace brine::modules::service

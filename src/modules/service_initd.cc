@@ -170,8 +170,6 @@ asio::awaitable<outcome> action(call c, const char* fun_name, const char* action
   co_return outcome{ok};
 }
 
-}  // namespace
-
 asio::awaitable<outcome> start(call c) {
   co_return co_await action(std::move(c), "start", "start");
 }
@@ -292,4 +290,30 @@ asio::awaitable<outcome> get_disabled(call c) {
   co_return outcome{std::move(off)};
 }
 
+}  // namespace
 }  // namespace brine::modules::service::initd
+
+namespace brine::modules::service {
+
+const operations& initd_operations() {
+  static const operations table = {
+      .start = initd::start,
+      .stop = initd::stop,
+      .restart = initd::restart,
+      .reload = initd::reload,
+      .force_reload = initd::force_reload,
+      .status = initd::status,
+      .enable = initd::enable,
+      .disable = initd::disable,
+      .enabled = initd::enabled,
+      .disabled = initd::disabled,
+      .available = initd::available,
+      .missing = initd::missing,
+      .get_all = initd::get_all,
+      .get_enabled = initd::get_enabled,
+      .get_disabled = initd::get_disabled,
+  };
+  return table;
+}
+
+}  // namespace brine::modules::service

@@ -46,8 +46,13 @@ backend detect() {
   return backend::none;
 }
 
+backend chosen() {
+  static const backend b = detect();
+  return b;
+}
+
 bool offline() {
-  if (detect() == backend::systemd) return false;
+  if (chosen() == backend::systemd) return false;
   std::string dirs;
   if (const char* path = std::getenv("PATH"); path != nullptr) dirs = path;
   // salt.utils.path.which also looks in the standard directories.
@@ -82,13 +87,27 @@ const char* backend_name(backend b) {
 
 namespace {
 
-// The function of this host's backend, or a failure saying why there is
-// none (Salt: "'service.X' is not available").
-template <function_ptr S, function_ptr I>
+// The table of the backend chosen for this host; null where there is none.
+const operations* chosen_operations() {
+  switch (chosen()) {
+    case backend::systemd:
+      return &systemd_operations();
+    case backend::initd:
+      return &initd_operations();
+    case backend::none:
+      break;
+  }
+  return nullptr;
+}
+
+// The function `op` of this host's backend, or a failure saying why there
+// is none (Salt: "'service.X' is not available").
+template <function_ptr operations::*op>
 asio::awaitable<outcome> dispatch(call c) {
-  const backend b = detect();
-  function_ptr fn = b == backend::systemd ? S : b == backend::initd ? I : nullptr;
+  const operations* ops = chosen_operations();
+  function_ptr fn = ops != nullptr ? ops->*op : nullptr;
   if (fn != nullptr) co_return co_await fn(std::move(c));
+  const backend b = chosen();
   if (b == backend::none) {
     throw tool_failure(c.fun +
                        ": no service manager brine knows runs on this host: systemd is "
@@ -113,10 +132,10 @@ asio::awaitable<outcome> systemd_offline(call c) {
   co_return outcome{};
 }
 
-template <function_ptr S>
+template <function_ptr operations::*op>
 asio::awaitable<outcome> dispatch_systemd_only(call c) {
-  if (detect() == backend::initd && offline()) co_return co_await systemd_offline(std::move(c));
-  co_return co_await dispatch<S, nullptr>(std::move(c));
+  if (chosen() == backend::initd && offline()) co_return co_await systemd_offline(std::move(c));
+  co_return co_await dispatch<op>(std::move(c));
 }
 
 asio::awaitable<outcome> offline_fn(call c) {
@@ -124,96 +143,95 @@ asio::awaitable<outcome> offline_fn(call c) {
   co_return outcome{offline()};
 }
 
-template <function_ptr S, function_ptr I>
+template <function_ptr operations::*op>
 void add(registry& reg, const char* name, const char* doc) {
-  reg.add(name, failures_as_outcomes<dispatch<S, I>>, doc);
+  reg.add(name, failures_as_outcomes<dispatch<op>>, doc);
 }
 
 }  // namespace
 }  // namespace service
 
 void register_service_module(registry& reg) {
-  namespace sd = service::systemd;
-  namespace in = service::initd;
   using service::add;
-  add<sd::start, in::start>(
+  using service::operations;
+  add<&operations::start>(
       reg, "service.start",
       "service.start NAME [no_block=False] [unmask=False] [unmask_runtime=False]: starts the "
       "service, returns True. With systemd: systemctl start (NAME without a type is "
       "NAME.service), failing with systemctl's message; on Debian without systemd: "
       "`service NAME start`, False when the script fails (no_block and unmask are systemd's).\n"
       "CLI Example: brine cmd '*' service.start nginx");
-  add<sd::stop, in::stop>(
+  add<&operations::stop>(
       reg, "service.stop",
       "service.stop NAME [no_block=False]: stops the service (systemctl stop, or `service NAME "
       "stop`), returns True; False or systemctl's message when it fails.\n"
       "CLI Example: brine cmd '*' service.stop nginx");
-  add<sd::restart, in::restart>(
+  add<&operations::restart>(
       reg, "service.restart",
       "service.restart NAME [no_block=False] [unmask=False] [unmask_runtime=False]: restarts "
       "the service (systemctl restart, or `service NAME restart`), returns True; False or "
       "systemctl's message when it fails.\n"
       "CLI Example: brine cmd '*' service.restart nginx");
-  add<sd::reload, in::reload>(
+  add<&operations::reload>(
       reg, "service.reload",
       "service.reload NAME [no_block=False] [unmask=False] [unmask_runtime=False]: reloads the "
       "service's configuration (systemctl reload, or `service NAME reload`), returns True; "
       "False or systemctl's message when it fails.\n"
       "CLI Example: brine cmd '*' service.reload nginx");
-  add<sd::force_reload, in::force_reload>(
+  add<&operations::force_reload>(
       reg, "service.force_reload",
       "service.force_reload NAME [no_block=True] [unmask=False] [unmask_runtime=False]: "
       "systemctl force-reload, or `service NAME force-reload`; returns True, False or "
       "systemctl's message when it fails.\n"
       "CLI Example: brine cmd '*' service.force_reload nginx");
-  add<sd::status, in::status>(
+  add<&operations::status>(
       reg, "service.status",
       "service.status NAME [sig]: returns True when the service runs (systemctl is-active, or "
       "the exit code of `service NAME status`), False otherwise; a glob NAME returns {service: "
       "bool}. Without systemd, sig (a regular expression) asks `ps -efHww` instead.\n"
       "CLI Example: brine cmd '*' service.status nginx");
-  add<sd::enable, in::enable>(
+  add<&operations::enable>(
       reg, "service.enable",
       "service.enable NAME [no_block=False] [unmask=False] [unmask_runtime=False]: starts the "
       "service at boot (systemctl enable, or `insserv NAME && update-rc.d NAME enable`), "
       "returns True; False or systemctl's message when it fails.\n"
       "CLI Example: brine cmd '*' service.enable nginx");
-  add<sd::disable, in::disable>(
+  add<&operations::disable>(
       reg, "service.disable",
       "service.disable NAME [no_block=False]: no start at boot (systemctl disable, or "
       "`update-rc.d NAME disable`), returns True; False or systemctl's message when it fails.\n"
       "CLI Example: brine cmd '*' service.disable nginx");
-  add<sd::enabled, in::enabled>(
+  add<&operations::enabled>(
       reg, "service.enabled",
       "service.enabled NAME: returns True when the service starts at boot (systemctl "
       "is-enabled succeeds: enabled, static, indirect...; without systemd: an S link in "
       "/etc/rcS.d or the runlevel's rc directory), False otherwise.\n"
       "CLI Example: brine cmd '*' service.enabled nginx");
-  add<sd::disabled, in::disabled>(
+  add<&operations::disabled>(
       reg, "service.disabled",
       "service.disabled NAME: the opposite of service.enabled (without systemd: a known "
       "service that is not enabled).\n"
       "CLI Example: brine cmd '*' service.disabled nginx");
-  add<sd::available, in::available>(
+  add<&operations::available>(
       reg, "service.available",
       "service.available NAME: returns True when the service exists (a unit systemd knows, or "
       "a script in /etc/init.d), running or not; False otherwise.\n"
       "CLI Example: brine cmd '*' service.available nginx");
-  add<sd::missing, in::missing>(reg, "service.missing",
-                                "service.missing NAME: the opposite of service.available.\n"
-                                "CLI Example: brine cmd '*' service.missing nginx");
-  add<sd::get_all, in::get_all>(
+  add<&operations::missing>(reg, "service.missing",
+                            "service.missing NAME: the opposite of service.available.\n"
+                            "CLI Example: brine cmd '*' service.missing nginx");
+  add<&operations::get_all>(
       reg, "service.get_all",
       "service.get_all: returns the sorted names of all services (service units without "
       ".service, from systemctl list-unit-files and list-units; or the scripts in "
       "/etc/init.d and the enabled services).\n"
       "CLI Example: brine cmd '*' service.get_all");
-  add<nullptr, in::get_enabled>(
+  add<&operations::get_enabled>(
       reg, "service.get_enabled",
       "service.get_enabled: returns the sorted names of the services that start at boot (S "
       "links in /etc/rcS.d and the runlevel's rc directory); Debian without systemd only.\n"
       "CLI Example: brine cmd '*' service.get_enabled");
-  add<nullptr, in::get_disabled>(
+  add<&operations::get_disabled>(
       reg, "service.get_disabled",
       "service.get_disabled: returns the sorted names of the services in service.get_all that "
       "do not start at boot; Debian without systemd only.\n"
@@ -223,16 +241,18 @@ void register_service_module(registry& reg) {
           "this host's running init, as in a container; service.running and service.dead then "
           "do nothing, as Salt's do.\n"
           "CLI Example: brine cmd '*' service.offline");
-  reg.add("service.masked", failures_as_outcomes<service::dispatch_systemd_only<sd::masked>>,
+  reg.add("service.masked",
+          failures_as_outcomes<service::dispatch_systemd_only<&operations::masked>>,
           "service.masked NAME [runtime=False]: returns True when the unit is masked (its file in "
           "/etc/systemd/system, or /run/systemd/system for runtime, links to /dev/null); systemd "
           "only.\n"
           "CLI Example: brine cmd '*' service.masked nginx");
-  reg.add("service.mask", failures_as_outcomes<service::dispatch_systemd_only<sd::mask>>,
+  reg.add("service.mask", failures_as_outcomes<service::dispatch_systemd_only<&operations::mask>>,
           "service.mask NAME [runtime=False]: masks the unit (systemctl mask [--runtime]), returns "
           "True; systemd only.\n"
           "CLI Example: brine cmd '*' service.mask nginx");
-  reg.add("service.unmask", failures_as_outcomes<service::dispatch_systemd_only<sd::unmask>>,
+  reg.add("service.unmask",
+          failures_as_outcomes<service::dispatch_systemd_only<&operations::unmask>>,
           "service.unmask NAME [runtime=False]: removes the unit's mask (systemctl unmask "
           "[--runtime]) when it has one, returns True; systemd only.\n"
           "CLI Example: brine cmd '*' service.unmask nginx");

@@ -183,8 +183,6 @@ asio::awaitable<bool> is_active(std::chrono::seconds limit, std::string name) {
   co_return r.retcode == 0;
 }
 
-}  // namespace
-
 asio::awaitable<outcome> start(call c) {
   co_return co_await unmasking_change(std::move(c), "start", "start", false);
 }
@@ -232,8 +230,6 @@ asio::awaitable<outcome> status(call c) {
   }
   co_return outcome{std::move(ret)};
 }
-
-namespace {
 
 // Salt's enabled: `systemctl is-enabled` succeeds (enabled, static,
 // indirect, generated...), following an alias to the unit behind it.
@@ -290,8 +286,6 @@ asio::awaitable<outcome> mask_change(call c, const char* action_name) {
   co_return outcome{true};
 }
 
-}  // namespace
-
 asio::awaitable<outcome> enabled(call c) {
   bool on = co_await is_enabled(std::move(c), "service.enabled");
   co_return outcome{on};
@@ -317,4 +311,31 @@ asio::awaitable<outcome> masked(call c) {
 asio::awaitable<outcome> mask(call c) { co_return co_await mask_change(std::move(c), "mask"); }
 asio::awaitable<outcome> unmask(call c) { co_return co_await mask_change(std::move(c), "unmask"); }
 
+}  // namespace
 }  // namespace brine::modules::service::systemd
+
+namespace brine::modules::service {
+
+const operations& systemd_operations() {
+  static const operations table = {
+      .start = systemd::start,
+      .stop = systemd::stop,
+      .restart = systemd::restart,
+      .reload = systemd::reload,
+      .force_reload = systemd::force_reload,
+      .status = systemd::status,
+      .enable = systemd::enable,
+      .disable = systemd::disable,
+      .enabled = systemd::enabled,
+      .disabled = systemd::disabled,
+      .available = systemd::available,
+      .missing = systemd::missing,
+      .get_all = systemd::get_all,
+      .masked = systemd::masked,
+      .mask = systemd::mask,
+      .unmask = systemd::unmask,
+  };
+  return table;
+}
+
+}  // namespace brine::modules::service

@@ -123,12 +123,8 @@ bool chown_tree(const std::string& path, uid_t uid, gid_t gid, bool recurse,
 }
 
 asio::awaitable<json> extracted(state_call c) {
-  json ret = json::object();
   std::string name = c.name();
-  ret["name"] = name;
-  ret["result"] = false;
-  ret["changes"] = json::object();
-  ret["comment"] = "";
+  json ret = result_first_ret(name, false);
   auto fail = [&ret](const std::string& msg) {
     ret["comment"] = msg;
     return ret;

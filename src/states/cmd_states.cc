@@ -4,13 +4,13 @@
 // command is killed with its job like any other.
 
 #include <sys/stat.h>
-
 #include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -147,30 +147,102 @@ json reinterpreted(json state) {
   return state;
 }
 
-// runas= and umask= go to the command (Salt runs the state under umask and
-// the command as runas; brine's minion is one process of many threads, so
-// the umask is the child's alone).
-void pass_identity(const state_call& c, nlohmann::json& kwargs) {
-  for (const char* key : {"runas", "umask"}) {
+// The state's arguments `keys` that it has (and are not None), to the
+// execution function as they are.
+void pass_args(const state_call& c, nlohmann::json& kwargs,
+               std::initializer_list<const char*> keys) {
+  for (const char* key : keys) {
     if (const json* v = c.arg(key); v != nullptr && !v->is_null()) {
       kwargs[key] = nlohmann::json::parse(v->dump());
     }
   }
 }
 
+// runas= and umask= go to the command (Salt runs the state under umask and
+// the command as runas; brine's minion is one process of many threads, so
+// the umask is the child's alone).
+void pass_identity(const state_call& c, nlohmann::json& kwargs) {
+  pass_args(c, kwargs, {"runas", "umask"});
+}
+
+// Salt's stateful=[{test_name: COMMAND}]: what a test run runs instead
+// ("" for none).
+std::string stateful_test_name(const state_call& c) {
+  if (const json* s = c.arg("stateful"); s != nullptr && s->is_array() && !s->empty() &&
+                                         (*s)[0].is_object() && (*s)[0].contains("test_name")) {
+    return (*s)[0]["test_name"].get<std::string>();
+  }
+  return "";
+}
+
+// env= that is neither a list nor a mapping.
+bool bad_env(const state_call& c) {
+  const json* env = c.arg("env");
+  return env != nullptr && !env->is_null() && !env->is_array() && !env->is_object();
+}
+
+// cwd= where it names no directory ("" where it is fine or not given).
+std::string missing_cwd(const state_call& c) {
+  const json* cwd = c.arg("cwd");
+  if (cwd != nullptr && cwd->is_string() && !cwd->get<std::string>().empty() &&
+      !is_dir(cwd->get<std::string>())) {
+    return cwd->get<std::string>();
+  }
+  return "";
+}
+
+// What the execution function answered, as the state's changes (`keys`, in
+// Salt's order), or its error without Salt's "ERROR: " where it failed.
+struct command_outcome {
+  json changes = json::object();
+  std::optional<std::string> error;
+};
+
+asio::awaitable<command_outcome> run_command(state_call c, modules::call run, std::string state_fun,
+                                             std::vector<const char*> keys) {
+  run.jid = c.jid;
+  run.timeout = c.timeout;
+  run.context = c.context;
+  if (c.functions == nullptr) {
+    throw base::error(state_fun + ": no execution functions to run it with");
+  }
+  modules::outcome o = co_await modules::execute(*c.functions, std::move(run));
+  command_outcome out;
+  if (!o.ret.is_object()) {
+    std::string text = o.ret.is_string() ? o.ret.get<std::string>() : o.ret.dump();
+    if (text.starts_with("ERROR: ")) text.erase(0, 7);
+    out.error = text;
+    co_return out;
+  }
+  for (const char* key : keys) {
+    if (o.ret.contains(key)) out.changes[key] = json::parse(o.ret[key].dump());
+  }
+  co_return out;
+}
+
+// The command's retcode after success_retcodes: those codes count as 0, and
+// the changes say 0 (Salt's cmd.run_all rewrites the retcode).
+int settled_retcode(const state_call& c, json& changes) {
+  int retcode = changes.value("retcode", 1);
+  if (const json* ok = c.arg("success_retcodes"); ok != nullptr && retcode != 0) {
+    json codes = ok->is_array() ? *ok : json::array({*ok});
+    for (const auto& code : codes) {
+      if (code.is_number_integer() && code.get<int>() == retcode) {
+        retcode = 0;
+        changes["retcode"] = 0;
+      }
+    }
+  }
+  return retcode;
+}
+
 asio::awaitable<json> run(state_call c) {
   json ret = make_ret(c.name(), false, "");
   std::string name = c.name();
   bool stateful = c.flag("stateful");
-  std::string test_name;
-  if (const json* s = c.arg("stateful");
-      s != nullptr && s->is_array() && !s->empty() && (*s)[0].is_object() &&
-      (*s)[0].contains("test_name")) {
-    test_name = (*s)[0]["test_name"].get<std::string>();
-  }
+  const std::string test_name = stateful_test_name(c);
   if (c.test && !test_name.empty()) name = test_name;
-  if (const json* env = c.arg("env");
-      env != nullptr && !env->is_null() && !env->is_array() && !env->is_object()) {
+  if (bad_env(c)) {
     ret["comment"] = "Invalidly-formatted 'env' parameter. See documentation.";
     co_return ret;
   }
@@ -180,10 +252,8 @@ asio::awaitable<json> run(state_call c) {
     ret["changes"]["cmd"] = name;
     co_return stateful ? reinterpreted(ret) : ret;
   }
-  const json* cwd = c.arg("cwd");
-  if (cwd != nullptr && cwd->is_string() && !cwd->get<std::string>().empty() &&
-      !is_dir(cwd->get<std::string>())) {
-    ret["comment"] = "Desired working directory \"" + cwd->get<std::string>() + "\" is not available";
+  if (std::string missing = missing_cwd(c); !missing.empty()) {
+    ret["comment"] = "Desired working directory \"" + missing + "\" is not available";
     co_return ret;
   }
   for (const char* unsupported : {"root", "prepend_path"}) {
@@ -196,44 +266,17 @@ asio::awaitable<json> run(state_call c) {
   run.fun = "cmd.run_all";
   run.kwargs = nlohmann::json::object();
   run.kwargs["cmd"] = name;
-  if (cwd != nullptr && !cwd->is_null()) run.kwargs["cwd"] = nlohmann::json::parse(cwd->dump());
-  if (const json* env = c.arg("env"); env != nullptr && !env->is_null()) {
-    run.kwargs["env"] = nlohmann::json::parse(env->dump());
-  }
-  if (const json* t = c.arg("timeout"); t != nullptr && !t->is_null()) {
-    run.kwargs["timeout"] = nlohmann::json::parse(t->dump());
-  }
-  if (const json* sh = c.arg("shell"); sh != nullptr && !sh->is_null()) {
-    run.kwargs["shell"] = nlohmann::json::parse(sh->dump());
-  }
+  pass_args(c, run.kwargs, {"cwd", "env", "timeout", "shell"});
   pass_identity(c, run.kwargs);
-  run.jid = c.jid;
-  run.timeout = c.timeout;
-  run.context = c.context;
-  if (c.functions == nullptr) throw base::error("cmd.run: no execution functions to run it with");
-  modules::outcome o = co_await modules::execute(*c.functions, std::move(run));
-  if (!o.ret.is_object()) {
-    std::string text = o.ret.is_string() ? o.ret.get<std::string>() : o.ret.dump();
-    if (text.starts_with("ERROR: ")) text.erase(0, 7);
-    ret["comment"] = text;
+  std::string state_fun = "cmd.run";
+  std::vector<const char*> keys = {"pid", "retcode", "stdout", "stderr"};
+  command_outcome done = co_await run_command(c, std::move(run), state_fun, keys);
+  if (done.error) {
+    ret["comment"] = *done.error;
     co_return ret;
   }
-  json all = json::object();
-  for (const char* key : {"pid", "retcode", "stdout", "stderr"}) {
-    if (o.ret.contains(key)) all[key] = json::parse(o.ret[key].dump());
-  }
-  int retcode = all.value("retcode", 1);
-  // success_retcodes: these codes count as 0, and changes say 0 (Salt's
-  // cmd.run_all rewrites the retcode).
-  if (const json* ok = c.arg("success_retcodes"); ok != nullptr && retcode != 0) {
-    json codes = ok->is_array() ? *ok : json::array({*ok});
-    for (const auto& code : codes) {
-      if (code.is_number_integer() && code.get<int>() == retcode) {
-        retcode = 0;
-        all["retcode"] = 0;
-      }
-    }
-  }
+  json all = std::move(done.changes);
+  const int retcode = settled_retcode(c, all);
   ret["changes"] = all;
   ret["result"] = retcode == 0;
   ret["comment"] = "Command \"" + name + "\" run";
@@ -343,16 +386,10 @@ struct unlink_on_exit {
 asio::awaitable<json> script(state_call c) {
   std::string name = c.name();
   bool stateful = c.flag("stateful");
-  std::string test_name;
-  if (const json* s = c.arg("stateful");
-      s != nullptr && s->is_array() && !s->empty() && (*s)[0].is_object() &&
-      (*s)[0].contains("test_name")) {
-    test_name = (*s)[0]["test_name"].get<std::string>();
-  }
+  const std::string test_name = stateful_test_name(c);
   if (c.test && !test_name.empty()) name = test_name;
   json ret = make_ret(name, false, "");
-  if (const json* env = c.arg("env");
-      env != nullptr && !env->is_null() && !env->is_array() && !env->is_object()) {
+  if (bad_env(c)) {
     ret["comment"] = "Invalidly-formatted 'env' parameter. See documentation.";
     co_return ret;
   }
@@ -388,10 +425,8 @@ asio::awaitable<json> script(state_call c) {
     ret["comment"] = "Command '" + name + "' would have been executed";
     co_return stateful ? reinterpreted(ret) : ret;
   }
-  const json* cwd = c.arg("cwd");
-  if (cwd != nullptr && cwd->is_string() && !cwd->get<std::string>().empty() &&
-      !is_dir(cwd->get<std::string>())) {
-    ret["comment"] = "Desired working directory \"" + cwd->get<std::string>() + "\" is not available";
+  if (std::string missing = missing_cwd(c); !missing.empty()) {
+    ret["comment"] = "Desired working directory \"" + missing + "\" is not available";
     co_return ret;
   }
   const std::string saltenv = saltenv_of(c);
@@ -419,11 +454,7 @@ asio::awaitable<json> script(state_call c) {
   nlohmann::json call_args = nlohmann::json::array({run_source});
   if (!args.is_null()) kwargs["args"] = args;
   kwargs["saltenv"] = saltenv;
-  for (const char* key : {"cwd", "env", "timeout", "shell", "stdin"}) {
-    if (const json* v = c.arg(key); v != nullptr && !v->is_null()) {
-      kwargs[key] = nlohmann::json::parse(v->dump());
-    }
-  }
+  pass_args(c, kwargs, {"cwd", "env", "timeout", "shell", "stdin"});
   pass_identity(c, kwargs);
   json all = json::object();
   if (kwargs.contains("source")) {
@@ -434,34 +465,16 @@ asio::awaitable<json> script(state_call c) {
     run.fun = "cmd.script";
     run.args = std::move(call_args);
     run.kwargs = std::move(kwargs);
-    run.jid = c.jid;
-    run.timeout = c.timeout;
-    run.context = c.context;
-    if (c.functions == nullptr) throw base::error("cmd.script: no execution functions to run it with");
-    modules::outcome o = co_await modules::execute(*c.functions, std::move(run));
-    if (!o.ret.is_object()) {
-      std::string text = o.ret.is_string() ? o.ret.get<std::string>() : o.ret.dump();
-      if (text.starts_with("ERROR: ")) text.erase(0, 7);
-      ret["comment"] = text;
+    std::string state_fun = "cmd.script";
+    std::vector<const char*> keys = {"pid", "retcode", "stdout", "stderr", "cache_error"};
+    command_outcome done = co_await run_command(c, std::move(run), state_fun, keys);
+    if (done.error) {
+      ret["comment"] = *done.error;
       co_return ret;
     }
-    all = json::parse(o.ret.dump());
-    json ordered = json::object();
-    for (const char* key : {"pid", "retcode", "stdout", "stderr", "cache_error"}) {
-      if (all.contains(key)) ordered[key] = all[key];
-    }
-    all = ordered;
+    all = std::move(done.changes);
   }
-  int retcode = all.value("retcode", 1);
-  if (const json* ok = c.arg("success_retcodes"); ok != nullptr && retcode != 0) {
-    json codes = ok->is_array() ? *ok : json::array({*ok});
-    for (const auto& code : codes) {
-      if (code.is_number_integer() && code.get<int>() == retcode) {
-        retcode = 0;
-        all["retcode"] = 0;
-      }
-    }
-  }
+  const int retcode = settled_retcode(c, all);
   ret["changes"] = all;
   ret["result"] = retcode == 0;
   if (all.value("cache_error", false)) {

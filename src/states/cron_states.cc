@@ -76,30 +76,84 @@ std::string check(const json& tab, const std::string& cmd, const plain_json& wan
   return "absent";
 }
 
-// Salt's absent functions build {name, result, changes, comment}.
-json absent_ret(const std::string& name) {
-  json r = json::object();
-  r["name"] = name;
-  r["result"] = true;
-  r["changes"] = json::object();
-  r["comment"] = "";
-  return r;
-}
-
 json fail(json ret, const std::string& comment) {
   ret["result"] = false;
   ret["comment"] = comment;
   return ret;
 }
 
+// The answers present/env_present and absent/env_absent share; `what` is
+// "Cron" or "Cron env". Under test, from the crontab's status ("absent",
+// "present", else "update"):
+json tested_present(json ret, const std::string& what, const std::string& name,
+                    const std::string& status) {
+  ret["result"] = nullptr;
+  if (status == "absent") {
+    ret["comment"] = what + " " + name + " is set to be added";
+  } else if (status == "present") {
+    ret["result"] = true;
+    ret["comment"] = what + " " + name + " already present";
+  } else {
+    ret["comment"] = what + " " + name + " is set to be updated";
+  }
+  return ret;
+}
+
+json tested_absent(json ret, const std::string& what, const std::string& name,
+                   const std::string& status) {
+  ret["result"] = nullptr;
+  if (status == "absent") {
+    ret["result"] = true;
+    ret["comment"] = what + " " + name + " is absent";
+  } else {
+    ret["comment"] = what + " " + name + " is set to be removed";
+  }
+  return ret;
+}
+
+// And from what cron.set_* or cron.rm_* answered.
+json set_answer(json ret, const std::string& what, const std::string& name, const std::string& user,
+                const std::string& status) {
+  if (status == "present") {
+    ret["comment"] = what + " " + name + " already present";
+  } else if (status == "new") {
+    ret["comment"] = what + " " + name + " added to " + user + "'s crontab";
+    ret["changes"] = json{{user, name}};
+  } else if (status == "updated") {
+    ret["comment"] = what + " " + name + " updated";
+    ret["changes"] = json{{user, name}};
+  } else {
+    ret = fail(
+        ret, what + " " + name + " for user " + user + " failed to commit with error \n" + status);
+  }
+  return ret;
+}
+
+json removed_answer(json ret, const std::string& what, const std::string& name,
+                    const std::string& user, const std::string& status) {
+  if (status == "absent") {
+    ret["comment"] = what + " " + name + " already absent";
+  } else if (status == "removed") {
+    ret["comment"] = what + " " + name + " removed from " + user + "'s crontab";
+    ret["changes"] = json{{user, name}};
+  } else {
+    ret = fail(ret,
+               what + " " + name + " for user " + user + " failed to commit with error " + status);
+  }
+  return ret;
+}
+
+// A cron.* function that changes the crontab, and the status it answers.
+asio::awaitable<std::string> change_tab(state_call c, std::string fun, plain_json args,
+                                        plain_json kwargs) {
+  json data = co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
+  co_return data.is_string() ? data.get<std::string>() : data.dump();
+}
+
 asio::awaitable<json> present(state_call c) {
   const std::string name = trimmed(c.name());
   const std::string user = user_of(c);
-  json ret = json::object();
-  ret["changes"] = json::object();
-  ret["comment"] = "";
-  ret["name"] = name;
-  ret["result"] = true;
+  json ret = sorted_ret(name);  // Salt's present functions' order
   const json* special = c.arg("special");
   const bool is_special = special != nullptr && !special->is_null();
   plain_json kwargs = plain_json::object();
@@ -126,73 +180,34 @@ asio::awaitable<json> present(state_call c) {
       if (want.contains(key)) want[key] = lower(want[key].get<std::string>());
     }
     json tab = co_await list_tab(c, user);
-    std::string status = check(tab, name, want, is_special);
-    ret["result"] = nullptr;
-    if (status == "absent") {
-      ret["comment"] = "Cron " + name + " is set to be added";
-    } else if (status == "present") {
-      ret["result"] = true;
-      ret["comment"] = "Cron " + name + " already present";
-    } else {
-      ret["comment"] = "Cron " + name + " is set to be updated";
-    }
-    co_return ret;
+    co_return tested_present(std::move(ret), "Cron", name, check(tab, name, want, is_special));
   }
   std::string fun = is_special ? "cron.set_special" : "cron.set_job";
   plain_json none = plain_json::array();
-  json data = co_await c.run(std::move(fun), std::move(none), std::move(kwargs));
-  const std::string status = data.is_string() ? data.get<std::string>() : data.dump();
-  if (status == "present") {
-    ret["comment"] = "Cron " + name + " already present";
-  } else if (status == "new") {
-    ret["comment"] = "Cron " + name + " added to " + user + "'s crontab";
-    ret["changes"] = json{{user, name}};
-  } else if (status == "updated") {
-    ret["comment"] = "Cron " + name + " updated";
-    ret["changes"] = json{{user, name}};
-  } else {
-    ret = fail(ret, "Cron " + name + " for user " + user + " failed to commit with error \n" +
-                        status);
-  }
-  co_return ret;
+  const std::string status =
+      co_await change_tab(c, std::move(fun), std::move(none), std::move(kwargs));
+  co_return set_answer(std::move(ret), "Cron", name, user, status);
 }
 
 asio::awaitable<json> absent(state_call c) {
   const std::string name = trimmed(c.name());
   const std::string user = user_of(c);
-  json ret = absent_ret(name);
+  json ret = result_first_ret(name);  // Salt's absent functions' order
   plain_json ident = identifier_of(c, name);
   const json* special = c.arg("special");
   const bool is_special = special != nullptr && !special->is_null();
   if (c.test) {
     json tab = co_await list_tab(c, user);
     plain_json want = {{"identifier", ident}};
-    std::string status = check(tab, name, want, false);
-    ret["result"] = nullptr;
-    if (status == "absent") {
-      ret["result"] = true;
-      ret["comment"] = "Cron " + name + " is absent";
-    } else {
-      ret["comment"] = "Cron " + name + " is set to be removed";
-    }
-    co_return ret;
+    co_return tested_absent(std::move(ret), "Cron", name, check(tab, name, want, false));
   }
   plain_json kwargs = {{"user", user}, {"cmd", name}, {"identifier", ident}};
   if (is_special) kwargs["special"] = py_text(*special);
   std::string fun = is_special ? "cron.rm_special" : "cron.rm_job";
   plain_json none = plain_json::array();
-  json data = co_await c.run(std::move(fun), std::move(none), std::move(kwargs));
-  const std::string status = data.is_string() ? data.get<std::string>() : data.dump();
-  if (status == "absent") {
-    ret["comment"] = "Cron " + name + " already absent";
-  } else if (status == "removed") {
-    ret["comment"] = "Cron " + name + " removed from " + user + "'s crontab";
-    ret["changes"] = json{{user, name}};
-  } else {
-    ret = fail(ret, "Cron " + name + " for user " + user + " failed to commit with error " +
-                        status);
-  }
-  co_return ret;
+  const std::string status =
+      co_await change_tab(c, std::move(fun), std::move(none), std::move(kwargs));
+  co_return removed_answer(std::move(ret), "Cron", name, user, status);
 }
 
 // Salt's _check_cron_env.
@@ -207,78 +222,36 @@ std::string check_env(const json& tab, const std::string& name, const std::strin
 asio::awaitable<json> env_present(state_call c) {
   const std::string name = c.name();
   const std::string user = user_of(c);
-  json ret = json::object();
-  ret["changes"] = json::object();
-  ret["comment"] = "";
-  ret["name"] = name;
-  ret["result"] = true;
+  json ret = sorted_ret(name);  // Salt's present functions' order
   const json* value = c.arg("value");
   const bool has_value = value != nullptr && !value->is_null();
   if (c.test) {
     json tab = co_await list_tab(c, user);
     std::string status = check_env(tab, name, has_value ? py_text(*value) : "");
-    ret["result"] = nullptr;
-    if (status == "absent") {
-      ret["comment"] = "Cron env " + name + " is set to be added";
-    } else if (status == "present") {
-      ret["result"] = true;
-      ret["comment"] = "Cron env " + name + " already present";
-    } else {
-      ret["comment"] = "Cron env " + name + " is set to be updated";
-    }
-    co_return ret;
+    co_return tested_present(std::move(ret), "Cron env", name, status);
   }
   plain_json kwargs = {{"user", user}, {"name", name}};
   if (has_value) kwargs["value"] = py_text(*value);
   std::string fun = "cron.set_env";
   plain_json none = plain_json::array();
-  json data = co_await c.run(std::move(fun), std::move(none), std::move(kwargs));
-  const std::string status = data.is_string() ? data.get<std::string>() : data.dump();
-  if (status == "present") {
-    ret["comment"] = "Cron env " + name + " already present";
-  } else if (status == "new") {
-    ret["comment"] = "Cron env " + name + " added to " + user + "'s crontab";
-    ret["changes"] = json{{user, name}};
-  } else if (status == "updated") {
-    ret["comment"] = "Cron env " + name + " updated";
-    ret["changes"] = json{{user, name}};
-  } else {
-    ret = fail(ret, "Cron env " + name + " for user " + user +
-                        " failed to commit with error \n" + status);
-  }
-  co_return ret;
+  const std::string status =
+      co_await change_tab(c, std::move(fun), std::move(none), std::move(kwargs));
+  co_return set_answer(std::move(ret), "Cron env", name, user, status);
 }
 
 asio::awaitable<json> env_absent(state_call c) {
   const std::string name = trimmed(c.name());
   const std::string user = user_of(c);
-  json ret = absent_ret(name);
+  json ret = result_first_ret(name);  // Salt's absent functions' order
   if (c.test) {
     json tab = co_await list_tab(c, user);
-    std::string status = check_env(tab, name, "");
-    ret["result"] = nullptr;
-    if (status == "absent") {
-      ret["result"] = true;
-      ret["comment"] = "Cron env " + name + " is absent";
-    } else {
-      ret["comment"] = "Cron env " + name + " is set to be removed";
-    }
-    co_return ret;
+    co_return tested_absent(std::move(ret), "Cron env", name, check_env(tab, name, ""));
   }
   std::string fun = "cron.rm_env";
   plain_json args = plain_json::array({user, name});
-  json data = co_await c.run(std::move(fun), std::move(args));
-  const std::string status = data.is_string() ? data.get<std::string>() : data.dump();
-  if (status == "absent") {
-    ret["comment"] = "Cron env " + name + " already absent";
-  } else if (status == "removed") {
-    ret["comment"] = "Cron env " + name + " removed from " + user + "'s crontab";
-    ret["changes"] = json{{user, name}};
-  } else {
-    ret = fail(ret, "Cron env " + name + " for user " + user + " failed to commit with error " +
-                        status);
-  }
-  co_return ret;
+  const std::string status =
+      co_await change_tab(c, std::move(fun), std::move(args), plain_json::object());
+  co_return removed_answer(std::move(ret), "Cron env", name, user, status);
 }
 
 }  // namespace

@@ -388,6 +388,20 @@ bool truthy(const json& v) {
   return v.is_string() ? !v.get<std::string>().empty() : v.is_boolean() && v.get<bool>();
 }
 
+// file.line's and file.blockreplace's answer: the module's diff as the
+// change (None under test), or nothing to do.
+json edited_ret(json ret, const json& changes, bool test) {
+  if (truthy(changes)) {
+    ret["changes"]["diff"] = changes;
+    ret["result"] = test ? json() : json(true);
+    ret["comment"] = test ? "Changes would be made" : "Changes were made";
+  } else {
+    ret["result"] = true;
+    ret["comment"] = "No changes needed to be made";
+  }
+  return ret;
+}
+
 asio::awaitable<json> replace(state_call c) {
   std::string name = expand_user(c.name());
   json ret = make_ret(name);
@@ -623,15 +637,7 @@ asio::awaitable<json> line(state_call c) {
     throw base::error("Unknown mode: \"" + mode + "\"");
   }
   json changes = line_file(c, name, mode);
-  if (truthy(changes)) {
-    ret["changes"]["diff"] = changes;
-    ret["result"] = c.test ? json() : json(true);
-    ret["comment"] = c.test ? "Changes would be made" : "Changes were made";
-  } else {
-    ret["result"] = true;
-    ret["comment"] = "No changes needed to be made";
-  }
-  co_return ret;
+  co_return edited_ret(std::move(ret), changes, c.test);
 }
 
 // ---- file.blockreplace ---------------------------------------------------------
@@ -787,15 +793,7 @@ asio::awaitable<json> blockreplace(state_call c) {
                      ". See the log for details.";
     co_return ret;
   }
-  if (truthy(changes)) {
-    ret["changes"]["diff"] = changes;
-    ret["result"] = c.test ? json() : json(true);
-    ret["comment"] = c.test ? "Changes would be made" : "Changes were made";
-  } else {
-    ret["result"] = true;
-    ret["comment"] = "No changes needed to be made";
-  }
-  co_return ret;
+  co_return edited_ret(std::move(ret), changes, c.test);
 }
 
 // ---- file.comment / file.uncomment ---------------------------------------------
@@ -1097,11 +1095,7 @@ json recursive_diff(const json& past, const json& current) {
 
 asio::awaitable<json> serialize(state_call c) {
   std::string name = expand_user(c.name());
-  json ret = json::object();
-  ret["changes"] = json::object();
-  ret["comment"] = "";
-  ret["name"] = name;
-  ret["result"] = true;
+  json ret = sorted_ret(name);
   if (name.empty()) co_return error(ret, "Must provide name to file.serialize");
   if (json r = not_supported(ret, "file.serialize", c,
                              {"dataset_pillar", "user", "group", "serializer_opts",

@@ -46,16 +46,6 @@ std::string diff_of(const state_call& c, const std::string& before, const std::s
   return get_diff(read_lines(before), read_lines(after));
 }
 
-// Salt's file.managed return skeleton: changes, comment, name, result.
-json managed_ret(const std::string& name) {
-  json r = json::object();
-  r["changes"] = json::object();
-  r["comment"] = "";
-  r["name"] = name;
-  r["result"] = true;
-  return r;
-}
-
 // Python's truth of an argument.
 bool truthy(const json& v) {
   if (v.is_null()) return false;
@@ -404,7 +394,7 @@ bool move_across(const std::string& from, const std::string& to) {
 
 asio::awaitable<json> file_managed(state_call c) {
   std::string name = c.name();
-  json ret = managed_ret(name);
+  json ret = sorted_ret(name);
   if (name.empty()) co_return fail(ret, "Destination file name is required");
   std::error_code ec;
   if (!c.flag("create", true) && !fs::is_regular_file(name, ec)) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "modules/apt.h"
 #include "states/python_text.h"
 #include "states/registry.h"
 
@@ -205,19 +206,10 @@ std::pair<std::string, std::string> comparison(std::string spec) {
   auto b = spec.find_first_not_of(" \t\r\n");
   auto e = spec.find_last_not_of(" \t\r\n");
   spec = b == std::string::npos ? "" : spec.substr(b, e - b + 1);
-  static const char* const opers[] = {"<=>", "!=", ">=", "<=", ">>", "<<", "<>", ">", "<", "="};
-  std::string oper;
-  for (const char* o : opers) {
-    if (spec.starts_with(o)) {
-      oper = o;
-      break;
-    }
-  }
-  std::string rest = spec.substr(oper.size());
-  if (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.erase(0, 1);
-  if (rest.empty() || rest.find_first_of("<>=") != std::string::npos) return {"==", spec};
+  // A bare version (or none of Salt's forms) is equality.
+  auto [oper, version] = modules::apt::split_comparison(spec);
   if (oper.empty() || oper == "=") oper = "==";
-  return {oper, rest};
+  return {oper, version};
 }
 
 // Salt's _fulfills_version_string: some installed version meets every
@@ -274,6 +266,25 @@ std::optional<bool> optional_flag(const state_call& c, const std::string& key) {
   const json* v = c.arg(key);
   if (v == nullptr || v->is_null()) return std::nullopt;
   return c.flag(key);
+}
+
+// pkg.latest_version of `names` with the state's fromrepo; the refresh it
+// makes counts as the job's.
+asio::awaitable<json> latest_versions(state_call c, std::vector<std::string> names, bool refresh) {
+  plain_json kwargs = {{"refresh", refresh}};
+  if (const json* f = c.arg("fromrepo"); f != nullptr && !f->is_null()) {
+    kwargs["fromrepo"] = plain(*f);
+  }
+  json versions = co_await call_fn(c, "pkg.latest_version", plain_json(names), std::move(kwargs));
+  if (refresh) mark_refreshed(c);
+  co_return versions;
+}
+
+// Salt's return with the changes made so far.
+json ret_with(const std::string& name, bool result, const std::string& comment, json changes) {
+  json ret = make_ret(name, result, comment);
+  ret["changes"] = std::move(changes);
+  return ret;
 }
 
 // Salt's _get_desired_pkg: "name=1.0", "name>=1.0" or "name".
@@ -368,16 +379,8 @@ asio::awaitable<json> installed(state_call c) {
       if (w.version == "latest") wants_latest.push_back(w.name);
     }
     if (!wants_latest.empty()) {
-      plain_json args = plain_json(wants_latest);
-      plain_json kwargs = {{"refresh", refresh}};
-      if (const json* f = c.arg("fromrepo"); f != nullptr && !f->is_null()) {
-        kwargs["fromrepo"] = plain(*f);
-      }
-      json latest = co_await call_fn(c, "pkg.latest_version", std::move(args), std::move(kwargs));
-      if (refresh) {
-        mark_refreshed(c);
-        refresh = false;
-      }
+      json latest = co_await latest_versions(c, wants_latest, refresh);
+      refresh = false;
       for (const auto& n : wants_latest) {
         std::string v = wants_latest.size() == 1 ? text(latest) : text(latest.value(n, json("")));
         wanted* w = find(*desired, n);
@@ -463,8 +466,7 @@ asio::awaitable<json> installed(state_call c) {
       }
       comment.push_back("The following packages would be reinstalled: " + joined(shown));
     }
-    json ret = make_ret(name, true, joined(comment, "\n"));
-    ret["changes"] = changes;
+    json ret = ret_with(name, true, joined(comment, "\n"), changes);
     ret["result"] = nullptr;
     co_return ret;
   }
@@ -520,9 +522,7 @@ asio::awaitable<json> installed(state_call c) {
       holds = split_hold(hold_ret);
     } catch (const base::error& e) {
       comment.push_back(e.what());
-      json ret = make_ret(name, false, joined(comment, "\n"));
-      ret["changes"] = changes;
-      co_return ret;
+      co_return ret_with(name, false, joined(comment, "\n"), changes);
     }
   }
 
@@ -614,9 +614,7 @@ asio::awaitable<json> installed(state_call c) {
       result = false;
     }
   }
-  json ret = make_ret(name, result, joined(comment, "\n"));
-  ret["changes"] = changes;
-  co_return ret;
+  co_return ret_with(name, result, joined(comment, "\n"), changes);
 }
 
 asio::awaitable<json> latest(state_call c) {
@@ -646,12 +644,7 @@ asio::awaitable<json> latest(state_call c) {
 
   json avail, cur;
   try {
-    plain_json kwargs = {{"refresh", refresh}};
-    if (const json* f = c.arg("fromrepo"); f != nullptr && !f->is_null()) {
-      kwargs["fromrepo"] = plain(*f);
-    }
-    avail = co_await call_fn(c, "pkg.latest_version", plain_json(desired), std::move(kwargs));
-    if (refresh) mark_refreshed(c);
+    avail = co_await latest_versions(c, desired, refresh);
   } catch (const base::error& e) {
     co_return make_ret(name, false,
                        std::string("An error was encountered while checking the newest available "
@@ -758,9 +751,7 @@ asio::awaitable<json> latest(state_call c) {
                              : std::to_string(up_to_date.size()) +
                                    " packages were already up-to-date ");
     }
-    json ret = make_ret(name, failed.empty(), joined(comments, " "));
-    ret["changes"] = changes;
-    co_return ret;
+    co_return ret_with(name, failed.empty(), joined(comments, " "), changes);
   }
   std::string comment;
   if (targets.size() > 10) {
@@ -777,9 +768,7 @@ asio::awaitable<json> latest(state_call c) {
                    ? " The following packages were already up-to-date: " + joined(up_to_date)
                    : std::to_string(up_to_date.size()) + " packages were already up-to-date";
   }
-  json ret = make_ret(name, false, comment);
-  ret["changes"] = changes;
-  co_return ret;
+  co_return ret_with(name, false, comment, changes);
 }
 
 // Salt's _uninstall for pkg.removed ("remove") and pkg.purged ("purge").
@@ -919,9 +908,7 @@ asio::awaitable<json> uninstall(state_call c, std::string action) {
     } else {
       comments.push_back("All targeted packages were " + action + "d.");
     }
-    json ret = make_ret(name, true, joined(comments, " "));
-    ret["changes"] = changes;
-    co_return ret;
+    co_return ret_with(name, true, joined(comments, " "), changes);
   } catch (const base::error& e) {
     co_return make_ret(name, false,
                        "An error was encountered while " + doing + " package(s): " + e.what());
@@ -1035,12 +1022,42 @@ asio::awaitable<std::vector<std::string>> held_now(const state_call& c) {
   co_return out;
 }
 
+// pkgs=[] (nothing to hold or unhold).
+bool empty_pkgs(const state_call& c) {
+  const json* pkgs = c.arg("pkgs");
+  return pkgs != nullptr && pkgs->is_array() && pkgs->empty();
+}
+
+// held's and unheld's answer: what each package's hold or unhold said.
+json hold_answer(json ret, const std::vector<std::string>& comments) {
+  ret["comment"] = joined(comments, "\n");
+  if (ret["changes"].empty() && comments.empty()) ret["comment"] = "No changes made";
+  return ret;
+}
+
+// pkg.unhold of one held package (pkg.held with replace=True, pkg.unheld).
+asio::awaitable<json> unhold(state_call c, std::string name, std::string lock) {
+  plain_json kwargs = plain_json{{"name", name}, {"pkgs", {lock}}};
+  json answer = co_await call_fn(c, "pkg.unhold", plain_json::array(), std::move(kwargs));
+  co_return answer;
+}
+
+// What that pkg.unhold answered, into the state's return as Salt records
+// it: False where it failed, its comment where it has one, its changes.
+void record_unhold(const std::string& lock, const json& unhold_ret, json& ret,
+                   std::vector<std::string>& comments) {
+  const bool ok =
+      unhold_ret.contains(lock) && unhold_ret[lock].value("result", json(false)) == true;
+  if (!ok) ret["result"] = false;
+  if (unhold_ret.contains(lock) && !text(unhold_ret[lock].value("comment", json(""))).empty()) {
+    comments.push_back(text(unhold_ret[lock]["comment"]));
+  }
+  for (const auto& [k, v] : unhold_ret.items()) ret["changes"][k] = v;
+}
+
 asio::awaitable<json> held(state_call c) {
   const std::string name = c.name();
-  const json* pkgs_arg = c.arg("pkgs");
-  if (pkgs_arg != nullptr && pkgs_arg->is_array() && pkgs_arg->empty()) {
-    co_return make_ret(name, true, "No packages to be held provided");
-  }
+  if (empty_pkgs(c)) co_return make_ret(name, true, "No packages to be held provided");
   json ret = make_ret(name, true, "");
   std::vector<std::string> comments;
   try {
@@ -1070,33 +1087,20 @@ asio::awaitable<json> held(state_call c) {
           comments.push_back("The following package would be unheld: " + lock);
           continue;
         }
-        plain_json kwargs = plain_json{{"name", name}, {"pkgs", {lock}}};
-        json unhold_ret =
-            co_await call_fn(c, "pkg.unhold", plain_json::array(), std::move(kwargs));
-        if (!(unhold_ret.contains(lock) && unhold_ret[lock].value("result", json(false)) == true)) {
-          ret["result"] = false;
-        }
-        if (unhold_ret.contains(lock) && !text(unhold_ret[lock].value("comment", json(""))).empty()) {
-          comments.push_back(text(unhold_ret[lock]["comment"]));
-        }
-        for (const auto& [k, v] : unhold_ret.items()) ret["changes"][k] = v;
+        json unhold_ret = co_await unhold(c, name, lock);
+        record_unhold(lock, unhold_ret, ret, comments);
       }
     }
   } catch (const base::error& e) {
     co_return make_ret(name, false, e.what());
   }
-  ret["comment"] = joined(comments, "\n");
-  if (ret["changes"].empty() && comments.empty()) ret["comment"] = "No changes made";
-  co_return ret;
+  co_return hold_answer(std::move(ret), comments);
 }
 
 asio::awaitable<json> unheld(state_call c) {
   const std::string name = c.name();
-  const json* pkgs_arg = c.arg("pkgs");
   const bool all = c.flag("all");
-  if (pkgs_arg != nullptr && pkgs_arg->is_array() && pkgs_arg->empty() && !all) {
-    co_return make_ret(name, true, "No packages to be unheld provided");
-  }
+  if (empty_pkgs(c) && !all) co_return make_ret(name, true, "No packages to be unheld provided");
   json ret = make_ret(name, true, "");
   std::vector<std::string> comments;
   try {
@@ -1112,22 +1116,13 @@ asio::awaitable<json> unheld(state_call c) {
                                                                               : ""));
         continue;
       }
-      plain_json kwargs = plain_json{{"name", name}, {"pkgs", {lock}}};
-      json unhold_ret = co_await call_fn(c, "pkg.unhold", plain_json::array(), std::move(kwargs));
-      if (!(unhold_ret.contains(lock) && unhold_ret[lock].value("result", json(false)) == true)) {
-        ret["result"] = false;
-      }
-      if (unhold_ret.contains(lock) && !text(unhold_ret[lock].value("comment", json(""))).empty()) {
-        comments.push_back(text(unhold_ret[lock]["comment"]));
-      }
-      for (const auto& [k, v] : unhold_ret.items()) ret["changes"][k] = v;
+      json unhold_ret = co_await unhold(c, name, lock);
+      record_unhold(lock, unhold_ret, ret, comments);
     }
   } catch (const base::error& e) {
     co_return make_ret(name, false, e.what());
   }
-  ret["comment"] = joined(comments, "\n");
-  if (ret["changes"].empty() && comments.empty()) ret["comment"] = "No changes made";
-  co_return ret;
+  co_return hold_answer(std::move(ret), comments);
 }
 
 asio::awaitable<json> mod_watch(state_call c) {

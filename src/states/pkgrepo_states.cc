@@ -17,6 +17,7 @@
 
 #include "base/error.h"
 #include "modules/apt_sources.h"
+#include "modules/args.h"
 #include "states/python_text.h"
 #include "states/registry.h"
 
@@ -24,6 +25,7 @@ namespace brine::states {
 namespace {
 
 using plain_json = nlohmann::json;
+using modules::is_true;
 namespace apt = modules::apt;
 
 asio::awaitable<json> call_fn(const state_call& c, std::string fun,
@@ -34,22 +36,6 @@ asio::awaitable<json> call_fn(const state_call& c, std::string fun,
 }
 
 std::string text(const json& v) { return v.is_null() ? "" : py_text(v); }
-
-// Salt's salt.utils.data.is_true.
-bool is_true(const json& v) {
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number()) return v.get<double>() > 0;
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    if (s == "True" || s == "true") return true;
-    try {
-      return std::stod(s) > 0;
-    } catch (const std::exception&) {
-      return false;
-    }
-  }
-  return !v.is_null() && !v.empty();
-}
 
 std::vector<std::string> list_arg(const json& v) {
   if (!v.is_array()) return apt::split_list(text(v));
@@ -93,13 +79,39 @@ std::string meaning(const apt::source_entry& e) {
   return out;
 }
 
-asio::awaitable<json> managed(state_call c) {
-  const std::string name = c.name();
+// Salt's pkgrepo return before anything is known (result None).
+json undecided(const std::string& name) {
   json ret = json::object();
   ret["name"] = name;
   ret["changes"] = json::object();
   ret["result"] = nullptr;
   ret["comment"] = "";
+  return ret;
+}
+
+// The configured source that pkg.get_repo finds for `repo` ({} for none);
+// throws base::error where it cannot look.
+asio::awaitable<json> get_repo(state_call c, std::string repo) {
+  plain_json which = plain_json{{"repo", std::move(repo)}};
+  json found = co_await call_fn(c, "pkg.get_repo", plain_json::array(), std::move(which));
+  co_return found;
+}
+
+// Salt's changes of a reconfigured repo: each key of `keys` whose value in
+// `after` differs from `before`'s (a key either lacks counts as None).
+json changed_keys(const json& keys, const json& before, const json& after) {
+  json changes = json::object();
+  for (const auto& [key, value] : keys.items()) {
+    json n = after.contains(key) ? after[key] : json(nullptr);
+    json o = before.contains(key) ? before[key] : json(nullptr);
+    if (n != o) changes[key] = json{{"new", n}, {"old", o}};
+  }
+  return changes;
+}
+
+asio::awaitable<json> managed(state_call c) {
+  const std::string name = c.name();
+  json ret = undecided(name);
   if (c.arg("repo") != nullptr) {
     ret["result"] = false;
     ret["comment"] =
@@ -156,8 +168,7 @@ asio::awaitable<json> managed(state_call c) {
 
   json pre;
   try {
-    plain_json which = plain_json{{"repo", name}};
-    pre = co_await call_fn(c, "pkg.get_repo", plain_json::array(), std::move(which));
+    pre = co_await get_repo(c, name);
   } catch (const base::error& e) {
     ret["result"] = false;
     ret["comment"] = "Failed to examine repo '" + name + "': " + e.what();
@@ -197,10 +208,7 @@ asio::awaitable<json> managed(state_call c) {
                      "than stated if this action is repeated without test=True, due to the "
                      "differences in the configured repositories.";
     if (!pre.empty()) {
-      for (const auto& [key, value] : sanitized.items()) {
-        json old = pre.contains(key) ? pre[key] : json(nullptr);
-        if (value != old) ret["changes"][key] = json{{"new", value}, {"old", old}};
-      }
+      ret["changes"] = changed_keys(sanitized, pre, sanitized);
     } else {
       ret["changes"]["repo"] = name;
     }
@@ -251,14 +259,9 @@ asio::awaitable<json> managed(state_call c) {
     co_return ret;
   }
   try {
-    plain_json which = plain_json{{"repo", name}};
-    json post = co_await call_fn(c, "pkg.get_repo", plain_json::array(), std::move(which));
+    json post = co_await get_repo(c, name);
     if (!pre.empty()) {
-      for (const auto& [key, value] : sanitized.items()) {
-        json n = post.contains(key) ? post[key] : json(nullptr);
-        json o = pre.contains(key) ? pre[key] : json(nullptr);
-        if (n != o) ret["changes"][key] = json{{"new", n}, {"old", o}};
-      }
+      ret["changes"] = changed_keys(sanitized, pre, post);
     } else {
       ret["changes"] = json{{"repo", name}};
     }
@@ -273,11 +276,7 @@ asio::awaitable<json> managed(state_call c) {
 
 asio::awaitable<json> absent(state_call c) {
   const std::string name = c.name();
-  json ret = json::object();
-  ret["name"] = name;
-  ret["changes"] = json::object();
-  ret["result"] = nullptr;
-  ret["comment"] = "";
+  json ret = undecided(name);
   for (const char* key : {"keyid", "keyid_ppa"}) {
     if (const json* v = c.arg(key); v != nullptr && !v->is_null()) {
       ret["result"] = false;
@@ -288,8 +287,7 @@ asio::awaitable<json> absent(state_call c) {
   const std::string stripname = apt::strip_uri(name);
   json repo;
   try {
-    plain_json which = plain_json{{"repo", stripname}};
-    repo = co_await call_fn(c, "pkg.get_repo", plain_json::array(), std::move(which));
+    repo = co_await get_repo(c, stripname);
   } catch (const base::error& e) {
     ret["result"] = false;
     ret["comment"] = "Failed to configure repo '" + name + "': " + e.what();

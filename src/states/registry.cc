@@ -77,6 +77,24 @@ json make_ret(const std::string& name, bool result, const std::string& comment) 
   return r;
 }
 
+json sorted_ret(const std::string& name, bool result) {
+  json r = json::object();
+  r["changes"] = json::object();
+  r["comment"] = "";
+  r["name"] = name;
+  r["result"] = result;
+  return r;
+}
+
+json result_first_ret(const std::string& name, bool result) {
+  json r = json::object();
+  r["name"] = name;
+  r["result"] = result;
+  r["changes"] = json::object();
+  r["comment"] = "";
+  return r;
+}
+
 void registry::add(const std::string& name, state_function fn, std::vector<std::string> required,
                    std::string doc) {
   if (name.find('.') == std::string::npos) {

@@ -85,6 +85,13 @@ using state_function = std::function<asio::awaitable<json>(state_call)>;
 
 // Salt's usual return skeleton: {"name", "changes", "result", "comment"}.
 json make_ret(const std::string& name, bool result = true, const std::string& comment = "");
+// The same in the key orders other modules write it (the order shows in
+// the output): {"changes", "comment", "name", "result"} (Salt's sorted
+// literal: cron.present, file.managed, file.serialize) and {"name",
+// "result", "changes", "comment"} (cron.absent, sysctl.present,
+// archive.extracted).
+json sorted_ret(const std::string& name, bool result = true);
+json result_first_ret(const std::string& name, bool result = true);
 
 // State functions by "module.function". Filled once by explicit
 // registration, then only read (safe to share between threads after that).

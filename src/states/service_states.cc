@@ -54,7 +54,7 @@ std::optional<bool> tri_state(const state_call& c, const char* key) {
 // systemd runs. The init.d functions take none of them, so Salt warns of none.
 plain_json systemd_kwargs(const state_call& c, const std::vector<std::string>& takes) {
   plain_json out = plain_json::object();
-  if (modules::service::detect() != backend::systemd) return out;
+  if (modules::service::chosen() != backend::systemd) return out;
   for (const auto& key : takes) {
     if (const json* v = c.arg(key); v != nullptr) out[key] = plain_json::parse(v->dump());
   }
@@ -129,32 +129,56 @@ std::string enable_text(const std::string& name, std::optional<bool> started, co
   return head + (*started ? ", and is running" : ", and is dead");
 }
 
-// Salt's _enable: what service.running/dead/enabled merge into their return.
-asio::awaitable<json> enable(state_call c, std::string name, std::optional<bool> started,
-                             bool result) {
+// The start Salt's _enable and _disable share: the part to merge where they
+// end there (a missing service, one already `on` = enabled or disabled, a
+// test run), else `settled` false and the part's result set.
+struct boot_look {
   json part = json::object();
+  bool settled = true;
+};
+
+asio::awaitable<boot_look> look_at_boot(state_call c, std::string name, std::optional<bool> started,
+                                        bool result, bool on) {
+  boot_look out;
+  json& part = out.part;
   try {
     part = co_await unavailable(c, name);
-    if (!part.empty()) co_return part;
+    if (!part.empty()) {
+      if (!on) part["result"] = true;
+      co_return out;
+    }
   } catch (const base::error& e) {
     part["result"] = false;
     part["comment"] = e.what();
-    co_return part;
+    co_return out;
   }
   part["result"] = result;
-  std::string is_enabled = "service.enabled";
+  std::string is_set = on ? "service.enabled" : "service.disabled";
+  const char* done = on ? "enabled" : "disabled";
   const plain_json args = plain_json::array({name});
-  const bool before = co_await fn_bool(c, is_enabled, args);
-  if (before) {
+  const bool already = co_await fn_bool(c, is_set, args);
+  if (already) {
     if (!started) part["changes"] = json::object();
-    part["comment"] = enable_text(name, started, "enabled", false);
-    co_return part;
+    part["comment"] = enable_text(name, started, done, false);
+    co_return out;
   }
   if (c.test) {
     part["result"] = nullptr;
-    part["comment"] = "Service " + name + " set to be enabled";
-    co_return part;
+    part["comment"] = "Service " + name + " set to be " + done;
+    co_return out;
   }
+  out.settled = false;
+  co_return out;
+}
+
+// Salt's _enable: what service.running/dead/enabled merge into their return.
+asio::awaitable<json> enable(state_call c, std::string name, std::optional<bool> started,
+                             bool result) {
+  boot_look look = co_await look_at_boot(c, name, started, result, true);
+  if (look.settled) co_return look.part;
+  json part = std::move(look.part);
+  std::string is_enabled = "service.enabled";
+  const plain_json args = plain_json::array({name});
   std::string enable_error;
   try {
     std::string fun = "service.enable";
@@ -163,7 +187,7 @@ asio::awaitable<json> enable(state_call c, std::string name, std::optional<bool>
     if (done) {
       part["changes"] = json::object();
       const bool after = co_await fn_bool(c, is_enabled, args);
-      if (before != after) part["changes"][name] = true;
+      if (after) part["changes"][name] = true;  // it was not before
       part["comment"] = enable_text(name, started, "enabled", true);
       co_return part;
     }
@@ -185,32 +209,11 @@ asio::awaitable<json> enable(state_call c, std::string name, std::optional<bool>
 // Salt's _disable.
 asio::awaitable<json> disable(state_call c, std::string name, std::optional<bool> started,
                               bool result) {
-  json part = json::object();
-  try {
-    part = co_await unavailable(c, name);
-    if (!part.empty()) {
-      part["result"] = true;
-      co_return part;
-    }
-  } catch (const base::error& e) {
-    part["result"] = false;
-    part["comment"] = e.what();
-    co_return part;
-  }
-  part["result"] = result;
+  boot_look look = co_await look_at_boot(c, name, started, result, false);
+  if (look.settled) co_return look.part;
+  json part = std::move(look.part);
   std::string is_disabled = "service.disabled";
   const plain_json args = plain_json::array({name});
-  const bool before = co_await fn_bool(c, is_disabled, args);
-  if (before) {
-    if (!started) part["changes"] = json::object();
-    part["comment"] = enable_text(name, started, "disabled", false);
-    co_return part;
-  }
-  if (c.test) {
-    part["result"] = nullptr;
-    part["comment"] = "Service " + name + " set to be disabled";
-    co_return part;
-  }
   bool done = false;
   try {
     std::string fun = "service.disable";
@@ -222,7 +225,7 @@ asio::awaitable<json> disable(state_call c, std::string name, std::optional<bool
   if (done) {
     part["changes"] = json::object();
     const bool after = co_await fn_bool(c, is_disabled, args);
-    if (before != after) part["changes"][name] = true;
+    if (after) part["changes"][name] = true;  // it was not before
     part["comment"] = enable_text(name, started, "disabled", true);
     co_return part;
   }
@@ -258,7 +261,7 @@ std::string join_nonempty(const std::vector<std::string>& parts) {
 asio::awaitable<json> mask_state(state_call c, std::string name, bool runtime, bool mask) {
   json ret = make_ret(name, true, "");
   // Salt has service.masked where its systemd module loads: booted, or offline.
-  bool has_masked = modules::service::detect() == backend::systemd;
+  bool has_masked = modules::service::chosen() == backend::systemd;
   if (!has_masked) has_masked = co_await offline(c);
   if (!has_masked) {
     ret["comment"] = "Service masking not available on this minion";
@@ -300,15 +303,30 @@ asio::awaitable<json> mask_state(state_call c, std::string name, bool runtime, b
   co_return ret;
 }
 
-asio::awaitable<json> running(state_call c) {
+// What service.running and service.dead find before they act: where Salt
+// ends early (the misspelt `enabled`, offline mode, a missing service) the
+// state's answer, else whether the service runs and starts at boot.
+struct service_look {
+  std::optional<json> done;
+  bool running = false;
+  bool enabled = false;
+};
+
+// `would`: what a test run would have done to a missing service ("started");
+// `missing_ok`: whether a missing service is success (service.dead).
+asio::awaitable<service_look> look(state_call c, std::string would, bool missing_ok) {
   const std::string name = c.name();
   json ret = make_ret(name, true, "");
-  if (c.arg("enabled") != nullptr) co_return enabled_used_error(std::move(ret), name);
-  const std::optional<bool> enable_to = tri_state(c, "enable");
+  service_look out;
+  if (c.arg("enabled") != nullptr) {
+    out.done = enabled_used_error(std::move(ret), name);
+    co_return out;
+  }
   const bool off = co_await offline(c);
   if (off) {
     ret["comment"] = "Running in OFFLINE mode. Nothing to do";
-    co_return ret;
+    out.done = std::move(ret);
+    co_return out;
   }
   try {
     json part = co_await unavailable(c, name);
@@ -317,21 +335,72 @@ asio::awaitable<json> running(state_call c) {
       if (c.test) {
         ret["result"] = nullptr;
         ret["comment"] = "Service " + name +
-                         " not present; if created in this state run, it would have been started";
+                         " not present; if created in this state run, it would have been " + would;
+      } else if (missing_ok) {
+        ret["result"] = true;  // a service that is not there is dead enough
       }
-      co_return ret;
+      out.done = std::move(ret);
+      co_return out;
     }
   } catch (const base::error& e) {
     ret["result"] = false;
     ret["comment"] = e.what();
-    co_return ret;
+    out.done = std::move(ret);
+    co_return out;
   }
   std::string status_fun = "service.status";
   std::string enabled_fun = "service.enabled";
-  const plain_json name_only = plain_json::array({name});
   const plain_json with_sig = name_and_sig(name, c);
-  const bool before_status = co_await fn_bool(c, status_fun, with_sig);
-  const bool before_enable = co_await fn_bool(c, enabled_fun, name_only);
+  const plain_json name_only = plain_json::array({name});
+  out.running = co_await fn_bool(c, status_fun, with_sig);
+  out.enabled = co_await fn_bool(c, enabled_fun, name_only);
+  co_return out;
+}
+
+// Salt's `if enable is True: ret.update(_enable(...)) elif enable is False:
+// ret.update(_disable(...))`: the part to merge, empty when `enable_to` is
+// None.
+asio::awaitable<json> boot(state_call c, std::string name, std::optional<bool> enable_to,
+                           std::optional<bool> started, bool result) {
+  json part = json::object();
+  if (enable_to == true) {
+    part = co_await enable(std::move(c), name, started, result);
+  } else if (enable_to == false) {
+    part = co_await disable(std::move(c), name, started, result);
+  }
+  co_return part;
+}
+
+// After a start or stop (and init_delay): the service's status as
+// `status_args` asks it, and whether it or the boot setting moved (Salt then
+// records the status as the change).
+struct service_after {
+  json status;
+  bool moved = false;
+};
+
+asio::awaitable<service_after> status_after(state_call c, std::string name, plain_json status_args,
+                                            service_look before) {
+  const json* init_delay = c.arg("init_delay");
+  if (init_delay != nullptr && truthy(*init_delay)) co_await delay(*init_delay);
+  std::string status_fun = "service.status";
+  std::string enabled_fun = "service.enabled";
+  const plain_json name_only = plain_json::array({name});
+  service_after out;
+  out.status = co_await fn(c, status_fun, std::move(status_args));
+  const bool enabled_now = co_await fn_bool(c, enabled_fun, name_only);
+  out.moved = before.enabled != enabled_now || before.running != truthy(out.status);
+  co_return out;
+}
+
+asio::awaitable<json> running(state_call c) {
+  const std::string name = c.name();
+  json ret = make_ret(name, true, "");
+  const std::optional<bool> enable_to = tri_state(c, "enable");
+  std::string would = "started";
+  service_look before = co_await look(c, would, false);
+  if (before.done) co_return *before.done;
+  const plain_json name_only = plain_json::array({name});
 
   std::string unmask_comment;
   if (c.flag("unmask")) {
@@ -340,19 +409,11 @@ asio::awaitable<json> running(state_call c) {
     unmask_comment = u.value("comment", "");
   }
 
-  if (before_status) {
+  if (before.running) {
     ret["comment"] = join_nonempty({"The service " + name + " is already running", unmask_comment});
-    if (enable_to == true && !before_enable) {
-      {
-        json part = co_await enable(c, name, std::nullopt, true);
-        merge(ret, part);
-      }
-    } else if (enable_to == false && before_enable) {
-      {
-        json part = co_await disable(c, name, std::nullopt, true);
-        merge(ret, part);
-      }
-    }
+    const std::optional<bool> change = enable_to == before.enabled ? std::nullopt : enable_to;
+    json part = co_await boot(c, name, change, std::nullopt, true);
+    merge(ret, part);
     co_return ret;
   }
   if (c.test) {
@@ -374,47 +435,24 @@ asio::awaitable<json> running(state_call c) {
   if (!started) {
     ret["result"] = false;
     ret["comment"] = "Service " + name + " failed to start";
-    if (enable_to == true) {
-      {
-        json part = co_await enable(c, name, false, false);
-        merge(ret, part);
-      }
-    } else if (enable_to == false) {
-      {
-        json part = co_await disable(c, name, false, false);
-        merge(ret, part);
-      }
-    }
+    json part = co_await boot(c, name, enable_to, false, false);
+    merge(ret, part);
     co_return ret;
   }
 
-  const json* init_delay = c.arg("init_delay");
-  if (init_delay != nullptr && truthy(*init_delay)) co_await delay(*init_delay);
-
-  json after_status = co_await fn(c, status_fun, with_sig);
-  const bool after_enable = co_await fn_bool(c, enabled_fun, name_only);
-  if ((before_enable != after_enable || before_status != truthy(after_status)) &&
-      ret["changes"].empty()) {
-    ret["changes"][name] = after_status;
-  }
-  const bool now_running = truthy(after_status);
+  const plain_json with_sig = name_and_sig(name, c);
+  service_after after = co_await status_after(c, name, with_sig, before);
+  if (after.moved && ret["changes"].empty()) ret["changes"][name] = after.status;
+  const bool now_running = truthy(after.status);
   if (now_running) {
     ret["comment"] = "Started service " + name;
   } else {
     ret["comment"] = "Service " + name + " failed to start";
     ret["result"] = false;
   }
-  if (enable_to == true) {
-    {
-      json part = co_await enable(c, name, now_running, now_running);
-      merge(ret, part);
-    }
-  } else if (enable_to == false) {
-    {
-      json part = co_await disable(c, name, now_running, now_running);
-      merge(ret, part);
-    }
-  }
+  json part = co_await boot(c, name, enable_to, now_running, now_running);
+  merge(ret, part);
+  const json* init_delay = c.arg("init_delay");
   if (init_delay != nullptr && truthy(*init_delay)) {
     ret["comment"] = ret["comment"].get<std::string>() + "\nDelayed return for " +
                      py_text(*init_delay) + " seconds";
@@ -426,51 +464,17 @@ asio::awaitable<json> running(state_call c) {
 asio::awaitable<json> dead(state_call c) {
   const std::string name = c.name();
   json ret = make_ret(name, true, "");
-  if (c.arg("enabled") != nullptr) co_return enabled_used_error(std::move(ret), name);
   const std::optional<bool> enable_to = tri_state(c, "enable");
-  const bool off = co_await offline(c);
-  if (off) {
-    ret["comment"] = "Running in OFFLINE mode. Nothing to do";
-    co_return ret;
-  }
-  try {
-    json part = co_await unavailable(c, name);
-    if (!part.empty()) {
-      merge(ret, part);
-      if (c.test) {
-        ret["result"] = nullptr;
-        ret["comment"] = "Service " + name +
-                         " not present; if created in this state run, it would have been stopped";
-      } else {
-        ret["result"] = true;  // a service that is not there is dead enough
-      }
-      co_return ret;
-    }
-  } catch (const base::error& e) {
-    ret["result"] = false;
-    ret["comment"] = e.what();
-    co_return ret;
-  }
-  std::string status_fun = "service.status";
-  std::string enabled_fun = "service.enabled";
+  std::string would = "stopped";
+  service_look before = co_await look(c, would, true);
+  if (before.done) co_return *before.done;
   const plain_json name_only = plain_json::array({name});
-  const plain_json with_sig = name_and_sig(name, c);
-  const bool before_status = co_await fn_bool(c, status_fun, with_sig);
-  const bool before_enable = co_await fn_bool(c, enabled_fun, name_only);
 
-  if (!before_status) {
+  if (!before.running) {
     ret["comment"] = "The service " + name + " is already dead";
-    if (enable_to == true && !before_enable) {
-      {
-        json part = co_await enable(c, name, std::nullopt, true);
-        merge(ret, part);
-      }
-    } else if (enable_to == false && before_enable) {
-      {
-        json part = co_await disable(c, name, std::nullopt, true);
-        merge(ret, part);
-      }
-    }
+    const std::optional<bool> change = enable_to == before.enabled ? std::nullopt : enable_to;
+    json part = co_await boot(c, name, change, std::nullopt, true);
+    merge(ret, part);
     co_return ret;
   }
   if (c.test) {
@@ -490,48 +494,23 @@ asio::awaitable<json> dead(state_call c) {
   if (!stopped) {
     ret["result"] = false;
     ret["comment"] = "Service " + name + " failed to die";
-    if (enable_to == true) {
-      {
-        json part = co_await enable(c, name, true, false);
-        merge(ret, part);
-      }
-    } else if (enable_to == false) {
-      {
-        json part = co_await disable(c, name, true, false);
-        merge(ret, part);
-      }
-    }
+    json part = co_await boot(c, name, enable_to, true, false);
+    merge(ret, part);
     co_return ret;
   }
 
-  const json* init_delay = c.arg("init_delay");
-  if (init_delay != nullptr && truthy(*init_delay)) co_await delay(*init_delay);
-
   // Salt asks without sig here: the script's own status.
-  json after_status = co_await fn(c, status_fun, name_only);
-  const bool after_enable = co_await fn_bool(c, enabled_fun, name_only);
-  if ((before_enable != after_enable || before_status != truthy(after_status)) &&
-      ret["changes"].empty()) {
-    ret["changes"][name] = after_status;
-  }
-  const bool still_running = truthy(after_status);
+  service_after after = co_await status_after(c, name, name_only, before);
+  if (after.moved && ret["changes"].empty()) ret["changes"][name] = after.status;
+  const bool still_running = truthy(after.status);
   if (still_running) {
     ret["result"] = false;
     ret["comment"] = "Service " + name + " failed to die";
   } else {
     ret["comment"] = "Service " + name + " was killed";
   }
-  if (enable_to == true) {
-    {
-      json part = co_await enable(c, name, still_running, !still_running);
-      merge(ret, part);
-    }
-  } else if (enable_to == false) {
-    {
-      json part = co_await disable(c, name, still_running, !still_running);
-      merge(ret, part);
-    }
-  }
+  json part = co_await boot(c, name, enable_to, still_running, !still_running);
+  merge(ret, part);
   co_return ret;
 }
 

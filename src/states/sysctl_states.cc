@@ -40,11 +40,7 @@ std::vector<std::string> words(const std::string& s) {
 
 asio::awaitable<json> present(state_call c) {
   const std::string name = c.name();
-  json ret = json::object();
-  ret["name"] = name;
-  ret["result"] = true;
-  ret["changes"] = json::object();
-  ret["comment"] = "";
+  json ret = result_first_ret(name);
   const json* v = c.arg("value");
   const std::string value = v == nullptr ? "" : py_text(*v);
   std::string config;

@@ -1,22 +1,20 @@
 // file.recurse, file.directory and file.accumulated, called as the runner
 // calls them, against a temporary file server root and sandbox.
 
+#include "states/file_tree.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <asio/co_spawn.hpp>
-#include <asio/io_context.hpp>
+#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "fileserver/client.h"
-#include "modules/context.h"
-#include "modules/registry.h"
-#include "states/file_tree.h"
-#include "states/registry.h"
-#include "support/temp_dir.h"
+#include "states/tests/state_fixture.h"
 
 namespace brine::states {
 namespace {
@@ -39,74 +37,16 @@ class counting_client : public fileserver::local_client {
   size_t calls = 0;
 };
 
-class fake_context : public modules::minion_context {
- public:
-  fake_context(const modules::registry& reg, const std::string& root)
-      : reg_(reg), client_(std::map<std::string, std::vector<std::string>>{{"base", {root}}}) {}
-  const std::string& id() const override { return id_; }
-  std::shared_ptr<const nlohmann::json> grains() const override {
-    return std::make_shared<nlohmann::json>(nlohmann::json::object());
-  }
-  std::shared_ptr<const nlohmann::json> pillar() const override {
-    return std::make_shared<nlohmann::json>(nlohmann::json::object());
-  }
-  const nlohmann::json& opts() const override { return opts_; }
-  std::string grains_file() const override { return ""; }
-  const modules::registry& functions() const override { return reg_; }
-  fileserver::client& files() override { return client_; }
-  void refresh_grains() override {}
-  bool refresh_pillar(std::string&) override { return false; }
-  std::vector<modules::running_job> running() const override { return {}; }
-  bool kill_job(const std::string&) override { return false; }
-
-  nlohmann::json opts_ = nlohmann::json::object();
-  counting_client& client() { return client_; }
-
- private:
-  const modules::registry& reg_;
-  std::string id_ = "m1";
-  counting_client client_;
-};
-
-class file_tree_test : public ::testing::Test {
+class file_tree_test : public state_fixture {
  protected:
-  file_tree_test() {
-    register_builtin_states(states_);
-    modules::register_builtin_modules(functions_);
+  file_tree_test() : state_fixture("brine-file-tree") {
     fs::create_directories(root_);
     fs::create_directories(sandbox_);
+    minion_.files_ = &client_;
+    context_ = &minion_;
+    per_run_ = &run_;
   }
 
-  json call(const std::string& fun, json low, bool test = false) {
-    const registry::entry* e = states_.find(fun);
-    EXPECT_NE(e, nullptr) << fun;
-    if (e == nullptr) return json();
-    state_call c;
-    c.low = std::move(low);
-    c.test = test;
-    c.functions = &functions_;
-    c.context = &context_;
-    c.per_run = &run_;
-    asio::io_context io;
-    json out;
-    asio::co_spawn(io, e->fn(std::move(c)), [&](std::exception_ptr ex, json r) {
-      if (ex) std::rethrow_exception(ex);
-      out = std::move(r);
-    });
-    io.run();
-    return out;
-  }
-
-  static void put(const std::string& path, const std::string& text) {
-    fs::create_directories(fs::path(path).parent_path());
-    std::ofstream(path, std::ios::binary) << text;
-  }
-  static std::string get(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
   static std::string mode_of(const std::string& path) {
     struct stat st {};
     ::stat(path.c_str(), &st);
@@ -115,13 +55,9 @@ class file_tree_test : public ::testing::Test {
     return buf;
   }
 
-  test::temp_dir dir_{"brine-file-tree"};
   std::string root_ = dir_.file("roots");
   std::string sandbox_ = dir_.file("sandbox");
-  registry states_;
-  modules::registry functions_;
-  fake_context context_{functions_, root_};
-  run_data run_;
+  counting_client client_{std::map<std::string, std::vector<std::string>>{{"base", {root_}}}};
 };
 
 TEST_F(file_tree_test, recurse_copies_the_directory_then_is_in_the_correct_state) {
@@ -143,20 +79,20 @@ TEST_F(file_tree_test, recurse_copies_the_directory_then_is_in_the_correct_state
   EXPECT_EQ(r["changes"][dest + "/a.txt"], json({{"diff", "New file"}, {"mode", "0640"}}));
   EXPECT_EQ(r["changes"][dest + "/sub"], json({{dest + "/sub", {{"directory", "new"}}}}));
   EXPECT_EQ(r["changes"][dest + "/empty"], json({{dest + "/empty", {{"directory", "new"}}}}));
-  EXPECT_EQ(context_.client().asked, 2u);
+  EXPECT_EQ(client_.asked, 2u);
 
   // Second run: nothing differs, nothing is fetched.
-  context_.client().asked = 0;
+  client_.asked = 0;
   r = call("file.recurse", low);
   EXPECT_EQ(r["result"], true);
   EXPECT_EQ(r["changes"], json::object());
   EXPECT_EQ(r["comment"], "The directory " + dest + " is in the correct state");
-  EXPECT_EQ(context_.client().asked, 0u);
+  EXPECT_EQ(client_.asked, 0u);
 
   // One file changes on the server: only it is fetched.
   put(root_ + "/src/sub/b.txt", "beta 2\n");
   r = call("file.recurse", low);
-  EXPECT_EQ(context_.client().asked, 1u);
+  EXPECT_EQ(client_.asked, 1u);
   EXPECT_EQ(get(dest + "/sub/b.txt"), "beta 2\n");
   EXPECT_EQ(r["changes"][dest + "/sub/b.txt"]["diff"],
             "--- \n+++ \n@@ -1 +1 @@\n-beta\n+beta 2\n");
@@ -307,7 +243,7 @@ TEST_F(file_tree_test, managed_backup_check_cmd_links_and_made_directories) {
   EXPECT_FALSE(fs::exists(f));
 
   // backup: minion keeps the old bytes under cachedir/file_backup.
-  context_.opts_["cachedir"] = dir_.file("cache");
+  minion_.opts_["cachedir"] = dir_.file("cache");
   put(f, "old\n");
   r = call("file.managed", {{"name", f}, {"contents", "new"}, {"backup", "minion"}});
   EXPECT_EQ(r["result"], true) << r.dump(2);

@@ -9,101 +9,34 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <asio/co_spawn.hpp>
-#include <asio/io_context.hpp>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <string>
 
-#include "modules/context.h"
-#include "modules/registry.h"
-#include "states/registry.h"
-#include "support/temp_dir.h"
+#include "states/tests/state_fixture.h"
 
 namespace brine::states {
 namespace {
 
 namespace fs = std::filesystem;
 
-class fake_context : public modules::minion_context {
- public:
-  explicit fake_context(const modules::registry& reg) : reg_(reg) {}
-  const std::string& id() const override { return id_; }
-  std::shared_ptr<const nlohmann::json> grains() const override {
-    return std::make_shared<nlohmann::json>(nlohmann::json{{"id", id_}});
-  }
-  std::shared_ptr<const nlohmann::json> pillar() const override {
-    return std::make_shared<nlohmann::json>(pillar_);
-  }
-  const nlohmann::json& opts() const override { return opts_; }
-  std::string grains_file() const override { return ""; }
-  const modules::registry& functions() const override { return reg_; }
-  void refresh_grains() override {}
-  bool refresh_pillar(std::string&) override { return false; }
-  std::vector<modules::running_job> running() const override { return {}; }
-  bool kill_job(const std::string&) override { return false; }
-  nlohmann::json opts_ = nlohmann::json::object();
-  nlohmann::json pillar_ = nlohmann::json::object();
-
- private:
-  const modules::registry& reg_;
-  std::string id_ = "m1";
-};
-
-bool have_tool(const std::string& tool) {
-  return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0;
-}
-
 int sh(const std::string& command) { return std::system(command.c_str()); }
 
-class misc_states_test : public ::testing::Test {
+class misc_states_test : public state_fixture {
  protected:
-  misc_states_test() {
-    register_builtin_states(states_);
-    modules::register_builtin_modules(functions_);
+  misc_states_test() : state_fixture("brine-misc-states") {
     fs::create_directories(dir_.file("roots"));
-    ctx_.opts_["file_roots"] = {{"base", {dir_.file("roots")}}};
-    ctx_.opts_["id"] = "m1";
+    minion_.opts_["file_roots"] = {{"base", {dir_.file("roots")}}};
+    minion_.opts_["id"] = "m1";
+    minion_.grains_["id"] = "m1";
+    context_ = &minion_;
   }
 
+  // Salt's state compiler gives every chunk its __id__.
   json call(const std::string& fun, json low, bool test = false) {
-    const registry::entry* e = states_.find(fun);
-    EXPECT_NE(e, nullptr) << fun;
-    if (e == nullptr) return json();
     if (!low.contains("__id__")) low["__id__"] = low.value("name", "id");
-    state_call c;
-    c.low = std::move(low);
-    c.test = test;
-    c.functions = &functions_;
-    c.context = &ctx_;
-    asio::io_context io;
-    json out;
-    asio::co_spawn(io, e->fn(std::move(c)), [&](std::exception_ptr ex, json r) {
-      if (ex) std::rethrow_exception(ex);
-      out = std::move(r);
-    });
-    io.run();
-    return out;
+    return state_fixture::call(fun, std::move(low), test);
   }
-
-  void write(const std::string& path, const std::string& text, mode_t mode = 0644) {
-    fs::create_directories(fs::path(path).parent_path());
-    std::ofstream(path, std::ios::binary) << text;
-    ::chmod(path.c_str(), mode);
-  }
-
-  std::string read(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
-  registry states_;
-  modules::registry functions_;
-  test::temp_dir dir_{"brine-misc-states"};
-  fake_context ctx_{functions_};
 };
 
 // module.run
@@ -200,8 +133,8 @@ TEST_F(misc_states_test, module_wait_runs_only_through_mod_watch) {
 // test.check_pillar
 
 TEST_F(misc_states_test, check_pillar_types_and_missing) {
-  ctx_.pillar_ = {{"flag", true}, {"num", 3}, {"text", "t"}, {"items", {1}},
-                  {"nested", {{"inner", "x"}}}};
+  minion_.pillar_ = {
+      {"flag", true}, {"num", 3}, {"text", "t"}, {"items", {1}}, {"nested", {{"inner", "x"}}}};
   json r = call("test.check_pillar", {{"name", "c"}, {"present", "flag"},
                                       {"integer", {"num", "flag"}},
                                       {"string", "nested:inner"}, {"verbose", true}});
@@ -291,9 +224,9 @@ class archive_test : public misc_states_test {
       GTEST_SKIP() << "needs tar, gzip, zip and unzip";
     }
     std::string src = dir_.file("src");
-    write(src + "/top/a.txt", "alpha\n");
-    write(src + "/top/sub/b.txt", "beta\n");
-    write(src + "/x.txt", "x\n");
+    put(src + "/top/a.txt", "alpha\n");
+    put(src + "/top/sub/b.txt", "beta\n");
+    put(src + "/x.txt", "x\n");
     ASSERT_EQ(sh("tar -C " + src + " -czf " + dir_.file("roots/top.tar.gz") + " top"), 0);
     ASSERT_EQ(sh("tar -C " + src + " -cf " + dir_.file("bomb.tar") + " top x.txt"), 0);
     ASSERT_EQ(sh("cd " + src + " && zip -qr " + dir_.file("roots/top.zip") + " top"), 0);
@@ -316,7 +249,7 @@ TEST_F(archive_test, extracts_salt_tar_once) {
   std::vector<std::string> files = r["changes"]["extracted_files"].get<std::vector<std::string>>();
   std::sort(files.begin(), files.end());
   EXPECT_EQ(files, (std::vector<std::string>{"top", "top/a.txt", "top/sub", "top/sub/b.txt"}));
-  EXPECT_EQ(read(dir_.file("out/top/sub/b.txt")), "beta\n");
+  EXPECT_EQ(read("out/top/sub/b.txt"), "beta\n");
   r = call("archive.extracted", low);
   EXPECT_EQ(r["result"], true);
   EXPECT_EQ(r["comment"], "All files in archive are already present");
@@ -340,7 +273,7 @@ TEST_F(archive_test, extracts_local_zip_and_checks_the_hash) {
   EXPECT_EQ(r["result"], true) << r.dump();
   EXPECT_EQ(r["changes"]["extracted_files"],
             json::array({"top/", "List trimmed after 1 files."}));
-  EXPECT_EQ(read(dir_.file("z/top/a.txt")), "alpha\n");
+  EXPECT_EQ(read("z/top/a.txt"), "alpha\n");
   r = call("archive.extracted", low);
   EXPECT_EQ(r["comment"], "All files in archive are already present");
 }
@@ -374,7 +307,7 @@ TEST_F(archive_test, if_missing_and_argument_errors) {
 // cmd.script, runas, umask
 
 TEST_F(misc_states_test, cmd_script_from_salt_with_args_and_stateful) {
-  write(dir_.file("roots/s.sh"), "#!/bin/sh\necho \"args: $*\"\n");
+  write("roots/s.sh", "#!/bin/sh\necho \"args: $*\"\n");
   json r = call("cmd.script", {{"name", "salt://s.sh"}, {"args", "'a b' c"}});
   EXPECT_EQ(r["result"], true) << r.dump();
   EXPECT_EQ(r["comment"], "Command 'salt://s.sh' run");
@@ -383,7 +316,7 @@ TEST_F(misc_states_test, cmd_script_from_salt_with_args_and_stateful) {
   EXPECT_EQ(r["result"], nullptr);
   EXPECT_EQ(r["comment"], "Command 'salt://s.sh' would have been executed");
 
-  write(dir_.file("roots/st.sh"), "#!/bin/sh\necho 'changed=yes comment=\"did\"'\n");
+  write("roots/st.sh", "#!/bin/sh\necho 'changed=yes comment=\"did\"'\n");
   r = call("cmd.script", {{"name", "salt://st.sh"}, {"stateful", true}});
   EXPECT_EQ(r["comment"], "did");
   EXPECT_EQ(r["changes"]["changed"], "yes");
@@ -395,7 +328,8 @@ TEST_F(misc_states_test, cmd_script_from_salt_with_args_and_stateful) {
 }
 
 TEST_F(misc_states_test, cmd_script_local_template_and_success_retcodes) {
-  write(dir_.file("local.sh"), "#!/bin/sh\necho local $1\nexit 5\n", 0755);
+  write("local.sh", "#!/bin/sh\necho local $1\nexit 5\n");
+  ::chmod(path("local.sh").c_str(), 0755);
   // Salt caches `source`, else the whole name: with arguments in the name
   // the source must be given.
   json r = call("cmd.script", {{"name", dir_.file("local.sh") + " one"}});
@@ -406,7 +340,7 @@ TEST_F(misc_states_test, cmd_script_local_template_and_success_retcodes) {
   EXPECT_EQ(r["changes"]["stdout"], "local one");
   EXPECT_EQ(r["changes"]["retcode"], 0);
 
-  write(dir_.file("roots/t.sh"), "#!/bin/sh\necho '{{ word }} on {{ grains.id }}'\n");
+  write("roots/t.sh", "#!/bin/sh\necho '{{ word }} on {{ grains.id }}'\n");
   r = call("cmd.script", {{"name", "salt://t.sh"}, {"template", "jinja"},
                           {"context", {{"word", "hello"}}}, {"__env__", "base"}});
   EXPECT_EQ(r["result"], true) << r.dump();
@@ -448,7 +382,7 @@ TEST_F(runas_test, cmd_run_as_the_user_with_its_home) {
   EXPECT_EQ(r["result"], false);
   EXPECT_EQ(r["comment"], "User 'nosuchuserhere' is not available");
 
-  write(dir_.file("roots/w.sh"), "#!/bin/sh\nid -un\n");
+  write("roots/w.sh", "#!/bin/sh\nid -un\n");
   r = call("cmd.script", {{"name", "salt://w.sh"}, {"runas", "brinerunas"}, {"cwd", dir_.file("home")}});
   EXPECT_EQ(r["changes"]["stdout"], "brinerunas") << r.dump();
 }

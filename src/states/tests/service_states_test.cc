@@ -11,8 +11,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <asio/co_spawn.hpp>
-#include <asio/io_context.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -20,8 +18,7 @@
 #include <string>
 #include <thread>
 
-#include "modules/registry.h"
-#include "states/registry.h"
+#include "states/tests/state_fixture.h"
 #include "support/initd_service.h"
 
 namespace brine::states {
@@ -35,19 +32,18 @@ asio::awaitable<modules::outcome> fake_offline(modules::call) {
   co_return modules::outcome{g_offline};
 }
 
-class service_states_test : public ::testing::Test {
+class service_states_test : public state_fixture {
  protected:
   service_states_test() {
-    register_builtin_states(states_);
-    modules::registry all;
-    modules::register_builtin_modules(all);
-    for (const auto& name : all.names()) {
+    for (const auto& name : functions_.names()) {
       if (name == "service.offline") continue;
-      functions_.add(name, *all.find(name), all.doc(name),
-                     all.instant(name) ? modules::registry::kind::instant
-                                       : modules::registry::kind::may_block);
+      with_fake_offline_.add(name, *functions_.find(name), functions_.doc(name),
+                             functions_.instant(name) ? modules::registry::kind::instant
+                                                      : modules::registry::kind::may_block);
     }
-    functions_.add("service.offline", fake_offline, "service.offline: set by the test");
+    with_fake_offline_.add("service.offline", fake_offline, "service.offline: set by the test");
+    table_ = &with_fake_offline_;
+    timeout_ = std::chrono::seconds(120);
   }
 
   void SetUp() override {
@@ -59,25 +55,10 @@ class service_states_test : public ::testing::Test {
   }
   void TearDown() override { svc_.reset(); }
 
+  // The service under test unless the test names another.
   json call(const std::string& fun, json low, bool test = false) {
-    const registry::entry* e = states_.find(fun);
-    EXPECT_NE(e, nullptr) << fun;
-    if (e == nullptr) return json();
     if (!low.contains("name")) low["name"] = svc_->name();
-    state_call c;
-    c.low = std::move(low);
-    c.test = test;
-    c.functions = &functions_;
-    c.timeout = std::chrono::seconds(120);
-    asio::io_context io;
-    json out;
-    asio::co_spawn(io, e->fn(std::move(c)), [&](std::exception_ptr ex, json r) {
-      if (ex) std::rethrow_exception(ex);
-      out = std::move(r);
-    });
-    io.run_for(std::chrono::seconds(150));
-    EXPECT_FALSE(out.is_null()) << fun << " did not finish within 150 s";
-    return out;
+    return state_fixture::call(fun, std::move(low), test);
   }
 
   // The state's answer as Salt prints it: name, changes, result, comment.
@@ -99,8 +80,7 @@ class service_states_test : public ::testing::Test {
 
   bool start() const { return std::system(("service " + svc_->name() + " start").c_str()) == 0; }
 
-  registry states_;
-  modules::registry functions_;
+  modules::registry with_fake_offline_;
   std::unique_ptr<test::initd_service> svc_;
 };
 

@@ -1,49 +1,24 @@
 // State modules called directly, as the runner calls them: Salt's returns,
 // comments and changes, for real and under test.
 
-#include "states/registry.h"
-
 #include <gtest/gtest.h>
 
-#include <asio/co_spawn.hpp>
-#include <asio/io_context.hpp>
 #include <filesystem>
 #include <fstream>
 
-#include "modules/registry.h"
+#include "states/tests/state_fixture.h"
 #include "support/temp_dir.h"
 
 namespace brine::states {
 namespace {
 
-class states_test : public ::testing::Test {
+class states_test : public state_fixture {
  protected:
-  states_test() {
-    register_builtin_states(states_);
-    modules::register_builtin_modules(functions_);
-  }
-
+  // The test states answer with the name they are given.
   json call(const std::string& fun, json low, bool test = false) {
-    const registry::entry* e = states_.find(fun);
-    EXPECT_NE(e, nullptr) << fun;
-    if (e == nullptr) return json();
-    state_call c;
     if (!low.contains("name")) low["name"] = "x";
-    c.low = std::move(low);
-    c.test = test;
-    c.functions = &functions_;
-    asio::io_context io;
-    json out;
-    asio::co_spawn(io, e->fn(std::move(c)), [&](std::exception_ptr ex, json r) {
-      if (ex) std::rethrow_exception(ex);
-      out = std::move(r);
-    });
-    io.run();
-    return out;
+    return state_fixture::call(fun, std::move(low), test);
   }
-
-  registry states_;
-  modules::registry functions_;
 };
 
 TEST_F(states_test, test_states_answer_as_salts_do) {

@@ -4,111 +4,36 @@
 // did in its fixture's teardown, also when it fails; the ones that need root
 // or a tool the machine lacks are skipped, saying why.
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <asio/co_spawn.hpp>
-#include <asio/io_context.hpp>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <memory>
-#include <sstream>
 #include <string>
 
-#include <gtest/gtest.h>
-
-#include "modules/context.h"
-#include "modules/registry.h"
-#include "states/registry.h"
-#include "support/temp_dir.h"
+#include "states/tests/state_fixture.h"
 
 namespace brine::states {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The minion as the state functions see it: options (hosts.file) only.
-class fake_context : public modules::minion_context {
- public:
-  explicit fake_context(const modules::registry& reg) : reg_(reg) {}
-  const std::string& id() const override { return id_; }
-  std::shared_ptr<const nlohmann::json> grains() const override {
-    return std::make_shared<nlohmann::json>(nlohmann::json::object());
-  }
-  std::shared_ptr<const nlohmann::json> pillar() const override {
-    return std::make_shared<nlohmann::json>(nlohmann::json::object());
-  }
-  const nlohmann::json& opts() const override { return opts_; }
-  std::string grains_file() const override { return ""; }
-  const modules::registry& functions() const override { return reg_; }
-  void refresh_grains() override {}
-  bool refresh_pillar(std::string&) override { return false; }
-  std::vector<modules::running_job> running() const override { return {}; }
-  bool kill_job(const std::string&) override { return false; }
-  nlohmann::json opts_ = nlohmann::json::object();
-
- private:
-  const modules::registry& reg_;
-  std::string id_ = "m1";
-};
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-}
-
-bool have_tool(const std::string& tool) {
-  return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0;
-}
-
 void quietly(const std::string& command) {
   int rc = std::system((command + " >/dev/null 2>&1").c_str());
   (void)rc;
 }
 
-class system_states_test : public ::testing::Test {
+class system_states_test : public state_fixture {
  protected:
-  system_states_test() {
-    register_builtin_states(states_);
-    modules::register_builtin_modules(functions_);
-    ctx_.opts_["hosts.file"] = dir_.file("hosts");
+  system_states_test() : state_fixture("brine-test") {
+    minion_.opts_["hosts.file"] = dir_.file("hosts");
+    context_ = &minion_;
   }
-
-  json call(const std::string& fun, json low, bool test = false) {
-    const registry::entry* e = states_.find(fun);
-    EXPECT_NE(e, nullptr) << fun;
-    if (e == nullptr) return json();
-    state_call c;
-    c.low = std::move(low);
-    c.test = test;
-    c.functions = &functions_;
-    c.context = &ctx_;
-    asio::io_context io;
-    json out;
-    asio::co_spawn(io, e->fn(std::move(c)), [&](std::exception_ptr ex, json r) {
-      if (ex) std::rethrow_exception(ex);
-      out = std::move(r);
-    });
-    io.run();
-    return out;
-  }
-
-  registry states_;
-  modules::registry functions_;
-  test::temp_dir dir_;
-  fake_context ctx_{functions_};
 };
 
 TEST_F(system_states_test, host_present_adds_once_and_absent_removes) {
-  write(dir_.file("hosts"), "127.0.0.1\tlocalhost\n\n# a comment\n10.0.0.1\tother\n");
+  write("hosts", "127.0.0.1\tlocalhost\n\n# a comment\n10.0.0.1\tother\n");
   json low = {{"name", "web.example"}, {"ip", json::array({"10.0.0.1", "10.0.0.2"})},
               {"comment", "brine"}};
   json tested = call("host.present", low, true);
@@ -118,7 +43,7 @@ TEST_F(system_states_test, host_present_adds_once_and_absent_removes) {
             "Host web.example (10.0.0.1) would be added\n"
             "Comment for 10.0.0.2 (brine) would be added\n"
             "Comment for 10.0.0.1 (brine) would be added");
-  EXPECT_EQ(read(dir_.file("hosts")), "127.0.0.1\tlocalhost\n\n# a comment\n10.0.0.1\tother\n");
+  EXPECT_EQ(read("hosts"), "127.0.0.1\tlocalhost\n\n# a comment\n10.0.0.1\tother\n");
 
   json made = call("host.present", low);
   EXPECT_EQ(made["result"], true);
@@ -126,7 +51,7 @@ TEST_F(system_states_test, host_present_adds_once_and_absent_removes) {
             R"({"added":{"10.0.0.2":["web.example"],"10.0.0.1":["web.example"]},)"
             R"("comment_added":{"10.0.0.2":["brine"],"10.0.0.1":["brine"]}})");
   // The other lines stay as they were.
-  EXPECT_EQ(read(dir_.file("hosts")),
+  EXPECT_EQ(read("hosts"),
             "127.0.0.1\tlocalhost\n\n# a comment\n10.0.0.1\t\tother web.example\t\t# brine\n"
             "10.0.0.2\t\tweb.example\t\t# brine\n");
 
@@ -142,12 +67,12 @@ TEST_F(system_states_test, host_present_adds_once_and_absent_removes) {
   EXPECT_EQ(gone["changes"].dump(), R"({"host":"web.example"})");
   EXPECT_EQ(call("host.absent", {{"name", "web.example"}, {"ip", "10.0.0.2"}})["comment"],
             "Host web.example (10.0.0.2) already absent");
-  EXPECT_EQ(read(dir_.file("hosts")),
+  EXPECT_EQ(read("hosts"),
             "127.0.0.1\tlocalhost\n\n# a comment\n10.0.0.1\t\tother web.example\t\t# brine\n");
 }
 
 TEST_F(system_states_test, host_present_warns_or_cleans_the_name_elsewhere) {
-  write(dir_.file("hosts"), "10.0.0.9\tdb.example\n");
+  write("hosts", "10.0.0.9\tdb.example\n");
   json warned = call("host.present", {{"name", "db.example"}, {"ip", "10.0.0.8"}});
   ASSERT_TRUE(warned.contains("warnings"));
   EXPECT_EQ(warned["warnings"][0],
@@ -158,18 +83,18 @@ TEST_F(system_states_test, host_present_warns_or_cleans_the_name_elsewhere) {
       call("host.present", {{"name", "db.example"}, {"ip", "10.0.0.8"}, {"clean", true}});
   EXPECT_EQ(cleaned["comment"], "Host db.example (10.0.0.8) already present\n"
                                 "Removed host db.example (10.0.0.9)");
-  EXPECT_EQ(read(dir_.file("hosts")), "10.0.0.8\t\tdb.example\n");
+  EXPECT_EQ(read("hosts"), "10.0.0.8\t\tdb.example\n");
 }
 
 TEST_F(system_states_test, host_only_sets_the_names_of_an_address) {
-  write(dir_.file("hosts"), "10.0.0.5\ta b\n");
+  write("hosts", "10.0.0.5\ta b\n");
   json tested = call("host.only", {{"name", "10.0.0.5"}, {"hostnames", json::array({"c", "d"})}},
                      true);
   EXPECT_EQ(tested["comment"], "Would change 10.0.0.5 from \"a b\" to \"c d\"");
   json done = call("host.only", {{"name", "10.0.0.5"}, {"hostnames", json::array({"c", "d"})}});
   EXPECT_EQ(done["comment"], "successfully changed 10.0.0.5 from \"a b\" to \"c d\"");
   EXPECT_EQ(done["changes"].dump(), R"({"10.0.0.5":{"old":"a b","new":"c d"}})");
-  EXPECT_EQ(read(dir_.file("hosts")), "10.0.0.5\t\tc d\n");
+  EXPECT_EQ(read("hosts"), "10.0.0.5\t\tc d\n");
   EXPECT_EQ(call("host.only", {{"name", "10.0.0.5"}, {"hostnames", "c d"}})["comment"],
             "IP address 10.0.0.5 already set to \"c d\"");
 }
@@ -179,7 +104,7 @@ TEST_F(system_states_test, host_only_sets_the_names_of_an_address) {
 TEST_F(system_states_test, sysctl_present_keeps_the_value_in_its_config) {
   const std::string proc = "/proc/sys/vm/swappiness";
   if (::access(proc.c_str(), W_OK) != 0) GTEST_SKIP() << proc << " is not writable here";
-  std::string value = read(proc);
+  std::string value = get(proc);
   value.erase(value.find_last_not_of("\n") + 1);
   const std::string config = dir_.file("sysctl.d/99-brine.conf");
   json low = {{"name", "vm.swappiness"}, {"value", value}, {"config", config}};
@@ -193,7 +118,7 @@ TEST_F(system_states_test, sysctl_present_keeps_the_value_in_its_config) {
   EXPECT_EQ(set.dump(), R"({"name":"vm.swappiness","result":true,"changes":{"vm.swappiness":")" +
                             value + R"("},"comment":"Updated sysctl value vm.swappiness = )" +
                             value + R"("})");
-  EXPECT_EQ(read(config), "#\n# Kernel sysctl configuration\n#\nvm.swappiness = " + value + "\n");
+  EXPECT_EQ(get(config), "#\n# Kernel sysctl configuration\n#\nvm.swappiness = " + value + "\n");
   EXPECT_EQ(call("sysctl.present", low)["comment"],
             "Sysctl value vm.swappiness = " + value + " is already set");
   EXPECT_EQ(call("sysctl.present", low, true)["comment"],
@@ -231,7 +156,7 @@ TEST_F(system_states_test, ssh_auth_present_adds_updates_and_absent_removes) {
   json added = call("ssh_auth.present", low);
   EXPECT_EQ(added["comment"], "The authorized host key " + k_key + " for user root was added");
   EXPECT_EQ(added["changes"][k_key], "New");
-  EXPECT_EQ(read(keys), "ssh-ed25519 " + k_key + " me@example\n");
+  EXPECT_EQ(get(keys), "ssh-ed25519 " + k_key + " me@example\n");
   EXPECT_EQ(fs::status(keys).permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write);
   EXPECT_EQ(call("ssh_auth.present", low)["comment"],
@@ -243,7 +168,7 @@ TEST_F(system_states_test, ssh_auth_present_adds_updates_and_absent_removes) {
             "Key " + k_key + " for user root is set to be updated");
   json updated = call("ssh_auth.present", line);
   EXPECT_EQ(updated["changes"][k_key], "Updated");
-  EXPECT_EQ(read(keys), "no-pty ssh-ed25519 " + k_key + " you@example\n");
+  EXPECT_EQ(get(keys), "no-pty ssh-ed25519 " + k_key + " you@example\n");
   EXPECT_EQ(call("ssh_auth.present", {{"name", "not base64!"}, {"user", "root"}, {"config", keys}})
                 ["comment"],
             "Invalid public ssh key, most likely has spaces or invalid syntax");
@@ -256,7 +181,7 @@ TEST_F(system_states_test, ssh_auth_present_adds_updates_and_absent_removes) {
   json removed = call("ssh_auth.absent", absent);
   EXPECT_EQ(removed["comment"], "Key removed");
   EXPECT_EQ(removed["changes"][k_key], "Removed");
-  EXPECT_EQ(read(keys), "");
+  EXPECT_EQ(get(keys), "");
   EXPECT_EQ(call("ssh_auth.absent", absent)["comment"], "Key not present");
   EXPECT_EQ(call("ssh_auth.absent", absent, true)["comment"], "Key is already absent");
 }
@@ -272,8 +197,8 @@ TEST_F(system_states_test, ssh_known_hosts_present_with_a_key_and_absent) {
   EXPECT_EQ(added["changes"].dump(), R"({"old":null,"new":[{"hostname":"db.example","enc":)"
                                      R"("ssh-ed25519","key":")" + k_key + R"("}]})");
   // Hashed by default: the name is no longer in the file, ssh-keygen -F finds it.
-  EXPECT_EQ(read(known).find("db.example"), std::string::npos);
-  EXPECT_TRUE(read(known).starts_with("|1|"));
+  EXPECT_EQ(get(known).find("db.example"), std::string::npos);
+  EXPECT_TRUE(get(known).starts_with("|1|"));
   EXPECT_EQ(call("ssh_known_hosts.present", low)["comment"],
             "db.example already exists in " + known);
   EXPECT_EQ(call("ssh_known_hosts.present", low, true)["comment"],
