@@ -654,6 +654,28 @@ std::optional<int> second_document_line(const std::string& yaml) {
   return second.line;
 }
 
+// One option through its handler. A name the table lacks is a typo, warned
+// about and dropped, unless it is an execution module's option
+// (`module.option`, e.g. `mysql.host` or `nginx.lookup`) in a config that
+// keeps them: Salt keeps every option in opts, where config.get and
+// config.option find it, and formulas read their own that way.
+template <class Config>
+void apply_one(const option_table<Config>& table, Config& config, const option& opt) {
+  auto handler = table.find(opt.name);
+  if (handler != table.end()) {
+    handler->second(config, opt);
+    return;
+  }
+  if constexpr (requires { config.module_options; }) {
+    size_t dot = opt.name.find('.');
+    if (dot != std::string::npos && dot > 0 && dot + 1 < opt.name.size()) {
+      config.module_options[opt.name] = as_data(opt);
+      return;
+    }
+  }
+  warn_unknown(opt.source, opt.line, opt.name, table);
+}
+
 template <class Config>
 std::map<std::string, int> apply(const std::string& yaml, const std::string& source,
                                  const option_table<Config>& table, Config& config) {
@@ -662,14 +684,9 @@ std::map<std::string, int> apply(const std::string& yaml, const std::string& sou
     for (const auto& o : *simple) {
       std::string name(o.name);
       check_once(seen, source, name, o.line);
-      auto handler = table.find(name);
-      if (handler == table.end()) {
-        warn_unknown(source, o.line, name, table);
-        continue;
-      }
       YAML::Node value(std::string(o.value));
       value.SetTag("?");  // plain, as the parser tags it
-      handler->second(config, option{source, name, o.line, value});
+      apply_one(table, config, option{source, name, o.line, value});
     }
     return seen;
   }
@@ -699,12 +716,7 @@ std::map<std::string, int> apply(const std::string& yaml, const std::string& sou
     }
     const std::string& name = kv.first.Scalar();
     check_once(seen, source, name, line);
-    auto handler = table.find(name);
-    if (handler == table.end()) {
-      warn_unknown(source, line, name, table);
-      continue;
-    }
-    handler->second(config, option{source, name, line, kv.second});
+    apply_one(table, config, option{source, name, line, kv.second});
   }
   return seen;
 }

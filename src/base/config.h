@@ -136,9 +136,10 @@ struct minion_config {
   // `hosts.file`); a relative path is anchored at the config's directory.
   // Empty: not set here (grains or pillar may set it; /etc/hosts otherwise).
   std::string hosts_file;
-  // Options of execution modules under Salt's names, as set (postgres.host,
-  // postgres.port, postgres.user, postgres.pass, postgres.maintenance_db):
-  // handed to the modules in opts, where Salt's config.option finds them.
+  // Options of execution modules under Salt's names (`module.option`: the
+  // postgres.* ones checked as one value each, any other kept as the data it
+  // is): handed to the modules in opts, where Salt's config.get and
+  // config.option find them.
   nlohmann::json module_options = nlohmann::json::object();
   std::string pki_dir = "/etc/brine/pki/minion";
   std::string cachedir = "/var/cache/brine/minion";

@@ -1003,5 +1003,21 @@ TEST(MinionConfig, PostgresOptionsAreKeptForTheModule) {
             std::string::npos);
 }
 
+
+// Salt keeps every option in opts; formulas read their own (`nginx.lookup`,
+// `mysql.host`) with config.get. brine keeps every `module.option` as data
+// (a map stays a map), in both parsers, and still warns about a plain name
+// it does not know (a typo).
+TEST(MinionConfig, ModuleOptionsOfAnyModuleAreKept) {
+  auto plain = parse_minion_config("mysql.host: db1\nmysql.port: 3307\nid: m1\n", "m.yaml");
+  EXPECT_EQ(plain.module_options, nlohmann::json({{"mysql.host", "db1"}, {"mysql.port", 3307}}));
+  auto nested = parse_minion_config(
+      "nginx.lookup:\n  package: nginx-full\n  ports: [80, 443]\nid: m1\n", "m.yaml");
+  EXPECT_EQ(nested.module_options,
+            nlohmann::json({{"nginx.lookup", {{"package", "nginx-full"}, {"ports", {80, 443}}}}}));
+  auto typo = parse_minion_config("mysqlhost: db1\n.hidden: 1\ntrailing.: 2\n", "m.yaml");
+  EXPECT_TRUE(typo.module_options.empty()) << typo.module_options.dump();
+}
+
 }  // namespace
 }  // namespace brine::base
