@@ -202,6 +202,13 @@ nlohmann::json core_grains(const core_options& o) {
   g["systempath"] = text::split(path, ':');
   g["shell"] = env("SHELL", "/bin/sh");
   g["brineversion"] = o.brine_version;
+  // The Salt release whose behaviour brine reproduces (its state compiler
+  // and runner are checked against Salt 3006.23), and that release's Python
+  // (the 3006 onedir's 3.10): formulas test these to pick their code paths,
+  // e.g. `grains.saltversioninfo >= [3006]`, `grains.pythonversion[0] == 3`.
+  g["saltversion"] = "3006.23";
+  g["saltversioninfo"] = nlohmann::json::array({3006, 23});
+  g["pythonversion"] = nlohmann::json::array({3, 10, 18, "final", 0});
   return g;
 }
 

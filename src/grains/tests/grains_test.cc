@@ -559,6 +559,10 @@ TEST(CoreGrains, FixtureHost) {
   EXPECT_EQ(core_grains({.root = dir.path()})["osarch"], expected("rocky-9")["osarch"]);
 #endif
   EXPECT_EQ(g["brineversion"], "1.2.3");
+  // The Salt release brine reproduces, as formulas test it.
+  EXPECT_EQ(g["saltversion"], "3006.23");
+  EXPECT_EQ(g["saltversioninfo"], json::array({3006, 23}));
+  EXPECT_EQ(g["pythonversion"][0], 3);
 }
 
 bool sorted_by_value(const json& list, int family) {
