@@ -2,36 +2,66 @@
 # Builds the libFuzzer targets with clang and runs each for SECONDS (default 60):
 # the frame decoder, the DNS SRV reply parser, the Jinja template engine,
 # the file server's requests and paths, the apt sources parser, the archive
-# listings, target expressions and config files.
+# listings, target expressions, config files and state arguments (the state
+# runner and every state function; see tests/fuzz/state_args_fuzz.cc: it
+# runs as root or in a user namespace, in a read-only mount namespace).
 # TARGETS (default all) picks some.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-targets=${2:-frame srv template fileserver apt_sources archive_listing target config}
+targets=${2:-frame srv template fileserver apt_sources archive_listing target config state_args}
 out=build/fuzz
 mkdir -p "$out"
-clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-  tests/fuzz/frame_fuzz.cc src/proto/frame.cc src/base/error.cc -o "$out/frame_fuzz"
-clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -DASIO_STANDALONE \
-  tests/fuzz/srv_fuzz.cc src/net/dns.cc src/base/error.cc -lcares -lfmt -o "$out/srv_fuzz"
-clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-  tests/fuzz/template_fuzz.cc src/render/*.cc src/base/{error,python,yaml_json}.cc \
-  -lyaml -lyaml-cpp -lpcre2-8 -lcrypto -o "$out/template_fuzz"
-clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -DASIO_STANDALONE \
-  tests/fuzz/fileserver_fuzz.cc src/fileserver/{path,roots,serve}.cc -lcrypto \
-  -o "$out/fileserver_fuzz"
-clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-  tests/fuzz/apt_sources_fuzz.cc src/modules/apt_sources.cc -o "$out/apt_sources_fuzz"
-  tests/fuzz/archive_listing_fuzz.cc src/modules/archive_listing.cc -o "$out/archive_listing_fuzz"
-clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-  tests/fuzz/target_fuzz.cc src/target/*.cc src/packed/*.cc src/base/{error,yaml_json,python}.cc \
-  -lyaml-cpp -lyaml -lfmt -o "$out/target_fuzz"
-clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-  tests/fuzz/config_fuzz.cc src/base/{config,error,fs,log,yaml_json,python}.cc \
-  -lyaml-cpp -lyaml -lfmt -lspdlog -o "$out/config_fuzz"
+cxx=(clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc)
+# Builds the one-file targets that TARGETS names.
+build() {
+  case "$1" in
+    frame) "${cxx[@]}" tests/fuzz/frame_fuzz.cc src/proto/frame.cc src/base/error.cc \
+      -o "$out/frame_fuzz" ;;
+    srv) "${cxx[@]}" -DASIO_STANDALONE tests/fuzz/srv_fuzz.cc src/net/dns.cc src/base/error.cc \
+      -lcares -lfmt -o "$out/srv_fuzz" ;;
+    template) "${cxx[@]}" tests/fuzz/template_fuzz.cc src/render/*.cc \
+      src/base/{error,python,yaml_json}.cc -lyaml -lyaml-cpp -lpcre2-8 -lcrypto \
+      -o "$out/template_fuzz" ;;
+    fileserver) "${cxx[@]}" -DASIO_STANDALONE tests/fuzz/fileserver_fuzz.cc \
+      src/fileserver/{path,roots,serve}.cc -lcrypto -o "$out/fileserver_fuzz" ;;
+    apt_sources) "${cxx[@]}" tests/fuzz/apt_sources_fuzz.cc src/modules/apt_sources.cc \
+      -o "$out/apt_sources_fuzz" ;;
+    archive_listing) "${cxx[@]}" tests/fuzz/archive_listing_fuzz.cc \
+      src/modules/archive_listing.cc -o "$out/archive_listing_fuzz" ;;
+    target) "${cxx[@]}" tests/fuzz/target_fuzz.cc src/target/*.cc src/packed/*.cc \
+      src/base/{error,yaml_json,python}.cc -lyaml-cpp -lyaml -lfmt -o "$out/target_fuzz" ;;
+    config) "${cxx[@]}" tests/fuzz/config_fuzz.cc src/base/{config,error,fs,log,yaml_json,python}.cc \
+      -lyaml-cpp -lyaml -lfmt -lspdlog -o "$out/config_fuzz" ;;
+    state_args) ;;  # below
+    *) echo "fuzz.sh: no target '$1'" >&2; exit 2 ;;
+  esac
+}
+for target in $targets; do build "$target"; done
+# state_args links most of the minion: its objects are compiled in parallel
+# and kept (rebuilt when a source or header under src/ is newer). Clang 14's
+# -fsanitize=function cannot compile coroutines ("Cannot represent a
+# difference across sections"), and Asio enables co_await for clang only
+# with <experimental/coroutine>: both are set here.
+if [[ " $targets " == *" state_args "* ]]; then
+  objs="$out/state_args"
+  mkdir -p "$objs"
+  newest=$(find src tests/fuzz/state_args_fuzz.cc -newer "$objs/.stamp" -print -quit 2>/dev/null || echo x)
+  if [[ ! -e "$objs/.stamp" || -n "$newest" ]]; then
+    rm -f "$objs"/*.o
+    ls tests/fuzz/state_args_fuzz.cc src/{apply,states,modules,state,render,fileserver,target,packed,pq,base}/*.cc |
+      xargs -P "$(nproc)" -I{} sh -c 'clang++ -std=c++20 -g -O1 \
+        -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=function -Isrc $2 \
+        -DASIO_STANDALONE -DASIO_NO_DEPRECATED -DASIO_HAS_CO_AWAIT=1 -DBRINE_VERSION=\"fuzz\" \
+        -c {} -o "$1/$(echo {} | tr / _).o"' _ "$objs" "$(pkg-config --cflags libpq)"
+    touch "$objs/.stamp"
+  fi
+  clang++ -fsanitize=fuzzer,address,undefined -fno-sanitize=function "$objs"/*.o \
+    -lyaml-cpp -lyaml -lpcre2-8 -lssl -lcrypto -lfmt -lspdlog -lpthread -ldl -o "$out/state_args_fuzz"
+fi
 for target in $targets; do
   corpus=$(mktemp -d)
   cp "tests/fuzz/corpus/$target/"* "$corpus/"
-  "$out/${target}_fuzz" -max_total_time="$seconds" -max_len=4096 "$corpus"
+  "$out/${target}_fuzz" -max_total_time="$seconds" -max_len=4096 -artifact_prefix="$PWD/" "$corpus"
   rm -rf "$corpus"
 done
