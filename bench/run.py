@@ -49,10 +49,11 @@ def wait_for(pred, timeout, what, interval=0.02):
     raise BenchError(f"timed out after {timeout} s waiting for {what}")
 
 
-def proc_rss_kib(pid):
+def proc_rss_kib(pid, field="VmRSS"):
+    """VmRSS (now) or VmHWM (the peak since the process started), in KiB."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
 
@@ -567,6 +568,10 @@ class Suite:
             self.record("state.apply 200 states through a master, second run (CLI wall)", "ms",
                         walls)
             self.record("minion RSS after the runs", "KiB", [proc_rss_kib(r.procs[0].pid)])
+            # The minion runs jobs in its own process (their commands aside),
+            # so its high-water mark is what a run takes at its peak.
+            self.record("minion peak RSS during the runs (VmHWM)", "KiB",
+                        [proc_rss_kib(r.procs[0].pid, "VmHWM")])
         finally:
             r.stop()
             m.stop()
