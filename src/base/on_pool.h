@@ -27,8 +27,15 @@ asio::awaitable<T> on_pool(asio::thread_pool& pool, std::function<T()> work) {
                       guard = std::move(guard)]() mutable {
       *result = w();
       w = nullptr;
+      // The guard goes back with the handler and is released on the
+      // caller's executor: released here, the last work of an io_context
+      // would end its run() from this thread, and the owner could destroy
+      // it while this thread is still inside the scheduler's stop() (UBSan
+      // saw a member call on a destroyed scheduler at `brine call` exit).
       auto ex = guard.get_executor();
-      asio::post(ex, std::move(handler));
+      asio::post(ex, [handler = std::move(handler), guard = std::move(guard)]() mutable {
+        std::move(handler)();
+      });
     });
   };
   auto op = asio::async_initiate<decltype(asio::use_awaitable), void()>(init, asio::use_awaitable,
