@@ -85,16 +85,24 @@ json as_req(const json& req) {
   return json();
 }
 
+// chunk[key] as Python's str() shows it; empty when absent. Chunks come
+// from whoever wrote the state tree (or called state.low): any key may hold
+// any type (state_args_fuzz found `state: true` throwing here).
+std::string field(const json& chunk, const char* key) {
+  auto it = chunk.find(key);
+  return it == chunk.end() ? std::string() : text(*it);
+}
+
 // Whether `chunk` is what a requisite {key: value} points at.
 bool matches(const json& chunk, const std::string& key, const json& value) {
   if (!value.is_string()) return false;
   const std::string& pattern = value.get_ref<const std::string&>();
-  if (key == "sls") return modules::fnmatch(pattern, chunk.value("__sls__", ""));
-  if (!(modules::fnmatch(pattern, text(chunk["name"])) ||
-        modules::fnmatch(pattern, text(chunk["__id__"])))) {
+  if (key == "sls") return modules::fnmatch(pattern, field(chunk, "__sls__"));
+  if (!(modules::fnmatch(pattern, field(chunk, "name")) ||
+        modules::fnmatch(pattern, field(chunk, "__id__")))) {
     return false;
   }
-  return key == "id" || chunk.value("state", "") == key;
+  return key == "id" || field(chunk, "state") == key;
 }
 
 bool is_true(const json& v) { return v.is_boolean() && v.get<bool>(); }
@@ -141,8 +149,8 @@ struct proc {
 }  // namespace
 
 std::string tag_of(const json& low) {
-  return text(low["state"]) + "_|-" + text(low["__id__"]) + "_|-" + text(low["name"]) + "_|-" +
-         text(low["fun"]);
+  return field(low, "state") + "_|-" + field(low, "__id__") + "_|-" + field(low, "name") + "_|-" +
+         field(low, "fun");
 }
 
 bool any_failed(const json& running) {
@@ -767,7 +775,7 @@ struct runner::impl {
           for (size_t i = 0; i < chunks.size(); ++i) {
             if (value.is_null()) continue;
             if (key == "sls") {
-              if (modules::fnmatch(text(value), chunks[i].value("__sls__", ""))) {
+              if (modules::fnmatch(text(value), field(chunks[i], "__sls__"))) {
                 if (requisite == "prereq") chunks[i]["__prereq__"] = true;
                 found_reqs.push_back(i);
                 found = true;

@@ -203,6 +203,22 @@ TEST_F(runner_test, a_prereq_that_cannot_be_met_ends_as_a_recursive_requisite) {
   EXPECT_EQ(at(ret, "test_|-target_|-target_|-succeed_with_changes")["result"], nullptr);
 }
 
+// Chunks come from whoever wrote them: a state that is not text must fail
+// that state with Salt's error, not end the run (state_args_fuzz found a
+// requisite lookup throwing on `state: true`).
+TEST_F(runner_test, a_chunk_whose_state_is_not_text_fails_only_itself) {
+  json odd = chunk("odd", "test.nop", {}, 0);
+  odd["state"] = true;
+  json ret = run(json::array({odd, chunk("after", "test.succeed_without_changes",
+                                         {{"require", req("test", "odd")}}, 1)}));
+  const json& o = at(ret, "True_|-odd_|-odd_|-nop");
+  EXPECT_EQ(o["result"], false) << ret.dump(2);
+  EXPECT_EQ(o["comment"], "State 'True.nop' was not found in SLS 's'\nReason: 'True.nop' is not available.\n")
+      << ret.dump(2);
+  // "odd" is no test state: the requisite is not found.
+  EXPECT_EQ(at(ret, "test_|-after_|-after_|-succeed_without_changes")["result"], false);
+}
+
 // Marking a requisite __prereq__ adds a key to that chunk; when a state
 // prereqs itself, that chunk is the one whose requisites are being read
 // (a use after free that state_args_fuzz found).
