@@ -39,23 +39,25 @@ build() {
 }
 for target in $targets; do build "$target"; done
 # state_args links most of the minion: its objects are compiled in parallel
-# and kept (rebuilt when a source or header under src/ is newer). Clang 14's
+# and kept (an object is rebuilt when its source is newer, all of them when
+# a header is). Clang 14's
 # -fsanitize=function cannot compile coroutines ("Cannot represent a
 # difference across sections"), and Asio enables co_await for clang only
 # with <experimental/coroutine>: both are set here.
 if [[ " $targets " == *" state_args "* ]]; then
   objs="$out/state_args"
   mkdir -p "$objs"
-  newest=$(find src tests/fuzz/state_args_fuzz.cc -newer "$objs/.stamp" -print -quit 2>/dev/null || echo x)
-  if [[ ! -e "$objs/.stamp" || -n "$newest" ]]; then
+  # A changed header rebuilds every object; a changed source its own.
+  if [[ -e "$objs/.stamp" && -n "$(find src -name '*.h' -newer "$objs/.stamp" -print -quit)" ]]; then
     rm -f "$objs"/*.o
-    ls tests/fuzz/state_args_fuzz.cc src/{apply,states,modules,state,render,fileserver,target,packed,pq,base}/*.cc |
-      xargs -P "$(nproc)" -I{} sh -c 'clang++ -std=c++20 -g -O1 \
-        -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=function -Isrc $2 \
-        -DASIO_STANDALONE -DASIO_NO_DEPRECATED -DASIO_HAS_CO_AWAIT=1 -DBRINE_VERSION=\"fuzz\" \
-        -c {} -o "$1/$(echo {} | tr / _).o"' _ "$objs" "$(pkg-config --cflags libpq)"
-    touch "$objs/.stamp"
   fi
+  ls tests/fuzz/state_args_fuzz.cc src/{apply,states,modules,state,render,fileserver,target,packed,pq,base}/*.cc |
+    xargs -P "$(nproc)" -I{} sh -c 'o="$1/$(echo {} | tr / _).o"; [ "$o" -nt {} ] && exit 0
+      clang++ -std=c++20 -g -O1 \
+      -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=function -Isrc $2 \
+      -DASIO_STANDALONE -DASIO_NO_DEPRECATED -DASIO_HAS_CO_AWAIT=1 -DBRINE_VERSION=\"fuzz\" \
+      -c {} -o "$o"' _ "$objs" "$(pkg-config --cflags libpq)"
+  touch "$objs/.stamp"
   clang++ -fsanitize=fuzzer,address,undefined -fno-sanitize=function "$objs"/*.o \
     -lyaml-cpp -lyaml -lpcre2-8 -lssl -lcrypto -lfmt -lspdlog -lpthread -ldl -o "$out/state_args_fuzz"
 fi
