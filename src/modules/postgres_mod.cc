@@ -275,20 +275,6 @@ std::string where(const target& t) {
   return "PostgreSQL at " + at + as + " (database " + t.dbname + ")";
 }
 
-// libpq's message, first line only, without what brine's message already
-// says ('connection to server at "h", port 5432 failed: ', "FATAL:  ").
-std::string clean_message(const char* raw) {
-  std::string s = raw ? raw : "";
-  s = trim(s.substr(0, s.find('\n')));
-  if (s.rfind("connection to server ", 0) == 0) {
-    auto at = s.find(" failed: ");
-    if (at != std::string::npos) s.erase(0, at + 9);
-  }
-  for (std::string_view severity : {"FATAL:  ", "ERROR:  "}) {
-    if (s.rfind(severity, 0) == 0) s.erase(0, severity.size());
-  }
-  return s.empty() ? "no message from libpq" : s;
-}
 
 std::string connect_hint(const std::string& message) {
   if (message.find("password") != std::string::npos) {
@@ -450,7 +436,7 @@ class session {
         }
       } else if (status != PGRES_COMMAND_OK && status != PGRES_EMPTY_QUERY && error.empty()) {
         const char* primary = pq_.PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-        error = primary ? primary : clean_message(pq_.PQresultErrorMessage(r));
+        error = primary ? primary : pq::clean_message(pq_.PQresultErrorMessage(r));
       }
       pq_.PQclear(r);
     }
@@ -466,7 +452,7 @@ class session {
     if (e == nullptr) {
       throw tool_failure(target_.fun + ": cannot quote " +
                          (identifier ? "the name '" + s + "'" : std::string("a value")) + ": " +
-                         clean_message(pq_.PQerrorMessage(conn_)));
+                         pq::clean_message(pq_.PQerrorMessage(conn_)));
     }
     std::string out(e);
     pq_.PQfreemem(e);
@@ -475,7 +461,7 @@ class session {
 
   [[noreturn]] void lost() const {
     throw tool_failure(target_.fun + ": lost the connection to " + where(target_) + ": " +
-                       clean_message(pq_.PQerrorMessage(conn_)));
+                       pq::clean_message(pq_.PQerrorMessage(conn_)));
   }
 
   const pq::api& pq_;
@@ -514,7 +500,7 @@ asio::awaitable<std::unique_ptr<session>> connect(target t) {
                         connect_hint(message));
   };
   auto failed = [&]() {
-    std::string message = clean_message(pq.PQerrorMessage(conn));
+    std::string message = pq::clean_message(pq.PQerrorMessage(conn));
     if (message == "database \"" + t.dbname + "\" does not exist") {
       throw missing_database(fail(message).what());
     }
@@ -533,7 +519,7 @@ asio::awaitable<std::unique_ptr<session>> connect(target t) {
     }
     status = pq.PQconnectPoll(conn);
   }
-  if (pq.PQsetnonblocking(conn, 1) != 0) throw fail(clean_message(pq.PQerrorMessage(conn)));
+  if (pq.PQsetnonblocking(conn, 1) != 0) throw fail(pq::clean_message(pq.PQerrorMessage(conn)));
   co_return s;
 }
 

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <cctype>
+
 #include "base/error.h"
 
 namespace brine::pq {
@@ -39,6 +41,25 @@ const api& load(const std::string& who) {
     throw base::error(who + ": cannot load libpq (" + lib.error + "); install the libpq5 package");
   }
   return lib.functions;
+}
+
+std::string first_line(std::string_view s) {
+  s = s.substr(0, s.find('\n'));
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+std::string clean_message(const char* raw) {
+  std::string s = first_line(raw ? raw : "");
+  if (s.rfind("connection to server ", 0) == 0) {
+    auto at = s.find(" failed: ");
+    if (at != std::string::npos) s.erase(0, at + 9);
+  }
+  for (std::string_view severity : {"FATAL:  ", "ERROR:  "}) {
+    if (s.rfind(severity, 0) == 0) s.erase(0, severity.size());
+  }
+  return s.empty() ? "no message from libpq" : s;
 }
 
 }  // namespace brine::pq

@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <string_view>
 
 // libpq, loaded at run time (dlopen) by the first user in the process: the
 // PostgreSQL store and the postgres execution module share this one loader.
@@ -44,5 +45,13 @@ struct api {
 // "<who>: cannot load libpq (...); install the libpq5 package" when it is
 // not installed or too old.
 const api& load(const std::string& who);
+
+// The first line of `s`, without surrounding white space.
+std::string first_line(std::string_view s);
+
+// libpq's message, first line only, without what brine's own message
+// already says ('connection to server at "h", port 5432 failed: ',
+// "FATAL:  "); "no message from libpq" when empty.
+std::string clean_message(const char* raw);
 
 }  // namespace brine::pq

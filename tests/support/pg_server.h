@@ -33,6 +33,20 @@
 
 namespace brine::test {
 
+// A port on 127.0.0.1 where nothing listens (bound to port 0, then closed).
+inline int unused_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+
 // The directory of PostgreSQL's server programs (initdb, postgres, psql):
 // initdb's on PATH (symlinks resolved), else the newest
 // /usr/lib/postgresql/N/bin; empty when PostgreSQL is not installed.

@@ -49,19 +49,6 @@ class fake_context : public modules::minion_context {
   std::string id_ = "m1";
 };
 
-// A port on 127.0.0.1 where nothing listens (bound to port 0, then closed).
-int unused_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 class postgres_states : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -425,7 +412,7 @@ TEST_F(postgres_states, extension_present_upgrade_and_absent) {
 }
 
 TEST_F(postgres_states, bad_connection_names_the_server_and_the_fix) {
-  const int port = unused_port();
+  const int port = test::unused_port();
   json r = call(
       "postgres_user.present",
       {{"name", "x"}, {"db_host", "127.0.0.1"}, {"db_port", port}, {"db_password", "hunter2"}});
@@ -457,7 +444,7 @@ TEST_F(postgres_states, connection_options_come_from_config_then_pillar) {
   EXPECT_TRUE(o.success) << o.ret.dump();
   EXPECT_EQ(o.ret, true);
   // An argument wins over the option.
-  modules::outcome bad = run("postgres.user_exists", {"frank"}, {{"port", unused_port()}});
+  modules::outcome bad = run("postgres.user_exists", {"frank"}, {{"port", test::unused_port()}});
   EXPECT_FALSE(bad.success);
 
   context_.opts_ = nlohmann::json::object();

@@ -237,26 +237,6 @@ std::string to_text(std::string s) {
   return out;
 }
 
-std::string first_line(std::string_view s) {
-  s = s.substr(0, s.find('\n'));
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
-}
-
-// libpq's message, first line only, without what brine's message already
-// says ('connection to server at "h", port 5432 failed: ', "FATAL:  ").
-std::string clean_message(const char* raw) {
-  std::string s = first_line(raw ? raw : "");
-  if (s.rfind("connection to server ", 0) == 0) {
-    auto at = s.find(" failed: ");
-    if (at != std::string::npos) s.erase(0, at + 9);
-  }
-  for (std::string_view severity : {"FATAL:  ", "ERROR:  "}) {
-    if (s.rfind(severity, 0) == 0) s.erase(0, severity.size());
-  }
-  return s.empty() ? "no message from libpq" : s;
-}
 
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
@@ -555,7 +535,7 @@ PGconn* connect(const config& c) {
   PGconn* conn = c.pq->PQconnectdbParams(keys.data(), values.data(), 0);
   if (conn == nullptr) c.fail("cannot connect to " + c.endpoint + ": out of memory");
   if (c.pq->PQstatus(conn) != CONNECTION_OK) {
-    std::string message = clean_message(c.pq->PQerrorMessage(conn));
+    std::string message = pq::clean_message(c.pq->PQerrorMessage(conn));
     c.pq->PQfinish(conn);
     std::string fix;
     if (message.find("password authentication failed") != std::string::npos) {
@@ -801,10 +781,10 @@ class session {
     std::string message;
     if (r) {
       const char* primary = c_->pq->PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-      message = primary ? first_line(primary) : clean_message(c_->pq->PQresultErrorMessage(r));
+      message = primary ? pq::first_line(primary) : pq::clean_message(c_->pq->PQresultErrorMessage(r));
       c_->pq->PQclear(r);
     } else {
-      message = clean_message(c_->pq->PQerrorMessage(conn_));
+      message = pq::clean_message(c_->pq->PQerrorMessage(conn_));
     }
     if (c_->pq->PQstatus(conn_) != CONNECTION_OK) {
       close();
@@ -1099,7 +1079,7 @@ class postgres_feed final : public change_feed {
     if (!ok) lost();
   }
   [[noreturn]] void lost() {
-    std::string message = clean_message(c_->pq->PQerrorMessage(conn_));
+    std::string message = pq::clean_message(c_->pq->PQerrorMessage(conn_));
     c_->pq->PQfinish(conn_);
     conn_ = nullptr;
     c_->fail_unreachable("change feed: lost the connection to " + c_->endpoint + " (" + message +

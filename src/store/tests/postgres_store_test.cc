@@ -34,19 +34,6 @@ using namespace test_util;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-// A port on 127.0.0.1 where nothing listens (bound to port 0, then closed).
-int unused_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // Whether f() throws store::unreachable (a server to wait for) rather than
 // another base::error (a setting to fix).
 template <class F>
@@ -290,7 +277,7 @@ TEST_F(postgres_test, broken_urls_say_what_is_wrong) {
 }
 
 TEST_F(postgres_test, connection_refused_names_host_and_port) {
-  int port = unused_port();
+  int port = test::unused_port();
   auto o = opts();
   o.url = "postgresql://brine@127.0.0.1:" + std::to_string(port) + "/db?sslmode=disable";
   auto start = clock_type::now();
