@@ -1059,6 +1059,7 @@ runner::runner(settings s) : p_(std::make_unique<impl>()) {
   if (s.states == nullptr || s.functions == nullptr) {
     throw base::error("state runner: no state or execution functions to run with");
   }
+  p_->per_run->compiler = s.compiler;
   p_->s = std::move(s);
 }
 

@@ -38,6 +38,9 @@ struct settings {
   bool failhard = false;  // the minion's failhard option
   std::string jid;
   std::chrono::seconds timeout{3600};
+  // The compiler that compiled the run's chunks: the run's templates render
+  // with it (states::run_data). Null: they make their own.
+  std::shared_ptr<state::compiler> compiler;
 };
 
 // One run over one list of chunks. Lifecycle: made, run() once, dropped.

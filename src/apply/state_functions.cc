@@ -182,6 +182,9 @@ class run_context : public modules::minion_context {
 struct compiled {
   state::compiler::run_plan plan;
   std::string error;  // an exception from the compile
+  // The compiler, kept for the run's templates (one __salt__, __grains__
+  // and __pillar__ for the whole run, as in Salt).
+  std::shared_ptr<state::compiler> compiler;
 };
 
 asio::awaitable<compiled> compile(const call& c, modules::minion_context& ctx,
@@ -204,9 +207,10 @@ asio::awaitable<compiled> compile(const call& c, modules::minion_context& ctx,
       if (saltenv) o.saltenv = saltenv;
       state::minion m = state::minion_of(*cp);
       m.pillar = *pillar;
-      auto comp = std::make_unique<state::compiler>(o, std::move(m));
+      auto comp = std::make_shared<state::compiler>(o, std::move(m));
       comp->set_salt(state::make_salt(*comp, cp->functions(), cp));
       result->plan = comp->plan(mods, saltenv, exclude);
+      result->compiler = std::move(comp);
     } catch (const std::exception& e) {
       result->error = e.what();
     }
@@ -216,8 +220,10 @@ asio::awaitable<compiled> compile(const call& c, modules::minion_context& ctx,
   co_return std::move(*result);
 }
 
-settings settings_for(const call& c, modules::minion_context& ctx, const states::registry& st) {
+settings settings_for(const call& c, modules::minion_context& ctx, const states::registry& st,
+                      std::shared_ptr<state::compiler> compiler = nullptr) {
   settings s;
+  s.compiler = std::move(compiler);
   s.states = &st;
   s.functions = &ctx.functions();
   s.context = &ctx;
@@ -248,12 +254,14 @@ asio::awaitable<outcome> apply_states(call c, const states::registry* st,
   modules::minion_context& ctx = modules::need_context(c);
   if (auto refused = co_await wait_for_turn(c, ctx)) co_return std::move(*refused);
   if (force_test) c.kwargs["test"] = true;
-  compiled comp = co_await compile(c, ctx, mods, arg(c, 99, "exclude"));
+  // The run's context (with pillar=) from the compile on: the templates
+  // of the sls files and those of file.managed see the same minion.
+  run_context run_ctx(ctx, pillar_for(c, ctx));
+  compiled comp = co_await compile(c, run_ctx, mods, arg(c, 99, "exclude"));
   if (!comp.error.empty()) co_return finish(json::array({comp.error}), k_compiler_error);
   if (!comp.plan.errors.is_null()) co_return finish(comp.plan.errors, k_compiler_error);
   if (comp.plan.no_top) co_return finish(no_top(), k_state_failure);
-  run_context run_ctx(ctx, pillar_for(c, ctx));
-  runner r(settings_for(c, run_ctx, *st));
+  runner r(settings_for(c, run_ctx, *st, std::move(comp.compiler)));
   json ret = co_await r.run(std::move(comp.plan.chunks));
   int rc = any_failed(ret) ? k_state_failure : 0;
   co_return finish(std::move(ret), rc);
@@ -296,7 +304,7 @@ asio::awaitable<outcome> sls_id(call c, const states::registry* st) {
   if (!comp.error.empty()) co_return finish(json::array({comp.error}), k_compiler_error);
   if (!comp.plan.errors.is_null()) co_return finish(comp.plan.errors, k_compiler_error);
   std::string want = id.is_string() ? id.get<std::string>() : state::py_str(id);
-  runner r(settings_for(c, ctx, *st));
+  runner r(settings_for(c, ctx, *st, std::move(comp.compiler)));
   json ret = co_await r.run_id(std::move(comp.plan.chunks), want);
   if (ret.empty()) {
     std::string env = mods_of(arg(c, 99, "saltenv")).value_or("base");

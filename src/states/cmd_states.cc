@@ -21,10 +21,8 @@
 #include "fileserver/path.h"
 #include "modules/context.h"
 #include "modules/registry.h"
-#include "state/bridge.h"
-#include "state/highstate.h"
-#include "state/state_mod.h"
 #include "states/registry.h"
+#include "states/templates.h"
 
 namespace brine::states {
 namespace {
@@ -321,28 +319,9 @@ asio::awaitable<rendered_script> render_script(state_call c, std::string source,
     struct stat st {};
     if (::stat(local.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) co_return out;
   }
-  std::string sls;
-  if (const json* v = c.arg("__sls__"); v != nullptr && v->is_string()) sls = v->get<std::string>();
-  modules::minion_context* mc = c.context;
-  const modules::registry* functions = c.functions;
-  std::vector<std::string> dirs = mc->files().dirs_of(saltenv);
-  auto result = std::make_shared<std::pair<std::string, std::string>>();
-  std::function<modules::outcome()> work = [result, mc, functions, local, saltenv, sls, ctx,
-                                            dirs]() {
-    try {
-      state::options o = state::options::from_opts(mc->opts());
-      if (mc->files().remote()) o.file_roots = {{saltenv, dirs}};
-      auto comp = std::make_unique<state::compiler>(o, state::minion_of(*mc));
-      comp->set_salt(state::make_salt(*comp, *functions, mc));
-      result->first = comp->render_file(local, saltenv, sls, nlohmann::json::parse(ctx.dump()));
-    } catch (const std::exception& e) {
-      result->second = e.what();
-    }
-    return modules::outcome{};
-  };
-  co_await state::on_pool(std::move(work));
-  if (!result->second.empty()) {
-    out.error = result->second;
+  rendered_template r = co_await render_template_file(c, local, saltenv, std::move(ctx));
+  if (!r.error.empty()) {
+    out.error = r.error;
     co_return out;
   }
   std::string base_name = source.substr(source.rfind('/') + 1);
@@ -356,7 +335,7 @@ asio::awaitable<rendered_script> render_script(state_call c, std::string source,
     out.error = std::string("cannot create a temporary file in /tmp: ") + std::strerror(errno);
     co_return out;
   }
-  const std::string& text = result->first;
+  const std::string& text = r.text;
   std::size_t done = 0;
   while (done < text.size()) {
     ssize_t n = ::write(fd, text.data() + done, text.size() - done);

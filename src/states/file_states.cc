@@ -23,16 +23,15 @@
 #include "base/error.h"
 #include "fileserver/client.h"
 #include "fileserver/path.h"
+#include "modules/accounts.h"
 #include "modules/context.h"
 #include "modules/registry.h"
-#include "state/bridge.h"
-#include "state/highstate.h"
-#include "state/state_mod.h"
 #include "modules/diff.h"
 #include "states/file_states.h"
 #include "states/file_tree.h"
 #include "states/file_util.h"
 #include "states/registry.h"
+#include "states/templates.h"
 
 namespace brine::states {
 namespace {
@@ -192,31 +191,14 @@ asio::awaitable<declared> render_template(const state_call& c, std::string local
   if (const json* x = c.arg("context"); x != nullptr && x->is_object()) {
     for (const auto& [k, v] : x->items()) ctx[k] = v;
   }
-  std::string sls;
-  if (const json* v = c.arg("__sls__"); v != nullptr && v->is_string()) sls = v->get<std::string>();
-  if (c.context == nullptr || c.functions == nullptr) {
-    out.error = "template: jinja needs a minion";
-    co_return out;
+  rendered_template r = co_await render_template_file(c, std::move(local), std::move(saltenv),
+                                                      std::move(ctx));
+  if (!r.error.empty()) {
+    out.error = r.error == "template: jinja needs a minion" ? r.error
+                                                            : "Unable to manage file: " + r.error;
+  } else {
+    out.text = std::move(r.text);
   }
-  modules::minion_context* mc = c.context;
-  const modules::registry* functions = c.functions;
-  std::vector<std::string> dirs = mc->files().dirs_of(saltenv);
-  auto rendered = std::make_shared<declared>();
-  std::function<modules::outcome()> work = [rendered, mc, functions, local, saltenv, sls, ctx,
-                                            dirs]() {
-    try {
-      state::options o = state::options::from_opts(mc->opts());
-      if (mc->files().remote()) o.file_roots = {{saltenv, dirs}};
-      auto comp = std::make_unique<state::compiler>(o, state::minion_of(*mc));
-      comp->set_salt(state::make_salt(*comp, *functions, mc));
-      rendered->text = comp->render_file(local, saltenv, sls, nlohmann::json::parse(ctx.dump()));
-    } catch (const std::exception& e) {
-      rendered->error = std::string("Unable to manage file: ") + e.what();
-    }
-    return modules::outcome{};
-  };
-  co_await state::on_pool(std::move(work));
-  out = std::move(*rendered);
   co_return out;
 }
 
@@ -306,16 +288,16 @@ owner owner_of(const state_call& c) {
   owner o;
   if (const json* u = c.arg("user"); u != nullptr && !u->is_null()) {
     std::string name = as_text(*u);
-    if (struct passwd* pw = ::getpwnam(name.c_str())) {
-      o.uid = pw->pw_uid;
+    if (auto u = modules::accounts::user_by_name(name)) {
+      o.uid = u->uid;
     } else {
       o.error = "User " + name + " is not available";
     }
   }
   if (const json* g = c.arg("group"); g != nullptr && !g->is_null()) {
     std::string name = as_text(*g);
-    if (struct group* gr = ::getgrnam(name.c_str())) {
-      o.gid = gr->gr_gid;
+    if (auto gid = modules::accounts::group_id(name)) {
+      o.gid = *gid;
     } else {
       if (!o.error.empty()) o.error += "\n";
       o.error += "Group " + name + " is not available";

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,6 +14,9 @@ namespace brine::modules {
 class minion_context;
 class registry;
 }  // namespace brine::modules
+namespace brine::state {
+class compiler;
+}  // namespace brine::state
 
 // State modules: Salt's salt/states/*, in C++. A state function looks at the
 // machine, changes it where it differs from what the low chunk declares (or,
@@ -28,7 +32,8 @@ using json = nlohmann::ordered_json;
 // clean reads to keep the files of the states it requires) and the file
 // accumulators (file.accumulated charges them; file.managed's templates and
 // file.blockreplace read them). The runner makes one per run and hands each
-// state call a pointer; states of one run share its executor, so no lock.
+// state call a pointer; states of one run share its executor, so only what
+// the compile pool touches (the template compilers) is under a lock.
 struct run_data {
   // The run's chunks (owned by the runner, alive while the run is).
   const json* lowstate = nullptr;
@@ -36,6 +41,13 @@ struct run_data {
   json accumulators = json::object();
   // target file -> accumulator name -> ids of the states it is required by.
   json accumulator_deps = json::object();
+  // Templates render with one compiler per run (templates.h): the one that
+  // compiled the run when there is one, serving every saltenv; otherwise one
+  // per saltenv, made at its first template. Templates render on the
+  // compile pool, so these are under templates_mu.
+  std::mutex templates_mu;
+  std::shared_ptr<state::compiler> compiler;
+  std::map<std::string, std::shared_ptr<state::compiler>> env_compilers;
 };
 
 // What a state function gets: the low chunk (its arguments by name, and
