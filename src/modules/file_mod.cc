@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "modules/accounts.h"
 #include "modules/args.h"
 #include "modules/arguments.h"
 #include "modules/data.h"
@@ -124,14 +125,14 @@ bool all_digits(const std::string& s) {
 
 // A user or group by name or number; nullopt when there is no such one.
 std::optional<uid_t> lookup_uid(const std::string& user) {
-  if (const passwd* pw = ::getpwnam(user.c_str())) return pw->pw_uid;
+  if (auto u = accounts::user_by_name(user)) return u->uid;
   if (all_digits(user)) {
     return static_cast<uid_t>(std::stoul(user));
   }
   return std::nullopt;
 }
 std::optional<gid_t> lookup_gid(const std::string& group) {
-  if (const struct group* gr = ::getgrnam(group.c_str())) return gr->gr_gid;
+  if (auto gid = accounts::group_id(group)) return *gid;
   if (all_digits(group)) {
     return static_cast<gid_t>(std::stoul(group));
   }
@@ -140,11 +141,11 @@ std::optional<gid_t> lookup_gid(const std::string& group) {
 
 // Salt's uid_to_user: the name, or the number when it has none.
 json user_name(uid_t uid) {
-  if (const passwd* pw = ::getpwuid(uid)) return pw->pw_name;
+  if (auto u = accounts::user_by_uid(uid)) return u->name;
   return uid;
 }
 json group_name(gid_t gid) {
-  if (const struct group* gr = ::getgrgid(gid)) return gr->gr_name;
+  if (auto g = accounts::group_name(gid)) return *g;
   return gid;
 }
 

@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 
+#include "modules/accounts.h"
+
 namespace brine::modules {
 
 std::string expand_user(const std::string& path) {
@@ -15,10 +17,10 @@ std::string expand_user(const std::string& path) {
   if (user.empty()) {
     if (const char* h = ::getenv("HOME")) home = h;
     if (home.empty()) {
-      if (const passwd* pw = ::getpwuid(::geteuid())) home = pw->pw_dir;
+      if (auto u = accounts::user_by_uid(::geteuid())) home = u->home;
     }
-  } else if (const passwd* pw = ::getpwnam(user.c_str())) {
-    home = pw->pw_dir;
+  } else if (auto u = accounts::user_by_name(user)) {
+    home = u->home;
   }
   if (home.empty()) return path;
   return home + (slash == std::string::npos ? "" : path.substr(slash));

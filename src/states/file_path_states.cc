@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "modules/accounts.h"
 #include "states/file_util.h"
 #include "states/registry.h"
 
@@ -98,21 +99,14 @@ std::optional<std::string> readlink(const std::string& p) {
   return t.string();
 }
 
-std::string user_of_uid(uid_t uid) {
-  if (const passwd* pw = ::getpwuid(uid)) return pw->pw_name;
-  return std::to_string(uid);
-}
-std::string group_of_gid(gid_t gid) {
-  if (const group* gr = ::getgrgid(gid)) return gr->gr_name;
-  return std::to_string(gid);
-}
+std::string user_of_uid(uid_t uid) { return modules::accounts::user_name_or_number(uid); }
+std::string group_of_gid(gid_t gid) { return modules::accounts::group_name_or_number(gid); }
 std::optional<uid_t> uid_of(const std::string& user) {
-  if (const passwd* pw = ::getpwnam(user.c_str())) return pw->pw_uid;
+  if (auto u = modules::accounts::user_by_name(user)) return u->uid;
   return std::nullopt;
 }
 std::optional<gid_t> gid_of(const std::string& group) {
-  if (const struct group* gr = ::getgrnam(group.c_str())) return gr->gr_gid;
-  return std::nullopt;
+  return modules::accounts::group_id(group);
 }
 
 // Salt's defaults: the user the minion runs as, and that user's primary group.
@@ -127,7 +121,7 @@ std::string default_user(const state_call& c) {
 std::string default_group(const state_call& c, const std::string& user) {
   std::string group = arg_text(c, "group");
   if (!group.empty()) return group;
-  if (const passwd* pw = ::getpwnam(user.c_str())) return group_of_gid(pw->pw_gid);
+  if (auto u = modules::accounts::user_by_name(user)) return group_of_gid(u->gid);
   return group_of_gid(0);
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 
+#include "modules/accounts.h"
 #include "modules/data.h"
 #include "states/file_util.h"
 
@@ -76,8 +77,8 @@ std::optional<current> stats_of(const std::string& path, bool follow_symlinks) {
   current c;
   c.uid = st.st_uid;
   c.gid = st.st_gid;
-  if (struct passwd* pw = ::getpwuid(st.st_uid)) c.user = pw->pw_name;
-  if (struct group* gr = ::getgrgid(st.st_gid)) c.group = gr->gr_name;
+  if (auto u = modules::accounts::user_by_uid(st.st_uid)) c.user = u->name;
+  if (auto g = modules::accounts::group_name(st.st_gid)) c.group = *g;
   c.mode = mode_text(st.st_mode & 07777);
   c.link = S_ISLNK(st.st_mode);
   return c;
@@ -94,15 +95,14 @@ bool same_owner(const json& want, const std::string& name, unsigned id) {
 std::optional<uid_t> uid_of(const json& user) {
   if (user.is_number_integer()) return static_cast<uid_t>(user.get<long long>());
   std::string name = python_str(user);
-  if (struct passwd* pw = ::getpwnam(name.c_str())) return pw->pw_uid;
+  if (auto u = modules::accounts::user_by_name(name)) return u->uid;
   return std::nullopt;
 }
 
 std::optional<gid_t> gid_of(const json& group) {
   if (group.is_number_integer()) return static_cast<gid_t>(group.get<long long>());
   std::string name = python_str(group);
-  if (struct group* gr = ::getgrnam(name.c_str())) return gr->gr_gid;
-  return std::nullopt;
+  return modules::accounts::group_id(name);
 }
 
 bool truthy_owner(const json& v) {
