@@ -539,7 +539,13 @@ class Suite:
 
         shutil.rmtree(box)
         os.makedirs(box)
-        m = Master(self.brine, self.work, file_roots=f"{{base: [{tree}]}}")
+        # At debug the master logs one line per file request: a run's round
+        # trips to the file server are the lines it added.
+        m = Master(self.brine, self.work, file_roots=f"{{base: [{tree}]}}", log_level="debug")
+
+        def file_requests():
+            with open(m.log, errors="replace") as f:
+                return sum(1 for line in f if ": file_request " in line)
         r = RealMinions(self.brine, m, self.work, 1, "apply-", grains=f"{{sandbox: {box}}}")
         try:
             mid = r.ids[0]
@@ -547,8 +553,9 @@ class Suite:
                 rc, out, _ = m.cli("cmd", "-t", "1", "--out", "json", mid, "test.ping")
                 return rc == 0 and out.strip() and json.loads(out).get(mid) is True
             wait_for(answers, 60, "the minion to answer")
-            walls = []
+            walls, trips = [], []
             for i in range(runs + 1):
+                before = file_requests()
                 t0 = time.monotonic()
                 rc, out, err = m.cli("cmd", "-t", "120", "--out", "json", mid, "state.apply")
                 wall = (time.monotonic() - t0) * 1000
@@ -556,17 +563,24 @@ class Suite:
                     raise BenchError(f"state.apply through the master: exit {rc}: {err[-400:]}")
                 ret = json.loads(out)[mid]
                 changed = sum(1 for v in ret.values() if v["changes"])
+                # Logged (and flushed: the master runs at debug) before the
+                # reply went out, so before the run could end.
+                requests = file_requests() - before
                 if i == 0:
                     if changed != 200:
                         raise BenchError(f"first apply through the master changed {changed}")
                     self.record("state.apply 200 states through a master, first run, cold "
                                 "file cache (CLI wall)", "ms", [wall])
+                    self.record("file server round trips, first run (cold cache)", "requests",
+                                [requests])
                 else:
                     if changed:
                         raise BenchError("a second apply through the master changed something")
                     walls.append(wall)
+                    trips.append(requests)
             self.record("state.apply 200 states through a master, second run (CLI wall)", "ms",
                         walls)
+            self.record("file server round trips, second run", "requests", trips)
             self.record("minion RSS after the runs", "KiB", [proc_rss_kib(r.procs[0].pid)])
             # The minion runs jobs in its own process (their commands aside),
             # so its high-water mark is what a run takes at its peak.

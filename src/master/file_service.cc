@@ -29,6 +29,16 @@ void file_service::serve(const std::shared_ptr<session>& s, proto::message reque
     } catch (const std::exception& e) {
       reply = {{"error", std::string("the master could not read its file_roots: ") + e.what()}};
     }
+    // One line per request at debug: the benchmark counts a run's round trips.
+    if (spdlog::should_log(spdlog::level::debug)) {
+      size_t files = reply.contains("files") && reply["files"].is_array() ? reply["files"].size() : 0;
+      const auto* op = request.body.is_object() && request.body.contains("op") &&
+                               request.body["op"].is_string()
+                           ? request.body["op"].get_ptr<const std::string*>()
+                           : nullptr;
+      spdlog::debug("minion {}: file_request {} answered ({} files)", s->id,
+                    op != nullptr ? *op : "?", files);
+    }
     if (reply.contains("error")) {
       spdlog::warn("minion {} at {}: file_request refused: {}", s->id, s->conn->peer(),
                    reply.value("error", "?"));
