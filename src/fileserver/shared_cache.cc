@@ -1,0 +1,470 @@
+#include "fileserver/shared_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <asio/experimental/concurrent_channel.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <set>
+
+#include "base/error.h"
+#include "fileserver/path.h"
+#include "fileserver/serve.h"
+
+namespace brine::fileserver {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+int64_t mtime_ns_of(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+std::shared_ptr<const manifest> parse_manifest(const json& body, const std::string& saltenv) {
+  auto m = std::make_shared<manifest>();
+  m->saltenv = saltenv;
+  m->revision = body.value("revision", "");
+  const json& files = body.contains("files") ? body["files"] : json::array();
+  if (!files.is_array()) throw base::error("file server: a list reply without a file list");
+  for (const auto& f : files) {
+    if (!f.is_array() || f.size() != 4 || !f[0].is_string() || !f[1].is_string() ||
+        !is_count(f[2]) || !is_count(f[3])) {
+      throw base::error("file server: a malformed file entry in a list reply");
+    }
+    auto checked = check_path(f[0].get<std::string>());
+    if (!checked.error.empty() || checked.path != f[0].get<std::string>()) {
+      throw base::error("file server: the master listed a path that is refused: " +
+                        f[0].get<std::string>());
+    }
+    m->files.push_back({checked.path, f[1].get<std::string>(), f[2].get<uint64_t>(),
+                        static_cast<uint32_t>(f[3].get<uint64_t>() & 07777u)});
+  }
+  std::sort(m->files.begin(), m->files.end(),
+            [](const entry& a, const entry& b) { return a.path < b.path; });
+  if (body.contains("dirs") && body["dirs"].is_array()) {
+    for (const auto& d : body["dirs"]) {
+      if (d.is_string() && check_path(d.get<std::string>()).error.empty()) {
+        m->dirs.push_back(d.get<std::string>());
+      }
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+// ---- the cache ---------------------------------------------------------
+
+struct file_cache::flight {
+  using channel = asio::experimental::concurrent_channel<void(std::error_code, bool)>;
+  std::mutex mu;
+  bool done = false;
+  std::string error;
+  std::vector<std::shared_ptr<channel>> waiters;
+};
+
+file_cache::file_cache(std::string dir) : dir_(std::move(dir)) {}
+
+std::shared_ptr<const manifest> file_cache::manifest_of(const std::string& saltenv) const {
+  std::lock_guard lock(mu_);
+  auto it = manifests_.find(saltenv);
+  return it == manifests_.end() ? nullptr : it->second;
+}
+
+void file_cache::set_manifest(const std::string& saltenv, std::shared_ptr<const manifest> m) {
+  std::lock_guard lock(mu_);
+  manifests_[saltenv] = std::move(m);
+}
+
+bool file_cache::current(const std::string& saltenv, const entry& e) {
+  std::string local = local_path(saltenv, e.path);
+  struct stat st {};
+  if (::stat(local.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size != e.size) return false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = known_.find(local);
+    if (it != known_.end() && it->second.size == size && it->second.mtime_ns == mtime_ns_of(st)) {
+      return it->second.hash == e.hash;
+    }
+  }
+  auto h = hash_file(local);
+  if (!h) return false;
+  std::lock_guard lock(mu_);
+  known_[local] = {*h, size, mtime_ns_of(st)};
+  return *h == e.hash;
+}
+
+void file_cache::learned(const std::string& local, const std::string& hash) {
+  struct stat st {};
+  if (::stat(local.c_str(), &st) != 0) return;
+  std::lock_guard lock(mu_);
+  known_[local] = {hash, static_cast<uint64_t>(st.st_size), mtime_ns_of(st)};
+}
+
+void file_cache::forget(const std::string& local) {
+  std::lock_guard lock(mu_);
+  known_.erase(local);
+}
+
+std::string file_cache::part_path(const std::string& local) {
+  std::lock_guard lock(mu_);
+  return local + ".brine-part-" + std::to_string(++parts_);
+}
+
+std::shared_ptr<file_cache::flight> file_cache::claim(const std::string& saltenv,
+                                                      const entry& e) {
+  std::string key = local_path(saltenv, e.path) + '\n' + e.hash;
+  std::lock_guard lock(mu_);
+  auto [it, fresh] = flights_.try_emplace(key);
+  if (fresh) {
+    it->second = std::make_shared<flight>();
+    return nullptr;
+  }
+  return it->second;
+}
+
+void file_cache::landed(const std::string& saltenv, const entry& e, const std::string& error) {
+  std::string key = local_path(saltenv, e.path) + '\n' + e.hash;
+  std::shared_ptr<flight> f;
+  {
+    std::lock_guard lock(mu_);
+    auto it = flights_.find(key);
+    if (it == flights_.end()) return;
+    f = std::move(it->second);
+    flights_.erase(it);
+  }
+  std::vector<std::shared_ptr<flight::channel>> waiters;
+  {
+    std::lock_guard lock(f->mu);
+    f->done = true;
+    f->error = error;
+    waiters.swap(f->waiters);
+  }
+  for (auto& w : waiters) w->try_send(std::error_code{}, true);
+}
+
+asio::awaitable<std::string> file_cache::wait(std::shared_ptr<flight> f) {
+  auto ex = co_await asio::this_coro::executor;
+  auto ch = std::make_shared<flight::channel>(ex, 1);
+  {
+    std::lock_guard lock(f->mu);
+    if (f->done) co_return f->error;
+    f->waiters.push_back(ch);
+  }
+  auto op = ch->async_receive(asio::use_awaitable);
+  co_await std::move(op);
+  std::lock_guard lock(f->mu);
+  co_return f->error;
+}
+
+bool file_cache::swept(const std::string& saltenv, const std::string& revision) const {
+  std::lock_guard lock(mu_);
+  auto it = swept_.find(saltenv);
+  return it != swept_.end() && it->second == revision;
+}
+
+void file_cache::set_swept(const std::string& saltenv, const std::string& revision) {
+  std::lock_guard lock(mu_);
+  swept_[saltenv] = revision;
+}
+
+// ---- remote ------------------------------------------------------------
+
+shared_client::shared_client(std::shared_ptr<file_cache> cache, file_transport transport)
+    : cache_(std::move(cache)), transport_(std::move(transport)) {}
+
+client_stats shared_client::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+asio::awaitable<std::vector<std::string>> shared_client::envs() {
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.requests;
+  }
+  json request = {{"op", "envs"}};
+  json reply = co_await transport_(std::move(request));
+  std::vector<std::string> out;
+  if (reply.contains("envs") && reply["envs"].is_array()) {
+    for (const auto& e : reply["envs"]) {
+      if (e.is_string() && valid_saltenv(e.get<std::string>())) out.push_back(e);
+    }
+  }
+  co_return out;
+}
+
+asio::awaitable<std::shared_ptr<const manifest>> shared_client::list(std::string saltenv) {
+  if (!valid_saltenv(saltenv)) throw base::error("file server: invalid saltenv '" + saltenv + "'");
+  json request = {{"op", "list"}, {"saltenv", saltenv}};
+  std::shared_ptr<const manifest> have = cache_->manifest_of(saltenv);
+  if (have) request["revision"] = have->revision;
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.requests;
+  }
+  json reply = co_await transport_(std::move(request));
+  if (reply.contains("error")) throw base::error("file server: " + reply.value("error", "?"));
+  if (have && reply.value("unchanged", false)) co_return have;
+  auto m = parse_manifest(reply, saltenv);
+  cache_->set_manifest(saltenv, m);
+  co_return m;
+}
+
+asio::awaitable<void> shared_client::fetch(std::string saltenv, std::vector<entry> wanted,
+                                           std::map<std::string, std::string>* errors) {
+  struct progress {
+    entry e;
+    uint64_t offset = 0;
+    int fd = -1;
+    std::string part;
+  };
+  std::vector<progress> todo;
+  for (auto& e : wanted) todo.push_back({std::move(e), 0, -1, ""});
+  auto fail = [&](progress& p, const std::string& why) {
+    if (p.fd >= 0) ::close(p.fd);
+    p.fd = -1;
+    if (!p.part.empty()) ::unlink(p.part.c_str());
+    (*errors)[p.e.path] = why;
+    p.offset = p.e.size + 1;  // done (failed)
+  };
+  auto finish = [&](progress& p) {
+    ::close(p.fd);
+    p.fd = -1;
+    auto h = hash_file(p.part);
+    if (!h || *h != p.e.hash) {
+      ::unlink(p.part.c_str());
+      (*errors)[p.e.path] = "changed on the master while it was fetched";
+      p.offset = p.e.size + 1;
+      return;
+    }
+    std::string local = cache_->local_path(saltenv, p.e.path);
+    ::chmod(p.part.c_str(), (p.e.mode & 0777u) | 0600u);
+    if (::rename(p.part.c_str(), local.c_str()) != 0) {
+      (*errors)[p.e.path] = "cannot be written to the cache: " + local;
+      ::unlink(p.part.c_str());
+    } else {
+      cache_->learned(local, p.e.hash);
+      std::lock_guard lock(mu_);
+      ++stats_.files_fetched;
+    }
+    p.offset = p.e.size + 1;
+  };
+  // Whatever happens, the files that were not written are closed and gone.
+  struct cleanup {
+    std::vector<progress>* todo;
+    ~cleanup() {
+      for (auto& p : *todo) {
+        if (p.fd < 0) continue;
+        ::close(p.fd);
+        ::unlink(p.part.c_str());
+      }
+    }
+  } closing{&todo};
+  for (auto& p : todo) {
+    std::string local = cache_->local_path(saltenv, p.e.path);
+    std::error_code ec;
+    fs::create_directories(fs::path(local).parent_path(), ec);
+    p.part = cache_->part_path(local);
+    p.fd = ::open(p.part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (p.fd < 0) fail(p, "cannot be written to the cache: " + p.part);
+    if (p.fd >= 0 && p.e.size == 0) finish(p);
+  }
+  for (;;) {
+    json files = json::array();
+    uint64_t budget = 0;
+    for (auto& p : todo) {
+      if (p.offset >= p.e.size) continue;
+      files.push_back(json::array({p.e.path, p.offset}));
+      budget += p.e.size - p.offset;
+      if (budget >= k_batch_bytes) break;
+    }
+    if (files.empty()) break;
+    json request = {{"op", "get"}, {"saltenv", saltenv}, {"files", std::move(files)},
+                    {"max_bytes", k_batch_bytes}};
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.requests;
+    }
+    json reply = co_await transport_(std::move(request));
+    if (reply.contains("error")) throw base::error("file server: " + reply.value("error", "?"));
+    bool progressed = false;
+    const json& got = reply.contains("files") ? reply["files"] : json::array();
+    for (const auto& f : got) {
+      if (!f.is_object() || !f.contains("path") || !f["path"].is_string()) continue;
+      std::string path = f["path"];
+      auto it = std::find_if(todo.begin(), todo.end(), [&](const progress& p) {
+        return p.e.path == path && p.offset < p.e.size;
+      });
+      if (it == todo.end()) continue;
+      if (f.contains("error")) {
+        fail(*it, f.value("error", "?"));
+        progressed = true;
+        continue;
+      }
+      if (f.value("hash", "") != it->e.hash) {
+        fail(*it, "changed on the master while it was fetched");
+        progressed = true;
+        continue;
+      }
+      if (!f.contains("data") || !f["data"].is_binary() || f.value("offset", uint64_t{0}) != it->offset) {
+        fail(*it, "a malformed file_reply");
+        progressed = true;
+        continue;
+      }
+      const auto& data = f["data"].get_binary();
+      if (data.empty()) continue;
+      if (it->offset + data.size() > it->e.size) {
+        fail(*it, "the master sent more bytes than the file has");
+        progressed = true;
+        continue;
+      }
+      if (::pwrite(it->fd, data.data(), data.size(), static_cast<off_t>(it->offset)) !=
+          static_cast<ssize_t>(data.size())) {
+        fail(*it, "cannot be written to the cache: " + it->part);
+        progressed = true;
+        continue;
+      }
+      it->offset += data.size();
+      progressed = true;
+      {
+        std::lock_guard lock(mu_);
+        stats_.bytes_fetched += data.size();
+      }
+      if (it->offset == it->e.size) finish(*it);
+    }
+    if (!progressed) {
+      for (auto& p : todo) {
+        if (p.offset < p.e.size) fail(p, "the master sent none of it");
+      }
+    }
+  }
+}
+
+asio::awaitable<std::vector<cached_file>> shared_client::cache(std::string saltenv,
+                                                               std::vector<std::string> paths) {
+  return cache_with(std::move(saltenv), std::move(paths), nullptr);
+}
+
+asio::awaitable<std::vector<cached_file>> shared_client::cache_with(
+    std::string saltenv, std::vector<std::string> paths, std::shared_ptr<const manifest> m) {
+  std::vector<cached_file> out(paths.size());
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!m || attempt > 0) m = co_await list(saltenv);
+    std::vector<entry> wanted;  // fetched here
+    std::vector<std::pair<std::string, std::shared_ptr<file_cache::flight>>> others;  // elsewhere
+    std::set<std::string> asked;
+    for (size_t i = 0; i < paths.size(); ++i) {
+      if (!out[i].local.empty()) continue;
+      out[i].path = paths[i];
+      out[i].error.clear();
+      const entry* e = m->find(paths[i]);
+      if (e == nullptr) {
+        out[i].error = "no such file in saltenv " + saltenv;
+        continue;
+      }
+      if (cache_->current(saltenv, *e)) {
+        std::lock_guard lock(mu_);
+        ++stats_.cache_hits;
+      } else if (asked.insert(e->path).second) {
+        if (auto f = cache_->claim(saltenv, *e)) {
+          others.emplace_back(e->path, std::move(f));
+        } else {
+          wanted.push_back(*e);
+        }
+      }
+    }
+    std::map<std::string, std::string> errors;
+    if (!wanted.empty()) {
+      // Every claimed file lands, fetched or not, so that no waiter waits
+      // forever.
+      std::exception_ptr failed;
+      try {
+        co_await fetch(saltenv, wanted, &errors);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      std::string why;
+      if (failed) {
+        try {
+          std::rethrow_exception(failed);
+        } catch (const std::exception& e) {
+          why = e.what();
+        } catch (...) {
+          why = "the fetch failed";
+        }
+      }
+      for (const auto& e : wanted) {
+        auto err = errors.find(e.path);
+        cache_->landed(saltenv, e, err != errors.end() ? err->second : why);
+      }
+      if (failed) std::rethrow_exception(failed);
+    }
+    for (auto& [path, f] : others) {
+      std::string err = co_await file_cache::wait(f);
+      if (!err.empty()) errors[path] = err;
+    }
+    bool retry = false;
+    for (size_t i = 0; i < paths.size(); ++i) {
+      if (!out[i].local.empty() || !out[i].error.empty()) continue;
+      const entry* e = m->find(paths[i]);
+      if (auto err = errors.find(paths[i]); err != errors.end()) {
+        out[i].error = err->second;
+        retry = retry || err->second.starts_with("changed on the master");
+        continue;
+      }
+      out[i].local = cache_->local_path(saltenv, e->path);
+      out[i].hash = e->hash;
+      out[i].mode = e->mode;
+    }
+    if (!retry) break;
+  }
+  co_return out;
+}
+
+asio::awaitable<std::vector<std::string>> shared_client::tree(std::string saltenv) {
+  auto m = co_await list(saltenv);
+  std::vector<std::string> small;
+  for (const auto& e : m->files) {
+    if (e.size <= k_prefetch_limit) small.push_back(e.path);
+  }
+  auto got = co_await cache_with(saltenv, std::move(small), m);
+  for (const auto& f : got) {
+    if (!f.error.empty()) {
+      throw base::error("file server: salt://" + f.path + "?saltenv=" + saltenv + ": " + f.error);
+    }
+  }
+  std::string root = cache_->dir() + "/" + saltenv;
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (cache_->swept(saltenv, m->revision)) co_return std::vector<std::string>{root};
+  // Files the master no longer has leave the mirror (an sls removed there
+  // must not be found here); once per revision, and never a file that
+  // another client of the cache is fetching now.
+  std::vector<fs::path> stale;
+  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code fec;
+    if (!it->is_regular_file(fec) && !it->is_symlink(fec)) continue;
+    if (it->path().filename().string().find(".brine-part-") != std::string::npos) continue;
+    std::string rel = it->path().lexically_relative(root).generic_string();
+    const entry* e = m->find(rel);
+    if (e == nullptr || (e->size > k_prefetch_limit && !it->is_regular_file(fec))) {
+      stale.push_back(it->path());
+    }
+  }
+  for (const auto& p : stale) {
+    fs::remove(p, ec);
+    cache_->forget(p.string());
+  }
+  cache_->set_swept(saltenv, m->revision);
+  co_return std::vector<std::string>{root};
+}
+
+}  // namespace brine::fileserver
