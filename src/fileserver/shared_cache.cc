@@ -376,6 +376,11 @@ asio::awaitable<std::vector<cached_file>> shared_client::cache_with(
       } else if (asked.insert(e->path).second) {
         if (auto f = cache_->claim(saltenv, *e)) {
           others.emplace_back(e->path, std::move(f));
+        } else if (cache_->current(saltenv, *e)) {
+          // Another client's fetch landed between the look and the claim.
+          cache_->landed(saltenv, *e, "");
+          std::lock_guard lock(mu_);
+          ++stats_.cache_hits;
         } else {
           wanted.push_back(*e);
         }
