@@ -576,7 +576,7 @@ class Suite:
             r.stop()
             m.stop()
 
-    def swarm_state_apply(self, n):
+    def swarm_state_apply(self, n, rounds):
         """`brine cmd '*' state.apply` across n swarm minions (`brine swarm
         --states`) of a 20-state tree from the master's file server: file
         states into a sandbox directory per minion (a directory, a subdirectory,
@@ -586,9 +586,9 @@ class Suite:
         figure: wall from the publish until the master has stored every
         minion's report, for the first run (every minion's salt:// cache
         cold, 16 states changed each) and the second (nothing changed); and
-        the swarm's RSS before and after the runs."""
+        the swarm's RSS before and after the runs. `rounds` times, each from
+        a new master and swarm."""
         tree = tempfile.mkdtemp(prefix="swarm-tree-", dir=self.work)
-        box = tempfile.mkdtemp(prefix="swarm-sandbox-", dir=self.work)
         os.makedirs(os.path.join(tree, "fleet", "files"))
         with open(os.path.join(tree, "top.sls"), "w") as f:
             f.write("base:\n  '*':\n    - fleet\n")
@@ -615,75 +615,90 @@ class Suite:
             sls.append(f"noop{i}:\n  test.nop")
         with open(os.path.join(tree, "fleet", "init.sls"), "w") as f:
             f.write("\n\n".join(sls) + "\n")
-        grains = os.path.join(self.work, "swarm-apply-grains.yaml")
-        with open(grains, "w") as f:
-            f.write(f"sandbox: {box}\n")
         prefix = f"bench-st{n}-"
-        m = Master(self.brine, self.work, file_roots=f"{{base: [{tree}]}}")
-        s = None
-        try:
-            s = Swarm(self.brine, m, n, prefix=prefix, options=("--states", "--grains", grains))
-            s.wait_connected(180)
-            rss_before = proc_rss_kib(s.proc.pid)
-            self.record(f"swarm RSS, {n} minions with --states, before any run", "KiB",
-                        [rss_before])
+        figures = {}  # name -> (unit, values), recorded after every round
 
-            def reports(jid):
-                rc, out, err = m.cli("report", "list", "--out", "json", "--minion", prefix + "*",
-                                     "--limit", str(n + 100))
-                if rc != 0:
-                    raise BenchError(f"brine report list: exit {rc}: {err.strip()[:300]}")
-                return {r["minion"]: r for r in json.loads(out) if r["jid"] == jid}
+        def add(name, unit, value):
+            figures.setdefault(name, (unit, []))[1].append(value)
 
-            for run, (want_status, want_changed) in enumerate((("changed", 16),
-                                                              ("unchanged", 0))):
-                t0 = time.monotonic()
-                rc, out, err = m.cli("cmd", "-t", "300", "--out", "json", "--show-jid", "*",
-                                     "state.apply", timeout=400)
-                returned = time.monotonic() - t0
-                jid = re.search(r"^jid: (\d+)$", err, re.M)
-                got = json.loads(out) if out.strip() else {}
-                if rc != 0 or not jid or len(got) != n:
-                    raise BenchError(f"state.apply across {n} swarm minions: {len(got)} returned "
-                                     f"(exit {rc}): {err.strip()[-400:]}")
-                jid = jid.group(1)
-                for mid, ret in got.items():
-                    if not isinstance(ret, dict) or len(ret) != 20:
-                        raise BenchError(f"{mid}: not 20 states: {str(ret)[:300]}")
-                    changed = sum(1 for v in ret.values() if v["changes"])
-                    if changed != want_changed or not all(v["result"] is True
-                                                          for v in ret.values()):
-                        raise BenchError(f"{mid}: run {run + 1} changed {changed} states "
-                                         f"(wanted {want_changed}) or failed one")
-                deadline = time.monotonic() + 120
-                while True:
-                    stored = reports(jid)
-                    if len(stored) == n:
-                        break
-                    if time.monotonic() > deadline:
-                        raise BenchError(f"{len(stored)} of {n} reports of {jid} stored")
-                    time.sleep(0.05)
-                wall = time.monotonic() - t0
-                bad = [mid for mid, r in stored.items() if r["status"] != want_status]
-                if bad:
-                    raise BenchError(f"{len(bad)} reports not {want_status}, e.g. "
-                                     f"{stored[bad[0]]}")
-                which = "first run (salt:// caches cold)" if run == 0 else "second run (no changes)"
-                self.record(f"state.apply 20 states across {n} swarm minions, {which}: "
-                            "all returned (CLI wall)", "s", [returned])
-                self.record(f"state.apply 20 states across {n} swarm minions, {which}: "
-                            "until every report is stored", "s", [wall])
-            rss_after = proc_rss_kib(s.proc.pid)
-            self.record(f"swarm RSS, {n} minions with --states, after two runs", "KiB",
-                        [rss_after])
-            self.record(f"swarm RSS per minion with --states ({n}), after two runs", "KiB",
-                        [rss_after / n])
-            self.record(f"swarm RSS growth per minion over two runs ({n})", "KiB",
-                        [(rss_after - rss_before) / n])
-        finally:
-            if s:
-                s.stop()
-            m.stop()
+        def reports(m, jid):
+            rc, out, err = m.cli("report", "list", "--out", "json", "--minion", prefix + "*",
+                                 "--limit", str(n + 100))
+            if rc != 0:
+                raise BenchError(f"brine report list: exit {rc}: {err.strip()[:300]}")
+            return {r["minion"]: r for r in json.loads(out) if r["jid"] == jid}
+
+        for _ in range(rounds):
+            # Each round from nothing: a new master, swarm and sandbox, and
+            # the swarm's salt:// cache (beside its keys) removed.
+            box = tempfile.mkdtemp(prefix="swarm-sandbox-", dir=self.work)
+            grains = os.path.join(box, "grains.yaml")
+            with open(grains, "w") as f:
+                f.write(f"sandbox: {box}\n")
+            shutil.rmtree(os.path.join(KEYS, prefix + "files"), ignore_errors=True)
+            m = Master(self.brine, self.work, file_roots=f"{{base: [{tree}]}}")
+            s = None
+            try:
+                s = Swarm(self.brine, m, n, prefix=prefix,
+                          options=("--states", "--grains", grains))
+                s.wait_connected(180)
+                rss_before = proc_rss_kib(s.proc.pid)
+                add(f"swarm RSS, {n} minions with --states, before any run", "KiB", rss_before)
+                for run, (want_status, want_changed) in enumerate((("changed", 16),
+                                                                  ("unchanged", 0))):
+                    t0 = time.monotonic()
+                    rc, out, err = m.cli("cmd", "-t", "300", "--out", "json", "--show-jid", "*",
+                                         "state.apply", timeout=400)
+                    returned = time.monotonic() - t0
+                    jid = re.search(r"^jid: (\d+)$", err, re.M)
+                    got = json.loads(out) if out.strip() else {}
+                    if rc != 0 or not jid or len(got) != n:
+                        raise BenchError(f"state.apply across {n} swarm minions: {len(got)} "
+                                         f"returned (exit {rc}): {err.strip()[-400:]}")
+                    jid = jid.group(1)
+                    for mid, ret in got.items():
+                        if not isinstance(ret, dict) or len(ret) != 20:
+                            raise BenchError(f"{mid}: not 20 states: {str(ret)[:300]}")
+                        changed = sum(1 for v in ret.values() if v["changes"])
+                        if changed != want_changed or not all(v["result"] is True
+                                                              for v in ret.values()):
+                            raise BenchError(f"{mid}: run {run + 1} changed {changed} states "
+                                             f"(wanted {want_changed}) or failed one")
+                    deadline = time.monotonic() + 120
+                    while True:
+                        stored = reports(m, jid)
+                        if len(stored) == n:
+                            break
+                        if time.monotonic() > deadline:
+                            raise BenchError(f"{len(stored)} of {n} reports of {jid} stored")
+                        time.sleep(0.05)
+                    wall = time.monotonic() - t0
+                    bad = [mid for mid, r in stored.items() if r["status"] != want_status]
+                    if bad:
+                        raise BenchError(f"{len(bad)} reports not {want_status}, e.g. "
+                                         f"{stored[bad[0]]}")
+                    which = ("first run (salt:// caches cold)" if run == 0
+                             else "second run (no changes)")
+                    add(f"state.apply 20 states across {n} swarm minions, {which}: "
+                        "all returned (CLI wall)", "s", returned)
+                    add(f"state.apply 20 states across {n} swarm minions, {which}: "
+                        "until every report is stored", "s", wall)
+                add(f"swarm RSS, {n} minions with --states, right after two runs", "KiB",
+                    proc_rss_kib(s.proc.pid))
+                # A swarm quiet for 3 s gives back the heap the runs used.
+                time.sleep(4)
+                rss_after = proc_rss_kib(s.proc.pid)
+                add(f"swarm RSS per minion with --states ({n}), idle after two runs", "KiB",
+                    rss_after / n)
+                add(f"swarm RSS growth per minion over two runs ({n}), idle after", "KiB",
+                    (rss_after - rss_before) / n)
+            finally:
+                if s:
+                    s.stop()
+                m.stop()
+                shutil.rmtree(box, ignore_errors=True)
+        for name, (unit, values) in figures.items():
+            self.record(name, unit, values)
 
     def real_minions(self, counts, ping_runs, idle_seconds):
         for n in counts:
@@ -1083,7 +1098,7 @@ class Suite:
                     ("publish-hold", lambda: self.publish_hold(1000, 50)),
                     ("store", lambda: self.store_backends(1000, 4, 4, 1000)),
                     ("apply", lambda: self.state_apply(3)),
-                    ("swarm-apply", lambda: self.swarm_state_apply(100))]
+                    ("swarm-apply", lambda: self.swarm_state_apply(100, 1))]
         return [("client", lambda: self.client_start(200)),
                 ("micro", lambda: self.microbench(20, 5)),
                 ("auth", lambda: self.auth_storm(1000, 3)),
@@ -1099,7 +1114,7 @@ class Suite:
                 ("publish-hold", lambda: self.publish_hold(1000, 200)),
                 ("store", lambda: self.store_backends(10000, 8, 10, 10000)),
                 ("apply", lambda: self.state_apply(10)),
-                ("swarm-apply", lambda: self.swarm_state_apply(1000))]
+                ("swarm-apply", lambda: self.swarm_state_apply(1000, 3))]
 
     def run(self):
         started = time.monotonic()
