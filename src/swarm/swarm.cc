@@ -1,7 +1,6 @@
 #include "swarm/swarm.h"
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -39,10 +38,6 @@ namespace brine::swarm {
 namespace {
 
 using minion::agent_state;
-
-// Seconds without a new job after which a swarm that runs states trims its
-// heap.
-constexpr int k_quiet_before_trim = 3;
 
 // All seeds in one file, 32 bytes each, so that ten thousand keys load in
 // milliseconds; grown (and rewritten) when a run asks for more.
@@ -429,24 +424,8 @@ int run_swarm(const swarm_options& o) {
     }
     return line;
   };
-  // With --states, once jobs have been quiet for a while, the memory that
-  // a thousand state runs at once took and gave back goes back to the
-  // system (glibc keeps it in its arenas otherwise).
-  uint64_t jobs_seen = 0;
-  int quiet_ticks = 0;
-  auto trim_when_quiet = [&] {
-    uint64_t jobs = 0;
-    for (const auto& s : sets) jobs += s->jobs_received();
-    if (jobs != jobs_seen) {
-      jobs_seen = jobs;
-      quiet_ticks = 0;
-      return;
-    }
-    if (++quiet_ticks == k_quiet_before_trim) ::malloc_trim(0);
-  };
   std::function<void(std::error_code)> tick = [&](std::error_code ec) {
     if (ec) return;
-    if (shared) trim_when_quiet();
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::vector<std::string> said;
     {
