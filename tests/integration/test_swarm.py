@@ -14,12 +14,13 @@ import threading
 import time
 import unittest
 
-from harness import BRINE_BIN, ClusterTestCase, MasterSet, wait_for, wait_log
+from harness import BRINE_BIN, ClusterTestCase, MasterSet, wait_for, wait_log, write_config
 
 COUNT = 40
 
 # Five states into a sandbox per minion: a directory, a file from a
-# template on the master's file server, a test state that runs only when
+# template on the master's file server (with a grain and a value of the
+# pillar the master compiles), a test state that runs only when
 # that file changed, and two that never change anything.
 STATE_TREE = {
     "top.sls": "base:\n  '*':\n    - sandbox\n",
@@ -49,8 +50,9 @@ steady:
 noop:
   test.nop
 """,
-    "sandbox/app.conf.jinja": "id={{ grains['id'] }}\n",
+    "sandbox/app.conf.jinja": "id={{ grains['id'] }}\nrole={{ pillar['role'] }}\n",
 }
+PILLAR_TREE = {"top.sls": "base:\n  '*':\n    - common\n", "common.sls": "role: web\n"}
 # Salt's keys of every state's return.
 STATE_KEYS = {"name", "changes", "result", "comment", "__sls__", "__run_num__", "__id__",
               "start_time", "duration"}
@@ -183,12 +185,17 @@ class SwarmStatesTest(ClusterTestCase):
 
     def test_swarm_minions_apply_a_tree_from_the_master_and_are_reported(self):
         count = 20
-        c = self.cluster(master_opts={"auto_accept": True, "file_roots": {"base": ["srv"]}})
-        for name, text in STATE_TREE.items():
-            path = c.path("srv", name)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w") as f:
-                f.write(text)
+        c = self.cluster(master_opts={"auto_accept": True, "file_roots": {"base": ["srv"]}},
+                         start=False)
+        c.master_options["pillar_roots"] = {"base": [c.path("pillar")]}
+        write_config(c.config, c.master_options)
+        for root, tree in (("srv", STATE_TREE), ("pillar", PILLAR_TREE)):
+            for name, text in tree.items():
+                path = c.path(root, name)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w") as f:
+                    f.write(text)
+        c.start_master()
         sandbox = c.path("sandbox")
         grains = c.path("swarm-grains.yaml")
         with open(grains, "w") as f:
@@ -197,6 +204,13 @@ class SwarmStatesTest(ClusterTestCase):
         self.addCleanup(s.stop, signal.SIGKILL)
         wait_for(lambda: s.saw(r"^all %d connected after" % count), 30, "all swarm minions connected")
         ids = ["st-%02d" % i for i in range(1, count + 1)]
+
+        def pillars_arrived():
+            # The master sends each minion its pillar after its grains.
+            rc, out, _ = c.brine("cmd", "-t", "20", "--out", "json", "st-*", "pillar.get", "role")
+            return rc == 0 and json.loads(out) == {mid: "web" for mid in ids}
+
+        wait_for(pillars_arrived, 20, "every swarm minion's pillar from the master")
 
         def apply():
             rc, out, err = c.brine("cmd", "-t", "60", "--out", "json", "--show-jid", "st-*",
@@ -226,7 +240,7 @@ class SwarmStatesTest(ClusterTestCase):
             changed = sorted(st["__id__"] for st in ret.values() if st["changes"])
             self.assertEqual(changed, ["box", "conf", "notify"], (mid, ret))
             with open(os.path.join(sandbox, mid, "app.conf")) as f:
-                self.assertEqual(f.read(), "id=%s\n" % mid)
+                self.assertEqual(f.read(), "id=%s\nrole=web\n" % mid)
         stored = wait_for(lambda: reports(jid), 20, "a report per swarm minion")
         for mid, r in stored.items():
             self.assertEqual((r["status"], r["fun"], r["counts"]["total"],
