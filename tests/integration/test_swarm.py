@@ -212,9 +212,9 @@ class SwarmStatesTest(ClusterTestCase):
 
         wait_for(pillars_arrived, 20, "every swarm minion's pillar from the master")
 
-        def apply():
+        def apply(*fun):
             rc, out, err = c.brine("cmd", "-t", "60", "--out", "json", "--show-jid", "st-*",
-                                   "state.apply", timeout=120)
+                                   *(fun or ("state.apply",)), timeout=120)
             self.assertEqual(rc, 0, out[-2000:] + err[-2000:])
             jid = re.search(r"^jid: (\d+)$", err, re.M).group(1)
             got = json.loads(out)
@@ -255,6 +255,14 @@ class SwarmStatesTest(ClusterTestCase):
                              "State was not run because none of the onchanges reqs changed")
         stored = wait_for(lambda: reports(jid), 20, "a second report per swarm minion")
         self.assertEqual({r["status"] for r in stored.values()}, {"unchanged"})
+
+        # state.sls and state.highstate (here under test=True) run the same tree.
+        for fun in (("state.sls", "sandbox", "test=True"), ("state.highstate", "test=True")):
+            jid, got = apply(*fun)
+            for mid, ret in got.items():
+                self.assertEqual([st for st in ret.values() if st["changes"]], [], (fun, mid))
+            stored = wait_for(lambda: reports(jid), 20, "a report per minion of %s" % fun[0])
+            self.assertEqual({(r["fun"], r["test"]) for r in stored.values()}, {(fun[0], True)})
         self.assertEqual(s.stop(), 0)
 
 
