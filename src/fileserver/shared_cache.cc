@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <asio/experimental/concurrent_channel.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
+#include <filesystem>
 #include <set>
 
 #include "base/error.h"
@@ -118,8 +118,7 @@ std::string file_cache::part_path(const std::string& local) {
   return local + ".brine-part-" + std::to_string(++parts_);
 }
 
-std::shared_ptr<file_cache::flight> file_cache::claim(const std::string& saltenv,
-                                                      const entry& e) {
+std::shared_ptr<file_cache::flight> file_cache::claim(const std::string& saltenv, const entry& e) {
   std::string key = local_path(saltenv, e.path) + '\n' + e.hash;
   std::lock_guard lock(mu_);
   auto [it, fresh] = flights_.try_emplace(key);
@@ -287,7 +286,9 @@ asio::awaitable<void> shared_client::fetch(std::string saltenv, std::vector<entr
       if (budget >= k_batch_bytes) break;
     }
     if (files.empty()) break;
-    json request = {{"op", "get"}, {"saltenv", saltenv}, {"files", std::move(files)},
+    json request = {{"op", "get"},
+                    {"saltenv", saltenv},
+                    {"files", std::move(files)},
                     {"max_bytes", k_batch_bytes}};
     {
       std::lock_guard lock(mu_);
@@ -314,7 +315,8 @@ asio::awaitable<void> shared_client::fetch(std::string saltenv, std::vector<entr
         progressed = true;
         continue;
       }
-      if (!f.contains("data") || !f["data"].is_binary() || f.value("offset", uint64_t{0}) != it->offset) {
+      if (!f.contains("data") || !f["data"].is_binary() ||
+          f.value("offset", uint64_t{0}) != it->offset) {
         fail(*it, "a malformed file_reply");
         progressed = true;
         continue;

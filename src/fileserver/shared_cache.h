@@ -67,7 +67,7 @@ class file_cache {
   std::string dir_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const manifest>> manifests_;
-  std::map<std::string, known> known_;  // by local path
+  std::map<std::string, known> known_;                      // by local path
   std::map<std::string, std::shared_ptr<flight>> flights_;  // by local path and hash
   std::map<std::string, std::string> swept_;                // saltenv -> revision
   uint64_t parts_ = 0;

@@ -67,8 +67,7 @@ std::string sim_context::grains_file() const { return shared_.grains_dir + "/" +
 
 void sim_context::refresh_grains() {
   if (!masters_) return;
-  masters_->send_to_masters(
-      net::make_frame({proto::msg_type::grains, 0, {{"grains", *grains_}}}));
+  masters_->send_to_masters(net::make_frame({proto::msg_type::grains, 0, {{"grains", *grains_}}}));
 }
 
 bool sim_context::refresh_pillar(std::string& why) {

@@ -3,9 +3,8 @@
 #include <asio/awaitable.hpp>
 #include <memory>
 #include <mutex>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "fileserver/shared_cache.h"
 #include "minion/job_table.h"
@@ -24,8 +23,8 @@ struct sim_shared {
   nlohmann::json opts;  // opts_of() of the swarm's minion settings; `id` set per minion
   std::shared_ptr<fileserver::file_cache> files;
   std::string grains_dir;  // grains.setval's file per minion: <grains_dir>/<id>
-  std::shared_ptr<const nlohmann::json> empty = std::make_shared<const nlohmann::json>(
-      nlohmann::json::object());
+  std::shared_ptr<const nlohmann::json> empty =
+      std::make_shared<const nlohmann::json>(nlohmann::json::object());
   std::shared_ptr<const nlohmann::ordered_json> empty_ordered =
       std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::object());
 };

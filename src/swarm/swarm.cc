@@ -22,11 +22,11 @@
 #include <mutex>
 #include <thread>
 
+#include "apply/state_functions.h"
 #include "base/error.h"
 #include "base/fs.h"
 #include "base/log.h"
 #include "base/yaml_json.h"
-#include "apply/state_functions.h"
 #include "minion/context.h"
 #include "minion/master_set.h"
 #include "net/connection.h"
@@ -215,9 +215,9 @@ std::unique_ptr<sim_shared> make_shared_part(const swarm_options& o,
   base::ensure_dir(cfg.cachedir, 0700, "--keys-dir");
   std::string grains_dir = cfg.cachedir + "/grains";
   base::ensure_dir(grains_dir, 0700, "--keys-dir");
-  auto shared = std::make_unique<sim_shared>(sim_shared{
-      functions, minion::opts_of(cfg),
-      std::make_shared<fileserver::file_cache>(cfg.cachedir + "/files"), grains_dir});
+  auto shared = std::make_unique<sim_shared>(
+      sim_shared{functions, minion::opts_of(cfg),
+                 std::make_shared<fileserver::file_cache>(cfg.cachedir + "/files"), grains_dir});
   shared->opts.erase("id");
   return shared;
 }
