@@ -704,6 +704,7 @@ class Suite:
                     s.stop()
                 m.stop()
                 shutil.rmtree(box, ignore_errors=True)
+                shutil.rmtree(os.path.join(KEYS, prefix + "files"), ignore_errors=True)
         for name, (unit, values) in figures.items():
             self.record(name, unit, values)
 
