@@ -590,6 +590,138 @@ class Suite:
             r.stop()
             m.stop()
 
+    def swarm_state_apply(self, n, rounds, idle_wait):
+        """`brine cmd '*' state.apply` across n swarm minions (`brine swarm
+        --states`) of a 20-state tree from the master's file server: file
+        states into a sandbox directory per minion (a directory, a subdirectory,
+        eight files with inline contents, two from a Jinja template through
+        salt://), four test.succeed_with_changes that run on those files'
+        changes, two test.succeed_without_changes and two test.nop. The
+        figure: wall from the publish until the master has stored every
+        minion's report, for the first run (every minion's salt:// cache
+        cold, 16 states changed each) and the second (nothing changed); and
+        the swarm's RSS before the runs, right after them, and `idle_wait`
+        seconds later (0: not measured). `rounds` times, each from a new
+        master and swarm.
+
+        What the runs leave held is mostly the state compiler's process-wide
+        cache of rendered sls (src/state/highstate.cc, bounded by its texts'
+        bytes): each minion's sls renders to its own text here."""
+        tree = tempfile.mkdtemp(prefix="swarm-tree-", dir=self.work)
+        os.makedirs(os.path.join(tree, "fleet", "files"))
+        with open(os.path.join(tree, "top.sls"), "w") as f:
+            f.write("base:\n  '*':\n    - fleet\n")
+        with open(os.path.join(tree, "fleet", "files", "app.conf.jinja"), "w") as f:
+            f.write("# {{ name }}\nid={{ grains['id'] }}\n")
+        sls = ["{% set dir = grains['sandbox'] ~ '/' ~ grains['id'] %}",
+               "root:\n  file.directory:\n    - name: {{ dir }}\n    - makedirs: True",
+               "confd:\n  file.directory:\n    - name: {{ dir }}/conf.d\n"
+               "    - require:\n      - file: root"]
+        for i in range(8):
+            sls.append(f"conf{i}:\n  file.managed:\n    - name: {{{{ dir }}}}/conf.d/{i}.conf\n"
+                       f"    - contents: setting{i}={{{{ grains['id'] }}}}\n"
+                       f"    - require:\n      - file: confd")
+        for i in range(2):
+            sls.append(f"app{i}:\n  file.managed:\n    - name: {{{{ dir }}}}/app{i}.conf\n"
+                       f"    - source: salt://fleet/files/app.conf.jinja\n"
+                       f"    - template: jinja\n    - context:\n        name: app{i}\n"
+                       f"    - require:\n      - file: root")
+        for i in range(4):
+            sls.append(f"notify{i}:\n  test.succeed_with_changes:\n    - onchanges:\n"
+                       f"      - file: conf{2 * i}\n      - file: app{i % 2}")
+        for i in range(2):
+            sls.append(f"steady{i}:\n  test.succeed_without_changes")
+            sls.append(f"noop{i}:\n  test.nop")
+        with open(os.path.join(tree, "fleet", "init.sls"), "w") as f:
+            f.write("\n\n".join(sls) + "\n")
+        prefix = f"bench-st{n}-"
+        figures = {}  # name -> (unit, values), recorded after every round
+
+        def add(name, unit, value):
+            figures.setdefault(name, (unit, []))[1].append(value)
+
+        def reports(m, jid):
+            rc, out, err = m.cli("report", "list", "--out", "json", "--minion", prefix + "*",
+                                 "--limit", str(n + 100))
+            if rc != 0:
+                raise BenchError(f"brine report list: exit {rc}: {err.strip()[:300]}")
+            return {r["minion"]: r for r in json.loads(out) if r["jid"] == jid}
+
+        for _ in range(rounds):
+            # Each round from nothing: a new master, swarm and sandbox, and
+            # the swarm's salt:// cache (beside its keys) removed.
+            box = tempfile.mkdtemp(prefix="swarm-sandbox-", dir=self.work)
+            grains = os.path.join(box, "grains.yaml")
+            with open(grains, "w") as f:
+                f.write(f"sandbox: {box}\n")
+            shutil.rmtree(os.path.join(KEYS, prefix + "files"), ignore_errors=True)
+            m = Master(self.brine, self.work, file_roots=f"{{base: [{tree}]}}")
+            s = None
+            try:
+                s = Swarm(self.brine, m, n, prefix=prefix,
+                          options=("--states", "--grains", grains))
+                s.wait_connected(180)
+                rss_before = proc_rss_kib(s.proc.pid)
+                add(f"swarm RSS, {n} minions with --states, before any run", "KiB", rss_before)
+                for run, (want_status, want_changed) in enumerate((("changed", 16),
+                                                                  ("unchanged", 0))):
+                    t0 = time.monotonic()
+                    rc, out, err = m.cli("cmd", "-t", "300", "--out", "json", "--show-jid", "*",
+                                         "state.apply", timeout=400)
+                    returned = time.monotonic() - t0
+                    jid = re.search(r"^jid: (\d+)$", err, re.M)
+                    got = json.loads(out) if out.strip() else {}
+                    if rc != 0 or not jid or len(got) != n:
+                        raise BenchError(f"state.apply across {n} swarm minions: {len(got)} "
+                                         f"returned (exit {rc}): {err.strip()[-400:]}")
+                    jid = jid.group(1)
+                    for mid, ret in got.items():
+                        if not isinstance(ret, dict) or len(ret) != 20:
+                            raise BenchError(f"{mid}: not 20 states: {str(ret)[:300]}")
+                        changed = sum(1 for v in ret.values() if v["changes"])
+                        if changed != want_changed or not all(v["result"] is True
+                                                              for v in ret.values()):
+                            raise BenchError(f"{mid}: run {run + 1} changed {changed} states "
+                                             f"(wanted {want_changed}) or failed one")
+                    deadline = time.monotonic() + 120
+                    while True:
+                        stored = reports(m, jid)
+                        if len(stored) == n:
+                            break
+                        if time.monotonic() > deadline:
+                            raise BenchError(f"{len(stored)} of {n} reports of {jid} stored")
+                        time.sleep(0.05)
+                    wall = time.monotonic() - t0
+                    bad = [mid for mid, r in stored.items() if r["status"] != want_status]
+                    if bad:
+                        raise BenchError(f"{len(bad)} reports not {want_status}, e.g. "
+                                         f"{stored[bad[0]]}")
+                    which = ("first run (salt:// caches cold)" if run == 0
+                             else "second run (no changes)")
+                    add(f"state.apply 20 states across {n} swarm minions, {which}: "
+                        "all returned (CLI wall)", "s", returned)
+                    add(f"state.apply 20 states across {n} swarm minions, {which}: "
+                        "until every report is stored", "s", wall)
+                add(f"swarm RSS, {n} minions with --states, right after two runs", "KiB",
+                    proc_rss_kib(s.proc.pid))
+                if idle_wait:
+                    # jemalloc gives pages freed back after its decay time
+                    # (10 s): what the runs still hold shows after that.
+                    time.sleep(idle_wait)
+                    rss_after = proc_rss_kib(s.proc.pid)
+                    add(f"swarm RSS per minion with --states ({n}), idle after two runs", "KiB",
+                        rss_after / n)
+                    add(f"swarm RSS growth per minion over two runs ({n}), idle after", "KiB",
+                        (rss_after - rss_before) / n)
+            finally:
+                if s:
+                    s.stop()
+                m.stop()
+                shutil.rmtree(box, ignore_errors=True)
+                shutil.rmtree(os.path.join(KEYS, prefix + "files"), ignore_errors=True)
+        for name, (unit, values) in figures.items():
+            self.record(name, unit, values)
+
     def real_minions(self, counts, ping_runs, idle_seconds):
         for n in counts:
             m = Master(self.brine, self.work)
@@ -987,7 +1119,8 @@ class Suite:
                     ("hot", lambda: self.hot_multi_master(1000, 5)),
                     ("publish-hold", lambda: self.publish_hold(1000, 50)),
                     ("store", lambda: self.store_backends(1000, 4, 4, 1000)),
-                    ("apply", lambda: self.state_apply(3))]
+                    ("apply", lambda: self.state_apply(3)),
+                    ("swarm-apply", lambda: self.swarm_state_apply(100, 1, 0))]
         return [("client", lambda: self.client_start(200)),
                 ("micro", lambda: self.microbench(20, 5)),
                 ("auth", lambda: self.auth_storm(1000, 3)),
@@ -1002,7 +1135,8 @@ class Suite:
                 ("hot", lambda: self.hot_multi_master(1000, 7)),
                 ("publish-hold", lambda: self.publish_hold(1000, 200)),
                 ("store", lambda: self.store_backends(10000, 8, 10, 10000)),
-                ("apply", lambda: self.state_apply(10))]
+                ("apply", lambda: self.state_apply(10)),
+                ("swarm-apply", lambda: self.swarm_state_apply(1000, 3, 12))]
 
     def run(self):
         started = time.monotonic()
@@ -1040,7 +1174,7 @@ class Suite:
 
 
 GROUPS = ["client", "micro", "auth", "accept", "swarm", "grains", "real", "failover-real", "failover-swarm",
-          "hot", "publish-hold", "store", "apply"]
+          "hot", "publish-hold", "store", "apply", "swarm-apply"]
 
 
 def main():

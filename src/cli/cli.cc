@@ -370,6 +370,11 @@ runner define_swarm(CLI::App& swarm_cmd) {
   swarm_cmd.add_option("--seconds", o.seconds, "Stop after this long (default: never)");
   swarm_cmd.add_option("--grains", o.grains_file,
                        "YAML file of grains every minion sends (its id added)");
+  swarm_cmd.add_flag("--states", o.states,
+                     "The minions apply states (state.apply, state.sls, state.highstate) and "
+                     "have every execution function of a real minion, acting on this machine; "
+                     "salt:// files come from the master into one cache for the swarm "
+                     "(KEYS_DIR/PREFIXfiles). Default: test.* only");
   swarm_cmd.add_option("--log-level", o.log_level, "Log level of the minions")
       ->default_val("error");
   return [s] {

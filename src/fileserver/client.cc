@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "fileserver/fetch.h"
 #include "fileserver/path.h"
 #include "fileserver/serve.h"
 
@@ -20,37 +21,6 @@ using json = nlohmann::json;
 
 int64_t mtime_ns_of(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
-
-std::shared_ptr<const manifest> manifest_of(const json& body, const std::string& saltenv) {
-  auto m = std::make_shared<manifest>();
-  m->saltenv = saltenv;
-  m->revision = body.value("revision", "");
-  const json& files = body.contains("files") ? body["files"] : json::array();
-  if (!files.is_array()) throw base::error("file server: a list reply without a file list");
-  for (const auto& f : files) {
-    if (!f.is_array() || f.size() != 4 || !f[0].is_string() || !f[1].is_string() ||
-        !is_count(f[2]) || !is_count(f[3])) {
-      throw base::error("file server: a malformed file entry in a list reply");
-    }
-    auto checked = check_path(f[0].get<std::string>());
-    if (!checked.error.empty() || checked.path != f[0].get<std::string>()) {
-      throw base::error("file server: the master listed a path that is refused: " +
-                        f[0].get<std::string>());
-    }
-    m->files.push_back({checked.path, f[1].get<std::string>(), f[2].get<uint64_t>(),
-                        static_cast<uint32_t>(f[3].get<uint64_t>() & 07777u)});
-  }
-  std::sort(m->files.begin(), m->files.end(),
-            [](const entry& a, const entry& b) { return a.path < b.path; });
-  if (body.contains("dirs") && body["dirs"].is_array()) {
-    for (const auto& d : body["dirs"]) {
-      if (d.is_string() && check_path(d.get<std::string>()).error.empty()) {
-        m->dirs.push_back(d.get<std::string>());
-      }
-    }
-  }
-  return m;
 }
 
 }  // namespace
@@ -141,7 +111,7 @@ asio::awaitable<std::shared_ptr<const manifest>> remote_client::list(std::string
   json reply = co_await transport_(std::move(request));
   if (reply.contains("error")) throw base::error("file server: " + reply.value("error", "?"));
   if (have && reply.value("unchanged", false)) co_return have;
-  auto m = manifest_of(reply, saltenv);
+  auto m = detail::parse_manifest(reply, saltenv);
   std::lock_guard lock(mu_);
   manifests_[saltenv] = m;
   co_return m;
@@ -169,123 +139,23 @@ bool remote_client::current(const std::string& saltenv, const entry& e) {
 
 asio::awaitable<void> remote_client::fetch(std::string saltenv, std::vector<entry> wanted,
                                            std::map<std::string, std::string>* errors) {
-  struct progress {
-    entry e;
-    uint64_t offset = 0;
-    int fd = -1;
-    std::string part;
-  };
-  std::vector<progress> todo;
-  for (auto& e : wanted) todo.push_back({std::move(e), 0, -1, ""});
-  auto fail = [&](progress& p, const std::string& why) {
-    if (p.fd >= 0) ::close(p.fd);
-    p.fd = -1;
-    if (!p.part.empty()) ::unlink(p.part.c_str());
-    (*errors)[p.e.path] = why;
-    p.offset = p.e.size + 1;  // done (failed)
-  };
-  auto finish = [&](progress& p) {
-    ::close(p.fd);
-    p.fd = -1;
-    auto h = hash_file(p.part);
-    if (!h || *h != p.e.hash) {
-      ::unlink(p.part.c_str());
-      (*errors)[p.e.path] = "changed on the master while it was fetched";
-      p.offset = p.e.size + 1;
-      return;
-    }
-    std::string local = local_path(saltenv, p.e.path);
-    ::chmod(p.part.c_str(), (p.e.mode & 0777u) | 0600u);
-    if (::rename(p.part.c_str(), local.c_str()) != 0) {
-      (*errors)[p.e.path] = "cannot be written to the cache: " + local;
-      ::unlink(p.part.c_str());
-    } else {
-      struct stat st {};
-      ::stat(local.c_str(), &st);
-      std::lock_guard lock(mu_);
-      known_[local] = {p.e.hash, p.e.size, mtime_ns_of(st)};
-      ++stats_.files_fetched;
-    }
-    p.offset = p.e.size + 1;
-  };
-  for (auto& p : todo) {
-    std::string local = local_path(saltenv, p.e.path);
-    std::error_code ec;
-    fs::create_directories(fs::path(local).parent_path(), ec);
-    p.part = local + ".brine-part";
-    p.fd = ::open(p.part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (p.fd < 0) fail(p, "cannot be written to the cache: " + p.part);
-    if (p.fd >= 0 && p.e.size == 0) finish(p);
-  }
-  for (;;) {
-    json files = json::array();
-    uint64_t budget = 0;
-    for (auto& p : todo) {
-      if (p.offset >= p.e.size) continue;
-      files.push_back(json::array({p.e.path, p.offset}));
-      budget += p.e.size - p.offset;
-      if (budget >= k_batch_bytes) break;
-    }
-    if (files.empty()) break;
-    json request = {{"op", "get"}, {"saltenv", saltenv}, {"files", std::move(files)},
-                    {"max_bytes", k_batch_bytes}};
-    {
-      std::lock_guard lock(mu_);
-      ++stats_.requests;
-    }
-    json reply = co_await transport_(std::move(request));
-    if (reply.contains("error")) throw base::error("file server: " + reply.value("error", "?"));
-    bool progressed = false;
-    const json& got = reply.contains("files") ? reply["files"] : json::array();
-    for (const auto& f : got) {
-      if (!f.is_object() || !f.contains("path") || !f["path"].is_string()) continue;
-      std::string path = f["path"];
-      auto it = std::find_if(todo.begin(), todo.end(), [&](const progress& p) {
-        return p.e.path == path && p.offset < p.e.size;
-      });
-      if (it == todo.end()) continue;
-      if (f.contains("error")) {
-        fail(*it, f.value("error", "?"));
-        progressed = true;
-        continue;
-      }
-      if (f.value("hash", "") != it->e.hash) {
-        fail(*it, "changed on the master while it was fetched");
-        progressed = true;
-        continue;
-      }
-      if (!f.contains("data") || !f["data"].is_binary() || f.value("offset", uint64_t{0}) != it->offset) {
-        fail(*it, "a malformed file_reply");
-        progressed = true;
-        continue;
-      }
-      const auto& data = f["data"].get_binary();
-      if (data.empty()) continue;
-      if (it->offset + data.size() > it->e.size) {
-        fail(*it, "the master sent more bytes than the file has");
-        progressed = true;
-        continue;
-      }
-      if (::pwrite(it->fd, data.data(), data.size(), static_cast<off_t>(it->offset)) !=
-          static_cast<ssize_t>(data.size())) {
-        fail(*it, "cannot be written to the cache: " + it->part);
-        progressed = true;
-        continue;
-      }
-      it->offset += data.size();
-      progressed = true;
-      {
+  detail::fetch_target to{
+      [this, saltenv](const std::string& path) { return local_path(saltenv, path); },
+      [](const std::string& local) { return local + ".brine-part"; },
+      [this](const std::string& local, const std::string& hash) {
+        struct stat st {};
+        ::stat(local.c_str(), &st);
         std::lock_guard lock(mu_);
-        stats_.bytes_fetched += data.size();
-      }
-      if (it->offset == it->e.size) finish(*it);
-    }
-    if (!progressed) {
-      for (auto& p : todo) {
-        if (p.offset < p.e.size) fail(p, "the master sent none of it");
-      }
-    }
-  }
+        known_[local] = {hash, static_cast<uint64_t>(st.st_size), mtime_ns_of(st)};
+      },
+      [this](uint64_t requests, uint64_t files, uint64_t bytes) {
+        std::lock_guard lock(mu_);
+        stats_.requests += requests;
+        stats_.files_fetched += files;
+        stats_.bytes_fetched += bytes;
+      }};
+  co_await detail::fetch_files(transport_, std::move(saltenv), std::move(wanted), k_batch_bytes,
+                               std::move(to), errors);
 }
 
 asio::awaitable<std::vector<cached_file>> remote_client::cache(std::string saltenv,

@@ -22,12 +22,17 @@
 #include <mutex>
 #include <thread>
 
+#include "apply/state_functions.h"
 #include "base/error.h"
 #include "base/fs.h"
 #include "base/log.h"
 #include "base/yaml_json.h"
+#include "minion/context.h"
 #include "minion/master_set.h"
 #include "net/connection.h"
+#include "state/state_mod.h"
+#include "states/registry.h"
+#include "swarm/sim_context.h"
 
 namespace brine::swarm {
 namespace {
@@ -189,6 +194,34 @@ asio::awaitable<void> start_minions(std::vector<std::unique_ptr<minion::master_s
   }
 }
 
+// What the simulated minions of a swarm that applies states share: their
+// options (a real minion's defaults, with the swarm's masters), and one
+// salt:// cache on disk.
+std::unique_ptr<sim_shared> make_shared_part(const swarm_options& o,
+                                             const std::vector<base::master_address>& masters,
+                                             const modules::registry& functions) {
+  base::minion_config cfg;
+  cfg.source = o.keys_dir + "/" + o.id_prefix + "swarm";
+  cfg.masters = masters;
+  cfg.master_type =
+      o.master_type == "failover" ? base::master_mode::failover : base::master_mode::hot;
+  cfg.random_master = o.random_master;
+  cfg.master_failback = o.master_failback;
+  cfg.master_failback_interval = o.master_failback_interval;
+  cfg.master_alive_interval = o.master_alive_interval;
+  cfg.acceptance_wait_time = o.acceptance_wait_time;
+  cfg.cachedir = o.keys_dir + "/" + o.id_prefix + "files";
+  cfg.pki_dir = o.keys_dir;
+  base::ensure_dir(cfg.cachedir, 0700, "--keys-dir");
+  std::string grains_dir = cfg.cachedir + "/grains";
+  base::ensure_dir(grains_dir, 0700, "--keys-dir");
+  auto shared = std::make_unique<sim_shared>(
+      sim_shared{functions, minion::opts_of(cfg),
+                 std::make_shared<fileserver::file_cache>(cfg.cachedir + "/files"), grains_dir});
+  shared->opts.erase("id");
+  return shared;
+}
+
 double unix_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -235,8 +268,20 @@ int run_swarm(const swarm_options& o) {
 
   asio::io_context io;
   net::tls_context tls(net::tls_context::role::client);
+  // State functions first: the execution functions (state.apply) refer to
+  // them.
+  states::registry state_functions;
   modules::registry functions;
-  modules::register_test_module(functions);
+  std::unique_ptr<sim_shared> shared;
+  if (o.states) {
+    modules::register_builtin_modules(functions);
+    state::register_state_module(functions);
+    states::register_builtin_states(state_functions);
+    apply::register_state_functions(functions, state_functions);
+    shared = make_shared_part(o, masters, functions);
+  } else {
+    modules::register_test_module(functions);
+  }
   shared_trust trust(o.master_finger);
   publish_tracker publishes(o.count);
   // Minions served now, and when all were (first, and again after a loss).
@@ -284,8 +329,11 @@ int run_swarm(const swarm_options& o) {
   std::vector<std::unique_ptr<net::tls_identity>> identities;
   std::vector<std::unique_ptr<minion::memory_spool>> spools;
   std::vector<std::unique_ptr<minion::jid_history>> histories;
+  // Before the sets, so that the sets (whose jobs use them) go first.
+  std::vector<std::unique_ptr<sim_context>> contexts;  // with `states` only
   std::vector<std::unique_ptr<minion::master_set>> sets;
   identities.reserve(o.count);
+  contexts.reserve(shared ? o.count : 0);
   spools.reserve(o.count);
   histories.reserve(o.count);
   sets.reserve(o.count);
@@ -319,8 +367,18 @@ int run_swarm(const swarm_options& o) {
     link.grains = [frame = net::make_frame({proto::msg_type::grains, 0, {{"grains", grains}}})] {
       return frame;
     };
+    sim_context* ctx = nullptr;
+    if (shared) {
+      contexts.push_back(std::make_unique<sim_context>(
+          *shared, s.link.id, std::make_shared<const nlohmann::json>(grains)));
+      ctx = contexts.back().get();
+      link.context = ctx;
+      link.jobs = &ctx->jobs();
+      link.on_pillar = [ctx](nlohmann::ordered_json pillar) { ctx->set_pillar(std::move(pillar)); };
+    }
     sets.push_back(std::make_unique<minion::master_set>(
         io.get_executor(), std::move(s), minion::master_set::deps{link, on_serving, nullptr}));
+    if (ctx) ctx->set_masters(sets.back().get());
   }
 
   asio::signal_set signals(io, SIGINT, SIGTERM);

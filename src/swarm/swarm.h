@@ -26,12 +26,20 @@ struct swarm_options {
   // YAML map of grains every minion sends (with its own `id`); empty: just
   // the id.
   std::string grains_file;
+  // The minions apply states: every execution function of a real minion
+  // (state.apply, state.sls, state.highstate, file.*, cmd.*, ...), with the
+  // grains above, the pillar their masters send, and salt:// from the
+  // masters' file servers into one cache for the whole swarm
+  // (<keys_dir>/<id_prefix>files). Off: only test.* (nothing touches this
+  // machine).
+  bool states = false;
 };
 
 // Runs `count` simulated minions in this process against real masters: each
 // with its own Ed25519 key (cached in keys_dir, so a second run reuses them),
 // its own TLS connections, the real minion protocol (with the daemon's
-// multi-master and failover logic) and the real test.* functions. Prints the
+// multi-master and failover logic) and the real test.* functions (or, with
+// `states`, every function of a real minion, state.apply included). Prints the
 // counts every second, and when all minions are served again after losing a
 // master, how long that took.
 int run_swarm(const swarm_options& o);

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """`brine swarm`: simulated minions with their own keys and connections, the
-real protocol and the real test.* functions, against a real master."""
+real protocol and the real test.* functions, against a real master; with
+--states, applying a state tree from the master's file server, each run
+stored as a report."""
 
 import json
 import os
@@ -12,9 +14,48 @@ import threading
 import time
 import unittest
 
-from harness import BRINE_BIN, ClusterTestCase, MasterSet, wait_for, wait_log
+from harness import BRINE_BIN, ClusterTestCase, MasterSet, wait_for, wait_log, write_config
 
 COUNT = 40
+
+# Five states into a sandbox per minion: a directory, a file from a
+# template on the master's file server (with a grain and a value of the
+# pillar the master compiles), a test state that runs only when
+# that file changed, and two that never change anything.
+STATE_TREE = {
+    "top.sls": "base:\n  '*':\n    - sandbox\n",
+    "sandbox/init.sls": """\
+{% set dir = grains['sandbox'] ~ '/' ~ grains['id'] %}
+box:
+  file.directory:
+    - name: {{ dir }}
+    - makedirs: True
+
+conf:
+  file.managed:
+    - name: {{ dir }}/app.conf
+    - source: salt://sandbox/app.conf.jinja
+    - template: jinja
+    - require:
+      - file: box
+
+notify:
+  test.succeed_with_changes:
+    - onchanges:
+      - file: conf
+
+steady:
+  test.succeed_without_changes
+
+noop:
+  test.nop
+""",
+    "sandbox/app.conf.jinja": "id={{ grains['id'] }}\nrole={{ pillar['role'] }}\n",
+}
+PILLAR_TREE = {"top.sls": "base:\n  '*':\n    - common\n", "common.sls": "role: web\n"}
+# Salt's keys of every state's return.
+STATE_KEYS = {"name", "changes", "result", "comment", "__sls__", "__run_num__", "__id__",
+              "start_time", "duration"}
 
 
 class Swarm:
@@ -137,6 +178,91 @@ class SwarmTest(ClusterTestCase):
         wait_for(lambda: s.saw(r"^t=[4-9]"), 15, "a few seconds of retries")
         self.assertEqual(c.master.count(r"descriptor limit reached"), 1)
         self.assertTrue(c.master.alive())
+        self.assertEqual(s.stop(), 0)
+
+
+class SwarmStatesTest(ClusterTestCase):
+
+    def test_swarm_minions_apply_a_tree_from_the_master_and_are_reported(self):
+        count = 20
+        c = self.cluster(master_opts={"auto_accept": True, "file_roots": {"base": ["srv"]}},
+                         start=False)
+        c.master_options["pillar_roots"] = {"base": [c.path("pillar")]}
+        write_config(c.config, c.master_options)
+        for root, tree in (("srv", STATE_TREE), ("pillar", PILLAR_TREE)):
+            for name, text in tree.items():
+                path = c.path(root, name)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w") as f:
+                    f.write(text)
+        c.start_master()
+        sandbox = c.path("sandbox")
+        grains = c.path("swarm-grains.yaml")
+        with open(grains, "w") as f:
+            f.write("sandbox: %s\n" % sandbox)
+        s = Swarm(c, count=count, prefix="st-", extra=("--states", "--grains", grains))
+        self.addCleanup(s.stop, signal.SIGKILL)
+        wait_for(lambda: s.saw(r"^all %d connected after" % count), 30, "all swarm minions connected")
+        ids = ["st-%02d" % i for i in range(1, count + 1)]
+
+        def pillars_arrived():
+            # The master sends each minion its pillar after its grains.
+            rc, out, _ = c.brine("cmd", "-t", "20", "--out", "json", "st-*", "pillar.get", "role")
+            return rc == 0 and json.loads(out) == {mid: "web" for mid in ids}
+
+        wait_for(pillars_arrived, 20, "every swarm minion's pillar from the master")
+
+        def apply(*fun):
+            rc, out, err = c.brine("cmd", "-t", "60", "--out", "json", "--show-jid", "st-*",
+                                   *(fun or ("state.apply",)), timeout=120)
+            self.assertEqual(rc, 0, out[-2000:] + err[-2000:])
+            jid = re.search(r"^jid: (\d+)$", err, re.M).group(1)
+            got = json.loads(out)
+            self.assertEqual(sorted(got), ids)
+            for mid, ret in got.items():
+                self.assertEqual(len(ret), 5, (mid, ret))
+                for key, state in ret.items():
+                    self.assertEqual(set(state) - {"__state_ran__"}, STATE_KEYS, (mid, key, state))
+                    self.assertIs(state["result"], True, (mid, key, state))
+                    self.assertEqual(state["__sls__"], "sandbox")
+            return jid, got
+
+        def reports(jid):
+            """The reports of `jid` by minion once there is one per minion."""
+            rc, out, err = c.brine("report", "list", "--out", "json", "--minion", "st-*",
+                                   "--limit", "1000")
+            self.assertEqual(rc, 0, out + err)
+            got = {r["minion"]: r for r in json.loads(out) if r["jid"] == jid}
+            return got if len(got) == count else None
+
+        jid, got = apply()
+        for mid, ret in got.items():
+            changed = sorted(st["__id__"] for st in ret.values() if st["changes"])
+            self.assertEqual(changed, ["box", "conf", "notify"], (mid, ret))
+            with open(os.path.join(sandbox, mid, "app.conf")) as f:
+                self.assertEqual(f.read(), "id=%s\nrole=web\n" % mid)
+        stored = wait_for(lambda: reports(jid), 20, "a report per swarm minion")
+        for mid, r in stored.items():
+            self.assertEqual((r["status"], r["fun"], r["counts"]["total"],
+                              r["counts"]["changed"]), ("changed", "state.apply", 5, 3), r)
+
+        # The second run changes nothing, and is reported so.
+        jid, got = apply()
+        for mid, ret in got.items():
+            self.assertEqual([st for st in ret.values() if st["changes"]], [], (mid, ret))
+            notify = next(st for st in ret.values() if st["__id__"] == "notify")
+            self.assertEqual(notify["comment"],
+                             "State was not run because none of the onchanges reqs changed")
+        stored = wait_for(lambda: reports(jid), 20, "a second report per swarm minion")
+        self.assertEqual({r["status"] for r in stored.values()}, {"unchanged"})
+
+        # state.sls and state.highstate (here under test=True) run the same tree.
+        for fun in (("state.sls", "sandbox", "test=True"), ("state.highstate", "test=True")):
+            jid, got = apply(*fun)
+            for mid, ret in got.items():
+                self.assertEqual([st for st in ret.values() if st["changes"]], [], (fun, mid))
+            stored = wait_for(lambda: reports(jid), 20, "a report per minion of %s" % fun[0])
+            self.assertEqual({(r["fun"], r["test"]) for r in stored.values()}, {(fun[0], True)})
         self.assertEqual(s.stop(), 0)
 
 

@@ -3,6 +3,12 @@
 
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <atomic>
+#include <mutex>
+#include <thread>
 #include <asio/use_future.hpp>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +19,7 @@
 #include "fileserver/path.h"
 #include "fileserver/roots.h"
 #include "fileserver/serve.h"
+#include "fileserver/shared_cache.h"
 
 namespace brine::fileserver {
 namespace {
@@ -189,6 +196,95 @@ TEST(FileServerRemote, RefusesAManifestWithEscapingPaths) {
   remote_client c((t.path() / "cache").string(), bad);
   EXPECT_THROW(run(c.list("base")), base::error);
   EXPECT_THROW(run(c.list("../base")), base::error);
+}
+
+// A master that answers after a pause, so that many clients' requests
+// overlap; counts the files each `get` asked for.
+struct slow_transport {
+  roots* r;
+  std::mutex* mu;
+  std::map<std::string, int>* gets;  // path -> times asked for (first chunk)
+
+  asio::awaitable<json> operator()(json request) const {
+    asio::steady_timer pause(co_await asio::this_coro::executor);
+    pause.expires_after(std::chrono::milliseconds(5));
+    co_await pause.async_wait(asio::use_awaitable);
+    if (request.value("op", "") == "get") {
+      std::lock_guard lock(*mu);
+      for (const auto& f : request["files"]) {
+        if (f[1].get<uint64_t>() == 0) ++(*gets)[f[0].get<std::string>()];
+      }
+    }
+    auto bytes = json::to_msgpack(serve(*r, request, 1024 * 1024));
+    co_return json::from_msgpack(bytes);
+  }
+};
+
+// Runs `tree("base")` on every client at once, on four threads; the dirs
+// each got.
+std::vector<std::vector<std::string>> trees_at_once(
+    std::vector<std::unique_ptr<shared_client>>& clients) {
+  asio::io_context io;
+  std::vector<std::vector<std::string>> out(clients.size());
+  std::atomic<int> failed{0};
+  for (size_t i = 0; i < clients.size(); ++i) {
+    asio::co_spawn(io, clients[i]->tree("base"),
+                   [&out, &failed, i](std::exception_ptr e, std::vector<std::string> dirs) {
+                     if (e) ++failed;
+                     out[i] = std::move(dirs);
+                   });
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) threads.emplace_back([&io] { io.run(); });
+  io.run();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  return out;
+}
+
+TEST(FileServerShared, ManyClientsFetchEachFileOnce) {
+  temp_dir t;
+  for (int i = 0; i < 20; ++i) {
+    write(t.path() / "r" / ("s" + std::to_string(i) + ".sls"), "state " + std::to_string(i));
+  }
+  roots r({{"base", {(t.path() / "r").string()}}}, std::chrono::milliseconds(0));
+  auto cache = std::make_shared<file_cache>((t.path() / "cache").string());
+  std::mutex mu;
+  std::map<std::string, int> gets;
+  std::vector<std::unique_ptr<shared_client>> clients;
+  for (int i = 0; i < 50; ++i) {
+    clients.push_back(std::make_unique<shared_client>(cache, slow_transport{&r, &mu, &gets}));
+  }
+
+  auto dirs = trees_at_once(clients);
+  for (const auto& d : dirs) EXPECT_EQ(d, dirs[0]);
+  ASSERT_EQ(dirs[0].size(), 1u);
+  EXPECT_EQ(slurp(dirs[0][0] + "/s7.sls"), "state 7");
+  // Each file asked of the master once, by one client; the others waited.
+  EXPECT_EQ(gets.size(), 20u);
+  for (const auto& [path, n] : gets) EXPECT_EQ(n, 1) << path;
+  uint64_t fetched = 0;
+  for (const auto& c : clients) fetched += c->stats().files_fetched;
+  EXPECT_EQ(fetched, 20u);
+  // No part file left behind.
+  for (const auto& e : fs::recursive_directory_iterator(t.path() / "cache")) {
+    EXPECT_EQ(e.path().filename().string().find(".brine-part"), std::string::npos) << e.path();
+  }
+
+  // A change and a removal on the master: fetched once more, the removed
+  // file gone from the shared mirror.
+  write(t.path() / "r/s3.sls", "changed");
+  fs::remove(t.path() / "r/s4.sls");
+  gets.clear();
+  dirs = trees_at_once(clients);
+  EXPECT_EQ(slurp(dirs[0][0] + "/s3.sls"), "changed");
+  EXPECT_FALSE(fs::exists(dirs[0][0] + "/s4.sls"));
+  EXPECT_EQ(gets, (std::map<std::string, int>{{"s3.sls", 1}}));
+
+  // A file the master lacks is an error for each client that asks.
+  auto got = run(clients[0]->cache("base", {"s1.sls", "missing.sls"}));
+  EXPECT_EQ(got[0].local, dirs[0][0] + "/s1.sls");
+  EXPECT_NE(got[1].error, "");
 }
 
 TEST(FileServerLocal, ServesTheRootsInPlace) {
