@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "modules/registry.h"
+#include "modules/shell_test.h"
 
 namespace brine::states {
 
@@ -29,6 +30,16 @@ bool state_call::flag(const std::string& key, bool fallback) const {
 
 asio::awaitable<int> state_call::retcode(std::string command, json options, int failed) const {
   if (functions == nullptr) throw base::error("no execution functions to run '" + command + "' with");
+  // `test -e /path` and its like, as the shell's builtin answers them
+  // (modules/shell_test.h), unless the command was to run as another user
+  // or in a directory of its own.
+  auto absent = [&options](const char* key) {
+    auto it = options.find(key);
+    return it == options.end() || it->is_null() || (it->is_string() && it->get<std::string>().empty());
+  };
+  if (absent("runas") && absent("cwd")) {
+    if (auto rc = modules::shell_test(command)) co_return *rc;
+  }
   modules::call c;
   c.fun = "cmd.run_all";
   c.kwargs = nlohmann::json::object();
