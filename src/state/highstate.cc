@@ -22,12 +22,37 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Roughly what `j` holds on the heap: nlohmann's 16-byte values, the
+// ordered maps' (key, value) pairs and the strings longer than the small
+// buffer. Parsed YAML takes ten to twenty times its text.
+std::size_t heap_bytes(const json& j) {
+  auto text = [](const std::string& s) { return s.size() > 15 ? s.capacity() + 1 : 0; };
+  switch (j.type()) {
+    case json::value_t::object: {
+      std::size_t n = sizeof(json::object_t);
+      for (const auto& [k, v] : j.items()) {
+        n += sizeof(std::string) + text(k) + sizeof(json) + heap_bytes(v);
+      }
+      return n;
+    }
+    case json::value_t::array: {
+      std::size_t n = sizeof(json::array_t);
+      for (const auto& v : j) n += sizeof(json) + heap_bytes(v);
+      return n;
+    }
+    case json::value_t::string:
+      return sizeof(std::string) + text(j.get_ref<const std::string&>());
+    default:
+      return 0;
+  }
+}
+
 // The data of Salt's yaml renderer for a rendered text, shared by all the
 // compiles of the process: a master compiling for many minions parses the
 // same text again and again wherever their templates render alike (and a
 // `#!yaml` sls always). Keyed by the file and the text itself; the least
-// recently used go once the texts held pass a bound. Thread-safe; an error
-// is not cached.
+// recently used go once what the entries hold (texts and data) passes a
+// bound. Thread-safe; an error is not cached.
 class yaml_cache {
  public:
   void clear() {
@@ -43,29 +68,35 @@ class yaml_cache {
       std::lock_guard lock(mu_);
       if (auto it = index_.find(key); it != index_.end()) {
         lru_.splice(lru_.begin(), lru_, it->second);
-        return it->second->second;
+        return it->second->data;
       }
     }
     json data = render::load_yaml<json>(text, path);
-    if (key.size() > k_bytes) return data;
+    std::size_t size = key.size() + heap_bytes(data);
+    if (size > k_bytes / 4) return data;
     std::lock_guard lock(mu_);
     if (index_.contains(key)) return data;
-    lru_.emplace_front(std::move(key), data);
-    index_.emplace(lru_.front().first, lru_.begin());
-    bytes_ += lru_.front().first.size();
+    lru_.push_front(entry{std::move(key), data, size});
+    index_.emplace(lru_.front().key, lru_.begin());
+    bytes_ += size;
     while (bytes_ > k_bytes) {
-      bytes_ -= lru_.back().first.size();
-      index_.erase(lru_.back().first);
+      bytes_ -= lru_.back().size;
+      index_.erase(lru_.back().key);
       lru_.pop_back();
     }
     return data;
   }
 
  private:
-  static constexpr std::size_t k_bytes = std::size_t{2} << 20;
+  struct entry {
+    std::string key;
+    json data;
+    std::size_t size;  // key and data, as heap_bytes counts them
+  };
+  static constexpr std::size_t k_bytes = std::size_t{16} << 20;
   std::mutex mu_;
-  std::list<std::pair<std::string, json>> lru_;  // the index's keys view these strings
-  std::unordered_map<std::string_view, std::list<std::pair<std::string, json>>::iterator> index_;
+  std::list<entry> lru_;  // the index's keys view these strings
+  std::unordered_map<std::string_view, std::list<entry>::iterator> index_;
   std::size_t bytes_ = 0;
 };
 
