@@ -9,6 +9,7 @@
 
 #include "apply/runner.h"
 #include "base/error.h"
+#include "fileserver/pinned.h"
 #include "modules/context.h"
 #include "modules/data.h"
 #include "state/high.h"
@@ -148,14 +149,16 @@ std::shared_ptr<const nlohmann::ordered_json> pillar_for(const call& c,
 
 // The minion as a run's states see it: its pillar with the run's inline
 // pillar= merged in (Salt's pillar_override reaches __pillar__, so
-// pillar.get from test.check_pillar or module.run sees it), the rest the
-// minion's own. Lives as long as the run.
+// pillar.get from test.check_pillar or module.run sees it), and its files
+// as one listing of the master's for the whole run (fileserver/pinned.h);
+// the rest the minion's own. Lives as long as the run.
 class run_context : public modules::minion_context {
  public:
   run_context(modules::minion_context& inner, std::shared_ptr<const nlohmann::ordered_json> pillar)
       : inner_(inner),
         ordered_(std::move(pillar)),
-        plain_(std::make_shared<const nlohmann::json>(nlohmann::json::parse(ordered_->dump()))) {}
+        plain_(std::make_shared<const nlohmann::json>(nlohmann::json::parse(ordered_->dump()))),
+        files_(inner.files()) {}
   const std::string& id() const override { return inner_.id(); }
   std::shared_ptr<const nlohmann::json> grains() const override { return inner_.grains(); }
   std::shared_ptr<const nlohmann::json> pillar() const override { return plain_; }
@@ -164,7 +167,7 @@ class run_context : public modules::minion_context {
   const nlohmann::json& opts() const override { return inner_.opts(); }
   std::string grains_file() const override { return inner_.grains_file(); }
   const modules::registry& functions() const override { return inner_.functions(); }
-  fileserver::client& files() override { return inner_.files(); }
+  fileserver::client& files() override { return files_; }
   void refresh_grains() override { inner_.refresh_grains(); }
   bool refresh_pillar(std::string& why) override { return inner_.refresh_pillar(why); }
   asio::awaitable<std::shared_ptr<const nlohmann::json>> fresh_pillar() override {
@@ -177,6 +180,7 @@ class run_context : public modules::minion_context {
   modules::minion_context& inner_;
   std::shared_ptr<const nlohmann::ordered_json> ordered_;
   std::shared_ptr<const nlohmann::json> plain_;
+  fileserver::pinned_client files_;
 };
 
 struct compiled {
@@ -300,11 +304,12 @@ asio::awaitable<outcome> sls_id(call c, const states::registry* st) {
                      k_compiler_error);
   }
   if (auto refused = co_await wait_for_turn(c, ctx)) co_return std::move(*refused);
-  compiled comp = co_await compile(c, ctx, mods, json());
+  run_context run_ctx(ctx, pillar_for(c, ctx));
+  compiled comp = co_await compile(c, run_ctx, mods, json());
   if (!comp.error.empty()) co_return finish(json::array({comp.error}), k_compiler_error);
   if (!comp.plan.errors.is_null()) co_return finish(comp.plan.errors, k_compiler_error);
   std::string want = id.is_string() ? id.get<std::string>() : state::py_str(id);
-  runner r(settings_for(c, ctx, *st, std::move(comp.compiler)));
+  runner r(settings_for(c, run_ctx, *st, std::move(comp.compiler)));
   json ret = co_await r.run_id(std::move(comp.plan.chunks), want);
   if (ret.empty()) {
     std::string env = mods_of(arg(c, 99, "saltenv")).value_or("base");

@@ -52,6 +52,13 @@ class client {
   // cache's mirror, brought up to date now (remote: every file up to
   // prefetch_limit bytes; larger ones come when cache() asks for them).
   virtual asio::awaitable<std::vector<std::string>> tree(std::string saltenv) = 0;
+  // cache() and tree() with `listed`, a manifest of `saltenv` that list()
+  // gave the caller: no request to list it again (a state run lists each
+  // saltenv once, see pinned.h). A client without listings ignores it.
+  virtual asio::awaitable<std::vector<cached_file>> cache_listed(
+      std::string saltenv, std::vector<std::string> paths, std::shared_ptr<const manifest> listed);
+  virtual asio::awaitable<std::vector<std::string>> tree_listed(
+      std::string saltenv, std::shared_ptr<const manifest> listed);
   virtual client_stats stats() const { return {}; }
   // Whether files come from a master (and the state tree with them).
   virtual bool remote() const { return false; }
@@ -94,6 +101,11 @@ class remote_client : public client {
   asio::awaitable<std::vector<cached_file>> cache(std::string saltenv,
                                                   std::vector<std::string> paths) override;
   asio::awaitable<std::vector<std::string>> tree(std::string saltenv) override;
+  asio::awaitable<std::vector<cached_file>> cache_listed(
+      std::string saltenv, std::vector<std::string> paths,
+      std::shared_ptr<const manifest> listed) override;
+  asio::awaitable<std::vector<std::string>> tree_listed(
+      std::string saltenv, std::shared_ptr<const manifest> listed) override;
   client_stats stats() const override;
   bool remote() const override { return true; }
   std::vector<std::string> dirs_of(const std::string& saltenv) const override {
@@ -108,10 +120,6 @@ class remote_client : public client {
   };
   // Whether the cached copy of `e` is current (hashing it once if unknown).
   bool current(const std::string& saltenv, const entry& e);
-  // cache() with the manifest `m` already listed (null: list it first).
-  asio::awaitable<std::vector<cached_file>> cache_with(std::string saltenv,
-                                                       std::vector<std::string> paths,
-                                                       std::shared_ptr<const manifest> m);
   asio::awaitable<void> fetch(std::string saltenv, std::vector<entry> wanted,
                               std::map<std::string, std::string>* errors);
   std::string local_path(const std::string& saltenv, const std::string& path) const;

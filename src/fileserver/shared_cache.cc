@@ -206,10 +206,10 @@ asio::awaitable<void> shared_client::fetch(std::string saltenv, std::vector<entr
 
 asio::awaitable<std::vector<cached_file>> shared_client::cache(std::string saltenv,
                                                                std::vector<std::string> paths) {
-  return cache_with(std::move(saltenv), std::move(paths), nullptr);
+  return cache_listed(std::move(saltenv), std::move(paths), nullptr);
 }
 
-asio::awaitable<std::vector<cached_file>> shared_client::cache_with(
+asio::awaitable<std::vector<cached_file>> shared_client::cache_listed(
     std::string saltenv, std::vector<std::string> paths, std::shared_ptr<const manifest> m) {
   std::vector<cached_file> out(paths.size());
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -291,12 +291,17 @@ asio::awaitable<std::vector<cached_file>> shared_client::cache_with(
 }
 
 asio::awaitable<std::vector<std::string>> shared_client::tree(std::string saltenv) {
-  auto m = co_await list(saltenv);
+  return tree_listed(std::move(saltenv), nullptr);
+}
+
+asio::awaitable<std::vector<std::string>> shared_client::tree_listed(std::string saltenv,
+                                                             std::shared_ptr<const manifest> m) {
+  if (!m) m = co_await list(saltenv);
   std::vector<std::string> small;
   for (const auto& e : m->files) {
     if (e.size <= k_prefetch_limit) small.push_back(e.path);
   }
-  auto got = co_await cache_with(saltenv, std::move(small), m);
+  auto got = co_await cache_listed(saltenv, std::move(small), m);
   for (const auto& f : got) {
     if (!f.error.empty()) {
       throw base::error("file server: salt://" + f.path + "?saltenv=" + saltenv + ": " + f.error);

@@ -90,6 +90,11 @@ class shared_client : public client {
   asio::awaitable<std::vector<cached_file>> cache(std::string saltenv,
                                                   std::vector<std::string> paths) override;
   asio::awaitable<std::vector<std::string>> tree(std::string saltenv) override;
+  asio::awaitable<std::vector<cached_file>> cache_listed(
+      std::string saltenv, std::vector<std::string> paths,
+      std::shared_ptr<const manifest> listed) override;
+  asio::awaitable<std::vector<std::string>> tree_listed(
+      std::string saltenv, std::shared_ptr<const manifest> listed) override;
   // What this client asked of its master; files another client fetched
   // count as cache hits.
   client_stats stats() const override;
@@ -99,10 +104,6 @@ class shared_client : public client {
   }
 
  private:
-  // cache() with the manifest `m` already listed (null: list it first).
-  asio::awaitable<std::vector<cached_file>> cache_with(std::string saltenv,
-                                                       std::vector<std::string> paths,
-                                                       std::shared_ptr<const manifest> m);
   asio::awaitable<void> fetch(std::string saltenv, std::vector<entry> wanted,
                               std::map<std::string, std::string>* errors);
 
