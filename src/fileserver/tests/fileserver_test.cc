@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "fileserver/client.h"
 #include "fileserver/path.h"
+#include "fileserver/pinned.h"
 #include "fileserver/roots.h"
 #include "fileserver/serve.h"
 #include "fileserver/shared_cache.h"
@@ -185,6 +186,40 @@ TEST(FileServerRemote, FetchesOnlyWhatChangedInFewRequests) {
   EXPECT_EQ(slurp(dirs[0] + "/f3.sls"), "changed");
   EXPECT_FALSE(fs::exists(dirs[0] + "/f4.sls"));
   EXPECT_EQ(c.stats().files_fetched, fetched + 1);
+}
+
+// One listing per run: after the run's tree(), its states' files cost no
+// request; the next run lists again and sees the master's change.
+TEST(FileServerPinned, ARunListsEachSaltenvOnce) {
+  temp_dir t;
+  for (int i = 0; i < 50; ++i) {
+    write(t.path() / "r" / ("f" + std::to_string(i) + ".txt"), "file " + std::to_string(i));
+  }
+  roots r({{"base", {(t.path() / "r").string()}}}, std::chrono::milliseconds(0));
+  int calls = 0;
+  remote_client c((t.path() / "cache").string(), loop_transport{&r, 1024 * 1024, &calls});
+  {
+    pinned_client run1(c);
+    run(run1.tree("base"));
+    int after_tree = calls;
+    EXPECT_LE(after_tree, 3);  // a list and a get or two
+    for (int i = 0; i < 50; ++i) {
+      auto got = run(run1.cache("base", {"f" + std::to_string(i) + ".txt"}));
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(slurp(got[0].local), "file " + std::to_string(i));
+    }
+    EXPECT_EQ(calls, after_tree);  // 50 files, no request
+    auto missing = run(run1.cache("base", {"nope.txt"}));
+    EXPECT_NE(missing[0].error, "");
+    EXPECT_EQ(calls, after_tree);
+  }
+  write(t.path() / "r/f3.txt", "changed");
+  calls = 0;
+  pinned_client run2(c);
+  run(run2.tree("base"));
+  auto got = run(run2.cache("base", {"f3.txt"}));
+  EXPECT_EQ(slurp(got[0].local), "changed");
+  EXPECT_EQ(calls, 2);  // the new listing and the changed file
 }
 
 TEST(FileServerRemote, RefusesAManifestWithEscapingPaths) {
