@@ -82,6 +82,7 @@ void register_pkg_repo_module(registry& reg);
 void register_service_module(registry& reg);
 void register_user_module(registry& reg);  // user.* and group.*
 void register_network_module(registry& reg);
+void register_status_module(registry& reg);
 void register_grains_module(registry& reg);
 void register_pillar_module(registry& reg);
 void register_config_module(registry& reg);  // config.* (config_mod.cc)
