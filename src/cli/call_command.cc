@@ -22,6 +22,7 @@
 #include "cli/output.h"
 #include "base/fs.h"
 #include "fileserver/client.h"
+#include "fileserver/remote.h"
 #include "minion/context.h"
 #include "minion/master_pillar.h"
 #include "modules/registry.h"

@@ -88,48 +88,4 @@ class local_client : public client {
 // master connected, no answer in time).
 using file_transport = std::function<asio::awaitable<nlohmann::json>(nlohmann::json request)>;
 
-// With a master: a cache under `cache_dir` (<cache_dir>/<saltenv>/<path>),
-// files checked by hash, fetched in requests of up to batch_bytes.
-class remote_client : public client {
- public:
-  static constexpr uint64_t k_batch_bytes = 4 * 1024 * 1024;
-  static constexpr uint64_t k_prefetch_limit = 1024 * 1024;
-
-  remote_client(std::string cache_dir, file_transport transport);
-  asio::awaitable<std::vector<std::string>> envs() override;
-  asio::awaitable<std::shared_ptr<const manifest>> list(std::string saltenv) override;
-  asio::awaitable<std::vector<cached_file>> cache(std::string saltenv,
-                                                  std::vector<std::string> paths) override;
-  asio::awaitable<std::vector<std::string>> tree(std::string saltenv) override;
-  asio::awaitable<std::vector<cached_file>> cache_listed(
-      std::string saltenv, std::vector<std::string> paths,
-      std::shared_ptr<const manifest> listed) override;
-  asio::awaitable<std::vector<std::string>> tree_listed(
-      std::string saltenv, std::shared_ptr<const manifest> listed) override;
-  client_stats stats() const override;
-  bool remote() const override { return true; }
-  std::vector<std::string> dirs_of(const std::string& saltenv) const override {
-    return {dir_ + "/" + saltenv};
-  }
-
- private:
-  struct known {
-    std::string hash;
-    uint64_t size = 0;
-    int64_t mtime_ns = 0;
-  };
-  // Whether the cached copy of `e` is current (hashing it once if unknown).
-  bool current(const std::string& saltenv, const entry& e);
-  asio::awaitable<void> fetch(std::string saltenv, std::vector<entry> wanted,
-                              std::map<std::string, std::string>* errors);
-  std::string local_path(const std::string& saltenv, const std::string& path) const;
-
-  std::string dir_;
-  file_transport transport_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const manifest>> manifests_;
-  std::map<std::string, known> known_;  // by local path
-  client_stats stats_;
-};
-
 }  // namespace brine::fileserver

@@ -12,8 +12,8 @@
 #include "fileserver/client.h"
 #include "fileserver/roots.h"
 
-// The client side of the file_request protocol that remote_client and
-// shared_client share (not for use outside fileserver/).
+// The client side of the file_request protocol, for remote.cc (not for use
+// outside fileserver/).
 namespace brine::fileserver::detail {
 
 // A manifest from a `list` reply; throws base::error on a malformed one or

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/fs.h"
 #include "base/memory.h"
+#include "fileserver/remote.h"
 #include "minion/master_pillar.h"
 #include "apply/state_functions.h"
 #include "state/state_mod.h"

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "fileserver/shared_cache.h"
+#include "fileserver/remote.h"
 #include "minion/job_table.h"
 #include "minion/master_set.h"
 #include "modules/context.h"

@@ -20,7 +20,7 @@
 #include "fileserver/pinned.h"
 #include "fileserver/roots.h"
 #include "fileserver/serve.h"
-#include "fileserver/shared_cache.h"
+#include "fileserver/remote.h"
 
 namespace brine::fileserver {
 namespace {

@@ -1,4 +1,4 @@
-#include "fileserver/shared_cache.h"
+#include "fileserver/remote.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

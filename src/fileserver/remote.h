@@ -12,8 +12,9 @@
 #include "fileserver/client.h"
 #include "fileserver/roots.h"
 
-// salt:// for many minions in one process (brine swarm): one cache of the
-// master's files on disk for all of them, each minion asking its own master.
+// salt:// from a master: the minion's file client (remote_client), and the
+// same for many minions in one process (brine swarm: one cache of the
+// master's files on disk for all of them, each minion asking its own master).
 namespace brine::fileserver {
 
 // The master's files on this machine, keyed by path and hash:
@@ -73,16 +74,17 @@ class file_cache {
   uint64_t parts_ = 0;
 };
 
-// A remote client over a file_cache that it may share with others: what
-// remote_client is for one minion, for each of many simulated minions.
+// A client of a master's file server over a file_cache that it may share
+// with others (remote_client: a cache of its own, for one minion).
 // Requests go through this client's `transport` (its minion's link); a
 // file already in the cache at the manifest's hash is not asked for, and a
 // file that another client is fetching is waited for, not fetched again.
 // Small: a swarm holds one per minion.
 class shared_client : public client {
  public:
-  static constexpr uint64_t k_batch_bytes = remote_client::k_batch_bytes;
-  static constexpr uint64_t k_prefetch_limit = remote_client::k_prefetch_limit;
+  // Data per `get` request, and the largest file tree() brings in.
+  static constexpr uint64_t k_batch_bytes = 4 * 1024 * 1024;
+  static constexpr uint64_t k_prefetch_limit = 1024 * 1024;
 
   shared_client(std::shared_ptr<file_cache> cache, file_transport transport);
   asio::awaitable<std::vector<std::string>> envs() override;
@@ -111,6 +113,15 @@ class shared_client : public client {
   file_transport transport_;
   mutable std::mutex mu_;
   client_stats stats_;
+};
+
+// With a master, for one minion: a shared_client over a cache of its own
+// under `cache_dir` (<cache_dir>/<saltenv>/<path>), files checked by hash,
+// fetched many per request.
+class remote_client : public shared_client {
+ public:
+  remote_client(std::string cache_dir, file_transport transport)
+      : shared_client(std::make_shared<file_cache>(std::move(cache_dir)), std::move(transport)) {}
 };
 
 }  // namespace brine::fileserver
