@@ -101,60 +101,58 @@ std::optional<user_entry> to_user(const passwd& pw) {
 
 }  // namespace
 
-std::optional<user_entry> user_by_name(const std::string& name) {
+namespace {
+
+// The cached answer for `key` in `table`, or fetch()'s (cached, found or not).
+template <typename Key, typename Value, typename Fetch>
+std::optional<Value> cached(std::map<Key, std::optional<Value>> cache::*table, const Key& key,
+                            Fetch fetch) {
   cache& c = the_cache();
   std::lock_guard lock(c.mu);
   c.check();
-  auto it = c.users_by_name.find(name);
-  if (it != c.users_by_name.end()) return it->second;
-  passwd pw{};
-  std::vector<char> buf;
-  std::optional<user_entry> found;
-  if (lookup(::getpwnam_r, name.c_str(), pw, buf)) found = to_user(pw);
-  c.users_by_name.emplace(name, found);
+  auto& answers = c.*table;
+  if (auto it = answers.find(key); it != answers.end()) return it->second;
+  std::optional<Value> found = fetch();
+  answers.emplace(key, found);
   return found;
+}
+
+}  // namespace
+
+std::optional<user_entry> user_by_name(const std::string& name) {
+  return cached(&cache::users_by_name, name, [&]() -> std::optional<user_entry> {
+    passwd pw{};
+    std::vector<char> buf;
+    if (lookup(::getpwnam_r, name.c_str(), pw, buf)) return to_user(pw);
+    return std::nullopt;
+  });
 }
 
 std::optional<user_entry> user_by_uid(uid_t uid) {
-  cache& c = the_cache();
-  std::lock_guard lock(c.mu);
-  c.check();
-  auto it = c.users_by_uid.find(uid);
-  if (it != c.users_by_uid.end()) return it->second;
-  passwd pw{};
-  std::vector<char> buf;
-  std::optional<user_entry> found;
-  if (lookup(::getpwuid_r, uid, pw, buf)) found = to_user(pw);
-  c.users_by_uid.emplace(uid, found);
-  return found;
+  return cached(&cache::users_by_uid, uid, [&]() -> std::optional<user_entry> {
+    passwd pw{};
+    std::vector<char> buf;
+    if (lookup(::getpwuid_r, uid, pw, buf)) return to_user(pw);
+    return std::nullopt;
+  });
 }
 
 std::optional<gid_t> group_id(const std::string& name) {
-  cache& c = the_cache();
-  std::lock_guard lock(c.mu);
-  c.check();
-  auto it = c.groups_by_name.find(name);
-  if (it != c.groups_by_name.end()) return it->second;
-  group gr{};
-  std::vector<char> buf;
-  std::optional<gid_t> found;
-  if (lookup(::getgrnam_r, name.c_str(), gr, buf)) found = gr.gr_gid;
-  c.groups_by_name.emplace(name, found);
-  return found;
+  return cached(&cache::groups_by_name, name, [&]() -> std::optional<gid_t> {
+    group gr{};
+    std::vector<char> buf;
+    if (lookup(::getgrnam_r, name.c_str(), gr, buf)) return gr.gr_gid;
+    return std::nullopt;
+  });
 }
 
 std::optional<std::string> group_name(gid_t gid) {
-  cache& c = the_cache();
-  std::lock_guard lock(c.mu);
-  c.check();
-  auto it = c.groups_by_gid.find(gid);
-  if (it != c.groups_by_gid.end()) return it->second;
-  group gr{};
-  std::vector<char> buf;
-  std::optional<std::string> found;
-  if (lookup(::getgrgid_r, gid, gr, buf)) found = std::string(gr.gr_name);
-  c.groups_by_gid.emplace(gid, found);
-  return found;
+  return cached(&cache::groups_by_gid, gid, [&]() -> std::optional<std::string> {
+    group gr{};
+    std::vector<char> buf;
+    if (lookup(::getgrgid_r, gid, gr, buf)) return std::string(gr.gr_name);
+    return std::nullopt;
+  });
 }
 
 std::string user_name_or_number(uid_t uid) {
