@@ -489,6 +489,31 @@ std::string plain_text(const option& opt) {
   return text(opt, "a word");
 }
 
+// A cluster's name: a word of letters, digits, `-`, `_` and `.`, as it
+// appears in messages and the store.
+std::string cluster_id(const option& opt) {
+  constexpr std::string_view expected = "a name of letters, digits, '-', '_' and '.'";
+  std::string v = text(opt, expected);
+  if (v.empty() || v.size() > 64 ||
+      !std::all_of(v.begin(), v.end(), [](unsigned char c) {
+        return std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.';
+      })) {
+    opt.fail(expected);
+  }
+  return v;
+}
+
+// The other masters' peer ports: HOST or HOST:PORT, one or a list (without a
+// port, cluster_port).
+std::vector<master_address> cluster_peers(const option& opt) {
+  if (opt.value.IsNull()) return {};
+  if (opt.value.IsScalar()) return {one_master(opt)};
+  if (!opt.value.IsSequence()) opt.fail(fmt::format("{}, or a list of them", k_address_expected));
+  std::vector<master_address> out;
+  for_each_item(opt, [&](size_t, const option& item) { out.push_back(one_master(item)); });
+  return out;
+}
+
 // Globs of grain names: one string or a list.
 std::string file_client(const option& opt) {
   std::string v = text(opt, "remote or local");
@@ -769,6 +794,11 @@ const option_table<master_config>& master_options() {
       {"publisher_acl", set(&c::publisher_acl, any_map)},
       {"store", set(&c::store, store_url)},
       {"store_password_file", set(&c::store_password_file, optional_path)},
+      {"cluster_id", set(&c::cluster_id, cluster_id)},
+      {"cluster_peers", set(&c::cluster_peers, cluster_peers)},
+      {"cluster_port", set_int(&c::cluster_port, 1, 65535)},
+      {"cluster_pki_dir", set(&c::cluster_pki_dir, required_path)},
+      {"cluster_advertise", set(&c::cluster_advertise, plain_text)},
   };
   return table;
 }
@@ -953,7 +983,26 @@ std::optional<std::vector<simple_option>> simple_mapping(std::string_view yaml) 
 master_config parse_master_config(const std::string& yaml, const std::string& source) {
   master_config config;
   config.source = source;
-  apply(yaml, source, master_options(), config);
+  auto seen = apply(yaml, source, master_options(), config);
+  for (auto& p : config.cluster_peers) {
+    if (p.port == k_no_port) p.port = config.cluster_port;
+  }
+  if (config.cluster_pki_dir.empty()) config.cluster_pki_dir = config.pki_dir + "/cluster";
+  if (!config.clustered()) {
+    for (const char* name : {"cluster_peers", "cluster_pki_dir", "cluster_advertise"}) {
+      if (seen.contains(name)) {
+        fail_at(source, seen.at(name),
+                fmt::format("{} is set but cluster_id is not; set cluster_id (the same on every "
+                            "master of the cluster) or remove {}",
+                            name, name));
+      }
+    }
+  } else if (config.store == "sqlite") {
+    fail_at(source, seen.at("cluster_id"),
+            "cluster_id is set but store is sqlite: the masters of a cluster share one "
+            "PostgreSQL store; set store: postgresql://USER@HOST:PORT/DATABASE (and "
+            "store_password_file) on every master");
+  }
   return config;
 }
 

@@ -12,6 +12,23 @@
 
 namespace brine::base {
 
+// One entry of the minion's `master` option: a host name or IP literal (IPv6
+// without brackets) and the port (`host:port` in the file, else master_port).
+struct master_address {
+  std::string host;
+  uint16_t port = 4506;
+  // "host:port", with brackets around an IPv6 literal: how messages and the
+  // spool name a master.
+  std::string text() const;
+  bool operator==(const master_address&) const = default;
+};
+
+// "host", "host:port", an IP literal, or "[IPv6]:port", as the `master`
+// option takes them (the inverse of master_address::text()); nullopt when the
+// text is none of these. Without a port, `default_port`.
+std::optional<master_address> parse_master_address(const std::string& text,
+                                                   uint16_t default_port = 4506);
+
 // Relative paths in a config file are resolved against the directory of that
 // file, so that a whole installation can live in one folder.
 struct master_config {
@@ -65,24 +82,21 @@ struct master_config {
   // masters of a site, its password in store_password_file (mode 0600).
   std::string store = "sqlite";
   std::string store_password_file;
+  // A master cluster (Salt's names, and a peer port): masters behind one
+  // load balancer acting as one. Empty cluster_id: no cluster. The cluster's
+  // keypair, presented to minions by every master, is in cluster_pki_dir
+  // (default <pki_dir>/cluster; made by `brine cluster init`); this master's
+  // own keypair (pki_dir) identifies it to its peers. A cluster needs the
+  // shared store.
+  std::string cluster_id;
+  std::vector<master_address> cluster_peers;  // host:port of the other masters' peer ports
+  uint16_t cluster_port = 4520;
+  std::string cluster_pki_dir;
+  // The address the other masters reach this one's peer port at; empty: the
+  // interface when it is a single address, else this host's name.
+  std::string cluster_advertise;
+  bool clustered() const { return !cluster_id.empty(); }
 };
-
-// One entry of the minion's `master` option: a host name or IP literal (IPv6
-// without brackets) and the port (`host:port` in the file, else master_port).
-struct master_address {
-  std::string host;
-  uint16_t port = 4506;
-  // "host:port", with brackets around an IPv6 literal: how messages and the
-  // spool name a master.
-  std::string text() const;
-  bool operator==(const master_address&) const = default;
-};
-
-// "host", "host:port", an IP literal, or "[IPv6]:port", as the `master`
-// option takes them (the inverse of master_address::text()); nullopt when the
-// text is none of these. Without a port, `default_port`.
-std::optional<master_address> parse_master_address(const std::string& text,
-                                                   uint16_t default_port = 4506);
 
 // master_type: str | failover | disable (masterless: no master connection)
 enum class master_mode { hot, failover, disabled };

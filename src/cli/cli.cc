@@ -247,6 +247,35 @@ runner define_store(CLI::App& store_cmd) {
   };
 }
 
+runner define_cluster(CLI::App& cluster_cmd) {
+  struct state {
+    std::string config;
+    cluster_options cluster;
+  };
+  auto s = std::make_shared<state>();
+  cluster_cmd.add_option("-c,--config", s->config, "Master config file (YAML)")
+      ->default_val(k_master_config);
+  cluster_cmd.require_subcommand(1);
+  cluster_cmd.fallthrough();
+  auto* init = cluster_cmd.add_subcommand(
+      "init", "Make the cluster's keypair in cluster_pki_dir (once per cluster; then copy it)");
+  auto* status = cluster_cmd.add_subcommand(
+      "status", "Every master of the cluster: alive, connected minions, jobs/s, returns/s, store "
+                "latency, revision served");
+  auto* remove = cluster_cmd.add_subcommand(
+      "remove-peer", "Take a master out of the cluster: it closes its minions' connections and "
+                     "stops; they move to the others");
+  remove->add_option("MASTER", s->cluster.name, "The master (host:port, as status lists it)")
+      ->required();
+  for (auto* sub : {init, status}) sub->add_flag("--json", s->cluster.json, "Print JSON");
+  for (auto* sub : {init, status, remove}) sub->fallthrough();
+  return [s, &cluster_cmd] {
+    auto cfg = base::load_master_config(s->config);
+    for (auto* sub : cluster_cmd.get_subcommands()) s->cluster.action = sub->get_name();
+    return cluster_command(cfg, s->cluster);
+  };
+}
+
 runner define_events(CLI::App& events_cmd) {
   struct state {
     std::string config;
@@ -413,6 +442,8 @@ constexpr subcommand k_subcommands[] = {
     {"report", "Read the state-run reports: list runs, show one run's states", define_report,
      false},
     {"store", "Set up or check the master's store (SQLite or a shared PostgreSQL)", define_store,
+     false},
+    {"cluster", "Set up and watch a master cluster: init, status, remove-peer", define_cluster,
      false},
     {"events", "Print the master's events as they happen", define_events, false},
     {"call",

@@ -112,4 +112,11 @@ struct store_options {
 };
 int store_command(const base::master_config& cfg, const store_options& o);
 
+struct cluster_options {
+  std::string action;  // init, status, remove-peer
+  std::string name;    // remove-peer: the master, as `brine cluster status` names it
+  bool json = false;
+};
+int cluster_command(const base::master_config& cfg, const cluster_options& o);
+
 }  // namespace brine::cli

@@ -116,6 +116,16 @@ void delivery::sweep(std::chrono::system_clock::time_point now) {
         ++it;
         continue;
       }
+      const std::string& origin = it->second->j.origin;
+      if (!origin.empty() && origin_alive_ && origin_alive_(origin)) {
+        // Another member's job: it records what its cluster did not deliver.
+        it = jobs_.erase(it);
+        continue;
+      }
+      if (!origin.empty()) {
+        spdlog::info("job {}: its master {} is gone; recording what was not delivered", it->first,
+                     origin);
+      }
       std::vector<store::undelivered_record> left;
       left.reserve(it->second->waiting.size());
       for (const auto& [id, st] : it->second->waiting) {

@@ -3,6 +3,7 @@
 #include <asio/awaitable.hpp>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,6 +39,10 @@ class delivery {
     std::string jid;
     net::frame_ptr frame;  // the publish, encoded once for every target
     std::chrono::system_clock::time_point deadline;
+    // Empty: this master published it. Else the cluster member that did
+    // (the publish reached this master through the store): at the deadline
+    // that master records what was undelivered, unless it is gone.
+    std::string origin = {};
   };
   using session_ptr = std::shared_ptr<session>;
 
@@ -59,6 +64,12 @@ class delivery {
   // The minion's key was rejected or deleted: what it still waits for will
   // never reach it.
   void on_key_gone(const std::string& id, const std::string& why);
+
+  // A cluster: whether a member is alive (membership.h). Without it every
+  // job's undelivered minions are recorded here.
+  void set_origin_alive(std::function<bool(const std::string&)> alive) {
+    origin_alive_ = std::move(alive);
+  }
 
   // Settles jobs whose deadline passed, until `stopping`.
   asio::awaitable<void> sweep_loop(const std::atomic<bool>& stopping);
@@ -87,6 +98,7 @@ class delivery {
   minion_sessions& sessions_;
   store_worker& store_;
   event_bus& events_;
+  std::function<bool(const std::string&)> origin_alive_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<open_job>> jobs_;
 };

@@ -187,6 +187,19 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, const clie
                {"minions", matched.minions},
                {"missing", matched.missing},
                {"connected", connected}};
+    } else if (op == "cluster_status" || op == "cluster_remove_peer") {
+      if (!cluster_) {
+        reply = error_body("this master is not in a cluster (cluster_id is not set in " +
+                           cfg_.source + ")");
+      } else if (op == "cluster_status") {
+        reply = cluster_->status();
+        reply["ok"] = true;
+      } else {
+        std::string name = m.body.value("name", "");
+        uint64_t id = m.id;
+        cluster_->remove(name, [c, id](json answer) { c->send(api_reply(id, std::move(answer))); });
+        return;  // answered when the store has it
+      }
     } else if (op.rfind("key_", 0) == 0) {
       reply = keys(op, m.body);
     } else {

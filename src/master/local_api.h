@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/config.h"
+#include "master/cluster_node.h"
 #include "master/delivery.h"
 #include "master/event_bus.h"
 #include "master/minion_cache.h"
@@ -37,6 +38,9 @@ class local_api {
             pki::key_registry& keys, minion_sessions& sessions, delivery& deliveries,
             publisher& jobs, event_bus& events, minion_cache& cache);
   ~local_api();
+
+  // A member of a cluster answers `cluster_status` and `cluster_remove_peer`.
+  void set_cluster(cluster_node* c) { cluster_ = c; }
 
   void listen();
   void start();
@@ -68,6 +72,7 @@ class local_api {
   publisher& jobs_;
   event_bus& events_;
   minion_cache& cache_;
+  cluster_node* cluster_ = nullptr;
   asio::local::stream_protocol::acceptor acceptor_;
   std::string path_;
   std::atomic<bool> stopping_{false};

@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "base/fs.h"
+#include "cluster/identity.h"
 #include "store/store.h"
 
 namespace brine::master {
@@ -63,7 +64,10 @@ master::master(base::master_config cfg)
     : cfg_(std::move(cfg)),
       identity_((base::ensure_dir(cfg_.pki_dir, 0700, "pki_dir"),
                  pki::keypair::load_or_create(cfg_.pki_dir, "master"))),
-      tls_(std::make_unique<net::tls_context>(net::tls_context::role::server, identity_, "master")),
+      cluster_key_(cfg_.clustered() ? std::optional<pki::keypair>(cluster::load_key(cfg_))
+                                    : std::nullopt),
+      tls_(std::make_unique<net::tls_context>(net::tls_context::role::server,
+                                              cluster_key_ ? *cluster_key_ : identity_, "master")),
       keys_({cfg_.auto_accept, cfg_.autosign_file, cfg_.autoreject_file}),
       name_(base::host_name() + ":" + std::to_string(cfg_.port)),
       store_(open_store(cfg_, name_, keys_, feed_, slot_)),
@@ -74,7 +78,8 @@ master::master(base::master_config cfg)
       jobs_(io_, cfg_, keys_, cache_, deliveries_, *store_, events_),
       pillar_(cfg_, jobs_.nodegroups(), cache_),
       files_(cfg_),
-      api_(io_, cfg_, identity_, keys_, sessions_, deliveries_, jobs_, events_, cache_) {
+      api_(io_, cfg_, cluster_key_ ? *cluster_key_ : identity_, keys_, sessions_, deliveries_,
+           jobs_, events_, cache_) {
   base::ensure_dir(cfg_.sock_dir, 0700, "sock_dir");
   // Other users reach the socket only when a publisher_acl lets them in.
   if (!cfg_.publisher_acl.empty()) ::chmod(cfg_.sock_dir.c_str(), 0755);
@@ -82,6 +87,22 @@ master::master(base::master_config cfg)
   store_->set_reporter([this](store::store& db, const std::vector<store::return_record>& batch) {
     return reports_.make(db, batch);
   });
+  if (cfg_.clustered()) {
+    if (!feed_) {
+      throw base::error("config " + cfg_.source +
+                        ": cluster_id is set but the store is not shared; set store: "
+                        "postgresql://USER@HOST:PORT/DATABASE on every master of the cluster");
+    }
+    cluster_ = std::make_unique<cluster_node>(
+        cluster_node::deps{io_, *store_, deliveries_, sessions_}, cfg_, name_, *cluster_key_,
+        identity_,
+        cluster_node::counters{[this] { return jobs_.published(); },
+                               [this] { return returns_received_.load(); }, nullptr});
+    // Before serving: a master holding another cluster key refuses here.
+    cluster_->join();
+    deliveries_.set_origin_alive([this](const std::string& name) { return cluster_->alive(name); });
+    api_.set_cluster(cluster_.get());
+  }
   sessions_.listen();
   api_.listen();
   sessions_.set_handlers({
@@ -125,12 +146,14 @@ void master::on_minion_message(const std::shared_ptr<session>& s, proto::message
       files_.serve(s, std::move(m));
       return;
     case proto::msg_type::job_return:
+      ++returns_received_;
       deliveries_.on_acknowledged(s->id, jid);
       returns_.on_return(s, std::move(m));
       return;
     case proto::msg_type::job_ack:
       spdlog::debug("minion {} received job {}", s->id, jid);
       deliveries_.on_acknowledged(s->id, jid);
+      if (cluster_) cluster_->acknowledged(s->id, jid);
       return;
     case proto::msg_type::job_refused: {
       std::string reason = m.body.value("reason", "no reason given");
@@ -164,8 +187,12 @@ void master::reopen() {
     try {
       for (auto& job : db.unsettled_jobs()) {
         // In a shared store, another master's open jobs are its own to
-        // deliver (it settles them when it comes back).
-        if (db.shared() && job.master != name_) continue;
+        // deliver (it settles them when it comes back). In a cluster every
+        // member holds every open job for the minions that connect to it;
+        // the job's master records what was undelivered, or, when it is
+        // gone, whoever reaches the deadline.
+        bool foreign = db.shared() && job.master != name_;
+        if (foreign && !cluster_) continue;
         std::set<std::string> resolved;
         for (auto& id : db.returned_minions(job.jid)) resolved.insert(std::move(id));
         for (auto& u : db.get_undelivered(job.jid)) resolved.insert(std::move(u.minion));
@@ -174,6 +201,9 @@ void master::reopen() {
           if (!resolved.contains(id)) waiting.push_back(id);
         }
         auto deadline = std::chrono::system_clock::time_point(std::chrono::seconds(job.deliver_by));
+        if (foreign && (waiting.empty() || deadline <= now)) {
+          if (cluster_->alive(job.master)) continue;
+        }
         if (waiting.empty() || deadline <= now) {
           // Past its deadline while the master was down: the minions not
           // heard from are undelivered (a late return still replaces that).
@@ -190,7 +220,8 @@ void master::reopen() {
         }
         held += waiting.size();
         ++open;
-        deliveries_.open({job.jid, publisher::frame_of(job), deadline}, std::move(waiting));
+        deliveries_.open({job.jid, publisher::frame_of(job), deadline, foreign ? job.master : ""},
+                         std::move(waiting));
       }
     } catch (const std::exception& e) {
       spdlog::error("job cache: cannot reopen the jobs of the last run: {}", e.what());
@@ -222,9 +253,19 @@ int master::run() {
   api_.start();
   if (feed_) {
     sync_ = std::make_unique<store_sync>(
-        store_sync::deps{*store_, keys_, sessions_, deliveries_, cache_, events_}, std::move(feed_),
-        name_);
+        store_sync::deps{*store_, keys_, sessions_, deliveries_, cache_, events_, cluster_.get()},
+        std::move(feed_), name_);
     sync_->start();
+  }
+  if (cluster_) {
+    asio::co_spawn(io_, cluster_->heartbeat_loop(stopping_, [this] {
+      spdlog::warn("cluster {}: this master was removed (brine cluster remove-peer); closing its "
+                   "minions' connections and stopping",
+                   cfg_.cluster_id);
+      sessions_.drop_all("this master left the cluster; connect again");
+      stop();
+    }), net::logged("cluster heartbeat"));
+    asio::co_spawn(io_, cluster_->relay_loop(stopping_), net::logged("cluster acknowledgements"));
   }
   asio::co_spawn(io_, purge_loop(), net::logged("job cache purge"));
   asio::co_spawn(io_, returns_.flush_loop(stopping_), net::logged("return_ack flush"));

@@ -4,8 +4,10 @@
 #include <asio/io_context.hpp>
 #include <atomic>
 #include <memory>
+#include <optional>
 
 #include "base/config.h"
+#include "master/cluster_node.h"
 #include "master/delivery.h"
 #include "master/event_bus.h"
 #include "master/local_api.h"
@@ -50,6 +52,9 @@ class master {
   base::master_config cfg_;
   asio::io_context io_;
   pki::keypair identity_;
+  // A cluster member presents the cluster's key to minions (cluster_pki_dir)
+  // and keeps identity_ for itself.
+  std::optional<pki::keypair> cluster_key_;
   std::unique_ptr<net::tls_context> tls_;
   pki::key_registry keys_;
   std::string name_;  // host:port: this master in the store and in jobs
@@ -67,7 +72,9 @@ class master {
   pillar_service pillar_;
   file_service files_;
   local_api api_;
+  std::unique_ptr<cluster_node> cluster_;  // a cluster member only
   std::unique_ptr<store_sync> sync_;  // a shared store only
+  std::atomic<uint64_t> returns_received_{0};
   std::atomic<bool> stopping_{false};
 };
 

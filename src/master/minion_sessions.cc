@@ -123,6 +123,25 @@ minion_sessions::session_ptr minion_sessions::find_accepted(const std::string& i
   return it->second;
 }
 
+size_t minion_sessions::connected() {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, s] : sessions_) n += s->accepted && !s->returns_only ? 1 : 0;
+  return n;
+}
+
+void minion_sessions::drop_all(const std::string& why) {
+  std::vector<session_ptr> all;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, s] : sessions_) all.push_back(s);
+  }
+  for (const auto& s : all) {
+    s->conn->send({proto::msg_type::error, 0, {{"message", why}}});
+    s->conn->close_after_flush();
+  }
+}
+
 asio::awaitable<void> minion_sessions::accept_loop() {
   for (;;) {
     // Accept as fast as connections come, so the kernel's accept queue never

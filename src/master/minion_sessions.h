@@ -83,6 +83,11 @@ class minion_sessions {
 
   // The accepted session of `id`, if connected to take jobs.
   session_ptr find_accepted(const std::string& id);
+  // Accepted minion sessions open now (brine call connections not counted).
+  size_t connected();
+  // Closes every minion connection, telling each why (this master leaves a
+  // cluster: its minions move to the others through the load balancer).
+  void drop_all(const std::string& why);
 
   // Persists key changes (in order) through the store thread.
   void persist(const std::vector<pki::key_change>& changes);

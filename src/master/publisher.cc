@@ -177,6 +177,7 @@ void publisher::publish(const json& body, recorded on_recorded) {
                              e.what()));
       return;
     }
+    ++published_;
     events_.publish("brine/job/" + job.jid + "/new", {{"jid", job.jid},
                                                       {"fun", job.fun},
                                                       {"args", job.args},

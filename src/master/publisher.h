@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <asio/io_context.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -65,6 +66,8 @@ class publisher {
     jids_.set_slot(jid_slot);
     name_ = std::move(master_name);
   }
+  // Jobs recorded and sent since the master started.
+  uint64_t published() const { return published_; }
 
   // The publish frame of a recorded job (also for jobs reloaded after a
   // restart).
@@ -81,6 +84,7 @@ class publisher {
   store_worker& store_;
   event_bus& events_;
   jid_generator jids_;
+  std::atomic<uint64_t> published_{0};
   std::string name_ = "local";
 };
 

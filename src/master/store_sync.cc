@@ -58,6 +58,8 @@ void store_sync::apply(std::vector<store::change> changes) {
   bool again = false;
   std::set<std::string> ids;
   std::map<std::string, std::vector<std::string>> returns;
+  std::map<std::string, std::vector<std::string>> undelivered;
+  std::set<std::string> minions;
   for (auto& c : changes) {
     switch (c.what) {
       case store::change::kind::resync:
@@ -73,6 +75,24 @@ void store_sync::apply(std::vector<store::change> changes) {
                    std::make_move_iterator(c.minions.end()));
         }
         break;
+      case store::change::kind::undelivered:
+        if (c.origin != origin_) {
+          auto& v = undelivered[c.jid];
+          v.insert(v.end(), std::make_move_iterator(c.minions.begin()),
+                   std::make_move_iterator(c.minions.end()));
+        }
+        break;
+      case store::change::kind::minions:
+        if (c.origin != origin_) minions.insert(c.minions.begin(), c.minions.end());
+        break;
+      case store::change::kind::job:
+        if (d_.cluster) d_.cluster->on_job(std::move(c));
+        break;
+      case store::change::kind::acks:
+        if (d_.cluster && c.origin != origin_) {
+          for (const auto& id : c.minions) d_.deliveries.on_acknowledged(id, c.jid);
+        }
+        break;
     }
   }
   // Thousands of ids at once (`brine key accept --all` on another master):
@@ -83,7 +103,36 @@ void store_sync::apply(std::vector<store::change> changes) {
   } else if (!ids.empty()) {
     keys_changed({ids.begin(), ids.end()});
   }
-  for (auto& [jid, minions] : returns) returned(jid, std::move(minions));
+  for (auto& [jid, ids] : returns) returned(jid, std::move(ids));
+  for (auto& [jid, ids] : undelivered) this->undelivered(jid, std::move(ids));
+  if (!minions.empty()) minions_changed({minions.begin(), minions.end()});
+}
+
+void store_sync::undelivered(const std::string& jid, std::vector<std::string> minions) {
+  // Recorded by the master that held them (a refusal, a deadline): this
+  // master holds them no longer either.
+  for (const auto& id : minions) d_.deliveries.on_acknowledged(id, jid);
+  std::string prefix = "brine/job/" + jid + "/undelivered/";
+  if (!d_.events.wanted(prefix)) return;
+  d_.store.post([this, jid, prefix, minions = std::move(minions)](store::store& db) {
+    std::set<std::string> wanted(minions.begin(), minions.end());
+    for (auto& u : db.get_undelivered(jid)) {
+      if (!wanted.contains(u.minion)) continue;
+      d_.events.publish(prefix + u.minion, {{"id", u.minion}, {"jid", jid}, {"reason", u.reason}});
+    }
+  });
+}
+
+void store_sync::minions_changed(std::vector<std::string> ids) {
+  d_.store.post([this, ids = std::move(ids)](store::store& db) {
+    auto rows = db.load_minion_data(ids);
+    // A minion connected here sends its own grains: what another master
+    // wrote of it before is older.
+    std::erase_if(rows, [&](const store::minion_data_record& r) {
+      return d_.sessions.find_accepted(r.id) != nullptr;
+    });
+    d_.cache.load(std::move(rows));
+  });
 }
 
 void store_sync::resync() {

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "master/cluster_node.h"
 #include "master/delivery.h"
 #include "master/event_bus.h"
 #include "master/minion_cache.h"
@@ -24,7 +25,12 @@ namespace brine::master {
 //    connection is cut, an accepted one waiting here is served;
 //  - returns that minions delivered to another master reach this master's
 //    CLI clients and `brine events` as if they had come here, and end the
-//    delivery holds this master keeps for them.
+//    delivery holds this master keeps for them; so do undelivered records;
+//  - grains and pillar that minions of other masters sent are read into the
+//    minion data cache, for targeting;
+//  - in a cluster, jobs other members published are delivered to the
+//    minions connected here, and acknowledgements made on other members
+//    end the holds here (cluster_node).
 // After the feed was interrupted, every key is read again.
 //
 // Lifecycle: start() runs the feed on its own thread; stop() (or the
@@ -40,6 +46,7 @@ class store_sync {
     delivery& deliveries;
     minion_cache& cache;
     event_bus& events;
+    cluster_node* cluster = nullptr;  // set for a member of a cluster
   };
   store_sync(deps d, std::unique_ptr<store::change_feed> feed, std::string origin);
   ~store_sync();
@@ -55,6 +62,8 @@ class store_sync {
   void keys_changed(std::vector<std::string> ids);
   void resync();
   void returned(const std::string& jid, std::vector<std::string> minions);
+  void undelivered(const std::string& jid, std::vector<std::string> minions);
+  void minions_changed(std::vector<std::string> ids);
   void settle_keys(const std::vector<std::string>& ids);
 
   deps d_;

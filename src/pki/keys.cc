@@ -74,6 +74,13 @@ keypair keypair::load_or_create(const std::string& dir, const std::string& name)
     base::write_file_atomic(pub, kp.public_pem(), 0644);
     return kp;
   }
+  return load(dir, name);
+}
+
+keypair keypair::load(const std::string& dir, const std::string& name) {
+  std::string priv = dir + "/" + name + ".pem";
+  std::string pub = dir + "/" + name + ".pub";
+  if (!base::file_exists(priv)) throw base::error(priv + ": no such key");
   base::require_private(priv);
   std::string pem = base::read_file(priv);
   bio_ptr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
@@ -189,5 +196,31 @@ pkey_ptr parse_public_pem(const std::string& pem) {
 }
 
 bool is_ed25519(EVP_PKEY* key) { return key && EVP_PKEY_get_id(key) == EVP_PKEY_ED25519; }
+
+std::string keypair::sign(std::string_view data) const {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  size_t len = 64;
+  std::string sig(len, '\0');
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key_.get()) != 1 ||
+      EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len,
+                     reinterpret_cast<const unsigned char*>(data.data()), data.size()) != 1) {
+    throw base::error("cannot sign with an Ed25519 key: " + openssl_error());
+  }
+  sig.resize(len);
+  return sig;
+}
+
+bool verify(EVP_PKEY* key, std::string_view data, std::string_view signature) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key) != 1) {
+    openssl_error();
+    return false;
+  }
+  bool ok = EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
+                             signature.size(), reinterpret_cast<const unsigned char*>(data.data()),
+                             data.size()) == 1;
+  if (!ok) openssl_error();  // clears the queue
+  return ok;
+}
 
 }  // namespace brine::pki

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
@@ -27,6 +28,9 @@ class keypair {
   // key and writes it (mode 0600) with `<dir>/<name>.pub` (public PEM, 0644).
   // Refuses a private key readable by group or others. Throws base::error.
   static keypair load_or_create(const std::string& dir, const std::string& name);
+  // Loads `<dir>/<name>.pem`; throws base::error when it does not exist (the
+  // message names the file; the caller adds how to make it).
+  static keypair load(const std::string& dir, const std::string& name);
   // From / to the 32-byte Ed25519 seed (compact caches of many keys, e.g. the swarm's).
   static keypair from_seed(const uint8_t* seed32);
   std::string seed() const;
@@ -35,6 +39,8 @@ class keypair {
   std::string public_pem() const;
   std::string private_pem() const;
   std::string fingerprint() const;
+  // An Ed25519 signature of `data` (64 bytes).
+  std::string sign(std::string_view data) const;
 
   // A self-signed X.509 wrapper around the key, for the TLS handshake only:
   // nothing about it but the key is ever trusted.
@@ -50,6 +56,8 @@ std::string public_pem(EVP_PKEY* key);
 // Parses a public key PEM; nullptr when it is not one.
 pkey_ptr parse_public_pem(const std::string& pem);
 bool is_ed25519(EVP_PKEY* key);
+// Whether `signature` is `key`'s Ed25519 signature of `data`.
+bool verify(EVP_PKEY* key, std::string_view data, std::string_view signature);
 
 // The last OpenSSL error as text (and clears the queue).
 std::string openssl_error();

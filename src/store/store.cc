@@ -158,6 +158,26 @@ std::vector<return_record> store::get_returns(const std::string& jid,
   return out;
 }
 
+void store::announce_acks(const std::map<std::string, std::vector<std::string>>&) {}
+
+std::vector<minion_data_record> store::load_minion_data(const std::vector<std::string>& ids) {
+  std::set<std::string_view> wanted(ids.begin(), ids.end());
+  std::vector<minion_data_record> out;
+  for (auto& r : load_minion_data()) {
+    if (wanted.contains(r.id)) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<member_record> store::heartbeat(const member_record& me) { return {me}; }
+
+std::vector<member_record> store::members() { return {}; }
+
+bool store::remove_member(const std::string& name) {
+  throw base::error("store " + this->name() + ": cannot remove master " + name +
+                    ": only a shared (PostgreSQL) store has cluster members");
+}
+
 std::unique_ptr<store> open(const options& o) {
   if (o.url.empty() || o.url == "sqlite") {
     if (o.sqlite_path.empty()) throw base::error("store: sqlite needs a file path");

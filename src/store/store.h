@@ -134,12 +134,32 @@ struct change {
     keys,     // `id`'s keys changed (accepted, rejected, deleted, new)
     returns,  // `minions` returned for `jid`
     resync,   // the feed was interrupted: anything may have changed meanwhile
+    job,      // `jid` was published (by `origin`); `job` holds it when it fitted
+    acks,     // `minions` acknowledged `jid` on master `origin` (announce_acks)
+    minions,  // the cached data of `minions` changed (put_minion_data)
+    undelivered,  // `minions` were recorded undelivered for `jid`
   };
   kind what = kind::keys;
   std::string origin;  // the writer's name (options::origin)
   std::string id;
   std::string jid;
   std::vector<std::string> minions;
+  std::optional<job_record> job;
+};
+
+// One master of a shared store as the masters table holds it: its jid slot,
+// and for a cluster member what it last said of itself (membership.h).
+struct member_record {
+  std::string name;  // host:port of its minion port
+  int slot = -1;
+  std::string cluster_id;      // empty: not a cluster member
+  std::string peer;            // host:port of its peer port
+  std::string cluster_finger;  // the cluster key it presents to minions
+  std::string finger;          // its own key (peer links)
+  std::string proof;           // its name and keys signed with the cluster key (hex)
+  int64_t seen_ms = 0;         // unix milliseconds of its last heartbeat
+  nlohmann::json stats = nlohmann::json::object();
+  bool removed = false;        // `brine cluster remove-peer`: leave the cluster
 };
 
 // The changes every writer of a shared store makes, this one's included
@@ -239,6 +259,11 @@ class store {
   // whose publishes may still wait for minions.
   virtual std::vector<job_record> unsettled_jobs() = 0;
 
+  // Tells the other masters of a shared store that minions acknowledged
+  // jobs (jid -> minions), as a change of kind acks; nothing is stored.
+  // Nothing to do when the store is not shared.
+  virtual void announce_acks(const std::map<std::string, std::vector<std::string>>& acks);
+
   // Removes jobs created before `cutoff` (unix seconds) with their returns
   // and undelivered records; returns how many jobs went.
   virtual size_t purge_jobs_before(int64_t cutoff) = 0;
@@ -265,8 +290,22 @@ class store {
   // row is made by its first write).
   virtual void put_minion_data(const std::vector<minion_data_update>& batch) = 0;
   virtual std::vector<minion_data_record> load_minion_data() = 0;
+  // The records of these ids (those stored); the default reads them all.
+  virtual std::vector<minion_data_record> load_minion_data(const std::vector<std::string>& ids);
   // Forgets a minion's data (its key was deleted).
   virtual void delete_minion_data(const std::string& id) = 0;
+
+  // Cluster membership, in the masters table of a shared store. Writes
+  // what `me` says of itself (its row was made by claim_master_slot), with
+  // seen_ms now by the database's clock, and returns every master's row,
+  // `me` included. The default (a store that is not shared) returns `me`.
+  virtual std::vector<member_record> heartbeat(const member_record& me);
+  // Every master's row.
+  virtual std::vector<member_record> members();
+  // Marks `name` removed (it leaves the cluster at its next heartbeat);
+  // false when no master has that name. Throws for a store that is not
+  // shared.
+  virtual bool remove_member(const std::string& name);
 };
 
 // Thrown when the database server cannot be reached at all (refused, timed
@@ -297,7 +336,7 @@ struct options {
 std::unique_ptr<store> open(const options& o);
 
 // The schema version of a PostgreSQL database created by this build.
-inline constexpr int k_postgres_schema_version = 2;
+inline constexpr int k_postgres_schema_version = 3;
 
 // Opens (creating if needed) the SQLite database at `path` in WAL mode.
 // A new file is created with mode 0600; ":memory:" gives a private in-memory

@@ -165,6 +165,18 @@ CREATE TABLE last_reports (
 );
 CREATE INDEX last_reports_by_started ON last_reports (started, jid, minion);
 )sql",
+    // 2 -> 3: what each master of a cluster says of itself (member_record).
+    R"sql(
+ALTER TABLE masters
+  ADD COLUMN cluster_id     text    NOT NULL DEFAULT '',
+  ADD COLUMN peer           text    NOT NULL DEFAULT '',
+  ADD COLUMN cluster_finger text    NOT NULL DEFAULT '',
+  ADD COLUMN finger         text    NOT NULL DEFAULT '',
+  ADD COLUMN proof          text    NOT NULL DEFAULT '',
+  ADD COLUMN seen           bigint  NOT NULL DEFAULT 0,
+  ADD COLUMN stats          text    NOT NULL DEFAULT '{}',
+  ADD COLUMN removed        boolean NOT NULL DEFAULT false;
+)sql",
 };
 
 // The tables `brine store check` counts.
@@ -881,7 +893,7 @@ std::string multi_sql(multi kind, size_t rows) {
              values_list(rows, {"text", "text", "text", "bigint"}) +
              ") AS v (jid, minion, reason, stamp) WHERE NOT EXISTS "
              "(SELECT 1 FROM returns r WHERE r.jid = v.jid AND r.minion = v.minion) "
-             "ON CONFLICT (jid, minion) DO NOTHING";
+             "ON CONFLICT (jid, minion) DO NOTHING RETURNING jid, minion";
     case multi::minion_rows:
       return "INSERT INTO minion_data (id) VALUES " + values_list(rows, {"text"}) +
              " ON CONFLICT (id) DO NOTHING";
@@ -960,11 +972,13 @@ constexpr statement k_load_keys{
 constexpr statement k_load_keys_of{"load_keys_of",
                                    "SELECT id, fingerprint, state, pubkey, updated FROM keys "
                                    "WHERE id = $1::text ORDER BY fingerprint"};
+// A new job is notified with the insert (a jid stored already is not).
 constexpr statement k_add_job{
     "add_job",
-    "INSERT INTO jobs (" BRINE_JOB_COLUMNS
+    "WITH j AS (INSERT INTO jobs (" BRINE_JOB_COLUMNS
     ", settled) VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, "
-    "$8::text, $9::text, $10::bigint, $11::bigint, false) ON CONFLICT (jid) DO NOTHING"};
+    "$8::text, $9::text, $10::bigint, $11::bigint, false) ON CONFLICT (jid) DO NOTHING "
+    "RETURNING 1) SELECT pg_notify('brine_jobs', $12::text) FROM j"};
 constexpr statement k_list_jobs{"list_jobs",
                                 "SELECT " BRINE_JOB_COLUMNS
                                 " FROM jobs ORDER BY created DESC, jid DESC LIMIT $1::bigint"};
@@ -1015,8 +1029,43 @@ constexpr statement k_load_minion_data{
     "SELECT id, grains, pillar, last_seen, master FROM minion_data ORDER BY id"};
 constexpr statement k_delete_minion_data{"delete_minion_data",
                                          "DELETE FROM minion_data WHERE id = $1::text"};
+// A master that starts again is a member again, if it had been removed.
 constexpr statement k_touch_slot{
-    "touch_slot", "UPDATE masters SET claimed = $2::bigint WHERE name = $1::text RETURNING slot"};
+    "touch_slot",
+    "UPDATE masters SET claimed = $2::bigint, removed = false WHERE name = $1::text RETURNING "
+    "slot"};
+#define BRINE_MEMBER_COLUMNS \
+  "name, slot, cluster_id, peer, cluster_finger, finger, proof, seen, stats, removed"
+// One round trip: this master's row written (seen by the database's clock,
+// so that masters' clocks need not agree), then every row.
+constexpr statement k_heartbeat{
+    "heartbeat",
+    "WITH u AS (UPDATE masters SET cluster_id = $2::text, peer = $3::text, "
+    "cluster_finger = $4::text, finger = $5::text, proof = $6::text, "
+    "seen = (extract(epoch FROM clock_timestamp()) * 1000)::bigint, stats = $7::text "
+    "WHERE name = $1::text RETURNING " BRINE_MEMBER_COLUMNS ") SELECT " BRINE_MEMBER_COLUMNS
+    " FROM u UNION ALL SELECT " BRINE_MEMBER_COLUMNS " FROM masters WHERE name <> $1::text"};
+constexpr statement k_members{"members",
+                              "SELECT " BRINE_MEMBER_COLUMNS " FROM masters ORDER BY name"};
+constexpr statement k_remove_member{
+    "remove_member", "UPDATE masters SET removed = true WHERE name = $1::text RETURNING 1"};
+#undef BRINE_MEMBER_COLUMNS
+// Notifications that carry no row: several payloads (joined by U+001E) in one
+// round trip.
+constexpr statement k_notify_acks{
+    "notify_acks",
+    "SELECT pg_notify('brine_acks', p) FROM unnest(string_to_array($1::text, chr(30))) AS p"};
+constexpr statement k_notify_undelivered{
+    "notify_undelivered",
+    "SELECT pg_notify('brine_undelivered', p) FROM unnest(string_to_array($1::text, chr(30))) "
+    "AS p"};
+constexpr statement k_notify_minions{
+    "notify_minions",
+    "SELECT pg_notify('brine_minions', p) FROM unnest(string_to_array($1::text, chr(30))) AS p"};
+constexpr statement k_load_minion_data_of{
+    "load_minion_data_of",
+    "SELECT id, grains, pillar, last_seen, master FROM minion_data "
+    "WHERE id = ANY (string_to_array($1::text, E'\\n')) ORDER BY id"};
 constexpr statement k_taken_slots{"taken_slots", "SELECT slot, name FROM masters ORDER BY slot"};
 constexpr statement k_claim_slot{
     "claim_slot",
@@ -1036,6 +1085,60 @@ constexpr statement k_purge_reports{
     "purge_reports",
     "DELETE FROM reports r WHERE r.started < $1::bigint AND NOT EXISTS (SELECT 1 FROM "
     "last_reports l WHERE l.jid = r.jid AND l.minion = r.minion)"};
+
+// `header` then one line per item, split into payloads that each fit a
+// notification (an item too long for any is left out: the rows stay the
+// truth), joined by U+001E for one pg_notify statement over all of them.
+std::string payloads(const std::string& header, const std::vector<std::string>& items) {
+  std::string out;
+  std::string payload = header;
+  auto flush = [&] {
+    if (payload.size() > header.size()) {
+      if (!out.empty()) out += '\x1e';
+      out += payload;
+    }
+    payload = header;
+  };
+  for (const auto& item : items) {
+    if (header.size() + 1 + item.size() >= k_postgres_max_payload) continue;
+    if (payload.size() + 1 + item.size() >= k_postgres_max_payload) flush();
+    payload += "\n" + item;
+  }
+  flush();
+  return out;
+}
+
+// A job as a notification carries it: the record in JSON, when it fits.
+nlohmann::json job_json(const job_record& job) {
+  return {{"jid", job.jid},       {"fun", job.fun},
+          {"args", job.args},     {"kwargs", job.kwargs},
+          {"tgt", job.target},    {"tgt_type", job.tgt_type},
+          {"user", job.user},     {"minions", job.minions},
+          {"master", job.master}, {"created", job.created},
+          {"deliver_by", job.deliver_by}};
+}
+
+std::optional<job_record> job_from_json(std::string_view text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  try {
+    job_record job;
+    job.jid = j.at("jid").get<std::string>();
+    job.fun = j.at("fun").get<std::string>();
+    job.args = j.at("args");
+    job.kwargs = j.at("kwargs");
+    job.target = j.at("tgt").get<std::string>();
+    job.tgt_type = j.at("tgt_type").get<std::string>();
+    job.user = j.at("user").get<std::string>();
+    job.minions = j.at("minions").get<std::vector<std::string>>();
+    job.master = j.at("master").get<std::string>();
+    job.created = j.at("created").get<int64_t>();
+    job.deliver_by = j.at("deliver_by").get<int64_t>();
+    return job;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
 
 // The changes other writers make, heard on a connection of its own that
 // LISTENs on both channels.
@@ -1073,7 +1176,10 @@ class postgres_feed final : public change_feed {
  private:
   void listen() {
     conn_ = connect(*c_);
-    PGresult* r = c_->pq->PQexec(conn_, "LISTEN brine_keys; LISTEN brine_returns");
+    PGresult* r = c_->pq->PQexec(
+        conn_,
+        "LISTEN brine_keys; LISTEN brine_returns; LISTEN brine_jobs; LISTEN brine_acks; "
+        "LISTEN brine_minions; LISTEN brine_undelivered");
     bool ok = r && c_->pq->PQresultStatus(r) == PGRES_COMMAND_OK;
     if (r) c_->pq->PQclear(r);
     if (!ok) lost();
@@ -1158,6 +1264,32 @@ void postgres_feed::drain(std::vector<change>& out) {
         if (!lines[i].empty()) ch.minions.push_back(std::move(lines[i]));
       }
       if (!ch.minions.empty()) out.push_back(std::move(ch));
+    } else if (channel == k_postgres_jobs_channel && lines.size() >= 2 && !lines[1].empty()) {
+      change ch{change::kind::job, lines[0], "", lines[1], {}};
+      // The rest is the job in JSON (it may hold newlines), when it fitted.
+      if (lines.size() > 2) {
+        std::string text;
+        for (size_t i = 2; i < lines.size(); ++i) text += (i > 2 ? "\n" : "") + lines[i];
+        ch.job = job_from_json(text);
+        if (ch.job && ch.job->jid != ch.jid) ch.job.reset();
+      }
+      out.push_back(std::move(ch));
+    } else if (channel == k_postgres_undelivered_channel && lines.size() >= 3 &&
+               !lines[1].empty()) {
+      change ch{change::kind::undelivered, lines[0], "", lines[1], {}};
+      for (size_t i = 2; i < lines.size(); ++i) {
+        if (!lines[i].empty()) ch.minions.push_back(std::move(lines[i]));
+      }
+      out.push_back(std::move(ch));
+    } else if ((channel == k_postgres_acks_channel && lines.size() >= 3 && !lines[1].empty()) ||
+               (channel == k_postgres_minions_channel && lines.size() >= 2)) {
+      bool acks = channel == k_postgres_acks_channel;
+      change ch{acks ? change::kind::acks : change::kind::minions, lines[0], "",
+                acks ? lines[1] : std::string(), {}};
+      for (size_t i = acks ? 2 : 1; i < lines.size(); ++i) {
+        if (!lines[i].empty()) ch.minions.push_back(std::move(lines[i]));
+      }
+      if (!ch.minions.empty()) out.push_back(std::move(ch));
     }
   }
 }
@@ -1205,8 +1337,13 @@ class postgres_store final : public store {
 
   size_t purge_jobs_before(int64_t cutoff) override;
 
+  void announce_acks(const std::map<std::string, std::vector<std::string>>& acks) override;
   void put_minion_data(const std::vector<minion_data_update>& batch) override;
   std::vector<minion_data_record> load_minion_data() override;
+  std::vector<minion_data_record> load_minion_data(const std::vector<std::string>& ids) override;
+  std::vector<member_record> heartbeat(const member_record& me) override;
+  std::vector<member_record> members() override;
+  bool remove_member(const std::string& name) override;
   void delete_minion_data(const std::string& id) override;
 
   size_t add_reports(const std::vector<report::report>& batch) override;
@@ -1229,9 +1366,14 @@ class postgres_store final : public store {
   Json parse_json(const std::string& text, std::string_view row,
                             std::string_view column) const;
   job_record read_job(const result& r, int row) const;
+  // The notification of a new job: ORIGIN, JID, and the job in JSON when
+  // the whole fits in one.
+  std::string job_payload(const job_record& job) const;
   std::vector<return_record> read_returns(const result& r) const;
   std::vector<job_record> read_jobs(const result& r) const;
   std::vector<key_record> read_keys(const result& r) const;
+  std::vector<minion_data_record> read_minion_data(const result& r) const;
+  std::vector<member_record> read_members(const result& r) const;
 
   std::shared_ptr<const config> c_;
   session db_;
@@ -1474,6 +1616,12 @@ void postgres_store::write_keys(const std::vector<key_write>& batch) {
   txn.commit();
 }
 
+std::string postgres_store::job_payload(const job_record& job) const {
+  std::string header = c_->origin + "\n" + job.jid;
+  std::string full = header + "\n" + job_json(job).dump();
+  return full.size() < k_postgres_max_payload ? full : header;
+}
+
 void postgres_store::add_job(const job_record& job) {
   ready();
   // ON CONFLICT DO NOTHING: a publish forwarded twice stores the job once.
@@ -1489,7 +1637,8 @@ void postgres_store::add_job(const job_record& job) {
               .text(to_json_text(job.minions))
               .text(job.master)
               .int8(job.created)
-              .int8(job.deliver_by),
+              .int8(job.deliver_by)
+              .text(job_payload(job)),
           "cannot store job " + job.jid);
 }
 
@@ -1676,6 +1825,7 @@ void postgres_store::add_undelivered(const std::vector<undelivered_record>& batc
                            return a->jid == b->jid && a->minion == b->minion;
                          }),
              rows.end());
+  std::map<std::string, std::vector<std::string>> added;
   transaction txn(db_, what);
   db_.exec(lock_sql("pg_advisory_xact_lock", k_postgres_delivery_lock).c_str(), what);
   for_each_chunk(rows.size(), [&](size_t at, size_t n) {
@@ -1683,8 +1833,18 @@ void postgres_store::add_undelivered(const std::vector<undelivered_record>& batc
     for (size_t i = at; i < at + n; ++i) {
       p.text(rows[i]->jid).text(rows[i]->minion).text(rows[i]->reason).int8(rows[i]->stamp);
     }
-    db_.run(multi_row(multi::add_undelivered, n), p, what);
+    auto r = db_.run(multi_row(multi::add_undelivered, n), p, what);
+    for (int row = 0; row < r.rows(); ++row) added[r.text(row, 0)].push_back(r.text(row, 1));
   });
+  // Other masters' clients follow the job too.
+  std::string all;
+  for (const auto& [jid, minions] : added) {
+    std::string p = payloads(c_->origin + "\n" + jid, minions);
+    if (p.empty()) continue;
+    if (!all.empty()) all += '\x1e';
+    all += p;
+  }
+  if (!all.empty()) db_.run(k_notify_undelivered, params().text(all), what);
   txn.commit();
 }
 
@@ -1786,12 +1946,32 @@ void postgres_store::put_minion_data(const std::vector<minion_data_update>& batc
     }
     db_.run(multi_row(multi::minion_update, n), p, what);
   });
+  // Other masters target by grains and pillar: they read these rows again.
+  std::vector<std::string> changed;
+  for (const auto* row : rows) {
+    if (row->second.grains || row->second.pillar) changed.push_back(row->first);
+  }
+  if (std::string p = payloads(c_->origin, changed); !p.empty()) {
+    db_.run(k_notify_minions, params().text(p), what);
+  }
   txn.commit();
 }
 
 std::vector<minion_data_record> postgres_store::load_minion_data() {
   ready();
-  auto r = db_.run(k_load_minion_data, "cannot read the minion data cache");
+  return read_minion_data(db_.run(k_load_minion_data, "cannot read the minion data cache"));
+}
+
+std::vector<minion_data_record> postgres_store::load_minion_data(
+    const std::vector<std::string>& ids) {
+  ready();
+  std::string list;
+  for (const auto& id : ids) list += (list.empty() ? "" : "\n") + id;
+  return read_minion_data(db_.run(k_load_minion_data_of, params().text(list),
+                                  "cannot read the minion data cache"));
+}
+
+std::vector<minion_data_record> postgres_store::read_minion_data(const result& r) const {
   std::vector<minion_data_record> out;
   out.reserve(static_cast<size_t>(r.rows()));
   for (int row = 0; row < r.rows(); ++row) {
@@ -1805,6 +1985,65 @@ std::vector<minion_data_record> postgres_store::load_minion_data() {
     out.push_back(std::move(m));
   }
   return out;
+}
+
+void postgres_store::announce_acks(const std::map<std::string, std::vector<std::string>>& acks) {
+  if (acks.empty()) return;
+  ready();
+  std::string all;
+  for (const auto& [jid, minions] : acks) {
+    std::string p = payloads(c_->origin + "\n" + jid, minions);
+    if (p.empty()) continue;
+    if (!all.empty()) all += '\x1e';
+    all += p;
+  }
+  if (!all.empty()) db_.run(k_notify_acks, params().text(all), "cannot announce acknowledgements");
+}
+
+std::vector<member_record> postgres_store::read_members(const result& r) const {
+  std::vector<member_record> out;
+  for (int row = 0; row < r.rows(); ++row) {
+    member_record m;
+    m.name = r.text(row, 0);
+    m.slot = static_cast<int>(r.integer(row, 1));
+    m.cluster_id = r.text(row, 2);
+    m.peer = r.text(row, 3);
+    m.cluster_finger = r.text(row, 4);
+    m.finger = r.text(row, 5);
+    m.proof = r.text(row, 6);
+    m.seen_ms = r.integer(row, 7);
+    auto stats = nlohmann::json::parse(r.text(row, 8), nullptr, false);
+    if (stats.is_object()) m.stats = std::move(stats);
+    m.removed = r.boolean(row, 9);
+    out.push_back(std::move(m));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const member_record& a, const member_record& b) { return a.name < b.name; });
+  return out;
+}
+
+std::vector<member_record> postgres_store::heartbeat(const member_record& me) {
+  ready();
+  return read_members(db_.run(k_heartbeat,
+                              params()
+                                  .text(me.name)
+                                  .text(me.cluster_id)
+                                  .text(me.peer)
+                                  .text(me.cluster_finger)
+                                  .text(me.finger)
+                                  .text(me.proof)
+                                  .text(to_json_text(me.stats)),
+                              "cannot write the heartbeat of master " + me.name));
+}
+
+std::vector<member_record> postgres_store::members() {
+  ready();
+  return read_members(db_.run(k_members, "cannot read the masters"));
+}
+
+bool postgres_store::remove_member(const std::string& name) {
+  ready();
+  return db_.run(k_remove_member, params().text(name), "cannot remove master " + name).rows() > 0;
 }
 
 void postgres_store::delete_minion_data(const std::string& id) {

@@ -13,6 +13,16 @@ namespace brine::store {
 // returned (only the returns that were new).
 inline constexpr const char* k_postgres_keys_channel = "brine_keys";
 inline constexpr const char* k_postgres_returns_channel = "brine_returns";
+// jobs: ORIGIN, JID, then the job in JSON when the whole fits (else the
+// reader reads the row); acks: ORIGIN, JID, then one line per minion that
+// acknowledged the job on ORIGIN (no row: announce_acks); minions: ORIGIN,
+// then one line per minion whose cached data changed.
+inline constexpr const char* k_postgres_jobs_channel = "brine_jobs";
+inline constexpr const char* k_postgres_acks_channel = "brine_acks";
+inline constexpr const char* k_postgres_minions_channel = "brine_minions";
+// undelivered: ORIGIN, JID, then one line per minion newly recorded as
+// undelivered for the job.
+inline constexpr const char* k_postgres_undelivered_channel = "brine_undelivered";
 
 // The largest payload brine sends (PostgreSQL's limit is 8000 bytes); the
 // minions of a bigger batch are split over several notifications.

