@@ -1061,6 +1061,91 @@ class Suite:
         finally:
             pg.cleanup()
 
+    def cluster_figures(self, sizes, runs, returns_seconds):
+        """Three masters of one cluster behind a real HAProxy (TCP, round
+        robin) against one master alone, both on one PostgreSQL: test.ping
+        across n swarm minions from one master of each (paired, alternating
+        runs: the ratio is the forwarding overhead), returns per second
+        through the cluster, and the time until the minions of a killed
+        member are served again through the balancer."""
+        sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+        from pgserver import PostgresServer, postgres_available
+        from haproxy import LoadBalancer, haproxy_bin
+        if not postgres_available():
+            raise BenchError("PostgreSQL is not installed (apt-get install postgresql)")
+        if not haproxy_bin():
+            raise BenchError("HAProxy is not installed (apt-get install haproxy)")
+        pg = PostgresServer()
+        pg.start()
+        try:
+            for n in sizes:
+                self.cluster_run(pg, n, runs, returns_seconds)
+        finally:
+            pg.cleanup()
+
+    def cluster_run(self, pg, n, runs, returns_seconds):
+        tag = f"c{n}"
+        pg.create_database(f"{tag}solo")
+        pg.create_database(f"{tag}cluster")
+        pw = pg.password_file(os.path.join(self.work, f"{tag}.pw"))
+        solo_opts = {"store": pg.url(f"{tag}solo"), "store_password_file": pw}
+        cluster_dir = os.path.join(self.work, f"{tag}-cluster-key")
+        opts = {"store": pg.url(f"{tag}cluster"), "store_password_file": pw,
+                "cluster_id": tag, "cluster_pki_dir": cluster_dir}
+        init_conf = os.path.join(self.work, f"{tag}-init.conf")
+        with open(init_conf, "w") as f:
+            for k, v in opts.items():
+                f.write(f"{k}: {v}\n")
+        r = subprocess.run([self.brine, "cluster", "-c", init_conf, "init"], capture_output=True,
+                           text=True, timeout=60)
+        if r.returncode != 0:
+            raise BenchError(f"brine cluster init: {r.stderr.strip()[:300]}")
+        solo, members, swarms, lb = None, [], [], None
+        try:
+            solo = Master(self.brine, self.work, **solo_opts)
+            members = [Master(self.brine, self.work, cluster_port=free_port(), **opts)
+                       for _ in range(3)]
+            lb = LoadBalancer([m.port for m in members], idle_timeout=120)
+            lb.start()
+
+            class Balancer:
+                address = f"127.0.0.1:{lb.port}"
+            swarms.append(Swarm(self.brine, solo, n, prefix=f"{tag}s-"))
+            swarms.append(Swarm(self.brine, Balancer(), n, prefix=f"{tag}c-"))
+            for s in swarms:
+                s.wait_connected(300)
+            solo.ping(n)
+            members[0].ping(n)
+            walls = {"one master": [], "cluster": []}
+            for i in range(runs):
+                order = [("one master", solo), ("cluster", members[0])]
+                for name, m in (order if i % 2 == 0 else order[::-1]):
+                    walls[name].append(m.ping(n))
+            for name, w in walls.items():
+                self.record(f"test.ping across {n} swarm minions, {name} (CLI wall)", "s", w)
+            self.record(f"test.ping across {n}: 3-master cluster behind HAProxy / one master",
+                        "ratio", [c / o for c, o in zip(walls["cluster"], walls["one master"])],
+                        "<= 1.5")
+            self.record(f"returns per second through the cluster, sequential jobs, {n} minions",
+                        "1/s", [self.count_returns(members[0], n, returns_seconds)])
+            # A member killed: its minions come back through the balancer.
+            s = swarms[1]
+            s.lost_unix = s.serving_again = None
+            killed = time.time()
+            members[2].kill()
+            s.wait_serving_again(120)
+            self.record(f"cluster member killed -9: its minions ({n} in all) served again, "
+                        "from the kill", "s", [s.serving_again_unix - killed])
+            members[0].ping(n)
+        finally:
+            for s in swarms:
+                s.stop()
+            if lb:
+                lb.stop()
+            for m in members + ([solo] if solo else []):
+                if m.proc.poll() is None:
+                    m.stop()
+
     def count_returns(self, m, n, seconds):
         """Returns per second of sequential test.echo jobs against n minions."""
         total, t0 = 0, time.monotonic()
@@ -1138,7 +1223,8 @@ class Suite:
                     ("publish-hold", lambda: self.publish_hold(1000, 50)),
                     ("store", lambda: self.store_backends(1000, 4, 4, 1000)),
                     ("apply", lambda: self.state_apply(3)),
-                    ("swarm-apply", lambda: self.swarm_state_apply(100, 1, 0))]
+                    ("swarm-apply", lambda: self.swarm_state_apply(100, 1, 0)),
+                    ("cluster", lambda: self.cluster_figures([1000], 3, 3))]
         return [("client", lambda: self.client_start(200)),
                 ("micro", lambda: self.microbench(20, 5)),
                 ("auth", lambda: self.auth_storm(1000, 3)),
@@ -1154,7 +1240,8 @@ class Suite:
                 ("publish-hold", lambda: self.publish_hold(1000, 200)),
                 ("store", lambda: self.store_backends(10000, 8, 10, 10000)),
                 ("apply", lambda: self.state_apply(10)),
-                ("swarm-apply", lambda: self.swarm_state_apply(1000, 3, 12))]
+                ("swarm-apply", lambda: self.swarm_state_apply(1000, 3, 12)),
+                ("cluster", lambda: self.cluster_figures([1000, 10000], 5, 10))]
 
     def run(self):
         started = time.monotonic()
@@ -1192,7 +1279,7 @@ class Suite:
 
 
 GROUPS = ["client", "micro", "auth", "accept", "swarm", "grains", "real", "failover-real", "failover-swarm",
-          "hot", "publish-hold", "store", "apply", "swarm-apply"]
+          "hot", "publish-hold", "store", "apply", "swarm-apply", "cluster"]
 
 
 def main():

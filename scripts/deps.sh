@@ -21,6 +21,9 @@ packages=(
   # The PostgreSQL store: libpq's headers to build, the server for its tests
   # (which start throwaway clusters of their own with initdb).
   postgresql libpq-dev
+  # The master cluster's tests put a real load balancer in front of the
+  # masters (TCP mode, as a site would).
+  haproxy
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -141,6 +141,166 @@ class OneClusterTest(ClusterTestCase):
         self.assertEqual(jobs[0], jobs[2])
 
 
+class SwarmThroughTheBalancerTest(ClusterTestCase):
+
+    def test_a_thousand_swarm_minions_answer_every_master(self):
+        ms, lb = self.cluster(3)
+        count = int(os.environ.get("BRINE_CLUSTER_SWARM", "1000"))
+        keys = os.path.join(ms.dir, "swarm-keys")
+        proc = subprocess.Popen(
+            [BRINE_BIN, "swarm", "--master", "127.0.0.1:%d" % lb.port, "--count", str(count),
+             "--id-prefix", "sw-", "--keys-dir", keys, "--acceptance-wait-time", "1",
+             "--seconds", str(int(300 * SLACK))],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
+        lines = []
+        reader = threading.Thread(target=lambda: [lines.append(l) for l in proc.stdout],
+                                  daemon=True)
+        reader.start()
+
+        def stop():
+            if proc.poll() is None:
+                proc.send_signal(2)
+            proc.wait(timeout=30)
+            reader.join(timeout=5)
+        self.addCleanup(stop)
+        wait_for(lambda: any(re.search(r"^all %d connected" % count, l) for l in list(lines)),
+                 120 * SLACK, "all %d swarm minions connected through the balancer" % count)
+        for m in ms.masters:
+            rc, out, err = m.brine("cmd", "-t", str(int(30 * SLACK)), "--out", "json", "sw-*",
+                                   "test.ping", timeout=60)
+            self.assertEqual(rc, 0, "%s: %s" % (m.name, tail(err)))
+            got = json.loads(out)
+            self.assertEqual(len(got), count)
+            self.assertTrue(all(v is True for v in got.values()))
+        members = self.status(ms.masters[0])["members"]
+        for x in members:
+            # Each master received returns: its share of the swarm, three jobs.
+            self.assertGreater(x["stats"].get("connected", 0), 0, x)
+
+
+class FailureTest(ClusterTestCase):
+
+    def publish_async(self, master, jids, fun, *args):
+        rc, out, err = master.brine("cmd", "--async", "*", fun, *args)
+        found = re.search(r"job ID: (\d+)", out)
+        self.assertTrue(rc == 0 and found, "%s: rc %d %s %s" % (master.name, rc, out, err))
+        jids.append(found.group(1))
+
+    def test_a_master_killed_mid_job_loses_no_return(self):
+        ms, lb = self.cluster(3)
+        ids = ["k%d" % i for i in range(6)]
+        self.add_minions(ms, lb, ids)
+        a, b, victim = ms.masters
+        self.answered(a, ids)
+        on_victim = [i for i in ids if self.served_by(ms, i) is victim]
+        self.assertTrue(on_victim, "round robin gave the victim no minion")
+        jids = []
+        # A CLI attached to a survivor while the victim dies: it still
+        # receives every return, those of the victim's minions included.
+        cli = subprocess.Popen([BRINE_BIN, "cmd", "-c", a.config, "-t", str(int(60 * SLACK)),
+                                "--out", "json", "*", "test.sleep", "2"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        for n in range(200):
+            if n == 60:
+                victim.kill()
+            if n % 2:
+                self.publish_async(a if n % 4 == 1 else b, jids, "test.sleep", "0.2")
+            else:
+                self.publish_async(a if n % 4 == 0 else b, jids, "cmd.run", "echo %d" % n)
+        out, err = cli.communicate(timeout=120 * SLACK)
+        self.assertEqual(cli.returncode, 0, err)
+        self.assertEqual(sorted(json.loads(out)), ids)
+        # Every (jid, minion) ends as a return: the victim's minions re-sent
+        # what it had not acknowledged, through the survivors.
+        db = self.store["store"].rsplit("/", 1)[1].split("?")[0]
+
+        def complete():
+            rows = PG.psql("SELECT count(*) FROM returns WHERE jid = ANY(ARRAY[%s])"
+                           % ",".join("'%s'" % j for j in jids), db)
+            return int(rows) == len(ids) * len(jids)
+        wait_for(complete, 120 * SLACK, "every return of 200 jobs from %d minions" % len(ids))
+        lost = PG.psql("SELECT count(*) FROM undelivered WHERE jid = ANY(ARRAY[%s])"
+                       % ",".join("'%s'" % j for j in jids), db)
+        self.assertEqual(int(lost), 0)
+        # Both survivors answer alike for every job.
+        for m in (a, b):
+            listed = {j["jid"]: j for j in m.jobs()}
+            for jid in jids:
+                self.assertEqual(sorted(listed[jid]["returned"]), ids, (m.name, listed[jid]))
+        # The victim, restarted, rejoins and takes new connections.
+        since = {m.name: m.daemon.mark() for m in ms.masters}
+        victim.start()
+        wait_for(lambda: self.status(a)["members"] and all(
+            x["alive"] for x in self.status(a)["members"]), 30 * SLACK, "the victim alive again")
+        more = ["n%d" % i for i in range(3)]
+        self.add_minions(ms, lb, more)
+        wait_for(lambda: all(self.served_by(ms, i, since) for i in more), 30 * SLACK,
+                 "the new minions to connect")
+        self.assertTrue(any(self.served_by(ms, i, since) is victim for i in more) or
+                        victim.daemon.count(r"minion k\d connected from", since[victim.name]) > 0,
+                        "the restarted master took no connection")
+        self.answered(victim, ids + more)
+
+    def test_a_removed_master_hands_its_minions_to_the_others(self):
+        ms, lb = self.cluster(3)
+        ids = ["r%d" % i for i in range(6)]
+        self.add_minions(ms, lb, ids)
+        a, b, leaving = ms.masters
+        self.answered(a, ids)
+        self.assertTrue(any(self.served_by(ms, i) is leaving for i in ids))
+        name = "%s:%d" % (os.uname().nodename, leaving.port)
+        rc, out, err = a.brine("cluster", "remove-peer", name)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("removed " + name, out)
+        self.assertEqual(leaving.daemon.wait_exit(30 * SLACK), 0, tail(leaving.daemon.log()))
+        self.assertIn("was removed", leaving.daemon.log())
+        self.answered(a, ids)
+        rows = {x["name"]: x for x in self.status(a)["members"]}
+        self.assertTrue(rows[name]["removed"])
+        rc, out, err = a.brine("cluster", "remove-peer", "nobody:1")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("no master named nobody:1", err)
+
+    def test_a_key_decision_on_one_master_cuts_a_minion_on_another_within_a_second(self):
+        ms, lb = self.cluster(2)
+        ids = ["d%d" % i for i in range(4)]
+        self.add_minions(ms, lb, ids)
+        a, b = ms.masters
+        self.answered(a, ids)
+        victim = next(i for i in ids if self.served_by(ms, i) is b)
+        since = b.daemon.mark()
+        rc, out, err = a.brine("key", "reject", victim)
+        self.assertEqual(rc, 0, err)
+        started = time.monotonic()
+        wait_log(b.daemon, r"minion %s at .*: key rejected; closing" % victim, 1 * SLACK, since)
+        self.assertLess(time.monotonic() - started, 1 * SLACK)
+        rc, got, err = a.ping_json(timeout=5)
+        self.assertNotIn(victim, got)
+
+
+class IdleTest(ClusterTestCase):
+
+    def test_the_balancers_idle_timeout_never_cuts_a_healthy_minion(self):
+        # HAProxy cuts a connection idle for 5 s; the minions' pings every
+        # master_alive_interval / 2 = 3 s keep theirs busy.
+        ms, lb = self.cluster(2, idle=5)
+        ids = ["i%d" % i for i in range(3)]
+        self.add_minions(ms, lb, ids, master_alive_interval=6)
+        self.answered(ms.masters[0], ids)
+        since = {m.name: m.daemon.mark() for m in ms.masters}
+        minion_since = {i: ms.minions[i].mark() for i in ids}
+        time.sleep(60)  # the idle minute itself is what is tested
+        for m in ms.masters:
+            self.assertEqual(m.daemon.count(r"connected from", since[m.name]), 0,
+                             tail(m.daemon.log_since(since[m.name])))
+        for i in ids:
+            text = ms.minions[i].log_since(minion_since[i])
+            self.assertNotRegex(text, r"(?i)reconnect|closed|lost", text)
+        self.answered(ms.masters[1], ids, timeout=10)
+
+
 class RefusalTest(ClusterTestCase):
 
     def test_a_master_with_another_cluster_key_refuses_to_join(self):

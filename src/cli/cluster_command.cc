@@ -1,0 +1,106 @@
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "cli/api_client.h"
+#include "cli/commands.h"
+#include "cluster/identity.h"
+
+namespace brine::cli {
+
+using nlohmann::json;
+
+namespace {
+
+api_client reach(const base::master_config& cfg) {
+  auto client = api_client::connect(cfg.sock_dir);
+  if (!client) {
+    throw base::error("no master is running with sock_dir " + cfg.sock_dir + " (from " +
+                      cfg.source + "); start it with 'brine master -c " + cfg.source + "'");
+  }
+  return std::move(*client);
+}
+
+json answer(api_client& client, const std::string& op, json body) {
+  json reply = client.request(op, std::move(body));
+  if (!reply.value("ok", false)) throw base::error(reply.value("error", op + " failed"));
+  reply.erase("ok");
+  return reply;
+}
+
+void print_status(const json& s) {
+  std::cout << "cluster " << s.value("cluster_id", "") << " (cluster key "
+            << s.value("cluster_finger", "") << "), as " << s.value("master", "")
+            << " sees it; store " << (s.value("store_reachable", false) ? "reachable" : "UNREACHABLE")
+            << "\n";
+  std::printf("%-28s %-22s %-7s %9s %8s %10s %9s %10s  %s\n", "MASTER", "PEER", "ALIVE",
+              "CONNECTED", "JOBS/S", "RETURNS/S", "STORE MS", "HEARTBEAT", "REVISION");
+  for (const auto& m : s.value("members", json::array())) {
+    const json& st = m.contains("stats") && m["stats"].is_object() ? m["stats"] : json::object();
+    std::string alive = m.value("removed", false) ? "removed"
+                        : m.value("alive", false) ? "yes"
+                        : m.value("verified", false) ? "no"
+                                                     : "no key";
+    std::string name = m.value("name", "") + (m.value("self", false) ? " *" : "");
+    char ago[32];
+    std::snprintf(ago, sizeof ago, "%.1f s", m.value("last_heartbeat_ms", int64_t{0}) / 1000.0);
+    std::printf("%-28s %-22s %-7s %9lld %8.1f %10.1f %9.2f %10s  %s\n", name.c_str(),
+                m.value("peer", "").c_str(), alive.c_str(),
+                static_cast<long long>(st.value("connected", int64_t{0})),
+                st.value("jobs_per_s", 0.0), st.value("returns_per_s", 0.0),
+                st.value("store_ms", 0.0), ago, st.value("revision", "").c_str());
+  }
+}
+
+}  // namespace
+
+int cluster_command(const base::master_config& cfg, const cluster_options& o) {
+  if (o.action == "init") {
+    if (!cfg.clustered()) {
+      throw base::error("config " + cfg.source +
+                        ": cluster_id is not set; set cluster_id (and store: postgresql://...) "
+                        "before `brine cluster init`");
+    }
+    auto r = cluster::init(cfg);
+    if (o.json) {
+      std::cout << json{{"cluster_pki_dir", r.dir}, {"fingerprint", r.fingerprint}, {"made", r.made}}
+                       .dump(2)
+                << "\n";
+      return 0;
+    }
+    std::cout << (r.made ? "made" : "kept") << " the cluster key of " << cfg.cluster_id << " in "
+              << r.dir << "\nfingerprint: " << r.fingerprint << "\n";
+    if (r.made) {
+      std::cout << "copy " << r.dir
+                << " to every master of the cluster (keep cluster.pem mode 0600); minions may "
+                   "pin the fingerprint as master_finger\n";
+    }
+    return 0;
+  }
+  auto client = reach(cfg);
+  if (o.action == "status") {
+    json s = answer(client, "cluster_status", json::object());
+    if (o.json) {
+      std::cout << s.dump(2) << "\n";
+    } else {
+      print_status(s);
+    }
+    for (const auto& m : s.value("members", json::array())) {
+      if (!m.value("alive", false) && !m.value("removed", false) && m.value("verified", false)) {
+        return 2;  // a member is down
+      }
+    }
+    return 0;
+  }
+  if (o.action == "remove-peer") {
+    json r = answer(client, "cluster_remove_peer", {{"name", o.name}});
+    std::cout << "removed " << r.value("removed", o.name)
+              << " from the cluster; it closes its minions' connections and stops within a "
+                 "second, and its minions move to the other masters\n";
+    return 0;
+  }
+  throw base::error("unknown cluster action '" + o.action + "'");
+}
+
+}  // namespace brine::cli
