@@ -34,8 +34,8 @@ void print_status(const json& s) {
             << s.value("cluster_finger", "") << "), as " << s.value("master", "")
             << " sees it; store " << (s.value("store_reachable", false) ? "reachable" : "UNREACHABLE")
             << "\n";
-  std::printf("%-28s %-22s %-7s %9s %8s %10s %9s %10s  %s\n", "MASTER", "PEER", "ALIVE",
-              "CONNECTED", "JOBS/S", "RETURNS/S", "STORE MS", "HEARTBEAT", "REVISION");
+  std::printf("%-28s %-22s %-7s %-12s %9s %8s %10s %9s %10s  %s\n", "MASTER", "PEER", "ALIVE",
+              "LINK", "CONNECTED", "JOBS/S", "RETURNS/S", "STORE MS", "HEARTBEAT", "REVISION");
   for (const auto& m : s.value("members", json::array())) {
     const json& st = m.contains("stats") && m["stats"].is_object() ? m["stats"] : json::object();
     std::string alive = m.value("removed", false) ? "removed"
@@ -45,11 +45,23 @@ void print_status(const json& s) {
     std::string name = m.value("name", "") + (m.value("self", false) ? " *" : "");
     char ago[32];
     std::snprintf(ago, sizeof ago, "%.1f s", m.value("last_heartbeat_ms", int64_t{0}) / 1000.0);
-    std::printf("%-28s %-22s %-7s %9lld %8.1f %10.1f %9.2f %10s  %s\n", name.c_str(),
-                m.value("peer", "").c_str(), alive.c_str(),
+    std::string link = "-";
+    if (m.contains("link") && m["link"].is_object()) {
+      char rtt[32];
+      std::snprintf(rtt, sizeof rtt, "up %.1f ms", m["link"].value("rtt_ms", 0.0));
+      link = m["link"].value("up", false) ? rtt : "down";
+    }
+    std::printf("%-28s %-22s %-7s %-12s %9lld %8.1f %10.1f %9.2f %10s  %s\n", name.c_str(),
+                m.value("peer", "").c_str(), alive.c_str(), link.c_str(),
                 static_cast<long long>(st.value("connected", int64_t{0})),
                 st.value("jobs_per_s", 0.0), st.value("returns_per_s", 0.0),
                 st.value("store_ms", 0.0), ago, st.value("revision", "").c_str());
+  }
+  for (const auto& p : s.value("other_peers", json::array())) {
+    std::cout << "cluster_peers entry " << p.value("peer", "") << ": "
+              << (p.value("up", false) ? "linked to " + p.value("name", "")
+                                       : "not linked (" + p.value("error", "") + ")")
+              << "\n";
   }
 }
 

@@ -8,6 +8,7 @@
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <future>
+#include <set>
 
 #include "base/error.h"
 #include "base/fs.h"
@@ -63,6 +64,17 @@ void cluster_node::join() {
   if (!problem.empty()) throw base::error("cluster " + cfg_.cluster_id + ": " + problem);
   size_t alive = 0;
   for (const auto& m : members_.members()) alive += m.alive ? 1 : 0;
+  std::vector<std::string> static_peers;
+  for (const auto& p : cfg_.cluster_peers) static_peers.push_back(p.text());
+  links_ = std::make_unique<cluster::peer_links>(
+      d_.io,
+      cluster::peer_links::settings{cfg_.cluster_id, name_,
+                                    cfg_.interface == "::" ? "::" : cfg_.interface,
+                                    cfg_.cluster_port, static_peers, cfg_.max_frame_bytes},
+      own_key_, cluster_key_, members_.row({}));
+  links_->listen();
+  links_->start();
+  link_members();
   spdlog::info("cluster {}: joined as {} (peer address {}); {} members alive, cluster key {}",
                cfg_.cluster_id, name_, peer_address(cfg_), alive, cluster_key_.fingerprint());
 }
@@ -110,6 +122,7 @@ asio::awaitable<void> cluster_node::heartbeat_loop(const std::atomic<bool>& stop
           if (r.name == name_) now = r.seen_ms;
         }
         std::string problem = members_.update(std::move(rows), now);
+        link_members();
         if (!problem.empty()) spdlog::warn("cluster {}: {}", cfg_.cluster_id, problem);
         if (!store_ok_.exchange(true)) {
           spdlog::info("cluster {}: the store answers again; taking publishes", cfg_.cluster_id);
@@ -190,6 +203,19 @@ void cluster_node::deliver(store::job_record job) {
   for (const auto& s : targets) s->conn->send(frame);
 }
 
+void cluster_node::stop() {
+  if (links_) links_->stop();
+}
+
+void cluster_node::link_members() {
+  if (!links_) return;
+  std::set<std::string> peers;
+  for (const auto& m : members_.members()) {
+    if (m.alive && m.record.name != name_ && !m.record.peer.empty()) peers.insert(m.record.peer);
+  }
+  links_->set_targets(std::move(peers));
+}
+
 void cluster_node::remove(const std::string& name, std::function<void(nlohmann::json)> answer) {
   if (name.empty()) {
     answer({{"ok", false}, {"error", "remove-peer needs the master's name (host:port, as "
@@ -216,8 +242,19 @@ void cluster_node::remove(const std::string& name, std::function<void(nlohmann::
 
 nlohmann::json cluster_node::status() const {
   nlohmann::json out = nlohmann::json::array();
+  auto links = links_ ? links_->states() : std::map<std::string, cluster::peer_links::state>{};
   for (const auto& m : members_.members()) {
+    nlohmann::json link = nullptr;  // this master itself
+    if (m.record.name != name_) {
+      auto l = links.find(m.record.peer);
+      link = l == links.end()
+                 ? nlohmann::json{{"up", false}, {"error", "not linked"}}
+                 : nlohmann::json{{"up", l->second.up}, {"rtt_ms", l->second.rtt_ms},
+                                  {"error", l->second.error}};
+      if (l != links.end()) links.erase(l);
+    }
     out.push_back({{"name", m.record.name},
+                   {"link", link},
                    {"peer", m.record.peer},
                    {"self", m.record.name == name_},
                    {"cluster_id", m.record.cluster_id},
@@ -227,8 +264,14 @@ nlohmann::json cluster_node::status() const {
                    {"last_heartbeat_ms", m.age_ms},
                    {"stats", m.record.stats}});
   }
+  // cluster_peers that answer as no member of the store (or not at all).
+  nlohmann::json others = nlohmann::json::array();
+  for (const auto& [address, st] : links) {
+    others.push_back({{"peer", address}, {"name", st.name}, {"up", st.up}, {"error", st.error}});
+  }
   return {{"cluster_id", cfg_.cluster_id},
           {"master", name_},
+          {"other_peers", others},
           {"cluster_finger", cluster_key_.fingerprint()},
           {"store_reachable", store_ok_.load()},
           {"members", out}};

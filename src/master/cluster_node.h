@@ -14,6 +14,7 @@
 
 #include "base/config.h"
 #include "cluster/membership.h"
+#include "cluster/peer_links.h"
 #include "master/delivery.h"
 #include "master/minion_sessions.h"
 #include "master/store_worker.h"
@@ -55,8 +56,10 @@ class cluster_node {
   // The key every master of the cluster presents to minions.
   const std::string& cluster_id() const { return cfg_.cluster_id; }
   // Writes the first heartbeat and checks the others: throws base::error
-  // when another live master holds another cluster key or cluster id.
+  // when another live master holds another cluster key or cluster id; then
+  // listens on cluster_port and links to the other members.
   void join();
+  void stop();
   // Every k_heartbeat_interval until `stopping`; `removed` runs (on an I/O
   // thread) when `brine cluster remove-peer` removed this master.
   asio::awaitable<void> heartbeat_loop(const std::atomic<bool>& stopping,
@@ -80,6 +83,8 @@ class cluster_node {
 
  private:
   void deliver(store::job_record job);
+  // Keeps a peer link to every live member.
+  void link_members();
   nlohmann::json stats();
 
   deps d_;
@@ -89,6 +94,7 @@ class cluster_node {
   const pki::keypair& own_key_;
   counters counters_;
   cluster::membership members_;
+  std::unique_ptr<cluster::peer_links> links_;
   std::atomic<bool> store_ok_{true};
   std::atomic<bool> removed_told_{false};
   std::atomic<double> store_ms_{0};

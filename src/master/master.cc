@@ -288,6 +288,7 @@ int master::run() {
 
 void master::stop() {
   if (stopping_.exchange(true)) return;
+  if (cluster_) cluster_->stop();
   sessions_.stop();
   api_.stop();
   io_.stop();

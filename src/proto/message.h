@@ -30,6 +30,10 @@ enum class msg_type : uint16_t {
   // server (docs/protocol.md); answered by file_reply with the same id.
   file_request = 14,
   file_reply = 15,  // master → minion: the answer to the file_request of that id
+  // master ↔ master, on the peer port: {cluster_id, name, peer, finger,
+  // cluster_finger, proof}: who the sender is, proved with the cluster key;
+  // the first message each way (docs/protocol.md, "Peer links").
+  peer_hello = 16,
   // Local API (Unix socket, CLI ↔ master).
   api_request = 100,  // {op, ...}
   api_reply = 101,    // {ok, error?, ...}

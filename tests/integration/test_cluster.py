@@ -10,13 +10,15 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import threading
 import time
 import unittest
 
-from harness import (BRINE_BIN, SLACK, MasterNode, MasterSet, free_port, tail, wait_for,
-                     wait_log, write_config)
+from harness import (BRINE_BIN, SLACK, MasterNode, MasterSet, frame, free_port,
+                     make_client_cert, read_frames, read_until_closed, tail, tls_context,
+                     wait_for, wait_log, write_config)
 from haproxy import LoadBalancer, require_haproxy
 from pgserver import PostgresServer, require_postgres
 
@@ -134,6 +136,16 @@ class OneClusterTest(ClusterTestCase):
                      {y["name"]: y for y in self.status(ms.masters[0])["members"]}[x["name"]]
                      ["stats"].get("returns", 0) >= 3 * len(spread[m.name]),
                      10 * SLACK, "%s to report the returns it received" % m.name)
+        # Every member links to every other over mutual TLS on its peer port.
+        for m in ms.masters:
+            def linked():
+                rows = self.status(m)["members"]
+                return len(rows) == 3 and all(
+                    x["self"] or (x["link"] and x["link"]["up"]) for x in rows)
+            wait_for(linked, 15 * SLACK, "%s linked to both other members" % m.name)
+        rc, out, err = ms.masters[1].brine("cluster", "status")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(re.findall(r" yes +up [\d.]+ ms", out)), 2, out)
         # The job cache is one: the same answer on every master.
         jobs = [sorted(j["jid"] for j in m.jobs("test.ping")) for m in ms.masters]
         self.assertEqual(len(jobs[0]), 3)
@@ -318,6 +330,26 @@ class RefusalTest(ClusterTestCase):
         text = intruder.daemon.log_since(since)
         self.assertIn("presents cluster key", text)
         self.assertIn("copy cluster_pki_dir from a running master", text)
+
+    def test_a_peer_without_the_cluster_key_is_refused_on_the_peer_port(self):
+        ms, lb = self.cluster(1)
+        (m,) = ms.masters
+        d = self.enterContext_tmp()
+        cert, key = make_client_cert(d)
+        since = m.daemon.mark()
+        with socket.create_connection(("127.0.0.1", m.options["cluster_port"]), timeout=10) as raw:
+            with tls_context(cert, key).wrap_socket(raw) as s:
+                s.sendall(frame(16, 0, {"cluster_id": "c1", "name": "intruder:1",
+                                        "peer": "127.0.0.1:1", "finger": "00",
+                                        "cluster_finger": self.cluster_finger,
+                                        "proof": "00" * 64}))
+                got, closed = read_until_closed(s, 10 * SLACK)
+        self.assertTrue(closed, "the master kept the intruder's link open")
+        frames = read_frames(got)
+        self.assertEqual(frames[0]["t"], 1, frames)  # error
+        self.assertIn("refused", frames[0]["b"]["message"])
+        wait_log(m.daemon, r"peer connection from .* refused: its TLS key is not the key its "
+                 r"hello names", 5 * SLACK, since)
 
     def test_a_cluster_without_the_shared_store_is_refused_naming_the_option(self):
         d = self.enterContext_tmp()
