@@ -16,6 +16,7 @@
 #include "cluster/membership.h"
 #include "cluster/peer_links.h"
 #include "master/delivery.h"
+#include "master/event_bus.h"
 #include "master/minion_sessions.h"
 #include "master/store_worker.h"
 #include "pki/keys.h"
@@ -42,6 +43,7 @@ class cluster_node {
     store_worker& store;
     delivery& deliveries;
     minion_sessions& sessions;
+    event_bus& events;
   };
   // Figures for the heartbeat's stats, read each beat.
   struct counters {

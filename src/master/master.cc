@@ -94,13 +94,20 @@ master::master(base::master_config cfg)
                         "postgresql://USER@HOST:PORT/DATABASE on every master of the cluster");
     }
     cluster_ = std::make_unique<cluster_node>(
-        cluster_node::deps{io_, *store_, deliveries_, sessions_}, cfg_, name_, *cluster_key_,
+        cluster_node::deps{io_, *store_, deliveries_, sessions_, events_}, cfg_, name_,
+        *cluster_key_,
         identity_,
         cluster_node::counters{[this] { return jobs_.published(); },
                                [this] { return returns_received_.load(); }, nullptr});
     // Before serving: a master holding another cluster key refuses here.
     cluster_->join();
     deliveries_.set_origin_alive([this](const std::string& name) { return cluster_->alive(name); });
+    jobs_.set_gate([this]() -> std::string {
+      if (cluster_->store_reachable()) return "";
+      return "the store " + cfg_.store.substr(0, cfg_.store.find('?')) +
+             " does not answer: this cluster member takes no publishes until it does (the "
+             "master's log says why); publish through another member, or wait";
+    });
     api_.set_cluster(cluster_.get());
   }
   sessions_.listen();

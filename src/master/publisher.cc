@@ -107,6 +107,9 @@ void publisher::publish(const json& body, recorded on_recorded) {
   std::string tgt_type = body.value("tgt_type", "glob");
   std::string fun = body.value("fun", "");
   if (fun.empty()) return on_recorded(error_body("publish needs a function name"));
+  if (gate_) {
+    if (std::string why = gate_(); !why.empty()) return on_recorded(error_body(why));
+  }
   double timeout = cfg_.publish_hold;
   if (auto t = body.find("timeout"); t != body.end() && !t->is_null()) {
     if (!t->is_number() || !std::isfinite(t->get<double>()) || t->get<double>() <= 0 ||

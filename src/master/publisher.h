@@ -62,6 +62,9 @@ class publisher {
   const target::nodegroups& nodegroups() const { return nodegroups_; }
   // Masters sharing a store end their jids with their slot (jid.h); a job
   // records the name of the master that published it.
+  // Asked before each publish: a reason to refuse it ("" to go on). A
+  // cluster member refuses while the store does not answer.
+  void set_gate(std::function<std::string()> gate) { gate_ = std::move(gate); }
   void set_identity(int jid_slot, std::string master_name) {
     jids_.set_slot(jid_slot);
     name_ = std::move(master_name);
@@ -85,6 +88,7 @@ class publisher {
   event_bus& events_;
   jid_generator jids_;
   std::atomic<uint64_t> published_{0};
+  std::function<std::string()> gate_;
   std::string name_ = "local";
 };
 

@@ -72,6 +72,7 @@ class LoadBalancer:
         self.idle = idle_timeout
         self.ports = list(ports)
         self.proc = None
+        self.old = []  # processes a reload left serving their connections
         self.config = os.path.join(self.dir, "haproxy.cfg")
         self.log_path = os.path.join(self.dir, "haproxy.log")
         self.write()
@@ -107,15 +108,23 @@ class LoadBalancer:
         return self
 
     def set_servers(self, ports):
-        """A new server list, taken up by restart() (a brief pause in new
-        connections; established ones are cut, as a real reload with a new
-        backend would not; tests account for it)."""
+        """A new server list, taken up by reload()."""
         self.ports = list(ports)
         self.write()
 
-    def restart(self):
-        self.stop(remove=False)
-        self.start()
+    def reload(self):
+        """HAProxy's soft reload: a new process takes the listening port with
+        the new server list (-sf); the old one keeps the connections it has
+        until they end, so no minion is cut."""
+        old = self.proc
+        log = open(self.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen([haproxy_bin(), "-db", "-f", self.config, "-sf",
+                                          str(old.pid)], stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT)
+        finally:
+            log.close()
+        self.old.append(old)
 
     def log(self):
         try:
@@ -125,13 +134,15 @@ class LoadBalancer:
             return ""
 
     def stop(self, remove=True):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        for p in self.old + [self.proc]:
+            if p is not None and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(timeout=10)
         self.proc = None
+        self.old = []
         if remove:
             shutil.rmtree(self.dir, ignore_errors=True)

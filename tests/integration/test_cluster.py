@@ -292,6 +292,86 @@ class FailureTest(ClusterTestCase):
         self.assertNotIn(victim, got)
 
 
+class MembershipTest(ClusterTestCase):
+
+    def test_a_master_added_while_jobs_run_serves_minions_with_no_minion_change(self):
+        ms, lb = self.cluster(3, start=False)
+        a, b, new = ms.masters
+        a.start()
+        b.start()
+        lb.set_servers([a.port, b.port])
+        lb.start()
+        ids = ["a%d" % i for i in range(4)]
+        self.add_minions(ms, lb, ids)
+        self.answered(a, ids)
+        jids, failures = [], []
+        done = threading.Event()
+
+        def loop():
+            while not done.is_set() and len(jids) < 400:
+                rc, out, err = a.brine("cmd", "--async", "*", "test.ping")
+                found = re.search(r"job ID: (\d+)", out)
+                if rc == 0 and found:
+                    jids.append(found.group(1))
+                else:
+                    failures.append(err)
+        t = threading.Thread(target=loop, daemon=True)
+        t.start()
+        try:
+            # The new master needs the cluster key and nothing else: the
+            # others learn of it from the store.
+            new.start()
+            wait_for(lambda: len(self.status(a)["members"]) == 3 and all(
+                x["alive"] for x in self.status(a)["members"]), 20 * SLACK,
+                "the running masters to see the new one")
+            lb.set_servers([a.port, b.port, new.port])
+            lb.reload()
+            since = {m.name: m.daemon.mark() for m in ms.masters}
+            more = ["b%d" % i for i in range(6)]
+            self.add_minions(ms, lb, more)
+            wait_for(lambda: all(self.served_by(ms, i, since) for i in more), 30 * SLACK,
+                     "the new minions to connect")
+            self.assertTrue(any(self.served_by(ms, i, since) is new for i in more),
+                            "no new minion landed on the new master")
+            self.answered(new, ids + more)
+            count = len(jids)
+            wait_for(lambda: len(jids) >= count + 20, 60 * SLACK, "20 more jobs afterwards")
+        finally:
+            done.set()
+            t.join(timeout=120)
+        self.assertEqual(failures, [])
+        db = self.store["store"].rsplit("/", 1)[1].split("?")[0]
+
+        # Later jobs target the new minions too: each job against its own
+        # expected set.
+        def incomplete():
+            return int(PG.psql(
+                "SELECT count(*) FROM jobs j WHERE j.jid = ANY(ARRAY[%s]) AND "
+                "(SELECT count(*) FROM returns r WHERE r.jid = j.jid) < "
+                "json_array_length(j.minions::json)" % ",".join("'%s'" % j for j in jids), db))
+        wait_for(lambda: incomplete() == 0, 60 * SLACK,
+                 "every return of the %d jobs published meanwhile" % len(jids))
+
+    def test_a_member_that_loses_the_store_refuses_publishes_until_it_is_back(self):
+        ms, lb = self.cluster(2)
+        ids = ["s%d" % i for i in range(2)]
+        self.add_minions(ms, lb, ids)
+        a = ms.masters[0]
+        self.answered(a, ids)
+        PG.stop()
+        try:
+            def refused():
+                rc, out, err = a.brine("cmd", "--async", "*", "test.ping")
+                return rc != 0 and "takes no publishes until it does" in err and err
+            err = wait_for(refused, 30 * SLACK, "a publish refused while the store is down")
+            self.assertIn("does not answer", err)
+            wait_log(a.daemon, r"the store does not answer .*takes no publishes", 10 * SLACK)
+        finally:
+            PG.start_again()
+        wait_log(a.daemon, r"the store answers again; taking publishes", 60 * SLACK)
+        self.answered(a, ids)
+
+
 class IdleTest(ClusterTestCase):
 
     def test_the_balancers_idle_timeout_never_cuts_a_healthy_minion(self):
