@@ -86,4 +86,37 @@ bool verify(const pki::keypair& cluster_key, const store::member_record& m) {
   return sig && pki::verify(cluster_key.get(), proof_text(m), *sig);
 }
 
+nlohmann::json hello_body(const store::member_record& me) {
+  return {{"cluster_id", me.cluster_id},         {"name", me.name},   {"peer", me.peer},
+          {"finger", me.finger},                 {"proof", me.proof},
+          {"cluster_finger", me.cluster_finger}};
+}
+
+std::string check_hello(const nlohmann::json& body, EVP_PKEY* tls_key, const pki::keypair& cluster_key,
+                        const std::string& cluster_id) {
+  store::member_record r;
+  for (auto [field, value] :
+       {std::pair{"cluster_id", &r.cluster_id}, std::pair{"name", &r.name},
+        std::pair{"peer", &r.peer}, std::pair{"finger", &r.finger},
+        std::pair{"cluster_finger", &r.cluster_finger}, std::pair{"proof", &r.proof}}) {
+    auto it = body.find(field);
+    if (it == body.end() || !it->is_string()) {
+      return std::string("its hello has no ") + field;
+    }
+    *value = it->get<std::string>();
+  }
+  if (r.cluster_id != cluster_id) {
+    return "it is a member of cluster '" + r.cluster_id + "', not '" + cluster_id + "'";
+  }
+  if (!pki::is_ed25519(tls_key) || pki::fingerprint(tls_key) != r.finger) {
+    return "its TLS key is not the key its hello names";
+  }
+  if (r.cluster_finger != cluster_key.fingerprint()) {
+    return "it holds cluster key " + r.cluster_finger + ", not this cluster's " +
+           cluster_key.fingerprint();
+  }
+  if (!verify(cluster_key, r)) return "its proof was not made with this cluster's key";
+  return "";
+}
+
 }  // namespace brine::cluster

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "base/config.h"
 #include "pki/keys.h"
 #include "store/store.h"
@@ -34,5 +36,13 @@ std::string proof_text(const store::member_record& m);
 std::string prove(const pki::keypair& cluster_key, const store::member_record& m);
 // Whether `m` carries a proof made with `cluster_key`, for what it says.
 bool verify(const pki::keypair& cluster_key, const store::member_record& m);
+
+// The hello a member sends on a peer link (proto peer_hello), from its row.
+nlohmann::json hello_body(const store::member_record& me);
+// Why the hello `body` (from the network), on a TLS link whose peer key is
+// `tls_key`, does not come from a member of `cluster_id` holding
+// `cluster_key`; "" when it does.
+std::string check_hello(const nlohmann::json& body, EVP_PKEY* tls_key,
+                        const pki::keypair& cluster_key, const std::string& cluster_id);
 
 }  // namespace brine::cluster

@@ -20,13 +20,6 @@
 
 namespace brine::cluster {
 
-// The hello a member sends on a peer link (proto peer_hello), from its row.
-nlohmann::json hello_body(const store::member_record& me);
-// Why the hello `body`, on a TLS link whose peer key is `tls_key`, does not
-// come from a member of `cluster_id` holding `cluster_key`; "" when it does.
-std::string check_hello(const nlohmann::json& body, EVP_PKEY* tls_key,
-                        const pki::keypair& cluster_key, const std::string& cluster_id);
-
 // Links between the members of a cluster (docs/architecture.md, "The master
 // cluster"): mutual TLS on each member's peer port (`cluster_port`), each
 // side identified by its own key and admitted only with a hello proved by

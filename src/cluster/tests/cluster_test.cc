@@ -124,3 +124,33 @@ TEST(ClusterMembership, ARemovedRowIsNotAMemberAndTellsItsMaster) {
 
 }  // namespace
 }  // namespace brine::cluster
+
+namespace brine::cluster {
+namespace {
+
+TEST(ClusterHello, AdmitsOnlyAProvedHelloOnItsOwnKey) {
+  auto key = pki::keypair::generate();
+  auto own = pki::keypair::generate();
+  self me{"c1", "a:4506", "a:4520", &key, &own};
+  membership m(me);
+  auto hello = hello_body(m.row({}));
+  EXPECT_EQ(check_hello(hello, own.get(), key, "c1"), "");
+  auto stranger = pki::keypair::generate();
+  EXPECT_NE(check_hello(hello, stranger.get(), key, "c1").find("TLS key is not the key"),
+            std::string::npos);
+  EXPECT_NE(check_hello(hello, own.get(), key, "c2").find("member of cluster 'c1'"),
+            std::string::npos);
+  auto forged = hello;
+  forged["peer"] = "evil:1";
+  EXPECT_NE(check_hello(forged, own.get(), key, "c1").find("proof"), std::string::npos);
+  auto other = pki::keypair::generate();
+  EXPECT_NE(check_hello(hello, own.get(), other, "c1").find("holds cluster key"),
+            std::string::npos);
+  auto missing = hello;
+  missing.erase("proof");
+  EXPECT_EQ(check_hello(missing, own.get(), key, "c1"), "its hello has no proof");
+  EXPECT_NE(check_hello(nlohmann::json::array(), own.get(), key, "c1"), "");
+}
+
+}  // namespace
+}  // namespace brine::cluster
