@@ -1021,3 +1021,40 @@ TEST(MinionConfig, ModuleOptionsOfAnyModuleAreKept) {
 
 }  // namespace
 }  // namespace brine::base
+
+namespace brine::base {
+namespace {
+
+TEST(MasterConfig, ClusterOptions) {
+  auto c = parse_master_config(
+      "pki_dir: /etc/brine/pki/master\n"
+      "store: postgresql://brine@db:5432/brine\n"
+      "cluster_id: prod-1\n"
+      "cluster_port: 4600\n"
+      "cluster_peers: [m2, '10.0.0.3:4700', '[::1]:4601']\n",
+      "/etc/brine/master");
+  EXPECT_TRUE(c.clustered());
+  EXPECT_EQ(c.cluster_id, "prod-1");
+  EXPECT_EQ(c.cluster_pki_dir, "/etc/brine/pki/master/cluster");
+  ASSERT_EQ(c.cluster_peers.size(), 3u);
+  EXPECT_EQ(c.cluster_peers[0].text(), "m2:4600");  // cluster_port, even when set after
+  EXPECT_EQ(c.cluster_peers[1].text(), "10.0.0.3:4700");
+  EXPECT_EQ(c.cluster_peers[2].text(), "[::1]:4601");
+  EXPECT_FALSE(parse_master_config("", "/etc/brine/master").clustered());
+}
+
+TEST(MasterConfig, ClusterMistakesNameTheOptionAndTheFix) {
+  auto e = master_error("cluster_id: c1\n");
+  EXPECT_NE(e.find("cluster_id is set but store is sqlite"), std::string::npos) << e;
+  EXPECT_NE(e.find("store: postgresql://"), std::string::npos) << e;
+  e = master_error("cluster_peers: [m2]\n");
+  EXPECT_NE(e.find("cluster_peers is set but cluster_id is not"), std::string::npos) << e;
+  e = master_error("store: postgresql://b@h/d\ncluster_id: 'a b'\n");
+  EXPECT_NE(e.find("cluster_id"), std::string::npos) << e;
+  EXPECT_NE(e.find("letters, digits"), std::string::npos) << e;
+  e = master_error("store: postgresql://b@h/d\ncluster_id: c1\ncluster_peers: {a: 1}\n");
+  EXPECT_NE(e.find("cluster_peers"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace brine::base
