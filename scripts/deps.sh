@@ -21,6 +21,9 @@ packages=(
   # The PostgreSQL store: libpq's headers to build, the server for its tests
   # (which start throwaway clusters of their own with initdb).
   postgresql libpq-dev
+  # The master's gitfs file server backend (salt:// from git remotes at a
+  # revision pinned in the store): libgit2 reads the bare clones in process.
+  libgit2-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -4,6 +4,8 @@
 #include <asio/io_context.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -38,6 +40,13 @@ class local_api {
             publisher& jobs, event_bus& events, minion_cache& cache);
   ~local_api();
 
+  // An operation answered elsewhere (`brine fileserver update` by the file
+  // service): `h` gets the request body and a function that sends its reply,
+  // callable from any thread. Privileged clients only. Before start().
+  using handler =
+      std::function<void(const nlohmann::json& body, std::function<void(nlohmann::json)> reply)>;
+  void handle(const std::string& op, handler h) { handlers_[op] = std::move(h); }
+
   void listen();
   void start();
   void stop();
@@ -71,6 +80,7 @@ class local_api {
   asio::local::stream_protocol::acceptor acceptor_;
   std::string path_;
   std::atomic<bool> stopping_{false};
+  std::map<std::string, handler> handlers_;
 };
 
 }  // namespace brine::master

@@ -73,7 +73,7 @@ master::master(base::master_config cfg)
       deliveries_(sessions_, *store_, events_),
       jobs_(io_, cfg_, keys_, cache_, deliveries_, *store_, events_),
       pillar_(cfg_, jobs_.nodegroups(), cache_),
-      files_(cfg_),
+      files_(cfg_, *store_),
       api_(io_, cfg_, identity_, keys_, sessions_, deliveries_, jobs_, events_, cache_) {
   base::ensure_dir(cfg_.sock_dir, 0700, "sock_dir");
   // Other users reach the socket only when a publisher_acl lets them in.
@@ -81,6 +81,9 @@ master::master(base::master_config cfg)
   jobs_.set_identity(slot_, name_);
   store_->set_reporter([this](store::store& db, const std::vector<store::return_record>& batch) {
     return reports_.make(db, batch);
+  });
+  api_.handle("fileserver_update", [this](const nlohmann::json&, std::function<void(nlohmann::json)> reply) {
+    files_.update(std::move(reply));
   });
   sessions_.listen();
   api_.listen();
@@ -224,6 +227,7 @@ int master::run() {
     sync_ = std::make_unique<store_sync>(
         store_sync::deps{*store_, keys_, sessions_, deliveries_, cache_, events_}, std::move(feed_),
         name_);
+    sync_->on_file_pins([this] { files_.pins_changed(); });
     sync_->start();
   }
   asio::co_spawn(io_, purge_loop(), net::logged("job cache purge"));

@@ -56,12 +56,17 @@ void store_sync::loop() {
 
 void store_sync::apply(std::vector<store::change> changes) {
   bool again = false;
+  bool pins = false;
   std::set<std::string> ids;
   std::map<std::string, std::vector<std::string>> returns;
   for (auto& c : changes) {
     switch (c.what) {
       case store::change::kind::resync:
         again = true;
+        pins = true;
+        break;
+      case store::change::kind::file_pins:
+        if (c.origin != origin_) pins = true;
         break;
       case store::change::kind::keys:
         if (c.origin != origin_) ids.insert(std::move(c.id));
@@ -84,6 +89,7 @@ void store_sync::apply(std::vector<store::change> changes) {
     keys_changed({ids.begin(), ids.end()});
   }
   for (auto& [jid, minions] : returns) returned(jid, std::move(minions));
+  if (pins && on_file_pins_) on_file_pins_();
 }
 
 void store_sync::resync() {

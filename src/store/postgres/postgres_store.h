@@ -13,6 +13,9 @@ namespace brine::store {
 // returned (only the returns that were new).
 inline constexpr const char* k_postgres_keys_channel = "brine_keys";
 inline constexpr const char* k_postgres_returns_channel = "brine_returns";
+// file_pins: ORIGIN (the pinned gitfs revisions changed; every master reads
+// them again).
+inline constexpr const char* k_postgres_file_pins_channel = "brine_file_pins";
 
 // The largest payload brine sends (PostgreSQL's limit is 8000 bytes); the
 // minions of a bigger batch are split over several notifications.
