@@ -315,12 +315,14 @@ std::vector<std::string> gitfs::apply(const std::vector<gitfs_pin>& pins) {
   // Each remote's pins: the new ones when every commit is here (fetched if
   // need be), else the ones served until now.
   std::vector<gitfs_pin> chosen;
-  for (auto& [url, c] : s_->clones) {
+  for (auto& [key, owned] : s_->clones) {
+    const std::string& url = key;
+    clone& c = *owned;
     auto it = wanted.find(url);
     if (it == wanted.end()) continue;
     auto missing = [&] {
       for (const auto& p : it->second) {
-        if (!s_->has_commit(*c, p.commit)) return p;
+        if (!s_->has_commit(c, p.commit)) return p;
       }
       return gitfs_pin{};
     };
@@ -328,7 +330,7 @@ std::vector<std::string> gitfs::apply(const std::vector<gitfs_pin>& pins) {
     std::string why;
     if (!lacking.commit.empty()) {
       try {
-        s_->fetch_clone(*c);
+        s_->fetch_clone(c);
         lacking = missing();
         if (!lacking.commit.empty()) why = "the remote no longer has it";
       } catch (const std::exception& e) {
@@ -427,6 +429,9 @@ std::vector<std::string> gitfs::apply(const std::vector<gitfs_pin>& pins) {
                 continue;
               }
               if (tmode == GIT_FILEMODE_TREE) {
+                // A link to a directory that holds it would be walked
+                // forever: not followed.
+                if (child.starts_with(*resolved + "/")) break;
                 tree_ptr sub;
                 if (git_tree_lookup(sub.out(), repo, git_tree_entry_id(te.get())) == 0) {
                   if (check_path(child).error.empty()) {
@@ -511,7 +516,12 @@ file_chunk gitfs::read(const std::string& saltenv, const std::string& path, uint
 
 }  // namespace brine::fileserver
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BRINE_GITFS_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(BRINE_GITFS_ASAN)
 // Debian 12's PCRE2 (10.42) leaks the heap frames of every regexec() that
 // libgit2 runs on its config (fixed upstream in 10.43); LeakSanitizer would
 // fail every sanitized process that fetched. Only that library's leaks are

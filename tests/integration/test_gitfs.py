@@ -140,10 +140,7 @@ class SharedStoreGitfsTest(unittest.TestCase):
         def runs():
             deadline = time.monotonic() + 120
             while not stop.is_set() and time.monotonic() < deadline:
-                got = pair(c, "m2")
-                seen.append(got)
-                if got == "A2|B2":
-                    return
+                seen.append(pair(c, "m2"))
 
         t = threading.Thread(target=runs)
         t.start()
@@ -156,9 +153,10 @@ class SharedStoreGitfsTest(unittest.TestCase):
                 wait_for(lambda: get_file_str(m, "m%d" % i) == "A2\n", 30,
                          "m%d to read A2 through %s" % (i, m.name))
             wait_log(b.daemon, r"gitfs: switched to the pinned revisions", 10, since_b)
+            wait_for(lambda: "A2|B2" in seen, 60, "a state run on m2 to read A2|B2")
         finally:
-            t.join(150)
             stop.set()
+            t.join(150)
         self.assertIn("A2|B2", seen, seen)
         for got in seen:
             self.assertIn(got, ("A1|B1", "A2|B2", None), seen)
