@@ -22,7 +22,8 @@ packages=(
   # (which start throwaway clusters of their own with initdb).
   postgresql libpq-dev
   # The master's gitfs file server backend (salt:// from git remotes at a
-  # revision pinned in the store): libgit2 reads the bare clones in process.
+  # revision pinned in the store): libgit2 reads the bare clones in process;
+  # its headers to build, libgit2.so.1.5 (libgit2-1.5) loaded at run time.
   libgit2-dev
 )
 missing=()

@@ -1,5 +1,6 @@
 #include "fileserver/gitfs.h"
 
+#include <dlfcn.h>
 #include <git2.h>
 #include <sys/stat.h>
 
@@ -24,40 +25,102 @@ namespace fs = std::filesystem;
 // 40; a served tree needs few).
 constexpr int k_max_links = 8;
 
+// libgit2 is loaded at run time (dlopen), as libpq is (pq/libpq.h): a
+// brine process that serves no gitfs (every CLI command, most masters)
+// maps neither it nor its libraries (mbedTLS, libssh2, Kerberos' GSSAPI),
+// and Debian has no static libgit2 for BRINE_STATIC (its libgit2.a needs
+// GSSAPI, which exists only shared). The soname is the one of the headers
+// built against: libgit2 changes its ABI with every minor version.
+// clang-format off
+#define BRINE_GIT2_FUNCTIONS(X) \
+  X(git_libgit2_init) X(git_error_last) X(git_repository_free) X(git_remote_free) \
+  X(git_commit_free) X(git_tree_free) X(git_tree_entry_free) X(git_blob_free) \
+  X(git_object_free) X(git_reference_free) X(git_oid_tostr) X(git_repository_open_bare) \
+  X(git_repository_init) X(git_remote_create_anonymous) X(git_remote_fetch) X(git_remote_ls) \
+  X(git_oid_fromstr) X(git_commit_lookup) X(git_blob_lookup) X(git_blob_rawsize) \
+  X(git_blob_rawcontent) X(git_reference_lookup) X(git_reference_peel) X(git_object_id) \
+  X(git_commit_tree) X(git_tree_dup) X(git_tree_entry_bypath) X(git_tree_entry_type) \
+  X(git_tree_lookup) X(git_tree_entry_id) X(git_tree_entrycount) X(git_tree_entry_byindex) \
+  X(git_tree_entry_name) X(git_tree_entry_filemode)
+// clang-format on
+constexpr const char* k_libgit2 = "libgit2.so.1.5";
+
+struct git_api {
+#define BRINE_GIT2_MEMBER(f) decltype(&::f) f = nullptr;
+  BRINE_GIT2_FUNCTIONS(BRINE_GIT2_MEMBER)
+#undef BRINE_GIT2_MEMBER
+};
+const git_api* G = nullptr;
+
+// Loads libgit2 once per process (thread-safe); throws base::error saying
+// which package to install.
 void init_libgit2() {
-  static const int once = git_libgit2_init();
-  (void)once;
+  struct loaded {
+    git_api functions;
+    std::string error;
+  };
+  static const loaded lib = [] {
+    loaded l;
+    void* handle = ::dlopen(k_libgit2, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* e = ::dlerror();
+      l.error = e ? e : std::string(k_libgit2) + ": cannot load";
+      return l;
+    }
+#define BRINE_GIT2_RESOLVE(f)                                            \
+  l.functions.f = reinterpret_cast<decltype(&::f)>(::dlsym(handle, #f)); \
+  if (l.functions.f == nullptr && l.error.empty()) l.error = std::string(k_libgit2) + " has no " #f;
+    BRINE_GIT2_FUNCTIONS(BRINE_GIT2_RESOLVE)
+#undef BRINE_GIT2_RESOLVE
+    if (l.error.empty() && l.functions.git_libgit2_init() < 0) l.error = "git_libgit2_init failed";
+    return l;
+  }();
+  if (!lib.error.empty()) {
+    throw base::error("gitfs: cannot load libgit2 (" + lib.error +
+                      "); install the libgit2-1.5 package, or remove gitfs from fileserver_backend");
+  }
+  G = &lib.functions;
 }
 
 std::string last_error() {
-  const git_error* e = git_error_last();
+  const git_error* e = G->git_error_last();
   return e != nullptr && e->message != nullptr ? e->message : "unknown libgit2 error";
 }
 
-template <class T, void (*Free)(T*)>
+void release(git_repository* p) { G->git_repository_free(p); }
+void release(git_remote* p) { G->git_remote_free(p); }
+void release(git_commit* p) { G->git_commit_free(p); }
+void release(git_tree* p) { G->git_tree_free(p); }
+void release(git_tree_entry* p) { G->git_tree_entry_free(p); }
+void release(git_blob* p) { G->git_blob_free(p); }
+void release(git_object* p) { G->git_object_free(p); }
+void release(git_reference* p) { G->git_reference_free(p); }
+
+// An owned libgit2 object, freed through the loaded library.
+template <class T>
 struct git_ptr {
   T* p = nullptr;
   git_ptr() = default;
   git_ptr(const git_ptr&) = delete;
   git_ptr& operator=(const git_ptr&) = delete;
   ~git_ptr() {
-    if (p != nullptr) Free(p);
+    if (p != nullptr) release(p);
   }
   T** out() { return &p; }
   T* get() const { return p; }
 };
-using repo_ptr = git_ptr<git_repository, git_repository_free>;
-using remote_ptr = git_ptr<git_remote, git_remote_free>;
-using commit_ptr = git_ptr<git_commit, git_commit_free>;
-using tree_ptr = git_ptr<git_tree, git_tree_free>;
-using entry_ptr = git_ptr<git_tree_entry, git_tree_entry_free>;
-using blob_ptr = git_ptr<git_blob, git_blob_free>;
-using object_ptr = git_ptr<git_object, git_object_free>;
-using ref_ptr = git_ptr<git_reference, git_reference_free>;
+using repo_ptr = git_ptr<git_repository>;
+using remote_ptr = git_ptr<git_remote>;
+using commit_ptr = git_ptr<git_commit>;
+using tree_ptr = git_ptr<git_tree>;
+using entry_ptr = git_ptr<git_tree_entry>;
+using blob_ptr = git_ptr<git_blob>;
+using object_ptr = git_ptr<git_object>;
+using ref_ptr = git_ptr<git_reference>;
 
 std::string oid_hex(const git_oid* oid) {
   char buf[GIT_OID_HEXSZ + 1] = {};
-  git_oid_tostr(buf, sizeof buf, oid);
+  G->git_oid_tostr(buf, sizeof buf, oid);
   return buf;
 }
 
@@ -139,8 +202,8 @@ struct gitfs::state {
     std::error_code ec;
     fs::create_directories(c.dir, ec);
     ::chmod(fs::path(c.dir).parent_path().c_str(), 0700);
-    if (git_repository_open_bare(h.out(), c.dir.c_str()) == 0) return;
-    if (git_repository_init(h.out(), c.dir.c_str(), 1) != 0) {
+    if (G->git_repository_open_bare(h.out(), c.dir.c_str()) == 0) return;
+    if (G->git_repository_init(h.out(), c.dir.c_str(), 1) != 0) {
       throw base::error("gitfs remote " + c.url + ": cannot create its clone " + c.dir + ": " +
                         last_error() + "; check that the master's user may write its cachedir");
     }
@@ -154,7 +217,7 @@ struct gitfs::state {
     repo_ptr repo;
     open(c, repo);
     remote_ptr remote;
-    if (git_remote_create_anonymous(remote.out(), repo.get(), c.url.c_str()) != 0) {
+    if (G->git_remote_create_anonymous(remote.out(), repo.get(), c.url.c_str()) != 0) {
       throw base::error("gitfs remote " + c.url + ": not a git URL or path (" + last_error() +
                         "); fix its entry in gitfs_remotes");
     }
@@ -162,14 +225,14 @@ struct gitfs::state {
     git_strarray refspecs{const_cast<char**>(specs), 2};
     git_fetch_options opts = GIT_FETCH_OPTIONS_INIT;
     opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;  // the refspec has them
-    if (git_remote_fetch(remote.get(), &refspecs, &opts, "brine gitfs fetch") != 0) {
+    if (G->git_remote_fetch(remote.get(), &refspecs, &opts, "brine gitfs fetch") != 0) {
       throw base::error("gitfs remote " + c.url + ": cannot fetch: " + last_error() +
                         "; check the URL in gitfs_remotes and that this master can reach it");
     }
     const git_remote_head** heads = nullptr;
     size_t n = 0;
     std::set<std::string> names;
-    if (git_remote_ls(&heads, &n, remote.get()) == 0) {
+    if (G->git_remote_ls(&heads, &n, remote.get()) == 0) {
       for (size_t i = 0; i < n; ++i) {
         std::string name = heads[i]->name;
         if (name.ends_with("^{}")) continue;
@@ -181,11 +244,11 @@ struct gitfs::state {
 
   bool has_commit(clone& c, const std::string& hex) {
     git_oid oid;
-    if (git_oid_fromstr(&oid, hex.c_str()) != 0) return false;
+    if (G->git_oid_fromstr(&oid, hex.c_str()) != 0) return false;
     std::lock_guard lock(c.read_mu);
     open(c, c.read_repo);
     commit_ptr commit;
-    return git_commit_lookup(commit.out(), c.read_repo.get(), &oid) == 0;
+    return G->git_commit_lookup(commit.out(), c.read_repo.get(), &oid) == 0;
   }
 
   std::pair<std::string, uint64_t> blob_hash(clone& c, const git_oid& oid) {
@@ -196,12 +259,12 @@ struct gitfs::state {
       if (it != hashes.end()) return it->second;
     }
     blob_ptr blob;
-    if (git_blob_lookup(blob.out(), c.read_repo.get(), &oid) != 0) {
+    if (G->git_blob_lookup(blob.out(), c.read_repo.get(), &oid) != 0) {
       throw base::error("gitfs remote " + c.url + ": blob " + key + " is missing from " + c.dir +
                         " (" + last_error() + "); delete that directory to clone again");
     }
-    auto size = static_cast<uint64_t>(git_blob_rawsize(blob.get()));
-    std::string_view bytes(static_cast<const char*>(git_blob_rawcontent(blob.get())), size);
+    auto size = static_cast<uint64_t>(G->git_blob_rawsize(blob.get()));
+    std::string_view bytes(static_cast<const char*>(G->git_blob_rawcontent(blob.get())), size);
     std::pair<std::string, uint64_t> out{hash_bytes(bytes), size};
     std::lock_guard lock(hash_mu);
     hashes.emplace(key, out);
@@ -272,8 +335,8 @@ gitfs::fetched gitfs::fetch() {
       std::string short_name = name.substr(branch ? 11 : 10);
       ref_ptr ref;
       object_ptr commit;
-      if (git_reference_lookup(ref.out(), c->read_repo.get(), name.c_str()) != 0 ||
-          git_reference_peel(commit.out(), ref.get(), GIT_OBJECT_COMMIT) != 0) {
+      if (G->git_reference_lookup(ref.out(), c->read_repo.get(), name.c_str()) != 0 ||
+          G->git_reference_peel(commit.out(), ref.get(), GIT_OBJECT_COMMIT) != 0) {
         continue;  // a tag of a tree or blob: no saltenv
       }
       std::string env = branch && bases.contains(short_name) ? "base" : short_name;
@@ -283,7 +346,7 @@ gitfs::fetched gitfs::fetch() {
       int rank = env == "base" && branch && bases.contains(short_name) ? 3 : branch ? 2 : 1;
       auto it = by_env.find(env);
       if (it == by_env.end() || it->second.first < rank) {
-        by_env[env] = {rank, gitfs_pin{url, env, name, oid_hex(git_object_id(commit.get()))}};
+        by_env[env] = {rank, gitfs_pin{url, env, name, oid_hex(G->git_object_id(commit.get()))}};
       }
     }
     if (!by_env.contains("base")) {
@@ -366,21 +429,21 @@ std::vector<std::string> gitfs::apply(const std::vector<gitfs_pin>& pins) {
       git_oid oid;
       commit_ptr commit;
       tree_ptr top;
-      if (git_oid_fromstr(&oid, p.commit.c_str()) != 0 ||
-          git_commit_lookup(commit.out(), repo, &oid) != 0 ||
-          git_commit_tree(top.out(), commit.get()) != 0) {
+      if (G->git_oid_fromstr(&oid, p.commit.c_str()) != 0 ||
+          G->git_commit_lookup(commit.out(), repo, &oid) != 0 ||
+          G->git_commit_tree(top.out(), commit.get()) != 0) {
         problems.push_back("gitfs remote " + r.url + ": commit " + p.commit + " cannot be read (" +
                            last_error() + ")");
         continue;
       }
       tree_ptr root_tree;
       if (r.root.empty()) {
-        git_tree_dup(root_tree.out(), top.get());
+        G->git_tree_dup(root_tree.out(), top.get());
       } else {
         entry_ptr e;
-        if (git_tree_entry_bypath(e.out(), top.get(), r.root.c_str()) != 0 ||
-            git_tree_entry_type(e.get()) != GIT_OBJECT_TREE ||
-            git_tree_lookup(root_tree.out(), repo, git_tree_entry_id(e.get())) != 0) {
+        if (G->git_tree_entry_bypath(e.out(), top.get(), r.root.c_str()) != 0 ||
+            G->git_tree_entry_type(e.get()) != GIT_OBJECT_TREE ||
+            G->git_tree_lookup(root_tree.out(), repo, G->git_tree_entry_id(e.get())) != 0) {
           continue;  // no such directory at this commit: nothing served from it
         }
       }
@@ -400,12 +463,12 @@ std::vector<std::string> gitfs::apply(const std::vector<gitfs_pin>& pins) {
       };
       std::function<void(git_tree*, const std::string&, int)> walk;
       walk = [&](git_tree* tree, const std::string& rel, int links) {
-        size_t n = git_tree_entrycount(tree);
+        size_t n = G->git_tree_entrycount(tree);
         for (size_t i = 0; i < n; ++i) {
-          const git_tree_entry* e = git_tree_entry_byindex(tree, i);
-          std::string child = (rel.empty() ? "" : rel + "/") + git_tree_entry_name(e);
-          git_filemode_t mode = git_tree_entry_filemode(e);
-          const git_oid* id = git_tree_entry_id(e);
+          const git_tree_entry* e = G->git_tree_entry_byindex(tree, i);
+          std::string child = (rel.empty() ? "" : rel + "/") + G->git_tree_entry_name(e);
+          git_filemode_t mode = G->git_tree_entry_filemode(e);
+          const git_oid* id = G->git_tree_entry_id(e);
           if (mode == GIT_FILEMODE_LINK) {
             // Resolve inside the root: its target's entry, then that one's.
             std::string at = child;
@@ -414,18 +477,18 @@ std::vector<std::string> gitfs::apply(const std::vector<gitfs_pin>& pins) {
             for (;;) {
               if (++hops > k_max_links) break;
               blob_ptr link;
-              if (git_blob_lookup(link.out(), repo, &target_id) != 0) break;
-              std::string target(static_cast<const char*>(git_blob_rawcontent(link.get())),
-                                 static_cast<size_t>(git_blob_rawsize(link.get())));
+              if (G->git_blob_lookup(link.out(), repo, &target_id) != 0) break;
+              std::string target(static_cast<const char*>(G->git_blob_rawcontent(link.get())),
+                                 static_cast<size_t>(G->git_blob_rawsize(link.get())));
               if (target.empty() || target.front() == '/') break;  // absolute: not served
               auto resolved = join_inside(dir_of(at), target);
               if (!resolved || resolved->empty()) break;  // leaves the root
               entry_ptr te;
-              if (git_tree_entry_bypath(te.out(), root_tree.get(), resolved->c_str()) != 0) break;
-              git_filemode_t tmode = git_tree_entry_filemode(te.get());
+              if (G->git_tree_entry_bypath(te.out(), root_tree.get(), resolved->c_str()) != 0) break;
+              git_filemode_t tmode = G->git_tree_entry_filemode(te.get());
               if (tmode == GIT_FILEMODE_LINK) {
                 at = *resolved;
-                target_id = *git_tree_entry_id(te.get());
+                target_id = *G->git_tree_entry_id(te.get());
                 continue;
               }
               if (tmode == GIT_FILEMODE_TREE) {
@@ -433,20 +496,20 @@ std::vector<std::string> gitfs::apply(const std::vector<gitfs_pin>& pins) {
                 // forever: not followed.
                 if (child.starts_with(*resolved + "/")) break;
                 tree_ptr sub;
-                if (git_tree_lookup(sub.out(), repo, git_tree_entry_id(te.get())) == 0) {
+                if (G->git_tree_lookup(sub.out(), repo, G->git_tree_entry_id(te.get())) == 0) {
                   if (check_path(child).error.empty()) {
                     dirs.insert(mount.empty() ? child : mount + "/" + child);
                   }
                   walk(sub.get(), child, hops);
                 }
               } else if (tmode == GIT_FILEMODE_BLOB || tmode == GIT_FILEMODE_BLOB_EXECUTABLE) {
-                add_file(child, *git_tree_entry_id(te.get()), tmode);
+                add_file(child, *G->git_tree_entry_id(te.get()), tmode);
               }
               break;
             }
           } else if (mode == GIT_FILEMODE_TREE) {
             tree_ptr sub;
-            if (git_tree_lookup(sub.out(), repo, id) != 0) continue;
+            if (G->git_tree_lookup(sub.out(), repo, id) != 0) continue;
             if (check_path(child).error.empty()) {
               dirs.insert(mount.empty() ? child : mount + "/" + child);
             }
@@ -501,16 +564,16 @@ file_chunk gitfs::read(const std::string& saltenv, const std::string& path, uint
   }
   std::lock_guard lock(f->from->read_mu);
   blob_ptr blob;
-  if (git_blob_lookup(blob.out(), f->from->read_repo.get(), &f->blob) != 0) {
+  if (G->git_blob_lookup(blob.out(), f->from->read_repo.get(), &f->blob) != 0) {
     out.error = "cannot be read";
     return out;
   }
   out.hash = f->e.hash;
-  out.size = static_cast<uint64_t>(git_blob_rawsize(blob.get()));
+  out.size = static_cast<uint64_t>(G->git_blob_rawsize(blob.get()));
   out.mode = f->e.mode;
   if (offset > out.size) offset = out.size;
   uint64_t n = std::min<uint64_t>(max_bytes, out.size - offset);
-  out.data.assign(static_cast<const char*>(git_blob_rawcontent(blob.get())) + offset, n);
+  out.data.assign(static_cast<const char*>(G->git_blob_rawcontent(blob.get())) + offset, n);
   return out;
 }
 
