@@ -109,7 +109,7 @@ std::unique_ptr<store::store> open_store(const base::master_config& cfg, bool mu
 struct fileserver_options {
   std::string action;  // update
   bool json = false;
-  int timeout = 300;   // seconds the master may take to fetch every remote
+  int timeout = 300;  // seconds the master may take to fetch every remote
 };
 // `brine fileserver update`: the master fetches its gitfs remotes and pins
 // their revisions in the store, for every master of it.

@@ -16,10 +16,12 @@ int fileserver_command(const base::master_config& cfg, const fileserver_options&
   if (!client) {
     throw base::error("no master answers on " + cfg.sock_dir +
                       "/master.sock; `brine fileserver update` asks a running master to fetch "
-                      "and pin (start it, or check sock_dir in " + cfg.source + ")");
+                      "and pin (start it, or check sock_dir in " +
+                      cfg.source + ")");
   }
   // Fetching every remote may take a while on a slow link.
-  json reply = client->request("fileserver_update", json::object(), std::chrono::seconds(o.timeout));
+  json reply =
+      client->request("fileserver_update", json::object(), std::chrono::seconds(o.timeout));
   if (o.json) {
     std::cout << reply.dump() << "\n";
     return reply.value("ok", false) ? 0 : 1;
@@ -27,9 +29,11 @@ int fileserver_command(const base::master_config& cfg, const fileserver_options&
   for (const auto& e : reply.value("errors", json::array())) {
     if (e.is_string()) std::cerr << "brine: " << e.get<std::string>() << "\n";
   }
-  if (!reply.value("ok", false)) throw base::error(reply.value("error", "fileserver update failed"));
+  if (!reply.value("ok", false))
+    throw base::error(reply.value("error", "fileserver update failed"));
   std::map<std::string, std::vector<json>> by_remote;
-  for (const auto& p : reply.value("pins", json::array())) by_remote[p.value("remote", "")].push_back(p);
+  for (const auto& p : reply.value("pins", json::array()))
+    by_remote[p.value("remote", "")].push_back(p);
   for (const auto& [remote, pins] : by_remote) {
     std::cout << remote << ":\n";
     for (const auto& p : pins) {

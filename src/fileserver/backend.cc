@@ -12,7 +12,8 @@ const entry* manifest::find(const std::string& path) const {
   return it != files.end() && it->path == path ? &*it : nullptr;
 }
 
-std::shared_ptr<const manifest> make_manifest(std::string saltenv, std::map<std::string, entry> files,
+std::shared_ptr<const manifest> make_manifest(std::string saltenv,
+                                              std::map<std::string, entry> files,
                                               std::set<std::string> dirs) {
   auto m = std::make_shared<manifest>();
   m->saltenv = std::move(saltenv);

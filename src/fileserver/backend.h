@@ -34,7 +34,8 @@ struct manifest {
 // A manifest of `files` (by path) and `dirs` (the parents of every file are
 // added); its revision is a SHA-256 over every path, hash, mode and
 // directory, so two backends holding the same tree give the same revision.
-std::shared_ptr<const manifest> make_manifest(std::string saltenv, std::map<std::string, entry> files,
+std::shared_ptr<const manifest> make_manifest(std::string saltenv,
+                                              std::map<std::string, entry> files,
                                               std::set<std::string> dirs);
 
 // Up to `max_bytes` of a file from `offset`; `error` says why not.

@@ -67,17 +67,19 @@ void init_libgit2() {
       l.error = e ? e : std::string(k_libgit2) + ": cannot load";
       return l;
     }
-#define BRINE_GIT2_RESOLVE(f)                                            \
-  l.functions.f = reinterpret_cast<decltype(&::f)>(::dlsym(handle, #f)); \
-  if (l.functions.f == nullptr && l.error.empty()) l.error = std::string(k_libgit2) + " has no " #f;
+#define BRINE_GIT2_RESOLVE(f)                                                                 \
+  l.functions.f = reinterpret_cast<decltype(&::f)>(::dlsym(handle, #f));                      \
+  if (l.functions.f == nullptr && l.error.empty()) l.error = std::string(k_libgit2) + " has " \
+                                                                                      "no " #f;
     BRINE_GIT2_FUNCTIONS(BRINE_GIT2_RESOLVE)
 #undef BRINE_GIT2_RESOLVE
     if (l.error.empty() && l.functions.git_libgit2_init() < 0) l.error = "git_libgit2_init failed";
     return l;
   }();
   if (!lib.error.empty()) {
-    throw base::error("gitfs: cannot load libgit2 (" + lib.error +
-                      "); install the libgit2-1.5 package, or remove gitfs from fileserver_backend");
+    throw base::error(
+        "gitfs: cannot load libgit2 (" + lib.error +
+        "); install the libgit2-1.5 package, or remove gitfs from fileserver_backend");
   }
   G = &lib.functions;
 }
@@ -185,7 +187,7 @@ struct snapshot {
 struct gitfs::state {
   std::string cachedir;
   std::map<std::string, std::unique_ptr<clone>> clones;  // by URL
-  std::mutex swap_mu;                                     // one apply() at a time
+  std::mutex swap_mu;                                    // one apply() at a time
   std::shared_ptr<const snapshot> current = std::make_shared<snapshot>();
   mutable std::mutex current_mu;
   std::mutex hash_mu;
@@ -287,7 +289,8 @@ gitfs::gitfs(std::vector<gitfs_remote> remotes, std::string cachedir)
   init_libgit2();
   s_->cachedir = std::move(cachedir);
   for (auto& r : remotes_) {
-    if (r.url.empty()) throw base::error("gitfs_remotes: an entry has no URL; give each a URL or path");
+    if (r.url.empty())
+      throw base::error("gitfs_remotes: an entry has no URL; give each a URL or path");
     auto root = gitfs_subdir(r.root);
     if (!root.error.empty()) {
       throw base::error("gitfs_remotes " + r.url + ": root '" + r.root + "' " + root.error +
@@ -484,7 +487,8 @@ std::vector<std::string> gitfs::apply(const std::vector<gitfs_pin>& pins) {
               auto resolved = join_inside(dir_of(at), target);
               if (!resolved || resolved->empty()) break;  // leaves the root
               entry_ptr te;
-              if (G->git_tree_entry_bypath(te.out(), root_tree.get(), resolved->c_str()) != 0) break;
+              if (G->git_tree_entry_bypath(te.out(), root_tree.get(), resolved->c_str()) != 0)
+                break;
               git_filemode_t tmode = G->git_tree_entry_filemode(te.get());
               if (tmode == GIT_FILEMODE_LINK) {
                 at = *resolved;
@@ -590,7 +594,5 @@ file_chunk gitfs::read(const std::string& saltenv, const std::string& path, uint
 // fail every sanitized process that fetched. Only that library's leaks are
 // ignored. (The hook is weak in the sanitizer runtime; this object is linked
 // into every program that uses gitfs.)
-extern "C" const char* __lsan_default_suppressions() {
-  return "leak:libpcre2-8.so\n";
-}
+extern "C" const char* __lsan_default_suppressions() { return "leak:libpcre2-8.so\n"; }
 #endif

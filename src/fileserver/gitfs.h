@@ -15,9 +15,9 @@ namespace brine::fileserver {
 // One entry of `gitfs_remotes`, with its per-remote options (or the global
 // gitfs_root, gitfs_mountpoint, gitfs_base).
 struct gitfs_remote {
-  std::string url;         // a URL libgit2 fetches (https://, ssh://, file://) or a local path
-  std::string root;        // the repository's directory served ("" = its top)
-  std::string mountpoint;  // where its files appear under salt:// ("" = the top)
+  std::string url;              // a URL libgit2 fetches (https://, ssh://, file://) or a local path
+  std::string root;             // the repository's directory served ("" = its top)
+  std::string mountpoint;       // where its files appear under salt:// ("" = the top)
   std::string base = "master";  // the branch served as saltenv base
 };
 
@@ -56,8 +56,8 @@ class gitfs final : public backend {
   gitfs& operator=(const gitfs&) = delete;
 
   struct fetched {
-    std::vector<gitfs_pin> pins;      // every branch and tag of the remotes fetched
-    std::vector<std::string> errors;  // one per remote that could not be fetched, with the fix
+    std::vector<gitfs_pin> pins;       // every branch and tag of the remotes fetched
+    std::vector<std::string> errors;   // one per remote that could not be fetched, with the fix
     std::vector<std::string> remotes;  // the URLs fetched (their pins are complete)
   };
   // Fetches every remote into its bare clone and resolves its branches and

@@ -32,7 +32,8 @@ std::vector<fileserver::gitfs_remote> gitfs_remotes(const base::master_config& c
 json pins_json(const std::vector<fileserver::gitfs_pin>& pins) {
   json out = json::array();
   for (const auto& p : pins) {
-    out.push_back({{"remote", p.remote}, {"saltenv", p.saltenv}, {"ref", p.ref}, {"commit", p.commit}});
+    out.push_back(
+        {{"remote", p.remote}, {"saltenv", p.saltenv}, {"ref", p.ref}, {"commit", p.commit}});
   }
   return out;
 }
@@ -86,9 +87,10 @@ file_service::file_service(const base::master_config& cfg, store_worker& store)
   try {
     pins = to_gitfs_pins(read.get_future().get());
   } catch (const std::exception& e) {
-    spdlog::error("gitfs: cannot read the pinned revisions ({}); serving nothing from git until "
-                  "`brine fileserver update` succeeds",
-                  e.what());
+    spdlog::error(
+        "gitfs: cannot read the pinned revisions ({}); serving nothing from git until "
+        "`brine fileserver update` succeeds",
+        e.what());
     return;
   }
   bool unpinned = false;
@@ -127,10 +129,12 @@ file_service::file_service(const base::master_config& cfg, store_worker& store)
         written.get_future().get();
         pins.insert(pins.end(), fresh.begin(), fresh.end());
         for (const auto& p : fresh) {
-          spdlog::info("gitfs: pinned {} saltenv {} at {} ({})", p.remote, p.saltenv, p.commit, p.ref);
+          spdlog::info("gitfs: pinned {} saltenv {} at {} ({})", p.remote, p.saltenv, p.commit,
+                       p.ref);
         }
       } catch (const std::exception& e) {
-        spdlog::error("gitfs: cannot pin the revisions of {} remotes: {}", remotes.size(), e.what());
+        spdlog::error("gitfs: cannot pin the revisions of {} remotes: {}", remotes.size(),
+                      e.what());
       }
     }
   }
@@ -151,7 +155,8 @@ void file_service::reload(
     } catch (const std::exception& e) {
       spdlog::error("gitfs: cannot read the pinned revisions ({}); still serving the current ones",
                     e.what());
-      if (then) then(gitfs_->pins(), {std::string("cannot read the pinned revisions: ") + e.what()});
+      if (then)
+        then(gitfs_->pins(), {std::string("cannot read the pinned revisions: ") + e.what()});
       return;
     }
     asio::post(pool_, [this, seq, pins = std::move(pins), then]() mutable {
@@ -190,8 +195,9 @@ void file_service::pins_changed() {
 void file_service::update(std::function<void(json)> done) {
   if (!gitfs_) {
     done({{"ok", false},
-          {"error", "this master serves no gitfs (fileserver_backend has no gitfs); nothing to "
-                    "update"}});
+          {"error",
+           "this master serves no gitfs (fileserver_backend has no gitfs); nothing to "
+           "update"}});
     return;
   }
   asio::post(pool_, [this, done] {

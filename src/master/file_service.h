@@ -57,9 +57,11 @@ class file_service {
   // Reads the pins on the store thread, then applies them on the pool
   // (unless a later read was applied first); `then` runs after, with the
   // pins served and the problems.
-  void reload(std::function<void(std::vector<fileserver::gitfs_pin>, std::vector<std::string>)> then);
-  void apply(uint64_t seq, std::vector<fileserver::gitfs_pin> pins,
-             std::function<void(std::vector<fileserver::gitfs_pin>, std::vector<std::string>)> then);
+  void reload(
+      std::function<void(std::vector<fileserver::gitfs_pin>, std::vector<std::string>)> then);
+  void apply(
+      uint64_t seq, std::vector<fileserver::gitfs_pin> pins,
+      std::function<void(std::vector<fileserver::gitfs_pin>, std::vector<std::string>)> then);
 
   store_worker& store_;
   std::unique_ptr<fileserver::roots> roots_;

@@ -82,9 +82,10 @@ master::master(base::master_config cfg)
   store_->set_reporter([this](store::store& db, const std::vector<store::return_record>& batch) {
     return reports_.make(db, batch);
   });
-  api_.handle("fileserver_update", [this](const nlohmann::json&, std::function<void(nlohmann::json)> reply) {
-    files_.update(std::move(reply));
-  });
+  api_.handle("fileserver_update",
+              [this](const nlohmann::json&, std::function<void(nlohmann::json)> reply) {
+                files_.update(std::move(reply));
+              });
   sessions_.listen();
   api_.listen();
   sessions_.set_handlers({

@@ -129,7 +129,7 @@ struct key_write {
 // The commit a gitfs remote serves for a saltenv (fileserver/gitfs.h): every
 // master of a store serves the pinned ones.
 struct file_pin {
-  std::string remote;   // the remote's URL as gitfs_remotes gives it
+  std::string remote;  // the remote's URL as gitfs_remotes gives it
   std::string saltenv;
   std::string ref;      // refs/heads/NAME or refs/tags/NAME
   std::string commit;   // 40 hex digits
@@ -144,7 +144,9 @@ struct change {
     keys,     // `id`'s keys changed (accepted, rejected, deleted, new)
     returns,  // `minions` returned for `jid`
     resync,   // the feed was interrupted: anything may have changed meanwhile
-    file_pins,  // the pinned gitfs revisions changed (`brine fileserver update`)
+
+    // The pinned gitfs revisions changed (`brine fileserver update`).
+    file_pins,
   };
   kind what = kind::keys;
   std::string origin;  // the writer's name (options::origin)

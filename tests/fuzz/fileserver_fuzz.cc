@@ -15,10 +15,10 @@
 #include <fstream>
 #include <string>
 
-#include "fileserver/serve.h"
-#include "fileserver/path.h"
 #include "fileserver/gitfs.h"
+#include "fileserver/path.h"
 #include "fileserver/roots.h"
+#include "fileserver/serve.h"
 
 namespace {
 
@@ -56,8 +56,10 @@ brine::fileserver::gitfs& git_tree() {
     fs::create_symlink("b", repo + "/a/loop");
     fs::create_symlink("self", repo + "/self");
     fs::create_symlink("..", repo + "/a/b/back");
-    std::string git = "git -C " + repo + " -c user.name=f -c user.email=f@f -c init.defaultBranch=master ";
-    if (std::system((git + "init -q && " + git + "add -A && " + git + "commit -q -m t").c_str()) != 0) {
+    std::string git =
+        "git -C " + repo + " -c user.name=f -c user.email=f@f -c init.defaultBranch=master ";
+    if (std::system((git + "init -q && " + git + "add -A && " + git + "commit -q -m t").c_str()) !=
+        0) {
       std::abort();
     }
     auto* out = new brine::fileserver::gitfs({{repo, "", "", "master"}}, dir + "/cache");

@@ -331,12 +331,14 @@ gitfs_remotes:
   auto bad = [](const std::string& text) {
     return error_of([&] { parse_master_config(text, k_master); });
   };
-  EXPECT_NE(bad("fileserver_backend: [roots, hgfs]").find("fileserver_backend item 2 must be roots or gitfs, got hgfs"),
+  EXPECT_NE(bad("fileserver_backend: [roots, hgfs]")
+                .find("fileserver_backend item 2 must be roots or gitfs, got hgfs"),
             std::string::npos)
       << bad("fileserver_backend: [roots, hgfs]");
   std::string e = bad("gitfs_remotes:\n  - https://x/y.git:\n    - ssl_verify: false\n");
-  EXPECT_NE(e.find("unknown per-remote option ssl_verify; brine's gitfs takes root, mountpoint and base"),
-            std::string::npos)
+  EXPECT_NE(
+      e.find("unknown per-remote option ssl_verify; brine's gitfs takes root, mountpoint and base"),
+      std::string::npos)
       << e;
   e = bad("gitfs_remotes: https://x/y.git");
   EXPECT_NE(e.find("gitfs_remotes must be a list of git URLs or paths"), std::string::npos) << e;

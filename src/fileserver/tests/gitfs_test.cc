@@ -1,6 +1,7 @@
 // gitfs over real repositories made with the git command in a temp dir.
 #include "fileserver/gitfs.h"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <gtest/gtest.h>
 
 #include "base/error.h"
 #include "fileserver/roots.h"
@@ -73,16 +73,16 @@ struct repo {
     write(dir / "top.sls", "base:\n  '*': [web]\n");
     write(dir / "web/init.sls", "web state\n");
     write(dir / "web/files/run.sh", "#!/bin/sh\necho hi\n");
-    fs::permissions(dir / "web/files/run.sh", fs::perms::owner_exec | fs::perms::group_exec |
-                                                  fs::perms::others_exec,
+    fs::permissions(dir / "web/files/run.sh",
+                    fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                     fs::perm_options::add);
     write(dir / "sub/inner.txt", "inner\n");
     write(dir / "sub/deep/more.txt", "more\n");
-    fs::create_symlink("web/init.sls", dir / "alias.sls");      // inside: served
-    fs::create_symlink("web", dir / "webdir");                  // a directory inside
-    fs::create_symlink("../../etc/passwd", dir / "escape");     // leaves the tree
-    fs::create_symlink("/etc/passwd", dir / "absolute");        // absolute
-    fs::create_symlink("../top.sls", dir / "sub/up.sls");       // inside the repo, not sub/
+    fs::create_symlink("web/init.sls", dir / "alias.sls");   // inside: served
+    fs::create_symlink("web", dir / "webdir");               // a directory inside
+    fs::create_symlink("../../etc/passwd", dir / "escape");  // leaves the tree
+    fs::create_symlink("/etc/passwd", dir / "absolute");     // absolute
+    fs::create_symlink("../top.sls", dir / "sub/up.sls");    // inside the repo, not sub/
     git(dir, "add -A");
     git(dir, "commit -q -m one");
     git(dir, "tag v1");
@@ -146,11 +146,10 @@ TEST(GitFs, ListingAndHashesEqualRootsOverTheSameTreeCheckedOut) {
   auto want = plain.list("base");
   auto got = g.list("base");
   EXPECT_EQ(paths(*got), paths(*want));
-  EXPECT_EQ(paths(*got), (std::vector<std::string>{"alias.sls", "sub/deep/more.txt",
-                                                   "sub/inner.txt", "sub/up.sls", "top.sls",
-                                                   "web/files/run.sh",
-                                                   "web/init.sls", "webdir/files/run.sh",
-                                                   "webdir/init.sls"}));
+  EXPECT_EQ(paths(*got),
+            (std::vector<std::string>{"alias.sls", "sub/deep/more.txt", "sub/inner.txt",
+                                      "sub/up.sls", "top.sls", "web/files/run.sh", "web/init.sls",
+                                      "webdir/files/run.sh", "webdir/init.sls"}));
   ASSERT_EQ(got->files.size(), want->files.size());
   for (size_t i = 0; i < got->files.size(); ++i) {
     EXPECT_EQ(got->files[i].hash, want->files[i].hash) << got->files[i].path;
@@ -171,7 +170,8 @@ TEST(GitFs, RootAndMountpoint) {
   gitfs g({{r.dir.string(), "sub", "salt://formulas/x/", "master"}}, r.cache.string());
   g.apply(g.fetch().pins);
   auto m = g.list("base");
-  EXPECT_EQ(paths(*m), (std::vector<std::string>{"formulas/x/deep/more.txt", "formulas/x/inner.txt"}));
+  EXPECT_EQ(paths(*m),
+            (std::vector<std::string>{"formulas/x/deep/more.txt", "formulas/x/inner.txt"}));
   EXPECT_EQ(m->dirs, (std::vector<std::string>{"formulas", "formulas/x", "formulas/x/deep"}));
   EXPECT_EQ(g.read("base", "formulas/x/inner.txt", 0, 100).data, "inner\n");
   // sub/up.sls leads out of the root `sub`: not served.
@@ -193,14 +193,13 @@ TEST(GitFs, ServesThroughTheFileRequestContract) {
   ASSERT_TRUE(l.contains("files")) << l.dump();
   json again = serve(g, {{"op", "list"}, {"saltenv", "base"}, {"revision", l["revision"]}}, 1024);
   EXPECT_TRUE(again.value("unchanged", false));
-  json got = serve(g,
-                   {{"op", "get"},
-                    {"saltenv", "base"},
-                    {"files", json::array({json::array({"top.sls", 0}),
-                                           json::array({"../etc/passwd", 0}),
-                                           json::array({"missing.sls", 0}),
-                                           json::array({"escape", 0})})}},
-                   1024);
+  json got =
+      serve(g,
+            {{"op", "get"},
+             {"saltenv", "base"},
+             {"files", json::array({json::array({"top.sls", 0}), json::array({"../etc/passwd", 0}),
+                                    json::array({"missing.sls", 0}), json::array({"escape", 0})})}},
+            1024);
   ASSERT_EQ(got["files"].size(), 4u) << got.dump();
   auto data = got["files"][0]["data"].get_binary();
   EXPECT_EQ(std::string(data.begin(), data.end()), "base:\n  '*': [web]\n");
@@ -259,7 +258,8 @@ TEST(GitFs, BadRemotesAndAMissingBaseBranchAreNamed) {
   ASSERT_EQ(f.errors.size(), 2u);
   EXPECT_NE(f.errors[0].find("no-such-repo"), std::string::npos) << f.errors[0];
   EXPECT_NE(f.errors[0].find("gitfs_remotes"), std::string::npos) << f.errors[0];
-  std::string base_error = f.errors[0].find("gitfs_base") != std::string::npos ? f.errors[0] : f.errors[1];
+  std::string base_error =
+      f.errors[0].find("gitfs_base") != std::string::npos ? f.errors[0] : f.errors[1];
   EXPECT_NE(base_error.find("'main' (gitfs_base) not found"), std::string::npos) << base_error;
   EXPECT_NE(base_error.find("dev, master"), std::string::npos) << base_error;
   // The reachable remote is still pinned: its branches (master by name now) and tag.
@@ -279,8 +279,9 @@ TEST(GitFs, LayeredAfterRootsTheFirstBackendWins) {
   gitfs g({{r.dir.string(), "", "", "master"}}, r.cache.string());
   g.apply(g.fetch().pins);
   write(r.t.path() / "roots/top.sls", "from roots\n");
-  roots plain({{"base", {(r.t.path() / "roots").string()}}, {"extra", {(r.t.path() / "roots").string()}}},
-              std::chrono::milliseconds(0));
+  roots plain(
+      {{"base", {(r.t.path() / "roots").string()}}, {"extra", {(r.t.path() / "roots").string()}}},
+      std::chrono::milliseconds(0));
   layered both({&plain, &g});
   EXPECT_EQ(both.envs(), (std::vector<std::string>{"base", "dev", "extra", "v1"}));
   EXPECT_EQ(both.read("base", "top.sls", 0, 100).data, "from roots\n");

@@ -1098,7 +1098,8 @@ class postgres_feed final : public change_feed {
  private:
   void listen() {
     conn_ = connect(*c_);
-    PGresult* r = c_->pq->PQexec(conn_, "LISTEN brine_keys; LISTEN brine_returns; LISTEN brine_file_pins");
+    PGresult* r =
+        c_->pq->PQexec(conn_, "LISTEN brine_keys; LISTEN brine_returns; LISTEN brine_file_pins");
     bool ok = r && c_->pq->PQresultStatus(r) == PGRES_COMMAND_OK;
     if (r) c_->pq->PQclear(r);
     if (!ok) lost();
@@ -2033,8 +2034,8 @@ std::vector<file_pin> postgres_store::load_file_pins() {
   auto r = db_.run(k_load_file_pins, "cannot read the pinned gitfs revisions");
   std::vector<file_pin> out;
   for (int row = 0; row < r.rows(); ++row) {
-    out.push_back({r.text(row, 0), r.text(row, 1), r.text(row, 2), r.text(row, 3),
-                   r.integer(row, 4)});
+    out.push_back(
+        {r.text(row, 0), r.text(row, 1), r.text(row, 2), r.text(row, 3), r.integer(row, 4)});
   }
   return out;
 }
@@ -2064,4 +2065,3 @@ std::unique_ptr<store> open_postgres(const options& o) {
 }
 
 }  // namespace brine::store
-

@@ -366,10 +366,9 @@ TEST_F(postgres_test, a_version_1_database_gets_the_report_tables) {
       "UPDATE brine_schema SET version = 1");
   auto o = opts();
   o.migrate = false;
-  EXPECT_NE(error_of([&] {
-              open(o)->list_reports({});
-            }).find("schema version 1 is behind this brine (" +
-                    std::to_string(k_postgres_schema_version) + "); run `brine store migrate`"),
+  EXPECT_NE(error_of([&] { open(o)->list_reports({}); })
+                .find("schema version 1 is behind this brine (" +
+                      std::to_string(k_postgres_schema_version) + "); run `brine store migrate`"),
             std::string::npos);
   auto s = open_store();
   EXPECT_EQ(s->check().schema_version, k_postgres_schema_version);
@@ -452,7 +451,8 @@ TEST_F(postgres_test, feed_hears_file_pins_when_they_commit) {
   auto b = open_store("master-b:4506");
   auto feed = a->changes();
   ASSERT_NE(feed, nullptr);
-  b->put_file_pins({"/srv/repo"}, {{"/srv/repo", "base", "refs/heads/master", std::string(40, 'a'), 1}});
+  b->put_file_pins({"/srv/repo"},
+                   {{"/srv/repo", "base", "refs/heads/master", std::string(40, 'a'), 1}});
   std::vector<change> got;
   auto deadline = std::chrono::steady_clock::now() + 30s;
   while (got.empty() && std::chrono::steady_clock::now() < deadline) {
