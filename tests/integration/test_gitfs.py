@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -172,6 +173,36 @@ class SharedStoreGitfsTest(unittest.TestCase):
         ms.wait_served("m1", b, timeout=30, since=since)
         wait_for(lambda: get_file_str(b, "m1") is not None, 30, "m1 answering through b")
         self.assertEqual(get_file_str(b, "m1"), "A2\n")
+
+
+    def test_a_master_that_cannot_fetch_the_pinned_commit_keeps_its_revision(self):
+        ms = self.masters(2)
+        a, b = ms.masters
+        for i, m in enumerate(ms.masters):
+            wait_for(lambda: get_file_str(m, "m%d" % i) == "A1\n", 60,
+                     "m%d to read A1 through %s" % (i, m.name))
+        second = commit_both(self.repo, "A2\n", "B2\n")
+        # b hears of the new pin only after the remote has gone away.
+        os.kill(b.daemon.proc.pid, signal.SIGSTOP)
+        try:
+            rc, out, err = a.brine("fileserver", "update", timeout=120)
+            self.assertEqual(rc, 0, out + err)
+            moved = self.repo + ".away"
+            os.rename(self.repo, moved)
+            since = b.daemon.mark()
+        finally:
+            os.kill(b.daemon.proc.pid, signal.SIGCONT)
+        wait_log(b.daemon, r"gitfs remote %s: cannot serve the pinned commit %s of saltenv base "
+                           r"\(.*\); this master keeps serving its current revision; make the "
+                           r"remote reachable from it" % (re.escape(self.repo), second), 30, since)
+        self.assertEqual(get_file_str(b, "m1"), "A1\n")
+        self.assertEqual(get_file_str(b, "m1", "salt://b.txt"), "B1\n")
+        self.assertEqual(get_file_str(a, "m0"), "A2\n")
+        # Reachable again: the next update moves b too.
+        os.rename(moved, self.repo)
+        rc, out, err = a.brine("fileserver", "update", timeout=120)
+        self.assertEqual(rc, 0, out + err)
+        wait_for(lambda: get_file_str(b, "m1") == "A2\n", 30, "m1 to read A2 through b")
 
 
 class SingleMasterGitfsTest(ClusterTestCase):
