@@ -24,6 +24,10 @@ packages=(
   # The master cluster's tests put a real load balancer in front of the
   # masters (TCP mode, as a site would).
   haproxy
+  # The master's gitfs file server backend (salt:// from git remotes at a
+  # revision pinned in the store): libgit2 reads the bare clones in process;
+  # its headers to build, libgit2.so.1.5 (libgit2-1.5) loaded at run time.
+  libgit2-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -25,7 +25,8 @@ build() {
       src/base/{error,python,yaml_json}.cc -lyaml -lyaml-cpp -lpcre2-8 -lcrypto \
       -o "$out/template_fuzz" ;;
     fileserver) "${cxx[@]}" -DASIO_STANDALONE tests/fuzz/fileserver_fuzz.cc \
-      src/fileserver/{path,roots,serve}.cc -lcrypto -o "$out/fileserver_fuzz" ;;
+      src/fileserver/{path,roots,serve,backend,gitfs}.cc src/base/error.cc -ldl -lcrypto \
+      -o "$out/fileserver_fuzz" ;;
     apt_sources) "${cxx[@]}" tests/fuzz/apt_sources_fuzz.cc src/modules/apt_sources.cc \
       -o "$out/apt_sources_fuzz" ;;
     archive_listing) "${cxx[@]}" tests/fuzz/archive_listing_fuzz.cc \

@@ -462,6 +462,96 @@ std::map<std::string, std::vector<std::string>> roots(const option& opt) {
   return out;
 }
 
+// Salt's fileserver_backend: a list (or one name) of roots and gitfs ("git"
+// is Salt's other name for gitfs).
+std::vector<std::string> fileserver_backend(const option& opt) {
+  constexpr std::string_view expected = "a list of backends: roots, gitfs";
+  std::vector<std::string> out;
+  auto one = [&](const option& item) {
+    std::string name = text(item, expected);
+    if (name == "git") name = "gitfs";
+    if (name != "roots" && name != "gitfs") item.fail("roots or gitfs", show(name));
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  };
+  if (opt.value.IsScalar()) {
+    one(opt);
+  } else if (opt.value.IsSequence() && opt.value.size() > 0) {
+    for_each_item(opt, [&](size_t, const option& item) { one(item); });
+  } else {
+    opt.fail(expected);
+  }
+  return out;
+}
+
+std::string branch_name(const option& opt) {
+  std::string v = text(opt, "a branch name such as master");
+  if (v.empty()) opt.fail("a branch name such as master");
+  return v;
+}
+
+// Salt's gitfs_remotes: a list of URLs (or paths), each maybe a one-key map
+// of the URL to its options, given as a list of one-key maps (Salt's form)
+// or as one map: root, mountpoint, base.
+std::vector<gitfs_remote_config> gitfs_remotes(const option& opt) {
+  constexpr std::string_view expected =
+      "a list of git URLs or paths, each maybe with options (- URL: [{root: DIR}, "
+      "{mountpoint: PATH}, {base: BRANCH}])";
+  if (opt.value.IsNull()) return {};
+  if (!opt.value.IsSequence()) opt.fail(expected);
+  std::vector<gitfs_remote_config> out;
+  for_each_item(opt, [&](size_t, const option& item) {
+    gitfs_remote_config r;
+    if (item.value.IsScalar()) {
+      r.url = item.value.Scalar();
+    } else if (item.value.IsMap() && item.value.size() == 1) {
+      auto kv = *item.value.begin();
+      if (!kv.first.IsScalar()) item.fail(expected);
+      r.url = kv.first.Scalar();
+      std::string name = fmt::format("{} ({})", item.name, r.url);
+      auto set_one = [&](const std::string& key, const YAML::Node& value) {
+        std::string key_name = fmt::format("{} option {}", name, key);
+        option o{item.source, key_name, item.line, value};
+        std::string v = text(o, "a word or path");
+        if (key == "root") {
+          r.root = v;
+        } else if (key == "mountpoint") {
+          r.mountpoint = v;
+        } else if (key == "base") {
+          r.base = v;
+        } else {
+          fail_at(item.source, item.line,
+                  fmt::format("{}: unknown per-remote option {}; brine's gitfs takes root, "
+                              "mountpoint and base",
+                              name, show(key)));
+        }
+      };
+      const YAML::Node& params = kv.second;
+      if (params.IsSequence()) {
+        for (const auto& p : params) {
+          if (!p.IsMap() || p.size() != 1 || !p.begin()->first.IsScalar()) {
+            option o{item.source, name, item.line, p};
+            o.fail("a one-key map such as {root: DIR}");
+          }
+          set_one(p.begin()->first.Scalar(), p.begin()->second);
+        }
+      } else if (params.IsMap()) {
+        for (const auto& p : params) {
+          if (!p.first.IsScalar()) item.fail(expected);
+          set_one(p.first.Scalar(), p.second);
+        }
+      } else if (!params.IsNull()) {
+        option o{item.source, name, item.line, params};
+        o.fail("a list of per-remote options such as [{root: DIR}, {base: BRANCH}]");
+      }
+    } else {
+      item.fail(expected);
+    }
+    if (r.url.empty()) item.fail("a git URL or path", "an empty one");
+    out.push_back(std::move(r));
+  });
+  return out;
+}
+
 std::string merging_strategy(const option& opt) {
   constexpr std::string_view expected = "one of smart, recurse, aggregate, overwrite, none";
   std::string v = text(opt, expected);
@@ -787,6 +877,11 @@ const option_table<master_config>& master_options() {
       {"nodegroups", set(&c::nodegroups, any_map)},
       {"file_roots", set(&c::file_roots, roots)},
       {"fileserver_list_cache_time", set_int(&c::fileserver_list_cache_time, 0, 3600, "seconds")},
+      {"fileserver_backend", set(&c::fileserver_backend, fileserver_backend)},
+      {"gitfs_remotes", set(&c::gitfs_remotes, gitfs_remotes)},
+      {"gitfs_base", set(&c::gitfs_base, branch_name)},
+      {"gitfs_root", set(&c::gitfs_root, plain_text)},
+      {"gitfs_mountpoint", set(&c::gitfs_mountpoint, plain_text)},
       {"pillar_roots", set(&c::pillar_roots, roots)},
       {"pillar_source_merging_strategy", set(&c::pillar_source_merging_strategy, merging_strategy)},
       {"pillar_merge_lists", set(&c::pillar_merge_lists, boolean)},

@@ -29,6 +29,16 @@ struct master_address {
 std::optional<master_address> parse_master_address(const std::string& text,
                                                    uint16_t default_port = 4506);
 
+// One entry of Salt's `gitfs_remotes`: a URL or local path, with the
+// per-remote options Salt allows (unset: gitfs_root, gitfs_mountpoint,
+// gitfs_base).
+struct gitfs_remote_config {
+  std::string url;
+  std::optional<std::string> root;
+  std::optional<std::string> mountpoint;
+  std::optional<std::string> base;
+};
+
 // Relative paths in a config file are resolved against the directory of that
 // file, so that a whole installation can live in one folder.
 struct master_config {
@@ -69,6 +79,13 @@ struct master_config {
   // one look).
   std::map<std::string, std::vector<std::string>> file_roots{{"base", {"/srv/salt"}}};
   uint32_t fileserver_list_cache_time = 0;
+  // Salt's fileserver_backend: roots and/or gitfs, in order of precedence;
+  // and its gitfs options. The commits gitfs serves are pinned in the store.
+  std::vector<std::string> fileserver_backend{"roots"};
+  std::vector<gitfs_remote_config> gitfs_remotes;
+  std::string gitfs_base = "master";
+  std::string gitfs_root;
+  std::string gitfs_mountpoint;
   // Salt's pillar options.
   std::map<std::string, std::vector<std::string>> pillar_roots{{"base", {"/srv/pillar"}}};
   std::string pillar_source_merging_strategy = "smart";

@@ -276,6 +276,31 @@ runner define_cluster(CLI::App& cluster_cmd) {
   };
 }
 
+runner define_fileserver(CLI::App& fs_cmd) {
+  struct state {
+    std::string config;
+    fileserver_options fs;
+  };
+  auto s = std::make_shared<state>();
+  fs_cmd.add_option("-c,--config", s->config, "Master config file (YAML)")
+      ->default_val(k_master_config);
+  fs_cmd.require_subcommand(1);
+  fs_cmd.fallthrough();
+  auto* update = fs_cmd.add_subcommand(
+      "update",
+      "Fetch every gitfs remote, pin its branches and tags in the store (every master of the "
+      "store switches to them) and print the revisions pinned");
+  update->add_flag("--json", s->fs.json, "Print JSON");
+  update->add_option("--timeout", s->fs.timeout, "Seconds to wait for the master")
+      ->default_val(300);
+  update->fallthrough();
+  return [s, &fs_cmd] {
+    auto cfg = base::load_master_config(s->config);
+    for (auto* sub : fs_cmd.get_subcommands()) s->fs.action = sub->get_name();
+    return fileserver_command(cfg, s->fs);
+  };
+}
+
 runner define_events(CLI::App& events_cmd) {
   struct state {
     std::string config;
@@ -445,6 +470,8 @@ constexpr subcommand k_subcommands[] = {
      false},
     {"cluster", "Set up and watch a master cluster: init, status, remove-peer", define_cluster,
      false},
+    {"fileserver", "The master's file server: update pins the gitfs remotes' revisions",
+     define_fileserver, false},
     {"events", "Print the master's events as they happen", define_events, false},
     {"call",
      "Run a function on this host with the minion's identity, grains and pillar (salt-call)",

@@ -106,6 +106,15 @@ int masters_command(const base::minion_config& cfg, const masters_options& o);
 std::unique_ptr<store::store> open_store(const base::master_config& cfg, bool must_exist,
                                          bool migrate = true);
 
+struct fileserver_options {
+  std::string action;  // update
+  bool json = false;
+  int timeout = 300;  // seconds the master may take to fetch every remote
+};
+// `brine fileserver update`: the master fetches its gitfs remotes and pins
+// their revisions in the store, for every master of it.
+int fileserver_command(const base::master_config& cfg, const fileserver_options& o);
+
 struct store_options {
   std::string action;  // migrate, check
   bool json = false;

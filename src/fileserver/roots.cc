@@ -58,12 +58,6 @@ bool inside(const std::string& real, const std::string& root) {
 
 }  // namespace
 
-const entry* manifest::find(const std::string& path) const {
-  auto it = std::lower_bound(files.begin(), files.end(), path,
-                             [](const entry& e, const std::string& p) { return e.path < p; });
-  return it != files.end() && it->path == path ? &*it : nullptr;
-}
-
 std::optional<std::string> hash_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
@@ -92,7 +86,7 @@ roots::roots(std::map<std::string, std::vector<std::string>> file_roots,
              std::chrono::milliseconds list_cache_time)
     : roots_(std::move(file_roots)), ttl_(list_cache_time) {}
 
-std::vector<std::string> roots::envs() const {
+std::vector<std::string> roots::envs() {
   std::vector<std::string> out;
   for (const auto& [env, dirs] : roots_) out.push_back(env);
   return out;
@@ -141,13 +135,8 @@ std::optional<std::string> roots::hash_cached(const std::string& real, uint64_t 
 }
 
 std::shared_ptr<const manifest> roots::build(const std::string& saltenv) {
-  auto m = std::make_shared<manifest>();
-  m->saltenv = saltenv;
   auto dirs = roots_.find(saltenv);
-  if (dirs == roots_.end()) {
-    m->revision = hash_bytes("");
-    return m;
-  }
+  if (dirs == roots_.end()) return make_manifest(saltenv, {}, {});
   std::map<std::string, entry> files;
   // Every directory, empty ones too (file.recurse's include_empty).
   std::set<std::string> dir_set;
@@ -184,23 +173,7 @@ std::shared_ptr<const manifest> roots::build(const std::string& saltenv) {
       files.emplace(rel, entry{rel, *h, static_cast<uint64_t>(st.st_size), st.st_mode & 07777u});
     }
   }
-  sha256 rev;
-  m->files.reserve(files.size());
-  for (auto& [rel, e] : files) {
-    for (size_t at = rel.find('/'); at != std::string::npos; at = rel.find('/', at + 1)) {
-      dir_set.insert(rel.substr(0, at));
-    }
-    std::string line = e.path + '\0' + e.hash + '\0' + std::to_string(e.mode) + '\n';
-    rev.update(line.data(), line.size());
-    m->files.push_back(std::move(e));
-  }
-  for (const auto& d : dir_set) {
-    std::string line = d + '\0' + "dir" + '\n';
-    rev.update(line.data(), line.size());
-  }
-  m->dirs.assign(dir_set.begin(), dir_set.end());
-  m->revision = rev.hex();
-  return m;
+  return make_manifest(saltenv, std::move(files), std::move(dir_set));
 }
 
 std::optional<std::string> roots::locate(const std::string& saltenv,

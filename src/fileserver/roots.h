@@ -10,28 +10,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fileserver/backend.h"
+
 // The serving side of salt://: Salt's roots backend over `file_roots`.
 namespace brine::fileserver {
-
-// One file of a saltenv: its path relative to the roots, SHA-256 (hex),
-// size and permission bits.
-struct entry {
-  std::string path;
-  std::string hash;
-  uint64_t size = 0;
-  uint32_t mode = 0644;
-};
-
-// Every file of one saltenv, sorted by path, and the directories that hold
-// them; `revision` changes whenever a path, hash, mode or directory does.
-struct manifest {
-  std::string saltenv;
-  std::string revision;
-  std::vector<entry> files;
-  std::vector<std::string> dirs;  // every directory (empty ones too), sorted
-
-  const entry* find(const std::string& path) const;
-};
 
 // SHA-256 (hex) of a file's bytes; nullopt when it cannot be read.
 std::optional<std::string> hash_file(const std::string& path);
@@ -44,30 +26,23 @@ std::string hash_bytes(std::string_view bytes);
 //
 // Threading: every method is safe from any thread; list() and read() do
 // file I/O (a walk, hashes of changed files): call them off I/O threads.
-class roots {
+class roots final : public backend {
  public:
   // `list_cache_time`: how long a manifest is answered without looking at
   // the tree again (Salt's fileserver_list_cache_time); 0: every time.
   roots(std::map<std::string, std::vector<std::string>> file_roots,
         std::chrono::milliseconds list_cache_time);
 
-  std::vector<std::string> envs() const;
+  std::vector<std::string> envs() override;
   // The manifest of `saltenv` (an empty one for an unknown saltenv).
-  std::shared_ptr<const manifest> list(const std::string& saltenv);
+  std::shared_ptr<const manifest> list(const std::string& saltenv) override;
   // Where a checked relative path lives on disk, or nullopt (no such file
   // in `saltenv`, or it leaves its root).
   std::optional<std::string> locate(const std::string& saltenv, const std::string& path) const;
 
-  // Up to `max_bytes` of a file from `offset`; `error` says why not.
-  struct chunk {
-    std::string data;
-    std::string hash;  // of the whole file, as the manifest says
-    uint64_t size = 0;
-    uint32_t mode = 0;
-    std::string error;
-  };
+  using chunk = file_chunk;
   chunk read(const std::string& saltenv, const std::string& path, uint64_t offset,
-             uint64_t max_bytes);
+             uint64_t max_bytes) override;
 
  private:
   struct hashed {

@@ -25,7 +25,7 @@ json manifest_body(const manifest& m) {
 
 }  // namespace
 
-json serve(roots& r, const json& request, uint64_t max_reply_bytes) {
+json serve(backend& r, const json& request, uint64_t max_reply_bytes) {
   const json* op_field = request.contains("op") ? &request["op"] : nullptr;
   if (op_field == nullptr || !op_field->is_string()) {
     return {{"error", "file_request: op must be envs, list or get"}};

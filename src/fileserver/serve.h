@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
-#include "fileserver/roots.h"
+#include "fileserver/backend.h"
 
 namespace brine::fileserver {
 
@@ -12,7 +12,7 @@ namespace brine::fileserver {
 // of one reply. Anything malformed gets {"error": why}; a path that could
 // leave the roots is answered with an error for that path alone. Blocking
 // (walks, hashes, reads): call it off I/O threads.
-nlohmann::json serve(roots& r, const nlohmann::json& request, uint64_t max_reply_bytes);
+nlohmann::json serve(backend& r, const nlohmann::json& request, uint64_t max_reply_bytes);
 
 // A non-negative integer (MessagePack sends them unsigned; JSON built in
 // C++ may hold them signed).

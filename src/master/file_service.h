@@ -1,35 +1,80 @@
 #pragma once
 
 #include <asio/thread_pool.hpp>
+#include <atomic>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "base/config.h"
+#include "fileserver/backend.h"
+#include "fileserver/gitfs.h"
 #include "fileserver/roots.h"
 #include "proto/message.h"
+#include "store/store.h"
 
 namespace brine::master {
 
 struct session;
+class store_worker;
 
-// The salt:// file server of the master (fileserver/roots.h over the
-// master's file_roots): answers minions' file_request messages on their own
-// connection. Walking the tree, hashing and reading happen on the service's
-// own threads, never on the I/O thread that received the request.
+// The salt:// file server of the master: the backends `fileserver_backend`
+// lists (fileserver/roots.h over file_roots, fileserver/gitfs.h over
+// gitfs_remotes), layered in that order, answering minions' file_request
+// messages on their own connection. Walking the tree, hashing, reading and
+// fetching happen on the service's own threads, never on the I/O thread
+// that received the request.
 //
-// Threading: serve() is safe from any thread and returns at once.
+// gitfs serves the commits pinned in the store: at start the pinned ones
+// (fetched if this master lacks them; a remote with nothing pinned is
+// fetched and pinned), after update() the ones it pinned, after
+// pins_changed() (another master updated) the ones it reads. Each switch is
+// one swap; a remote whose pinned commit cannot be fetched keeps serving
+// what it served, and the master logs why.
+//
+// Threading: every method is safe from any thread and returns at once,
+// except the constructor, which waits for the first pins.
 class file_service {
  public:
-  explicit file_service(const base::master_config& cfg);
+  // Throws base::error when fileserver_backend lists gitfs without
+  // gitfs_remotes, or a remote is malformed.
+  file_service(const base::master_config& cfg, store_worker& store);
   ~file_service();
 
   // Answers `request` (a file_request of the minion of `s`) with a
   // file_reply carrying the request's id.
   void serve(const std::shared_ptr<session>& s, proto::message request);
 
+  // `brine fileserver update`: fetches every remote, pins its branches and
+  // tags in the store, switches to them; `done` gets the local API reply
+  // ({ok, pins: [{remote, saltenv, ref, commit}], errors}).
+  void update(std::function<void(nlohmann::json)> done);
+  // Another master pinned new revisions: read them and switch.
+  void pins_changed();
+
  private:
-  fileserver::roots roots_;
+  // Reads the pins on the store thread, then applies them on the pool
+  // (unless a later read was applied first); `then` runs after, with the
+  // pins served and the problems.
+  void reload(
+      std::function<void(std::vector<fileserver::gitfs_pin>, std::vector<std::string>)> then);
+  void apply(
+      uint64_t seq, std::vector<fileserver::gitfs_pin> pins,
+      std::function<void(std::vector<fileserver::gitfs_pin>, std::vector<std::string>)> then);
+
+  store_worker& store_;
+  std::unique_ptr<fileserver::roots> roots_;
+  std::unique_ptr<fileserver::gitfs> gitfs_;
+  std::unique_ptr<fileserver::layered> backend_;
   uint64_t max_reply_bytes_;
-  asio::thread_pool pool_{2};  // last: joined first, while roots_ still lives
+  std::atomic<uint64_t> read_seq_{0};  // advanced on the store thread
+  std::mutex apply_mu_;
+  uint64_t applied_seq_ = 0;
+  asio::thread_pool pool_{2};  // last: joined first, while the backends still live
 };
+
+// Between the store's rows and gitfs's pins.
+std::vector<fileserver::gitfs_pin> to_gitfs_pins(const std::vector<store::file_pin>& rows);
 
 }  // namespace brine::master

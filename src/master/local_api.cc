@@ -202,6 +202,10 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, const clie
       }
     } else if (op.rfind("key_", 0) == 0) {
       reply = keys(op, m.body);
+    } else if (auto h = handlers_.find(op); h != handlers_.end()) {
+      uint64_t id = m.id;
+      h->second(m.body, [c, id](json body) { c->send(api_reply(id, std::move(body))); });
+      return;  // the handler replies
     } else {
       reply = error_body("unknown local API op '" + op + "'");
     }

@@ -4,6 +4,8 @@
 #include <asio/io_context.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -41,6 +43,12 @@ class local_api {
 
   // A member of a cluster answers `cluster_status` and `cluster_remove_peer`.
   void set_cluster(cluster_node* c) { cluster_ = c; }
+  // An operation answered elsewhere (`brine fileserver update` by the file
+  // service): `h` gets the request body and a function that sends its reply,
+  // callable from any thread. Privileged clients only. Before start().
+  using handler =
+      std::function<void(const nlohmann::json& body, std::function<void(nlohmann::json)> reply)>;
+  void handle(const std::string& op, handler h) { handlers_[op] = std::move(h); }
 
   void listen();
   void start();
@@ -76,6 +84,7 @@ class local_api {
   asio::local::stream_protocol::acceptor acceptor_;
   std::string path_;
   std::atomic<bool> stopping_{false};
+  std::map<std::string, handler> handlers_;
 };
 
 }  // namespace brine::master

@@ -77,7 +77,7 @@ master::master(base::master_config cfg)
       deliveries_(sessions_, *store_, events_),
       jobs_(io_, cfg_, keys_, cache_, deliveries_, *store_, events_),
       pillar_(cfg_, jobs_.nodegroups(), cache_),
-      files_(cfg_),
+      files_(cfg_, *store_),
       api_(io_, cfg_, cluster_key_ ? *cluster_key_ : identity_, keys_, sessions_, deliveries_,
            jobs_, events_, cache_) {
   base::ensure_dir(cfg_.sock_dir, 0700, "sock_dir");
@@ -110,6 +110,10 @@ master::master(base::master_config cfg)
     });
     api_.set_cluster(cluster_.get());
   }
+  api_.handle("fileserver_update",
+              [this](const nlohmann::json&, std::function<void(nlohmann::json)> reply) {
+                files_.update(std::move(reply));
+              });
   sessions_.listen();
   api_.listen();
   sessions_.set_handlers({
@@ -262,6 +266,7 @@ int master::run() {
     sync_ = std::make_unique<store_sync>(
         store_sync::deps{*store_, keys_, sessions_, deliveries_, cache_, events_, cluster_.get()},
         std::move(feed_), name_);
+    sync_->on_file_pins([this] { files_.pins_changed(); });
     sync_->start();
   }
   if (cluster_) {

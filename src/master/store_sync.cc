@@ -56,6 +56,7 @@ void store_sync::loop() {
 
 void store_sync::apply(std::vector<store::change> changes) {
   bool again = false;
+  bool pins = false;
   std::set<std::string> ids;
   std::map<std::string, std::vector<std::string>> returns;
   std::map<std::string, std::vector<std::string>> undelivered;
@@ -64,6 +65,10 @@ void store_sync::apply(std::vector<store::change> changes) {
     switch (c.what) {
       case store::change::kind::resync:
         again = true;
+        pins = true;
+        break;
+      case store::change::kind::file_pins:
+        if (c.origin != origin_) pins = true;
         break;
       case store::change::kind::keys:
         if (c.origin != origin_) ids.insert(std::move(c.id));
@@ -106,6 +111,7 @@ void store_sync::apply(std::vector<store::change> changes) {
   for (auto& [jid, ids] : returns) returned(jid, std::move(ids));
   for (auto& [jid, ids] : undelivered) this->undelivered(jid, std::move(ids));
   if (!minions.empty()) minions_changed({minions.begin(), minions.end()});
+  if (pins && on_file_pins_) on_file_pins_();
 }
 
 void store_sync::undelivered(const std::string& jid, std::vector<std::string> minions) {

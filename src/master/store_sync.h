@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -53,6 +54,10 @@ class store_sync {
   store_sync(const store_sync&) = delete;
   store_sync& operator=(const store_sync&) = delete;
 
+  // Called on the feed's thread when another master pinned new gitfs
+  // revisions, and after the feed was interrupted. Before start().
+  void on_file_pins(std::function<void()> f) { on_file_pins_ = std::move(f); }
+
   void start();
   void stop();
 
@@ -71,6 +76,7 @@ class store_sync {
   std::string origin_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
+  std::function<void()> on_file_pins_;
 };
 
 }  // namespace brine::master

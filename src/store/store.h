@@ -126,6 +126,16 @@ struct key_write {
   key_record record;
 };
 
+// The commit a gitfs remote serves for a saltenv (fileserver/gitfs.h): every
+// master of a store serves the pinned ones.
+struct file_pin {
+  std::string remote;  // the remote's URL as gitfs_remotes gives it
+  std::string saltenv;
+  std::string ref;      // refs/heads/NAME or refs/tags/NAME
+  std::string commit;   // 40 hex digits
+  int64_t updated = 0;  // unix seconds when pinned
+};
+
 // A change that a writer of a shared store made, as other masters hear of it
 // (PostgreSQL LISTEN/NOTIFY). The rows stay the truth: a change only says
 // which rows to read again.
@@ -138,6 +148,7 @@ struct change {
     acks,     // `minions` acknowledged `jid` on master `origin` (announce_acks)
     minions,  // the cached data of `minions` changed (put_minion_data)
     undelivered,  // `minions` were recorded undelivered for `jid`
+    file_pins,    // the pinned gitfs revisions changed (`brine fileserver update`)
   };
   kind what = kind::keys;
   std::string origin;  // the writer's name (options::origin)
@@ -306,6 +317,13 @@ class store {
   // false when no master has that name. Throws for a store that is not
   // shared.
   virtual bool remove_member(const std::string& name);
+  // The pinned gitfs revisions, by remote and saltenv.
+  virtual std::vector<file_pin> load_file_pins() = 0;
+  // Replaces every pin of the `remotes` with those of `pins` (of these
+  // remotes), in one transaction; a shared store then tells the other
+  // masters (change::kind::file_pins), which switch to them.
+  virtual void put_file_pins(const std::vector<std::string>& remotes,
+                             const std::vector<file_pin>& pins) = 0;
 };
 
 // Thrown when the database server cannot be reached at all (refused, timed
@@ -336,7 +354,7 @@ struct options {
 std::unique_ptr<store> open(const options& o);
 
 // The schema version of a PostgreSQL database created by this build.
-inline constexpr int k_postgres_schema_version = 3;
+inline constexpr int k_postgres_schema_version = 4;
 
 // Opens (creating if needed) the SQLite database at `path` in WAL mode.
 // A new file is created with mode 0600; ":memory:" gives a private in-memory

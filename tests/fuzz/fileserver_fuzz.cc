@@ -3,7 +3,9 @@
 // over) or, when it is not one, a raw path for the path checks. Must never
 // crash or hang, and must never serve a byte from outside the roots: every
 // file answered has a path that passes check_path and data from the tree
-// made here (whose files all start with "inside").
+// made here (whose files all start with "inside"). The same request goes to
+// the roots backend and to gitfs over a git repository of the same tree
+// (made once with the git command), whose symlinks lead out of it too.
 #include <unistd.h>
 
 #include <cstddef>
@@ -13,9 +15,10 @@
 #include <fstream>
 #include <string>
 
-#include "fileserver/serve.h"
+#include "fileserver/gitfs.h"
 #include "fileserver/path.h"
 #include "fileserver/roots.h"
+#include "fileserver/serve.h"
 
 namespace {
 
@@ -36,6 +39,50 @@ brine::fileserver::roots& tree() {
   return *r;
 }
 
+// The tree above committed to a repository (with an absolute symlink and
+// one that climbs out), served by gitfs from its bare clone.
+brine::fileserver::gitfs& git_tree() {
+  static brine::fileserver::gitfs* g = [] {
+    std::string dir = (fs::temp_directory_path() / "brine-gitfs-fuzz-XXXXXX").string();
+    ::mkdtemp(dir.data());
+    std::string repo = dir + "/repo";
+    fs::create_directories(repo + "/a/b");
+    std::ofstream(repo + "/top.sls") << "inside top";
+    std::ofstream(repo + "/a/b/c.txt") << "inside c";
+    std::ofstream(dir + "/secret") << "SECRET";
+    fs::create_symlink(dir + "/secret", repo + "/leak");
+    fs::create_symlink("../secret", repo + "/up");
+    fs::create_symlink("a/../../secret", repo + "/a/climb");
+    fs::create_symlink("b", repo + "/a/loop");
+    fs::create_symlink("self", repo + "/self");
+    fs::create_symlink("..", repo + "/a/b/back");
+    std::string git =
+        "git -C " + repo + " -c user.name=f -c user.email=f@f -c init.defaultBranch=master ";
+    if (std::system((git + "init -q && " + git + "add -A && " + git + "commit -q -m t").c_str()) !=
+        0) {
+      std::abort();
+    }
+    auto* out = new brine::fileserver::gitfs({{repo, "", "", "master"}}, dir + "/cache");
+    auto f = out->fetch();
+    if (!f.errors.empty() || !out->apply(f.pins).empty()) std::abort();
+    return out;
+  }();
+  return *g;
+}
+
+void check_reply(const nlohmann::json& reply) {
+  if (reply.contains("files") && reply["files"].is_array()) {
+    for (const auto& f : reply["files"]) {
+      if (!f.is_object() || !f.contains("data")) continue;
+      std::string path = f.value("path", "");
+      if (!brine::fileserver::check_path(path).error.empty()) std::abort();
+      const auto& bytes = f["data"].get_binary();
+      std::string served(bytes.begin(), bytes.end());
+      if (served.find("SECRET") != std::string::npos) std::abort();
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -53,16 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   nlohmann::json request = nlohmann::json::from_msgpack(data, data + size, true, false);
   if (request.is_discarded() || !request.is_object()) return 0;
-  nlohmann::json reply = brine::fileserver::serve(tree(), request, 4096);
-  if (reply.contains("files") && reply["files"].is_array()) {
-    for (const auto& f : reply["files"]) {
-      if (!f.is_object() || !f.contains("data")) continue;
-      std::string path = f.value("path", "");
-      if (!brine::fileserver::check_path(path).error.empty()) std::abort();
-      const auto& bytes = f["data"].get_binary();
-      std::string served(bytes.begin(), bytes.end());
-      if (served.find("SECRET") != std::string::npos) std::abort();
-    }
-  }
+  check_reply(brine::fileserver::serve(tree(), request, 4096));
+  check_reply(brine::fileserver::serve(git_tree(), request, 4096));
   return 0;
 }

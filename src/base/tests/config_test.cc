@@ -302,6 +302,48 @@ TEST(MasterConfig, IntegerBounds) {
   EXPECT_EQ(parse_master_config("publish_hold: 86400", k_master).publish_hold, 86400u);
 }
 
+TEST(MasterConfig, GitfsOptionsAsSaltWritesThem) {
+  auto c = parse_master_config(R"(
+fileserver_backend: [roots, git]
+gitfs_base: main
+gitfs_root: salt
+gitfs_remotes:
+  - https://git.example/states.git
+  - https://git.example/formulas.git:
+    - root: nginx-formula/nginx
+    - mountpoint: salt://nginx
+  - /srv/repo: {base: trunk}
+)",
+                               k_master);
+  EXPECT_EQ(c.fileserver_backend, (std::vector<std::string>{"roots", "gitfs"}));
+  EXPECT_EQ(c.gitfs_base, "main");
+  EXPECT_EQ(c.gitfs_root, "salt");
+  ASSERT_EQ(c.gitfs_remotes.size(), 3u);
+  EXPECT_EQ(c.gitfs_remotes[0].url, "https://git.example/states.git");
+  EXPECT_FALSE(c.gitfs_remotes[0].root);
+  EXPECT_EQ(c.gitfs_remotes[1].root, "nginx-formula/nginx");
+  EXPECT_EQ(c.gitfs_remotes[1].mountpoint, "salt://nginx");
+  EXPECT_EQ(c.gitfs_remotes[2].url, "/srv/repo");
+  EXPECT_EQ(c.gitfs_remotes[2].base, "trunk");
+  EXPECT_EQ(parse_master_config("", k_master).fileserver_backend,
+            std::vector<std::string>{"roots"});
+
+  auto bad = [](const std::string& text) {
+    return error_of([&] { parse_master_config(text, k_master); });
+  };
+  EXPECT_NE(bad("fileserver_backend: [roots, hgfs]")
+                .find("fileserver_backend item 2 must be roots or gitfs, got hgfs"),
+            std::string::npos)
+      << bad("fileserver_backend: [roots, hgfs]");
+  std::string e = bad("gitfs_remotes:\n  - https://x/y.git:\n    - ssl_verify: false\n");
+  EXPECT_NE(
+      e.find("unknown per-remote option ssl_verify; brine's gitfs takes root, mountpoint and base"),
+      std::string::npos)
+      << e;
+  e = bad("gitfs_remotes: https://x/y.git");
+  EXPECT_NE(e.find("gitfs_remotes must be a list of git URLs or paths"), std::string::npos) << e;
+}
+
 TEST(MinionConfig, IntegerBounds) {
   auto minion = [](const std::string& yaml) { return parse_minion_config(yaml, k_minion); };
   EXPECT_EQ(minion("master_tries: -1").master_tries, -1);

@@ -165,7 +165,18 @@ CREATE TABLE last_reports (
 );
 CREATE INDEX last_reports_by_started ON last_reports (started, jid, minion);
 )sql",
-    // 2 -> 3: what each master of a cluster says of itself (member_record).
+    // 2 -> 3: the pinned gitfs revisions, as SQLite's version 5.
+    R"sql(
+CREATE TABLE file_pins (
+  remote    text COLLATE "C" NOT NULL,
+  saltenv   text COLLATE "C" NOT NULL,
+  ref       text   NOT NULL,
+  commit_id text   NOT NULL,
+  updated   bigint NOT NULL,
+  PRIMARY KEY (remote, saltenv)
+);
+)sql",
+    // 3 -> 4: what each master of a cluster says of itself (member_record).
     R"sql(
 ALTER TABLE masters
   ADD COLUMN cluster_id     text    NOT NULL DEFAULT '',
@@ -180,8 +191,8 @@ ALTER TABLE masters
 };
 
 // The tables `brine store check` counts.
-constexpr std::array<const char*, 7> k_tables = {"keys",        "jobs",    "returns", "undelivered",
-                                                 "minion_data", "masters", "reports"};
+constexpr std::array<const char*, 8> k_tables = {"keys",        "jobs",    "returns", "undelivered",
+                                                 "minion_data", "masters", "reports", "file_pins"};
 
 // JSON text for a column, as SQLite stores it: a bad UTF-8 byte in minion
 // output becomes U+FFFD instead of failing the batch.
@@ -1071,6 +1082,20 @@ constexpr statement k_claim_slot{
     "claim_slot",
     "INSERT INTO masters (name, slot, claimed) VALUES ($1::text, $2::integer, $3::bigint)"};
 
+constexpr statement k_load_file_pins{
+    "load_file_pins",
+    "SELECT remote, saltenv, ref, commit_id, updated FROM file_pins ORDER BY remote, saltenv"};
+constexpr statement k_drop_file_pins{"drop_file_pins",
+                                     "DELETE FROM file_pins WHERE remote = $1::text"};
+constexpr statement k_add_file_pin{
+    "add_file_pin",
+    "INSERT INTO file_pins (remote, saltenv, ref, commit_id, updated) VALUES ($1::text, "
+    "$2::text, $3::text, $4::text, $5::bigint) ON CONFLICT (remote, saltenv) DO UPDATE SET "
+    "ref = EXCLUDED.ref, commit_id = EXCLUDED.commit_id, updated = EXCLUDED.updated"};
+// Sent inside the transaction: delivered when it commits, never before.
+constexpr statement k_notify_file_pins{"notify_file_pins",
+                                       "SELECT pg_notify('brine_file_pins', $1::text)"};
+
 #undef BRINE_JOB_COLUMNS
 
 #define BRINE_REPORT_COLUMNS                                                                 \
@@ -1179,7 +1204,7 @@ class postgres_feed final : public change_feed {
     PGresult* r = c_->pq->PQexec(
         conn_,
         "LISTEN brine_keys; LISTEN brine_returns; LISTEN brine_jobs; LISTEN brine_acks; "
-        "LISTEN brine_minions; LISTEN brine_undelivered");
+        "LISTEN brine_minions; LISTEN brine_undelivered; LISTEN brine_file_pins");
     bool ok = r && c_->pq->PQresultStatus(r) == PGRES_COMMAND_OK;
     if (r) c_->pq->PQclear(r);
     if (!ok) lost();
@@ -1258,6 +1283,8 @@ void postgres_feed::drain(std::vector<change>& out) {
     // skipped: the rows stay the truth.
     if (channel == k_postgres_keys_channel && lines.size() == 2 && !lines[1].empty()) {
       out.push_back(change{change::kind::keys, lines[0], lines[1], "", {}});
+    } else if (channel == k_postgres_file_pins_channel && !lines.empty()) {
+      out.push_back(change{change::kind::file_pins, lines[0], "", "", {}});
     } else if (channel == k_postgres_returns_channel && lines.size() >= 3 && !lines[1].empty()) {
       change ch{change::kind::returns, lines[0], "", lines[1], {}};
       for (size_t i = 2; i < lines.size(); ++i) {
@@ -1345,6 +1372,9 @@ class postgres_store final : public store {
   std::vector<member_record> members() override;
   bool remove_member(const std::string& name) override;
   void delete_minion_data(const std::string& id) override;
+  std::vector<file_pin> load_file_pins() override;
+  void put_file_pins(const std::vector<std::string>& remotes,
+                     const std::vector<file_pin>& pins) override;
 
   size_t add_reports(const std::vector<report::report>& batch) override;
   std::vector<report::report> list_reports(const report_query& q) override;
@@ -2235,6 +2265,32 @@ std::optional<report::report> postgres_store::get_report(const std::string& jid,
 size_t postgres_store::purge_reports_before(int64_t cutoff_ms) {
   ready();
   return db_.run(k_purge_reports, params().int8(cutoff_ms), "cannot purge reports").affected();
+}
+
+std::vector<file_pin> postgres_store::load_file_pins() {
+  ready();
+  auto r = db_.run(k_load_file_pins, "cannot read the pinned gitfs revisions");
+  std::vector<file_pin> out;
+  for (int row = 0; row < r.rows(); ++row) {
+    out.push_back(
+        {r.text(row, 0), r.text(row, 1), r.text(row, 2), r.text(row, 3), r.integer(row, 4)});
+  }
+  return out;
+}
+
+void postgres_store::put_file_pins(const std::vector<std::string>& remotes,
+                                   const std::vector<file_pin>& pins) {
+  ready();
+  const std::string what = "cannot pin the gitfs revisions";
+  transaction txn(db_, what);
+  for (const auto& remote : remotes) db_.run(k_drop_file_pins, params().text(remote), what);
+  for (const auto& p : pins) {
+    db_.run(k_add_file_pin,
+            params().text(p.remote).text(p.saltenv).text(p.ref).text(p.commit).int8(p.updated),
+            what);
+  }
+  db_.run(k_notify_file_pins, params().text(c_->origin), what);
+  txn.commit();
 }
 
 #undef BRINE_REPORT_COLUMNS

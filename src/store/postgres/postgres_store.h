@@ -23,6 +23,9 @@ inline constexpr const char* k_postgres_minions_channel = "brine_minions";
 // undelivered: ORIGIN, JID, then one line per minion newly recorded as
 // undelivered for the job.
 inline constexpr const char* k_postgres_undelivered_channel = "brine_undelivered";
+// file_pins: ORIGIN (the pinned gitfs revisions changed; every master reads
+// them again).
+inline constexpr const char* k_postgres_file_pins_channel = "brine_file_pins";
 
 // The largest payload brine sends (PostgreSQL's limit is 8000 bytes); the
 // minions of a bigger batch are split over several notifications.

@@ -135,6 +135,17 @@ CREATE TABLE last_reports (
 );
 CREATE INDEX last_reports_by_started ON last_reports (started, jid, minion);
 )sql",
+    // 4 -> 5: the gitfs revisions the master serves (fileserver/gitfs.h).
+    R"sql(
+CREATE TABLE file_pins (
+  remote  TEXT    NOT NULL,
+  saltenv TEXT    NOT NULL,
+  ref     TEXT    NOT NULL,
+  commit_id TEXT  NOT NULL,
+  updated INTEGER NOT NULL,
+  PRIMARY KEY (remote, saltenv)
+);
+)sql",
 };
 
 // What to do about a failure, for the codes where the cause is usually outside
@@ -510,6 +521,9 @@ class sqlite_store final : public store {
   size_t purge_jobs_before(int64_t cutoff) override;
 
   void put_minion_data(const std::vector<minion_data_update>& batch) override;
+  std::vector<file_pin> load_file_pins() override;
+  void put_file_pins(const std::vector<std::string>& remotes,
+                     const std::vector<file_pin>& pins) override;
   std::vector<minion_data_record> load_minion_data() override;
   void delete_minion_data(const std::string& id) override;
 
@@ -569,7 +583,8 @@ status sqlite_store::check() {
   s.code_version = k_sqlite_schema_version;
   s.schema_version =
       static_cast<int>(conn_.query_int("PRAGMA user_version", "cannot read the schema version"));
-  for (const char* table : {"keys", "jobs", "returns", "undelivered", "minion_data", "reports"}) {
+  for (const char* table :
+       {"keys", "jobs", "returns", "undelivered", "minion_data", "reports", "file_pins"}) {
     s.rows[table] = conn_.query_int(std::string("SELECT count(*) FROM ") + table,
                                     std::string("cannot count the rows of ") + table);
   }
@@ -896,6 +911,33 @@ void sqlite_store::delete_minion_data(const std::string& id) {
   query(conn_, "DELETE FROM minion_data WHERE id = ?1", "cannot forget the data of minion " + id)
       .bind(1, id)
       .run();
+}
+
+std::vector<file_pin> sqlite_store::load_file_pins() {
+  query q(conn_,
+          "SELECT remote, saltenv, ref, commit_id, updated FROM file_pins ORDER BY remote, saltenv",
+          "cannot read the pinned gitfs revisions");
+  std::vector<file_pin> out;
+  while (q.step()) out.push_back({q.text(0), q.text(1), q.text(2), q.text(3), q.integer(4)});
+  return out;
+}
+
+void sqlite_store::put_file_pins(const std::vector<std::string>& remotes,
+                                 const std::vector<file_pin>& pins) {
+  const std::string what = "cannot pin the gitfs revisions";
+  write_transaction txn(conn_, what);
+  for (const auto& remote : remotes) {
+    query(conn_, "DELETE FROM file_pins WHERE remote = ?1", what).bind(1, remote).run();
+  }
+  query add(conn_,
+            "INSERT OR REPLACE INTO file_pins (remote, saltenv, ref, commit_id, updated) "
+            "VALUES (?1, ?2, ?3, ?4, ?5)",
+            what);
+  for (const auto& p : pins) {
+    add.bind(1, p.remote).bind(2, p.saltenv).bind(3, p.ref).bind(4, p.commit).bind(5, p.updated);
+    add.run();
+  }
+  txn.commit();
 }
 
 #define BRINE_REPORT_COLUMNS                                                                 \

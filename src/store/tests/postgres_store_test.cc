@@ -299,7 +299,8 @@ TEST_F(postgres_test, newer_schema_is_refused) {
   psql("UPDATE brine_schema SET version = 7");
   std::string what = error_of([&] { open_store(); });
   EXPECT_NE(what.find("store " + pg_->url(db_) +
-                      ": schema version 7 is newer than this brine supports (2); upgrade brine"),
+                      ": schema version 7 is newer than this brine supports (" +
+                      std::to_string(k_postgres_schema_version) + "); upgrade brine"),
             std::string::npos)
       << what;
   // Without migrating, check() still reports it and the rest refuses.
@@ -361,16 +362,16 @@ TEST_F(postgres_test, a_version_1_database_gets_the_report_tables) {
   // are added.
   open_store()->add_job(make_job("j1", 1));
   psql(
-      "SET ROLE brine; DROP TABLE reports; DROP TABLE last_reports; "
+      "SET ROLE brine; DROP TABLE reports; DROP TABLE last_reports; DROP TABLE file_pins; "
       "UPDATE brine_schema SET version = 1");
   auto o = opts();
   o.migrate = false;
-  EXPECT_NE(error_of([&] {
-              open(o)->list_reports({});
-            }).find("schema version 1 is behind this brine (2); run `brine store migrate`"),
+  EXPECT_NE(error_of([&] { open(o)->list_reports({}); })
+                .find("schema version 1 is behind this brine (" +
+                      std::to_string(k_postgres_schema_version) + "); run `brine store migrate`"),
             std::string::npos);
   auto s = open_store();
-  EXPECT_EQ(s->check().schema_version, 2);
+  EXPECT_EQ(s->check().schema_version, k_postgres_schema_version);
   EXPECT_TRUE(s->get_job("j1").has_value());
   report::report r;
   r.jid = "j1";
@@ -443,6 +444,25 @@ TEST_F(postgres_test, master_slots_are_distinct_and_kept) {
   // A master that is gone gives its slot back by hand.
   psql("DELETE FROM masters WHERE name = 'm1:4506'");
   EXPECT_EQ(b->claim_master_slot("one-too-many"), 1);
+}
+
+TEST_F(postgres_test, feed_hears_file_pins_when_they_commit) {
+  auto a = open_store("master-a:4506");
+  auto b = open_store("master-b:4506");
+  auto feed = a->changes();
+  ASSERT_NE(feed, nullptr);
+  b->put_file_pins({"/srv/repo"},
+                   {{"/srv/repo", "base", "refs/heads/master", std::string(40, 'a'), 1}});
+  std::vector<change> got;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (got.empty() && std::chrono::steady_clock::now() < deadline) {
+    for (auto& c : feed->wait(1s)) {
+      if (c.what == change::kind::file_pins) got.push_back(std::move(c));
+    }
+  }
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].origin, "master-b:4506");
+  EXPECT_EQ(a->load_file_pins().size(), 1u);
 }
 
 TEST_F(postgres_test, feed_hears_keys_and_returns_of_other_writers) {

@@ -431,6 +431,33 @@ PRAGMA user_version=1;
   EXPECT_EQ(s->list_reports({.last = true}).size(), 1u);
 }
 
+TEST_P(store_test, file_pins_are_replaced_per_remote) {
+  auto s = open_store();
+  EXPECT_TRUE(s->load_file_pins().empty());
+  const std::string c1(40, '1'), c2(40, '2'), c3(40, '3');
+  s->put_file_pins({"https://git.example/a.git", "/srv/b"},
+                   {{"https://git.example/a.git", "base", "refs/heads/master", c1, 10},
+                    {"https://git.example/a.git", "v1", "refs/tags/v1", c2, 10},
+                    {"/srv/b", "base", "refs/heads/main", c3, 10}});
+  auto pins = s->load_file_pins();
+  ASSERT_EQ(pins.size(), 3u);
+  EXPECT_EQ(pins[0].remote, "/srv/b");
+  EXPECT_EQ(pins[1].saltenv, "base");
+  EXPECT_EQ(pins[1].commit, c1);
+  EXPECT_EQ(pins[2].ref, "refs/tags/v1");
+  EXPECT_EQ(pins[2].updated, 10);
+  // Pinning remote a again replaces all of its pins (v1 is gone) and
+  // leaves b's alone.
+  s->put_file_pins({"https://git.example/a.git"},
+                   {{"https://git.example/a.git", "base", "refs/heads/master", c3, 20}});
+  pins = open_store()->load_file_pins();
+  ASSERT_EQ(pins.size(), 2u);
+  EXPECT_EQ(pins[0].commit, c3);
+  EXPECT_EQ(pins[1].remote, "https://git.example/a.git");
+  EXPECT_EQ(pins[1].commit, c3);
+  EXPECT_EQ(pins[1].updated, 20);
+}
+
 TEST_P(store_test, data_persists_across_reopen) {
   auto job = make_job("j1", 500);
   {

@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""gitfs: the master serves salt:// from a git repository at a revision
+pinned in its store. Three masters on one shared PostgreSQL serve the same
+revision; `brine fileserver update` on one moves every master to the new
+commit (the others hear of it by LISTEN/NOTIFY), and a state run never sees
+two files of one commit half-updated. A single master on SQLite does the
+same; a bad remote is named in one clear line and the master keeps running.
+The repository is made with the real git command; PostgreSQL is Debian's,
+started on a loopback port (pgserver.py)."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import ClusterTestCase, MasterSet, tail, wait_for, wait_log
+from pgserver import PostgresServer, postgres_available
+
+PG = None
+
+PAIR_SLS = """\
+pair:
+  test.succeed_without_changes:
+    - name: "{{ salt['cp.get_file_str']('salt://a.txt') | trim }}|{{ salt['cp.get_file_str']('salt://b.txt') | trim }}"
+"""
+
+
+def git(repo, *args):
+    p = subprocess.run(["git", "-C", repo, "-c", "user.name=brine",
+                        "-c", "user.email=brine@example.test", "-c", "init.defaultBranch=master",
+                        "-c", "commit.gpgsign=false"] + list(args),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, "git %s: %s" % (" ".join(args), p.stdout + p.stderr)
+    return p.stdout.strip()
+
+
+def make_repo(directory):
+    os.makedirs(directory)
+    git(directory, "init", "-q")
+    write_files(directory, {"a.txt": "A1\n", "b.txt": "B1\n", "pair.sls": PAIR_SLS})
+    git(directory, "add", "-A")
+    git(directory, "commit", "-q", "-m", "one")
+    return git(directory, "rev-parse", "HEAD")
+
+
+def write_files(directory, files):
+    for name, text in files.items():
+        with open(os.path.join(directory, name), "w") as f:
+            f.write(text)
+
+
+def commit_both(repo, a, b):
+    """Changes a.txt and b.txt in one commit; its id."""
+    write_files(repo, {"a.txt": a, "b.txt": b})
+    git(repo, "commit", "-q", "-am", "change %s %s" % (a.strip(), b.strip()))
+    return git(repo, "rev-parse", "HEAD")
+
+
+def get_file_str(master, mid, path="salt://a.txt"):
+    rc, out, err = master.brine("cmd", "-t", "60", "--out", "json", mid, "cp.get_file_str", path,
+                                timeout=120)
+    if rc != 0 or not out.strip():
+        return None
+    return json.loads(out).get(mid)
+
+
+def pair(master, mid):
+    """What one state run on `mid` read of a.txt and b.txt ("A1|B1"), or
+    None when the run failed (a switch between its listing and its fetch is
+    reported as a failure, never served mixed)."""
+    rc, out, err = master.brine("cmd", "-t", "60", "--out", "json", mid, "state.sls", "pair",
+                                timeout=120)
+    if not out.strip():
+        return None
+    ret = json.loads(out).get(mid)
+    if not isinstance(ret, dict):
+        return None
+    for state in ret.values():
+        if isinstance(state, dict) and state.get("result") is True:
+            return state.get("name")
+    return None
+
+
+class SharedStoreGitfsTest(unittest.TestCase):
+
+    def setUp(self):
+        if not postgres_available():
+            if os.environ.get("BRINE_REQUIRE_POSTGRES") == "1":
+                raise AssertionError("PostgreSQL (initdb, pg_ctl) is not installed")
+            raise unittest.SkipTest("PostgreSQL is not installed (apt-get install postgresql)")
+        global PG
+        if PG is None:
+            PG = PostgresServer()
+            PG.start()
+        self.tmp = tempfile.mkdtemp(prefix="brine-gitfs-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.repo = os.path.join(self.tmp, "repo")
+        self.first = make_repo(self.repo)
+
+    def masters(self, n):
+        db = "brine_gitfs_%d_%d" % (os.getpid(), int(time.monotonic() * 1000))
+        PG.create_database(db)
+        pw = os.path.join(PG.dir, db + ".pw")
+        PG.password_file(pw)
+        ms = MasterSet(n, master_opts={"store": PG.url(db), "store_password_file": pw,
+                                       "fileserver_backend": ["gitfs"],
+                                       "gitfs_remotes": [self.repo]})
+        self.addCleanup(ms.stop)
+        # One minion per master, so that each master's file server is asked.
+        for i, m in enumerate(ms.masters):
+            ms.add_minion("m%d" % i, masters=[m.address])
+        for i, m in enumerate(ms.masters):
+            ms.wait_served("m%d" % i, m, timeout=30)
+        return ms
+
+    def test_update_on_one_master_moves_every_master_and_never_half(self):
+        ms = self.masters(3)
+        a, b, c = ms.masters
+        # The first master pinned the commit at its start; the others serve it.
+        for i, m in enumerate(ms.masters):
+            wait_for(lambda: get_file_str(m, "m%d" % i) == "A1\n", 60,
+                     "m%d to read A1 through %s" % (i, m.name))
+        self.assertIn("gitfs: pinned %s saltenv base at %s" % (self.repo, self.first),
+                      a.daemon.log())
+
+        second = commit_both(self.repo, "A2\n", "B2\n")
+        # A commit on the branch is not served until it is pinned.
+        self.assertEqual(get_file_str(b, "m1"), "A1\n")
+
+        # State runs on c while a pins the new commit: every run reads both
+        # files of one commit (or fails), never one of each.
+        seen = []
+        stop = threading.Event()
+
+        def runs():
+            deadline = time.monotonic() + 120
+            while not stop.is_set() and time.monotonic() < deadline:
+                seen.append(pair(c, "m2"))
+
+        t = threading.Thread(target=runs)
+        t.start()
+        try:
+            since_b = b.daemon.mark()
+            rc, out, err = a.brine("fileserver", "update", timeout=120)
+            self.assertEqual(rc, 0, out + err)
+            self.assertIn(self.repo + ":\n  base: " + second + " (refs/heads/master)", out)
+            for i, m in enumerate(ms.masters):
+                wait_for(lambda: get_file_str(m, "m%d" % i) == "A2\n", 30,
+                         "m%d to read A2 through %s" % (i, m.name))
+            wait_log(b.daemon, r"gitfs: switched to the pinned revisions", 10, since_b)
+            wait_for(lambda: "A2|B2" in seen, 60, "a state run on m2 to read A2|B2")
+        finally:
+            stop.set()
+            t.join(150)
+        self.assertIn("A2|B2", seen, seen)
+        for got in seen:
+            self.assertIn(got, ("A1|B1", "A2|B2", None), seen)
+        self.assertEqual(get_file_str(c, "m2", "salt://b.txt"), "B2\n")
+
+        # A master started later serves the pinned commit, not the branch's
+        # newest one.
+        commit_both(self.repo, "A3\n", "B3\n")
+        rc = b.daemon.terminate()
+        self.assertEqual(rc, 0, tail(b.daemon.log()))
+        since = b.daemon.mark()
+        b.start()
+        ms.wait_served("m1", b, timeout=30, since=since)
+        wait_for(lambda: get_file_str(b, "m1") is not None, 30, "m1 answering through b")
+        self.assertEqual(get_file_str(b, "m1"), "A2\n")
+
+
+    def test_a_master_that_cannot_fetch_the_pinned_commit_keeps_its_revision(self):
+        ms = self.masters(2)
+        a, b = ms.masters
+        for i, m in enumerate(ms.masters):
+            wait_for(lambda: get_file_str(m, "m%d" % i) == "A1\n", 60,
+                     "m%d to read A1 through %s" % (i, m.name))
+        second = commit_both(self.repo, "A2\n", "B2\n")
+        # b hears of the new pin only after the remote has gone away.
+        os.kill(b.daemon.proc.pid, signal.SIGSTOP)
+        try:
+            rc, out, err = a.brine("fileserver", "update", timeout=120)
+            self.assertEqual(rc, 0, out + err)
+            moved = self.repo + ".away"
+            os.rename(self.repo, moved)
+            since = b.daemon.mark()
+        finally:
+            os.kill(b.daemon.proc.pid, signal.SIGCONT)
+        wait_log(b.daemon, r"gitfs remote %s: cannot serve the pinned commit %s of saltenv base "
+                           r"\(.*\); this master keeps serving its current revision; make the "
+                           r"remote reachable from it" % (re.escape(self.repo), second), 30, since)
+        self.assertEqual(get_file_str(b, "m1"), "A1\n")
+        self.assertEqual(get_file_str(b, "m1", "salt://b.txt"), "B1\n")
+        self.assertEqual(get_file_str(a, "m0"), "A2\n")
+        # Reachable again: the next update moves b too.
+        os.rename(moved, self.repo)
+        rc, out, err = a.brine("fileserver", "update", timeout=120)
+        self.assertEqual(rc, 0, out + err)
+        wait_for(lambda: get_file_str(b, "m1") == "A2\n", 30, "m1 to read A2 through b")
+
+
+class SingleMasterGitfsTest(ClusterTestCase):
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="brine-gitfs-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.repo = os.path.join(self.tmp, "repo")
+        self.first = make_repo(self.repo)
+
+    def test_sqlite_master_serves_the_pinned_commit_until_update(self):
+        c = self.cluster(master_opts={"fileserver_backend": ["roots", "gitfs"],
+                                      "file_roots": {"base": ["srv"]},
+                                      "gitfs_remotes": [self.repo]})
+        os.makedirs(c.path("srv"))
+        write_files(c.path("srv"), {"b.txt": "B from roots\n"})
+        c.add_accepted_minion("m1")
+        self.assertEqual(get_file_str(c, "m1"), "A1\n")
+        # roots comes first in fileserver_backend: its b.txt wins.
+        self.assertEqual(get_file_str(c, "m1", "salt://b.txt"), "B from roots\n")
+
+        second = commit_both(self.repo, "A2\n", "B2\n")
+        self.assertEqual(get_file_str(c, "m1"), "A1\n")
+        rc, out, err = c.brine("fileserver", "update", timeout=120)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("base: " + second, out)
+        self.assertEqual(get_file_str(c, "m1"), "A2\n")
+
+        # The pin survives a restart (the store holds it).
+        commit_both(self.repo, "A3\n", "B3\n")
+        since = c.master.mark()
+        c.restart_master()
+        c.wait_connected("m1", timeout=30, since=since)
+        wait_for(lambda: get_file_str(c, "m1") is not None, 30, "m1 answering")
+        self.assertEqual(get_file_str(c, "m1"), "A2\n")
+
+        rc, out, err = c.brine("fileserver", "update", "--json", timeout=120)
+        self.assertEqual(rc, 0, out + err)
+        pins = json.loads(out)["pins"]
+        self.assertEqual([p["saltenv"] for p in pins], ["base"])
+        self.assertEqual(get_file_str(c, "m1"), "A3\n")
+
+    def test_a_bad_remote_is_named_and_the_master_keeps_serving(self):
+        missing = os.path.join(self.tmp, "no-such-repo")
+        c = self.cluster(master_opts={"fileserver_backend": ["gitfs"],
+                                      "gitfs_remotes": [missing, self.repo],
+                                      "gitfs_base": "main"})
+        log = c.master.log()
+        self.assertRegex(log, r"gitfs remote %s: cannot fetch: .*; check the URL in "
+                              r"gitfs_remotes" % re.escape(missing))
+        self.assertIn("gitfs remote %s: branch 'main' (gitfs_base) not found" % self.repo, log)
+        c.add_accepted_minion("m1")
+        # No base, but the branch is served under its own name.
+        rc, out, err = c.brine("cmd", "-t", "60", "--out", "json", "m1", "cp.get_file_str",
+                               "salt://a.txt", "saltenv=master", timeout=120)
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(json.loads(out)["m1"], "A1\n")
+        rc, out, err = c.brine("fileserver", "update", timeout=120)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("gitfs_remotes", err)
+        self.assertIn("master: ", out)
+        self.assertTrue(c.master.alive())
+
+    def test_gitfs_without_remotes_is_refused_at_start(self):
+        c = self.cluster(master_opts={"fileserver_backend": ["gitfs"]}, start=False)
+        c.master.start()
+        c.master.expect_clean_exit = False
+        rc = c.master.wait_exit(30)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("fileserver_backend lists gitfs but gitfs_remotes is empty", c.master.log())
+
+
+def tearDownModule():
+    if PG is not None:
+        PG.cleanup()
+
+
+if __name__ == "__main__":
+    unittest.main()
