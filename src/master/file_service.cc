@@ -187,6 +187,20 @@ void file_service::apply(
   if (then) then(gitfs_->pins(), std::move(problems));
 }
 
+std::string file_service::revision() const {
+  if (!gitfs_) return "";
+  auto pins = gitfs_->pins();
+  if (pins.empty()) return "";
+  const fileserver::gitfs_pin* base = &pins.front();
+  for (const auto& p : pins) {
+    if (p.saltenv == "base") {
+      base = &p;
+      break;
+    }
+  }
+  return base->commit.substr(0, 12) + " (" + std::to_string(pins.size()) + " refs)";
+}
+
 void file_service::pins_changed() {
   if (!gitfs_) return;
   reload(nullptr);

@@ -52,6 +52,10 @@ class file_service {
   void update(std::function<void(nlohmann::json)> done);
   // Another master pinned new revisions: read them and switch.
   void pins_changed();
+  // What `brine cluster status` shows as served: the commit of the first
+  // gitfs remote's base saltenv (12 digits) and how many refs are pinned;
+  // "" without gitfs.
+  std::string revision() const;
 
  private:
   // Reads the pins on the store thread, then applies them on the pool

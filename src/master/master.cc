@@ -98,7 +98,8 @@ master::master(base::master_config cfg)
         *cluster_key_,
         identity_,
         cluster_node::counters{[this] { return jobs_.published(); },
-                               [this] { return returns_received_.load(); }, nullptr});
+                               [this] { return returns_received_.load(); },
+                               [this] { return files_.revision(); }});
     // Before serving: a master holding another cluster key refuses here.
     cluster_->join();
     deliveries_.set_origin_alive([this](const std::string& name) { return cluster_->alive(name); });
