@@ -21,6 +21,10 @@ packages=(
   # The PostgreSQL store: libpq's headers to build, the server for its tests
   # (which start throwaway clusters of their own with initdb).
   postgresql libpq-dev
+  # The store that survives its primary (tests/integration/pgfailover.py):
+  # pg_auto_failover's monitor extension for this PostgreSQL and pg_autoctl,
+  # which keep a synchronous standby and promote it when the primary dies.
+  postgresql-15-auto-failover pg-auto-failover-cli
 )
 missing=()
 for p in "${packages[@]}"; do
