@@ -67,10 +67,6 @@ constexpr size_t k_chunk_rows = 500;
 
 constexpr milliseconds k_first_retry_delay{100};
 constexpr milliseconds k_max_retry_delay{5000};
-// How long add_job keeps trying through a lost connection: a failover under
-// pg_auto_failover with tuned timings takes ~6 s here (see
-// docs/architecture.md); a publish waits that long rather than fail.
-constexpr milliseconds k_add_job_retry{15000};
 
 // k_migrations[v] takes a database from version v to v + 1; append only, as
 // for SQLite. Text columns compared or sorted by brine are COLLATE "C": byte
@@ -287,6 +283,7 @@ struct config {
   std::string name;      // the URL as given (it holds no password)
   std::string endpoint;  // "host:port" for messages
   std::string origin;    // this writer's name in notifications
+  milliseconds failover_wait{0};  // see options::failover_wait
   std::vector<std::pair<std::string, std::string>> params;  // libpq keyword, value
 
   config() = default;
@@ -489,6 +486,7 @@ std::shared_ptr<config> make_config(const options& o) {
     c->params.emplace_back("password", read_password_file(*c, o.password_file));
   }
   c->origin = o.origin;
+  c->failover_wait = o.failover_wait;
   // A newline would end the origin's line in a payload early.
   std::replace(c->origin.begin(), c->origin.end(), '\n', ' ');
   return c;
@@ -739,8 +737,16 @@ class session {
       throw;
     }
     backoff_.succeeded();
+    lost_at_.reset();
     prepared_.clear();
     return conn_;
+  }
+
+  // Whether the connection was lost by a call less than failover_wait ago
+  // and not made again since: a failover may be under way, worth waiting
+  // for. A server down for longer fails calls at once again.
+  bool riding_out() const {
+    return lost_at_ && clock_type::now() < *lost_at_ + c_->failover_wait;
   }
 
   void close() {
@@ -796,11 +802,13 @@ class session {
     }
     if (c_->pq->PQstatus(conn_) != CONNECTION_OK) {
       close();
+      lost_at_ = clock_type::now();
       c_->fail_unreachable(std::string(what) + ": lost the connection to " + c_->endpoint + " (" +
                            message + ")");
     }
     if (not_primary) {
       close();
+      lost_at_ = clock_type::now();
       c_->fail_unreachable(std::string(what) + ": the server no longer takes writes (" + message +
                            "); reconnecting to whichever of " + c_->endpoint + " does");
     }
@@ -810,6 +818,7 @@ class session {
   std::shared_ptr<const config> c_;
   PGconn* conn_ = nullptr;
   backoff backoff_;
+  std::optional<clock_type::time_point> lost_at_;
   std::unordered_set<std::string> prepared_;
 };
 
@@ -1245,6 +1254,38 @@ class postgres_store final : public store {
   void ready();
   const statement& multi_row(multi kind, size_t rows);
   void insert_job(const job_record& job);
+  // The writes that are the same when done twice, once; their public
+  // versions run them through ride_out().
+  void put_key_once(const key_record& key);
+  void delete_key_once(const std::string& id, const std::string& fingerprint);
+  void write_keys_once(const std::vector<key_write>& batch);
+  void add_undelivered_once(const std::vector<undelivered_record>& batch);
+  void settle_job_once(const std::string& jid);
+  void put_minion_data_once(const std::vector<minion_data_update>& batch);
+  void delete_minion_data_once(const std::string& id);
+  // Runs `write` again while a lost connection may be a failover
+  // (session::riding_out): the first attempt's outcome is unknown (the
+  // connection may have gone during COMMIT), so only for writes that are
+  // the same when done twice.
+  template <class F>
+  void ride_out(F&& write) {
+    // From the first failure: a server that keeps taking and dropping
+    // connections (a session that is read-only) must not hold the call.
+    std::optional<clock_type::time_point> until;
+    for (;;) {
+      try {
+        write();
+        return;
+      } catch (const unreachable&) {
+        if (!until) {
+          if (!db_.riding_out()) throw;
+          until = clock_type::now() + c_->failover_wait;
+        }
+        if (clock_type::now() >= *until) throw;
+        std::this_thread::sleep_for(k_first_retry_delay);
+      }
+    }
+  }
   template <class Json = nlohmann::json>
   Json parse_json(const std::string& text, std::string_view row,
                             std::string_view column) const;
@@ -1440,6 +1481,10 @@ std::vector<key_record> postgres_store::load_keys(const std::string& id) {
 }
 
 void postgres_store::put_key(const key_record& key) {
+  ride_out([&] { put_key_once(key); });
+}
+
+void postgres_store::put_key_once(const key_record& key) {
   ready();
   db_.run(k_put_key,
           params()
@@ -1453,12 +1498,20 @@ void postgres_store::put_key(const key_record& key) {
 }
 
 void postgres_store::delete_key(const std::string& id, const std::string& fingerprint) {
+  ride_out([&] { delete_key_once(id, fingerprint); });
+}
+
+void postgres_store::delete_key_once(const std::string& id, const std::string& fingerprint) {
   ready();
   db_.run(k_delete_key, params().text(id).text(fingerprint).text(c_->origin + "\n" + id),
           "cannot delete key " + id);
 }
 
 void postgres_store::write_keys(const std::vector<key_write>& batch) {
+  ride_out([&] { write_keys_once(batch); });
+}
+
+void postgres_store::write_keys_once(const std::vector<key_write>& batch) {
   if (batch.empty()) return;
   ready();
   std::string what = "cannot store " + std::to_string(batch.size()) + " key changes";
@@ -1494,7 +1547,7 @@ void postgres_store::write_keys(const std::vector<key_write>& batch) {
   for (const auto& w : batch) {
     if (w.erase) {
       flush();
-      delete_key(w.record.id, w.record.fingerprint);
+      delete_key_once(w.record.id, w.record.fingerprint);
       continue;
     }
     if (run.size() >= k_max_run || in_run.contains({w.record.id, w.record.fingerprint})) flush();
@@ -1508,21 +1561,16 @@ void postgres_store::write_keys(const std::vector<key_write>& batch) {
 void postgres_store::add_job(const job_record& job) {
   // ON CONFLICT DO NOTHING: a publish forwarded twice stores the job once,
   // and one sent again after a lost connection (its first INSERT may have
-  // committed) too. A failover (the primary gone, a standby promoted within
-  // seconds) is ridden through for up to k_add_job_retry, so that the
-  // publish goes on rather than fails; past it, the caller is told the job
-  // is not recorded, and made true (doubtful_jobs_).
-  auto deadline = clock_type::now() + k_add_job_retry;
-  for (;;) {
-    try {
+  // committed) too. Past the failover wait the caller is told the job is
+  // not recorded, and that is made true (doubtful_jobs_).
+  try {
+    ride_out([&] {
       ready();
       insert_job(job);
-      return;
-    } catch (const unreachable&) {
-      doubtful_jobs_.insert(job.jid);
-      if (clock_type::now() >= deadline) throw;
-      std::this_thread::sleep_for(k_first_retry_delay);
-    }
+    });
+  } catch (const unreachable&) {
+    doubtful_jobs_.insert(job.jid);
+    throw;
   }
 }
 
@@ -1713,6 +1761,10 @@ size_t postgres_store::count_returns(const std::string& jid) {
 }
 
 void postgres_store::add_undelivered(const std::vector<undelivered_record>& batch) {
+  ride_out([&] { add_undelivered_once(batch); });
+}
+
+void postgres_store::add_undelivered_once(const std::vector<undelivered_record>& batch) {
   if (batch.empty()) return;
   ready();
   const std::string what = "cannot record " + std::to_string(batch.size()) + " undelivered minions";
@@ -1768,6 +1820,10 @@ std::vector<std::string> postgres_store::returned_minions(const std::string& jid
 }
 
 void postgres_store::settle_job(const std::string& jid) {
+  ride_out([&] { settle_job_once(jid); });
+}
+
+void postgres_store::settle_job_once(const std::string& jid) {
   ready();
   db_.run(k_settle_job, params().text(jid), "cannot settle job " + jid);
 }
@@ -1791,6 +1847,10 @@ size_t postgres_store::purge_jobs_before(int64_t cutoff) {
 }
 
 void postgres_store::put_minion_data(const std::vector<minion_data_update>& batch) {
+  ride_out([&] { put_minion_data_once(batch); });
+}
+
+void postgres_store::put_minion_data_once(const std::vector<minion_data_update>& batch) {
   if (batch.empty()) return;
   ready();
   const std::string what = "cannot store the data of " + std::to_string(batch.size()) + " minions";
@@ -1859,6 +1919,10 @@ std::vector<minion_data_record> postgres_store::load_minion_data() {
 }
 
 void postgres_store::delete_minion_data(const std::string& id) {
+  ride_out([&] { delete_minion_data_once(id); });
+}
+
+void postgres_store::delete_minion_data_once(const std::string& id) {
   ready();
   db_.run(k_delete_minion_data, params().text(id), "cannot forget the data of minion " + id);
 }

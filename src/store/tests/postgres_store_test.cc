@@ -104,6 +104,8 @@ class postgres_test : public ::testing::Test {
     o.url = pg_->url(db_);
     o.password_file = pg_->password_file();
     o.origin = origin;
+    // A lost connection here is a server stopped on purpose, not a failover.
+    o.failover_wait = 1s;
     return o;
   }
   std::unique_ptr<store> open_store(const std::string& origin = "test") const {
@@ -306,6 +308,34 @@ TEST_F(postgres_test, several_hosts_reach_the_one_that_takes_writes) {
   pg_->psql("ALTER DATABASE " + db_ + " RESET default_transaction_read_only", "postgres");
   ro->put_key(make_key("k1", "aa:01", key_state::pending));
   EXPECT_EQ(ro->load_keys("k1").size(), 1u);
+}
+
+TEST_F(postgres_test, a_write_rides_out_a_lost_connection_and_an_unrecorded_job_stays_so) {
+  auto s = open_store();
+  const std::string others = "SELECT count(*) FROM (SELECT pg_terminate_backend(pid, 5000) FROM "
+                             "pg_stat_activity WHERE datname = '" + db_ +
+                             "' AND pid <> pg_backend_pid()) t";
+  // The connection dies under the call: it connects again (a failover's
+  // promoted standby, here the same server) and the write is done.
+  EXPECT_EQ(psql(others), "1");
+  s->add_job(make_job("j1", 1));
+  s->settle_job("j1");
+  s->put_key(make_key("k1", "aa:01", key_state::pending));
+  EXPECT_TRUE(s->get_job("j1").has_value());
+
+  // A job whose INSERT committed but whose answer was lost, with no server
+  // to ask again within the wait: the publisher is told "not recorded",
+  // so the row is deleted when the store answers again.
+  auto quick = opts();
+  quick.failover_wait = 0ms;
+  auto q = open(quick);
+  psql("INSERT INTO jobs (jid, fun, args, kwargs, target, tgt_type, \"user\", minions, master, "
+       "created, deliver_by) VALUES ('j2', 'test.ping', '[]', '{}', '*', 'glob', '', '[\"m1\"]', "
+       "'test', 2, 0)");
+  EXPECT_EQ(psql(others), "2");
+  EXPECT_TRUE(throws_unreachable([&] { q->add_job(make_job("j2", 2)); }));
+  EXPECT_FALSE(q->get_job("j2").has_value());
+  EXPECT_TRUE(q->get_job("j1").has_value());  // settled: never touched
 }
 
 TEST_F(postgres_test, connection_refused_names_host_and_port) {
