@@ -70,6 +70,11 @@ class StoreFailoverTest(unittest.TestCase):
         self.assertIn(pg.sync_state(old_port), ("sync", "quorum"))
         self.assertEqual(pg.psql(old_port, "SHOW synchronous_commit"), "on")
 
+        # `brine store check` names every host of the URL.
+        rc, out, err = self.ms.masters[0].brine("store", "check")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("store: postgresql %s" % pg.url(), out)
+
         published = []   # (started, finished, jid)
         failed = []      # (started, finished, error)
         stop = threading.Event()
@@ -125,6 +130,9 @@ class StoreFailoverTest(unittest.TestCase):
             self.assertIsNotNone(
                 re.search(r"lost the connection|no longer takes writes|cannot connect",
                           m.daemon.log_since(since)), m.name + " never noticed the failover")
+        # Each master's change feed found the new primary and resynced.
+        for m, since in zip(self.ms.masters, marks):
+            wait_log(m.daemon, r"the change feed is back", 30, since)
         # Every refused publish was refused with the store named, not lost silently.
         for _, _, err in failed:
             self.assertIn("could not be recorded", err)
