@@ -280,9 +280,9 @@ std::string without_password(const std::string& url) {
 // Where a store connects and as whom; shared by the store and its feeds.
 struct config {
   const libpq* pq = nullptr;
-  std::string name;      // the URL as given (it holds no password)
-  std::string endpoint;  // "host:port" for messages
-  std::string origin;    // this writer's name in notifications
+  std::string name;               // the URL as given (it holds no password)
+  std::string endpoint;           // "host:port" for messages
+  std::string origin;             // this writer's name in notifications
   milliseconds failover_wait{0};  // see options::failover_wait
   std::vector<std::pair<std::string, std::string>> params;  // libpq keyword, value
 
@@ -531,7 +531,8 @@ PGconn* connect(const config& c) {
                       std::string(line.substr(quote + 8, failed - quote - 8)) + ": " + cleaned;
           }
         }
-        if (message.find(cleaned) == std::string::npos) message += (message.empty() ? "" : "; ") + cleaned;
+        if (message.find(cleaned) == std::string::npos)
+          message += (message.empty() ? "" : "; ") + cleaned;
       }
       if (message.empty()) message = pq::clean_message(nullptr);
     }
@@ -745,9 +746,7 @@ class session {
   // Whether the connection was lost by a call less than failover_wait ago
   // and not made again since: a failover may be under way, worth waiting
   // for. A server down for longer fails calls at once again.
-  bool riding_out() const {
-    return lost_at_ && clock_type::now() < *lost_at_ + c_->failover_wait;
-  }
+  bool riding_out() const { return lost_at_ && clock_type::now() < *lost_at_ + c_->failover_wait; }
 
   void close() {
     if (conn_) c_->pq->PQfinish(conn_);

@@ -282,8 +282,8 @@ TEST_F(postgres_test, several_hosts_reach_the_one_that_takes_writes) {
   // libpq tries the hosts in order: a dead first one is skipped.
   int dead = test::unused_port();
   auto o = opts();
-  o.url = "postgresql://brine@127.0.0.1:" + std::to_string(dead) + ",127.0.0.1:" +
-          std::to_string(pg_->port()) + "/" + db_ + "?sslmode=disable";
+  o.url = "postgresql://brine@127.0.0.1:" + std::to_string(dead) +
+          ",127.0.0.1:" + std::to_string(pg_->port()) + "/" + db_ + "?sslmode=disable";
   auto s = open(o);
   EXPECT_EQ(s->name(), o.url);
   s->add_job(make_job("j1", 1));
@@ -293,8 +293,8 @@ TEST_F(postgres_test, several_hosts_reach_the_one_that_takes_writes) {
   // is worth waiting for (a failover under way), naming every host.
   psql("ALTER DATABASE " + db_ + " SET default_transaction_read_only = on");
   std::string what = error_of([&] { open(o); });
-  EXPECT_NE(what.find("cannot connect to 127.0.0.1:" + std::to_string(dead) + ", 127.0.0.1:" +
-                      std::to_string(pg_->port())),
+  EXPECT_NE(what.find("cannot connect to 127.0.0.1:" + std::to_string(dead) +
+                      ", 127.0.0.1:" + std::to_string(pg_->port())),
             std::string::npos)
       << what;
   EXPECT_NE(what.find("session is read-only"), std::string::npos) << what;
@@ -304,7 +304,8 @@ TEST_F(postgres_test, several_hosts_reach_the_one_that_takes_writes) {
   auto one = opts();
   one.url = pg_->url(db_);
   auto ro = open(one);
-  EXPECT_TRUE(throws_unreachable([&] { ro->put_key(make_key("k1", "aa:01", key_state::pending)); }));
+  EXPECT_TRUE(
+      throws_unreachable([&] { ro->put_key(make_key("k1", "aa:01", key_state::pending)); }));
   pg_->psql("ALTER DATABASE " + db_ + " RESET default_transaction_read_only", "postgres");
   ro->put_key(make_key("k1", "aa:01", key_state::pending));
   EXPECT_EQ(ro->load_keys("k1").size(), 1u);
@@ -312,9 +313,10 @@ TEST_F(postgres_test, several_hosts_reach_the_one_that_takes_writes) {
 
 TEST_F(postgres_test, a_write_rides_out_a_lost_connection_and_an_unrecorded_job_stays_so) {
   auto s = open_store();
-  const std::string others = "SELECT count(*) FROM (SELECT pg_terminate_backend(pid, 5000) FROM "
-                             "pg_stat_activity WHERE datname = '" + db_ +
-                             "' AND pid <> pg_backend_pid()) t";
+  const std::string others =
+      "SELECT count(*) FROM (SELECT pg_terminate_backend(pid, 5000) FROM "
+      "pg_stat_activity WHERE datname = '" +
+      db_ + "' AND pid <> pg_backend_pid()) t";
   // The connection dies under the call: it connects again (a failover's
   // promoted standby, here the same server) and the write is done.
   EXPECT_EQ(psql(others), "1");
@@ -329,9 +331,10 @@ TEST_F(postgres_test, a_write_rides_out_a_lost_connection_and_an_unrecorded_job_
   auto quick = opts();
   quick.failover_wait = 0ms;
   auto q = open(quick);
-  psql("INSERT INTO jobs (jid, fun, args, kwargs, target, tgt_type, \"user\", minions, master, "
-       "created, deliver_by) VALUES ('j2', 'test.ping', '[]', '{}', '*', 'glob', '', '[\"m1\"]', "
-       "'test', 2, 0)");
+  psql(
+      "INSERT INTO jobs (jid, fun, args, kwargs, target, tgt_type, \"user\", minions, master, "
+      "created, deliver_by) VALUES ('j2', 'test.ping', '[]', '{}', '*', 'glob', '', '[\"m1\"]', "
+      "'test', 2, 0)");
   EXPECT_EQ(psql(others), "2");
   EXPECT_TRUE(throws_unreachable([&] { q->add_job(make_job("j2", 2)); }));
   EXPECT_FALSE(q->get_job("j2").has_value());
