@@ -1161,6 +1161,73 @@ class Suite:
                 if m.proc.poll() is None:
                     m.stop()
 
+    def store_failover(self, runs, n):
+        """A master on a PostgreSQL pair under pg_auto_failover (tests/
+        integration/pgfailover.py: monitor, primary, synchronous standby, the
+        monitor's timings tuned to seconds) with n swarm minions, publishing
+        test.ping --async in a loop: kill -9 the primary (postgres and its
+        keeper), time until the standby is promoted and until the first
+        publish started after the kill is recorded; then every return of every
+        job must be in the store."""
+        sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+        from pgfailover import FailoverCluster, pg_autoctl_available
+        if not pg_autoctl_available():
+            raise BenchError("pg_auto_failover is not installed (apt-get install "
+                             "postgresql-15-auto-failover pg-auto-failover-cli)")
+        promoted, resumed = [], []
+        for _ in range(runs):
+            pg = FailoverCluster()
+            m = swarm = None
+            try:
+                pg.start()
+                pw = pg.password_file(os.path.join(self.work, "failover-store.pw"))
+                m = Master(self.brine, self.work, store=pg.url(), store_password_file=pw)
+                swarm = Swarm(self.brine, m, n, prefix="store-failover-")
+                swarm.wait_connected(120)
+                m.ping(n)
+                jobs, stop = [], threading.Event()
+
+                def publish():
+                    while not stop.is_set():
+                        t0 = time.monotonic()
+                        rc, out, _ = m.cli("cmd", "--async", "*", "test.ping", timeout=60)
+                        jid = re.search(r"job ID: (\d{20})", out) if rc == 0 else None
+                        if jid:
+                            jobs.append((t0, time.monotonic(), jid.group(1)))
+                        time.sleep(0.05)
+                t = threading.Thread(target=publish, daemon=True)
+                t.start()
+                try:
+                    wait_for(lambda: len(jobs) >= 3, 30, "three jobs before the kill")
+                    killed = time.monotonic()
+                    old = pg.kill_primary()
+                    pg.wait_promoted(old)
+                    promoted.append(time.monotonic() - killed)
+                    wait_for(lambda: any(s >= killed for s, _, _ in jobs), 60,
+                             "a job recorded after the store's failover")
+                    resumed.append(min(f for s, f, _ in jobs if s >= killed) - killed)
+                finally:
+                    stop.set()
+                    t.join(timeout=90)
+                jids = [j for _, _, j in jobs]
+
+                def stored():
+                    rc, out, _ = m.cli("job", "list", "--out", "json", "--limit",
+                                       str(len(jids) + 100))
+                    listed = {j["jid"]: j for j in json.loads(out)} if rc == 0 else {}
+                    return all(len(listed.get(j, {}).get("returned", [])) == n for j in jids)
+                wait_for(stored, 60, f"every return of {len(jids)} jobs in the store",
+                         interval=0.5)
+            finally:
+                if swarm:
+                    swarm.stop()
+                if m:
+                    m.stop()
+                pg.cleanup()
+        self.record("store failover (pg_auto_failover): kill to standby promoted", "s", promoted)
+        self.record(f"store failover: kill to first job recorded ({n} swarm minions)", "s",
+                    resumed, "<= 20 s")
+
     def count_returns(self, m, n, seconds):
         """Returns per second of sequential test.echo jobs against n minions."""
         total, t0 = 0, time.monotonic()
@@ -1237,6 +1304,7 @@ class Suite:
                     ("hot", lambda: self.hot_multi_master(1000, 5)),
                     ("publish-hold", lambda: self.publish_hold(1000, 50)),
                     ("store", lambda: self.store_backends(1000, 4, 4, 1000)),
+                    ("store-failover", lambda: self.store_failover(1, 100)),
                     ("apply", lambda: self.state_apply(3)),
                     ("swarm-apply", lambda: self.swarm_state_apply(100, 1, 0)),
                     ("cluster", lambda: self.cluster_figures([1000], 3, 3, 1))]
@@ -1254,6 +1322,7 @@ class Suite:
                 ("hot", lambda: self.hot_multi_master(1000, 7)),
                 ("publish-hold", lambda: self.publish_hold(1000, 200)),
                 ("store", lambda: self.store_backends(10000, 8, 10, 10000)),
+                ("store-failover", lambda: self.store_failover(3, 1000)),
                 ("apply", lambda: self.state_apply(10)),
                 ("swarm-apply", lambda: self.swarm_state_apply(1000, 3, 12)),
                 ("cluster", lambda: self.cluster_figures([1000, 10000], 5, 10, 3))]
@@ -1294,7 +1363,7 @@ class Suite:
 
 
 GROUPS = ["client", "micro", "auth", "accept", "swarm", "grains", "real", "failover-real", "failover-swarm",
-          "hot", "publish-hold", "store", "apply", "swarm-apply", "cluster"]
+          "hot", "publish-hold", "store", "store-failover", "apply", "swarm-apply", "cluster"]
 
 
 def main():

@@ -23,7 +23,7 @@ namespace brine::pq {
   X(PQnotifies) X(PQfreemem) X(PQprepare) X(PQexecPrepared) X(PQexec)                \
   X(PQresultStatus) X(PQresultErrorField) X(PQresultErrorMessage) X(PQclear)         \
   X(PQntuples) X(PQgetvalue) X(PQgetlength) X(PQgetisnull) X(PQcmdTuples)            \
-  X(PQconndefaults) X(PQconninfoFree)                                                \
+  X(PQconndefaults) X(PQconninfoFree) X(PQconninfoParse)                            \
   X(PQconnectStartParams) X(PQconnectPoll) X(PQsetnonblocking) X(PQsendQueryParams)  \
   X(PQsendQuery)                                                                     \
   X(PQflush) X(PQisBusy) X(PQgetResult) X(PQnfields) X(PQfname)                      \

@@ -347,6 +347,10 @@ struct options {
   // build is reported by check() and refused by everything else. (A SQLite
   // file is always migrated on open: it has one master.)
   bool migrate = true;
+  // PostgreSQL: how long a write whose connection was lost keeps trying to
+  // reach the server again (a failover: the standby promoted), rather than
+  // fail at once. Only writes that are the same when done twice.
+  std::chrono::milliseconds failover_wait{15000};
 };
 
 // Opens the store `o` names. Throws base::error with a message naming the

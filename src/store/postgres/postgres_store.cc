@@ -24,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -265,24 +266,6 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
-std::optional<std::string> percent_decode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out += s[i];
-      continue;
-    }
-    if (i + 2 >= s.size()) return std::nullopt;
-    unsigned value = 0;
-    auto [end, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, value, 16);
-    if (ec != std::errc() || end != s.data() + i + 3) return std::nullopt;
-    out += static_cast<char>(value);
-    i += 2;
-  }
-  return out;
-}
-
 // The URL for messages when it holds a password: user:secret@ loses
 // ":secret", and a password= parameter goes.
 std::string without_password(const std::string& url) {
@@ -320,9 +303,10 @@ std::string without_password(const std::string& url) {
 // Where a store connects and as whom; shared by the store and its feeds.
 struct config {
   const libpq* pq = nullptr;
-  std::string name;      // the URL as given (it holds no password)
-  std::string endpoint;  // "host:port" for messages
-  std::string origin;    // this writer's name in notifications
+  std::string name;               // the URL as given (it holds no password)
+  std::string endpoint;           // "host:port" for messages
+  std::string origin;             // this writer's name in notifications
+  milliseconds failover_wait{0};  // see options::failover_wait
   std::vector<std::pair<std::string, std::string>> params;  // libpq keyword, value
 
   config() = default;
@@ -355,7 +339,10 @@ bool is_unreachable(std::string_view message) {
         "could not send startup packet", "the database system is starting up",
         "the database system is shutting down", "the database system is in recovery mode",
         "the database system is not yet accepting connections",
-        "the database system is not accepting connections", "too many clients already"}) {
+        "the database system is not accepting connections", "too many clients already",
+        // target_session_attrs=read-write met only standbys: a failover is
+        // under way, or the primary is down and none is promoted yet.
+        "session is read-only", "server is in hot standby mode"}) {
     if (message.find(sign) != std::string_view::npos) return true;
   }
   return false;
@@ -437,88 +424,76 @@ std::shared_ptr<config> make_config(const options& o) {
   if (scheme != "postgresql" && scheme != "postgres") {
     c->fail("unknown scheme '" + scheme + "'" + usage);
   }
-  std::string_view rest = std::string_view(url).substr(scheme_end + 3);
-  if (rest.find('#') != std::string_view::npos) c->fail("has a '#' fragment" + usage);
-  std::string_view query;
-  if (auto q = rest.find('?'); q != std::string_view::npos) {
-    query = rest.substr(q + 1);
-    rest = rest.substr(0, q);
-  }
-  auto slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
+  // libpq would read "db#x" as a database of that name; in a URL it is
+  // far more likely a mistake.
+  if (url.find('#', scheme_end) != std::string::npos) c->fail("has a '#' fragment" + usage);
 
-  auto decode = [&](std::string_view s, const char* part) {
-    auto out = percent_decode(s);
-    if (!out) c->fail(std::string("has a bad %-escape in its ") + part + usage);
-    return *out;
-  };
-
-  std::string user;
-  std::string_view hostport = authority;
-  if (auto at = authority.rfind('@'); at != std::string_view::npos) {
-    user = decode(authority.substr(0, at), "user");
-    hostport = authority.substr(at + 1);
-  }
-  std::string_view host_text = hostport;
-  std::optional<std::string_view> port_text;
-  if (starts_with(hostport, "[")) {
-    auto close = hostport.find(']');
-    if (close == std::string_view::npos) c->fail("has an unclosed [ in its host" + usage);
-    host_text = hostport.substr(1, close - 1);
-    auto after = hostport.substr(close + 1);
-    if (!after.empty()) {
-      if (after[0] != ':') c->fail("has characters after its [host]" + usage);
-      port_text = after.substr(1);
-    }
-  } else if (auto colon = hostport.rfind(':'); colon != std::string_view::npos) {
-    host_text = hostport.substr(0, colon);
-    port_text = hostport.substr(colon + 1);
-    if (host_text.find(':') != std::string_view::npos) {
-      c->fail("has an IPv6 host without brackets; write postgresql://USER@[ADDRESS]:PORT/DATABASE");
-    }
-  }
-  std::string host = decode(host_text, "host");
-  std::string port;
-  if (port_text) {
-    int value = 0;
-    auto [end, ec] =
-        std::from_chars(port_text->data(), port_text->data() + port_text->size(), value);
-    if (port_text->empty() || ec != std::errc() || end != port_text->data() + port_text->size() ||
-        value < 1 || value > 65535) {
-      c->fail("port must be 1..65535, got '" + std::string(*port_text) + "'" + usage);
-    }
-    port = std::to_string(value);
-  }
-  std::string dbname = decode(path, "database name");
-  if (dbname.empty()) c->fail("has no database name" + usage);
-
-  std::map<std::string, std::string> params;
-  if (!host.empty()) params["host"] = host;
-  if (!port.empty()) params["port"] = port;
-  if (!user.empty()) params["user"] = user;
-  params["dbname"] = dbname;
-  while (!query.empty()) {
-    auto amp = query.find('&');
-    std::string_view part = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    if (part.empty()) continue;
-    auto eq = part.find('=');
-    std::string key = decode(part.substr(0, eq), "parameters");
-    if (eq == std::string_view::npos) {
-      c->fail("parameter '" + key + "' has no value (write " + key + "=VALUE)");
-    }
-    std::string value = decode(part.substr(eq + 1), "parameters");
-    if (key == "password") c->fail(no_password);
-    if (c->pq->keywords.count(key) == 0) {
+  // What a valid URL is (several hosts, [IPv6], %-escapes, parameters) is
+  // libpq's to say: its own parser reads it, as the connection will.
+  char* parse_error = nullptr;
+  PQconninfoOption* parsed = c->pq->PQconninfoParse(url.c_str(), &parse_error);
+  if (parsed == nullptr) {
+    std::string why = parse_error ? pq::first_line(parse_error) : "libpq cannot read it";
+    if (parse_error) c->pq->PQfreemem(parse_error);
+    const std::string prefix = "invalid URI query parameter: \"";
+    if (why.rfind(prefix, 0) == 0 && why.size() > prefix.size() + 1) {
+      std::string key = why.substr(prefix.size(), why.size() - prefix.size() - 1);
       c->fail("unknown parameter '" + key +
               "'; libpq's parameters are listed at "
               "https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS");
     }
-    if (key == "client_encoding" && value != "UTF8" && value != "utf8") {
-      c->fail("client_encoding must be UTF8: brine's text is UTF-8");
+    c->fail("libpq cannot read it (" + why + ")" + usage);
+  }
+  std::map<std::string, std::string> params;
+  for (PQconninfoOption* opt = parsed; opt->keyword != nullptr; ++opt) {
+    if (opt->val != nullptr) params[opt->keyword] = opt->val;
+  }
+  if (auto pw = params.find("password"); pw != params.end()) {
+    std::fill(pw->second.begin(), pw->second.end(), '\0');
+    params.erase(pw);
+    c->pq->PQconninfoFree(parsed);  // libpq's copy of it goes too
+    c->fail(no_password);
+  }
+  c->pq->PQconninfoFree(parsed);
+
+  if (params["dbname"].empty()) c->fail("has no database name" + usage);
+  auto split = [](const std::string& list) {
+    std::vector<std::string> out;
+    size_t at = 0;
+    for (;;) {
+      auto comma = list.find(',', at);
+      out.push_back(list.substr(at, comma == std::string::npos ? comma : comma - at));
+      if (comma == std::string::npos) return out;
+      at = comma + 1;
     }
-    params[key] = value;
+  };
+  std::vector<std::string> hosts = split(params.count("host") ? params["host"] : "");
+  std::vector<std::string> ports = split(params.count("port") ? params["port"] : "");
+  for (const auto& port : ports) {
+    if (port.empty()) continue;  // that host's default
+    int value = 0;
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc() || end != port.data() + port.size() || value < 1 || value > 65535) {
+      c->fail("port must be 1..65535, got '" + port + "'" +
+              (port.find(':') != std::string::npos
+                   ? "; an IPv6 host needs brackets: postgresql://USER@[ADDRESS]:PORT/DATABASE"
+                   : usage));
+    }
+  }
+  if (auto e = params.find("client_encoding");
+      e != params.end() && e->second != "UTF8" && e->second != "utf8") {
+    c->fail("client_encoding must be UTF8: brine's text is UTF-8");
+  }
+  // Several hosts are a primary and its standbys: the store writes, so it
+  // (and its change feed, whose notifications only the primary sends) must
+  // reach the one that takes writes, whichever that is now.
+  if (hosts.size() > 1) params.try_emplace("target_session_attrs", "read-write");
+  // Every host for messages: "h1:5432, h2:5433".
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    std::string port = ports.size() == hosts.size() ? ports[i] : ports.size() == 1 ? ports[0] : "";
+    std::string shown = hosts[i].empty() ? "the local socket" : hosts[i];
+    if (shown.find(':') != std::string::npos) shown = "[" + shown + "]";
+    c->endpoint += (i ? ", " : "") + shown + ":" + (port.empty() ? "5432" : port);
   }
   // A dead server or a silent network is noticed within seconds rather than
   // at the kernel's two hours (the change feed only ever reads).
@@ -529,14 +504,12 @@ std::shared_ptr<config> make_config(const options& o) {
   params.try_emplace("keepalives_count", "3");
   params["client_encoding"] = "UTF8";
 
-  std::string shown_host = params.count("host") ? params["host"] : "the local socket";
-  std::string shown_port = params.count("port") ? params["port"] : "5432";
-  c->endpoint = shown_host + ":" + shown_port;
   for (auto& [key, value] : params) c->params.emplace_back(key, value);
   if (!o.password_file.empty()) {
     c->params.emplace_back("password", read_password_file(*c, o.password_file));
   }
   c->origin = o.origin;
+  c->failover_wait = o.failover_wait;
   // A newline would end the origin's line in a payload early.
   std::replace(c->origin.begin(), c->origin.end(), '\n', ' ');
   return c;
@@ -558,7 +531,34 @@ PGconn* connect(const config& c) {
   PGconn* conn = c.pq->PQconnectdbParams(keys.data(), values.data(), 0);
   if (conn == nullptr) c.fail("cannot connect to " + c.endpoint + ": out of memory");
   if (c.pq->PQstatus(conn) != CONNECTION_OK) {
-    std::string message = pq::clean_message(c.pq->PQerrorMessage(conn));
+    // With several hosts libpq says why each failed, a line each (and a
+    // line may go on over the next ones, indented): every host's reason.
+    std::string message;
+    {
+      std::string_view raw = c.pq->PQerrorMessage(conn);
+      while (!raw.empty()) {
+        auto nl = raw.find('\n');
+        std::string_view line = raw.substr(0, nl);
+        raw = nl == std::string_view::npos ? std::string_view() : raw.substr(nl + 1);
+        if (line.empty() || line[0] == ' ' || line[0] == '\t') continue;
+        std::string cleaned = pq::clean_message(std::string(line).c_str());
+        // 'connection to server at "h", port 5432 failed: why' -> "h:5432: why"
+        // when there are several hosts to tell apart.
+        if (c.endpoint.find(", ") != std::string::npos) {
+          constexpr std::string_view k_at = "connection to server at \"";
+          auto quote = line.find("\", port ");
+          auto failed = line.find(" failed: ");
+          if (line.rfind(k_at, 0) == 0 && quote != std::string_view::npos &&
+              failed != std::string_view::npos && quote < failed) {
+            cleaned = std::string(line.substr(k_at.size(), quote - k_at.size())) + ":" +
+                      std::string(line.substr(quote + 8, failed - quote - 8)) + ": " + cleaned;
+          }
+        }
+        if (message.find(cleaned) == std::string::npos)
+          message += (message.empty() ? "" : "; ") + cleaned;
+      }
+      if (message.empty()) message = pq::clean_message(nullptr);
+    }
     c.pq->PQfinish(conn);
     std::string fix;
     if (message.find("password authentication failed") != std::string::npos) {
@@ -761,9 +761,15 @@ class session {
       throw;
     }
     backoff_.succeeded();
+    lost_at_.reset();
     prepared_.clear();
     return conn_;
   }
+
+  // Whether the connection was lost by a call less than failover_wait ago
+  // and not made again since: a failover may be under way, worth waiting
+  // for. A server down for longer fails calls at once again.
+  bool riding_out() const { return lost_at_ && clock_type::now() < *lost_at_ + c_->failover_wait; }
 
   void close() {
     if (conn_) c_->pq->PQfinish(conn_);
@@ -802,7 +808,14 @@ class session {
     auto status = r ? c_->pq->PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result(*c_, r);
     std::string message;
+    bool not_primary = false;
     if (r) {
+      // 25006: a write on a node that is a standby now (demoted after a
+      // failover); 57P01..57P03: the server is shutting down or restarting.
+      // Another host of the URL may take the writes: reconnect.
+      const char* state = c_->pq->PQresultErrorField(r, PG_DIAG_SQLSTATE);
+      not_primary = state != nullptr && (std::string_view(state) == "25006" ||
+                                         std::string_view(state).substr(0, 4) == "57P0");
       const char* primary = c_->pq->PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
       message = primary ? pq::first_line(primary) : pq::clean_message(c_->pq->PQresultErrorMessage(r));
       c_->pq->PQclear(r);
@@ -811,8 +824,15 @@ class session {
     }
     if (c_->pq->PQstatus(conn_) != CONNECTION_OK) {
       close();
+      lost_at_ = clock_type::now();
       c_->fail_unreachable(std::string(what) + ": lost the connection to " + c_->endpoint + " (" +
                            message + ")");
+    }
+    if (not_primary) {
+      close();
+      lost_at_ = clock_type::now();
+      c_->fail_unreachable(std::string(what) + ": the server no longer takes writes (" + message +
+                           "); reconnecting to whichever of " + c_->endpoint + " does");
     }
     c_->fail(std::string(what) + ": " + message);
   }
@@ -820,6 +840,7 @@ class session {
   std::shared_ptr<const config> c_;
   PGconn* conn_ = nullptr;
   backoff backoff_;
+  std::optional<clock_type::time_point> lost_at_;
   std::unordered_set<std::string> prepared_;
 };
 
@@ -990,6 +1011,12 @@ constexpr statement k_add_job{
     ", settled) VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, "
     "$8::text, $9::text, $10::bigint, $11::bigint, false) ON CONFLICT (jid) DO NOTHING "
     "RETURNING 1) SELECT pg_notify('brine_jobs', $12::text) FROM j"};
+// A job that was never sent has neither returns nor a settled flag.
+constexpr statement k_forget_jobs{
+    "forget_jobs",
+    "DELETE FROM jobs j WHERE j.jid = ANY($1::text[]) AND NOT j.settled AND NOT EXISTS "
+    "(SELECT 1 FROM returns r WHERE r.jid = j.jid) AND NOT EXISTS "
+    "(SELECT 1 FROM undelivered u WHERE u.jid = j.jid)"};
 constexpr statement k_list_jobs{"list_jobs",
                                 "SELECT " BRINE_JOB_COLUMNS
                                 " FROM jobs ORDER BY created DESC, jid DESC LIMIT $1::bigint"};
@@ -1392,6 +1419,39 @@ class postgres_store final : public store {
   // `brine store migrate` ran meanwhile).
   void ready();
   const statement& multi_row(multi kind, size_t rows);
+  void insert_job(const job_record& job);
+  // The writes that are the same when done twice, once; their public
+  // versions run them through ride_out().
+  void put_key_once(const key_record& key);
+  void delete_key_once(const std::string& id, const std::string& fingerprint);
+  void write_keys_once(const std::vector<key_write>& batch);
+  void add_undelivered_once(const std::vector<undelivered_record>& batch);
+  void settle_job_once(const std::string& jid);
+  void put_minion_data_once(const std::vector<minion_data_update>& batch);
+  void delete_minion_data_once(const std::string& id);
+  // Runs `write` again while a lost connection may be a failover
+  // (session::riding_out): the first attempt's outcome is unknown (the
+  // connection may have gone during COMMIT), so only for writes that are
+  // the same when done twice.
+  template <class F>
+  void ride_out(F&& write) {
+    // From the first failure: a server that keeps taking and dropping
+    // connections (a session that is read-only) must not hold the call.
+    std::optional<clock_type::time_point> until;
+    for (;;) {
+      try {
+        write();
+        return;
+      } catch (const unreachable&) {
+        if (!until) {
+          if (!db_.riding_out()) throw;
+          until = clock_type::now() + c_->failover_wait;
+        }
+        if (clock_type::now() >= *until) throw;
+        std::this_thread::sleep_for(k_first_retry_delay);
+      }
+    }
+  }
   template <class Json = nlohmann::json>
   Json parse_json(const std::string& text, std::string_view row,
                             std::string_view column) const;
@@ -1408,6 +1468,11 @@ class postgres_store final : public store {
   std::shared_ptr<const config> c_;
   session db_;
   bool schema_ok_ = false;
+  // Jobs whose add_job failed after its statement may have reached the
+  // server (the connection was lost before the answer): the publisher said
+  // "not recorded, not sent", so a row that did land is deleted as soon as
+  // the store answers again, before any master could deliver it.
+  std::set<std::string> doubtful_jobs_;
   // Generated multi-row statements by name; nodes keep their strings in place.
   std::unordered_map<std::string, std::pair<std::string, statement>> multi_;
 };
@@ -1431,6 +1496,12 @@ int postgres_store::read_version() {
 }
 
 void postgres_store::ready() {
+  if (!doubtful_jobs_.empty()) {
+    std::vector<std::string> jids(doubtful_jobs_.begin(), doubtful_jobs_.end());
+    auto r = db_.run(k_forget_jobs, params().array(jids),
+                     "cannot delete " + std::to_string(jids.size()) + " jobs reported unrecorded");
+    doubtful_jobs_.clear();
+  }
   if (schema_ok_) return;
   auto problem = postgres_schema_problem(read_version(), k_postgres_schema_version);
   if (!problem.empty()) c_->fail(problem);
@@ -1581,6 +1652,10 @@ std::vector<key_record> postgres_store::load_keys(const std::string& id) {
 }
 
 void postgres_store::put_key(const key_record& key) {
+  ride_out([&] { put_key_once(key); });
+}
+
+void postgres_store::put_key_once(const key_record& key) {
   ready();
   db_.run(k_put_key,
           params()
@@ -1594,12 +1669,20 @@ void postgres_store::put_key(const key_record& key) {
 }
 
 void postgres_store::delete_key(const std::string& id, const std::string& fingerprint) {
+  ride_out([&] { delete_key_once(id, fingerprint); });
+}
+
+void postgres_store::delete_key_once(const std::string& id, const std::string& fingerprint) {
   ready();
   db_.run(k_delete_key, params().text(id).text(fingerprint).text(c_->origin + "\n" + id),
           "cannot delete key " + id);
 }
 
 void postgres_store::write_keys(const std::vector<key_write>& batch) {
+  ride_out([&] { write_keys_once(batch); });
+}
+
+void postgres_store::write_keys_once(const std::vector<key_write>& batch) {
   if (batch.empty()) return;
   ready();
   std::string what = "cannot store " + std::to_string(batch.size()) + " key changes";
@@ -1635,7 +1718,7 @@ void postgres_store::write_keys(const std::vector<key_write>& batch) {
   for (const auto& w : batch) {
     if (w.erase) {
       flush();
-      delete_key(w.record.id, w.record.fingerprint);
+      delete_key_once(w.record.id, w.record.fingerprint);
       continue;
     }
     if (run.size() >= k_max_run || in_run.contains({w.record.id, w.record.fingerprint})) flush();
@@ -1653,8 +1736,22 @@ std::string postgres_store::job_payload(const job_record& job) const {
 }
 
 void postgres_store::add_job(const job_record& job) {
-  ready();
-  // ON CONFLICT DO NOTHING: a publish forwarded twice stores the job once.
+  // ON CONFLICT DO NOTHING: a publish forwarded twice stores the job once,
+  // and one sent again after a lost connection (its first INSERT may have
+  // committed) too. Past the failover wait the caller is told the job is
+  // not recorded, and that is made true (doubtful_jobs_).
+  try {
+    ride_out([&] {
+      ready();
+      insert_job(job);
+    });
+  } catch (const unreachable&) {
+    doubtful_jobs_.insert(job.jid);
+    throw;
+  }
+}
+
+void postgres_store::insert_job(const job_record& job) {
   db_.run(k_add_job,
           params()
               .text(job.jid)
@@ -1670,6 +1767,7 @@ void postgres_store::add_job(const job_record& job) {
               .int8(job.deliver_by)
               .text(job_payload(job)),
           "cannot store job " + job.jid);
+  doubtful_jobs_.erase(job.jid);
 }
 
 job_record postgres_store::read_job(const result& r, int row) const {
@@ -1841,6 +1939,10 @@ size_t postgres_store::count_returns(const std::string& jid) {
 }
 
 void postgres_store::add_undelivered(const std::vector<undelivered_record>& batch) {
+  ride_out([&] { add_undelivered_once(batch); });
+}
+
+void postgres_store::add_undelivered_once(const std::vector<undelivered_record>& batch) {
   if (batch.empty()) return;
   ready();
   const std::string what = "cannot record " + std::to_string(batch.size()) + " undelivered minions";
@@ -1907,6 +2009,10 @@ std::vector<std::string> postgres_store::returned_minions(const std::string& jid
 }
 
 void postgres_store::settle_job(const std::string& jid) {
+  ride_out([&] { settle_job_once(jid); });
+}
+
+void postgres_store::settle_job_once(const std::string& jid) {
   ready();
   db_.run(k_settle_job, params().text(jid), "cannot settle job " + jid);
 }
@@ -1930,6 +2036,10 @@ size_t postgres_store::purge_jobs_before(int64_t cutoff) {
 }
 
 void postgres_store::put_minion_data(const std::vector<minion_data_update>& batch) {
+  ride_out([&] { put_minion_data_once(batch); });
+}
+
+void postgres_store::put_minion_data_once(const std::vector<minion_data_update>& batch) {
   if (batch.empty()) return;
   ready();
   const std::string what = "cannot store the data of " + std::to_string(batch.size()) + " minions";
@@ -2077,6 +2187,10 @@ bool postgres_store::remove_member(const std::string& name) {
 }
 
 void postgres_store::delete_minion_data(const std::string& id) {
+  ride_out([&] { delete_minion_data_once(id); });
+}
+
+void postgres_store::delete_minion_data_once(const std::string& id) {
   ready();
   db_.run(k_delete_minion_data, params().text(id), "cannot forget the data of minion " + id);
 }

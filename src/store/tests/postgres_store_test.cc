@@ -104,6 +104,8 @@ class postgres_test : public ::testing::Test {
     o.url = pg_->url(db_);
     o.password_file = pg_->password_file();
     o.origin = origin;
+    // A lost connection here is a server stopped on purpose, not a failover.
+    o.failover_wait = 1s;
     return o;
   }
   std::unique_ptr<store> open_store(const std::string& origin = "test") const {
@@ -234,16 +236,16 @@ TEST_F(postgres_test, broken_urls_say_what_is_wrong) {
       {host + "99999/db", "port must be 1..65535, got '99999'"},
       {host + "0/db", "port must be 1..65535, got '0'"},
       {host + "port/db", "port must be 1..65535, got 'port'"},
-      {host + "/db", "port must be 1..65535, got ''"},
       {host + "5432/", "has no database name"},
       {host + "5432", "has no database name"},
       {host + "5432/db?bogus=1", "unknown parameter 'bogus'"},
-      {host + "5432/db?sslmode", "parameter 'sslmode' has no value"},
-      {host + "5432/d%zzb", "bad %-escape"},
+      {host + "5432/db?sslmode", "missing key/value separator"},
+      {host + "5432/d%zzb", "invalid percent-encoded token"},
       {host + "5432/db#x", "fragment"},
       {host + "5432/db?client_encoding=LATIN1", "client_encoding must be UTF8"},
-      {"postgresql://brine@[::1/db", "unclosed ["},
-      {"postgresql://brine@::1:5432/db", "IPv6 host without brackets"},
+      {"postgresql://brine@[::1/db", "matching \"]\" in IPv6 host address"},
+      {"postgresql://brine@::1:5432/db", "an IPv6 host needs brackets"},
+      {"postgresql://brine@h1:5432,h2:99999/db", "port must be 1..65535, got '99999'"},
       {"mysql://brine@127.0.0.1:5432/db", "unknown scheme 'mysql'"},
       {"postgresql:127.0.0.1/db", "is not a URL"},
   };
@@ -274,6 +276,69 @@ TEST_F(postgres_test, broken_urls_say_what_is_wrong) {
   EXPECT_EQ(s->name(), o.url);
   EXPECT_EQ(psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'brine-test'"),
             "1");
+}
+
+TEST_F(postgres_test, several_hosts_reach_the_one_that_takes_writes) {
+  // libpq tries the hosts in order: a dead first one is skipped.
+  int dead = test::unused_port();
+  auto o = opts();
+  o.url = "postgresql://brine@127.0.0.1:" + std::to_string(dead) +
+          ",127.0.0.1:" + std::to_string(pg_->port()) + "/" + db_ + "?sslmode=disable";
+  auto s = open(o);
+  EXPECT_EQ(s->name(), o.url);
+  s->add_job(make_job("j1", 1));
+  EXPECT_TRUE(s->get_job("j1").has_value());
+  // target_session_attrs=read-write is added for several hosts: a database
+  // whose sessions are read-only (as a standby's) is passed over, and that
+  // is worth waiting for (a failover under way), naming every host.
+  psql("ALTER DATABASE " + db_ + " SET default_transaction_read_only = on");
+  std::string what = error_of([&] { open(o); });
+  EXPECT_NE(what.find("cannot connect to 127.0.0.1:" + std::to_string(dead) +
+                      ", 127.0.0.1:" + std::to_string(pg_->port())),
+            std::string::npos)
+      << what;
+  EXPECT_NE(what.find("session is read-only"), std::string::npos) << what;
+  EXPECT_TRUE(throws_unreachable([&] { open(o); }));
+  // With one host and no target_session_attrs, the session opens read-only;
+  // its first write finds out, and the store reconnects rather than stays.
+  auto one = opts();
+  one.url = pg_->url(db_);
+  auto ro = open(one);
+  EXPECT_TRUE(
+      throws_unreachable([&] { ro->put_key(make_key("k1", "aa:01", key_state::pending)); }));
+  pg_->psql("ALTER DATABASE " + db_ + " RESET default_transaction_read_only", "postgres");
+  ro->put_key(make_key("k1", "aa:01", key_state::pending));
+  EXPECT_EQ(ro->load_keys("k1").size(), 1u);
+}
+
+TEST_F(postgres_test, a_write_rides_out_a_lost_connection_and_an_unrecorded_job_stays_so) {
+  auto s = open_store();
+  const std::string others =
+      "SELECT count(*) FROM (SELECT pg_terminate_backend(pid, 5000) FROM "
+      "pg_stat_activity WHERE datname = '" +
+      db_ + "' AND pid <> pg_backend_pid()) t";
+  // The connection dies under the call: it connects again (a failover's
+  // promoted standby, here the same server) and the write is done.
+  EXPECT_EQ(psql(others), "1");
+  s->add_job(make_job("j1", 1));
+  s->settle_job("j1");
+  s->put_key(make_key("k1", "aa:01", key_state::pending));
+  EXPECT_TRUE(s->get_job("j1").has_value());
+
+  // A job whose INSERT committed but whose answer was lost, with no server
+  // to ask again within the wait: the publisher is told "not recorded",
+  // so the row is deleted when the store answers again.
+  auto quick = opts();
+  quick.failover_wait = 0ms;
+  auto q = open(quick);
+  psql(
+      "INSERT INTO jobs (jid, fun, args, kwargs, target, tgt_type, \"user\", minions, master, "
+      "created, deliver_by) VALUES ('j2', 'test.ping', '[]', '{}', '*', 'glob', '', '[\"m1\"]', "
+      "'test', 2, 0)");
+  EXPECT_EQ(psql(others), "2");
+  EXPECT_TRUE(throws_unreachable([&] { q->add_job(make_job("j2", 2)); }));
+  EXPECT_FALSE(q->get_job("j2").has_value());
+  EXPECT_TRUE(q->get_job("j1").has_value());  // settled: never touched
 }
 
 TEST_F(postgres_test, connection_refused_names_host_and_port) {

@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""A throwaway PostgreSQL pair under pg_auto_failover for the integration
+tests (standard library only).
+
+    pg = FailoverCluster()
+    pg.start()                     # monitor, primary, synchronous standby
+    url = pg.url()                 # postgresql://brine@127.0.0.1:P1,127.0.0.1:P2/brine?...
+    pg.password_file(path)         # the role's password, mode 0600
+    old = pg.primary()             # "n1" or "n2"
+    pg.kill_primary()              # kill -9 of its keeper and its postgres
+    pg.wait_promoted(old)          # the other node takes writes (bounded)
+    pg.cleanup()                   # stops everything, removes the directory
+
+Everything lives in one temporary directory: the monitor's data, each node's
+data, pg_autoctl's configuration and state (XDG_CONFIG_HOME, XDG_DATA_HOME
+point there) and the logs. Every server listens on 127.0.0.1 only, on a free
+port. The monitor is tuned to decide in seconds rather than pg_auto_failover's
+defaults (a node unhealthy after 20 s, then 30 s for the old primary to
+demote itself: ~50 s from a crash to writes on the standby); those defaults
+suit a real network, where a primary that is only cut off must have time to
+notice and stop taking writes before the standby does.
+
+The role `brine` logs in over TCP with a random password (scram-sha-256);
+the superuser `postgres` uses TCP with trust for the set-up (psql()).
+PostgreSQL and pg_autoctl refuse to run as root, so as root every program of
+theirs runs as the user `postgres`. Every wait is bounded and fails with a
+message naming what it waited for.
+"""
+
+import atexit
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+from pgserver import find_bin
+
+# Bound on creating a node, on a standby's catching up, on a promotion.
+TIMEOUT = 120
+NODES = ("n1", "n2")
+
+# The monitor's timings (milliseconds): a health check a second, a node
+# unhealthy after 2 s without answer, the old primary given 3 s to demote
+# itself before the standby's promotion completes.
+MONITOR_SETTINGS = {
+    "pgautofailover.health_check_period": "1000",
+    "pgautofailover.health_check_timeout": "1000",
+    "pgautofailover.health_check_max_retries": "1",
+    "pgautofailover.health_check_retry_delay": "500",
+    "pgautofailover.node_considered_unhealthy_timeout": "2000",
+    "pgautofailover.primary_demote_timeout": "3000",
+    "pgautofailover.startup_grace_period": "2000",
+}
+
+
+def pg_autoctl_available():
+    """True when pg_autoctl and the monitor's extension are installed."""
+    b = find_bin()
+    if not b or not shutil.which("pg_autoctl"):
+        return False
+    lib = os.path.join(os.path.dirname(b), "lib", "pgautofailover.so")
+    return os.path.exists(lib)
+
+
+def require_pg_auto_failover():
+    """Raises unittest.SkipTest when pg_auto_failover is not installed, or an
+    AssertionError when BRINE_REQUIRE_POSTGRES=1 (CI) says it must be."""
+    if pg_autoctl_available():
+        return
+    why = ("pg_auto_failover is not installed (no pg_autoctl, or no pgautofailover.so for "
+           "this PostgreSQL); install pg-auto-failover-cli and postgresql-15-auto-failover "
+           "(scripts/deps.sh) to run these tests")
+    if os.environ.get("BRINE_REQUIRE_POSTGRES") == "1":
+        raise AssertionError(why + " (BRINE_REQUIRE_POSTGRES=1 makes this a failure)")
+    raise unittest.SkipTest(why)
+
+
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _children(pid):
+    """The pids whose parent is `pid`."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # The command may hold spaces and parentheses: the fields after the last ')'.
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == pid:
+            out.append(int(entry))
+    return out
+
+
+def _alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:].split()[0] != "Z"
+
+
+class FailoverCluster:
+    """A pg_auto_failover monitor and two data nodes; see the module text."""
+
+    def __init__(self):
+        self.bin = find_bin()
+        if not pg_autoctl_available():
+            raise AssertionError("pg_auto_failover is not installed; call "
+                                 "require_pg_auto_failover() first")
+        self.dir = tempfile.mkdtemp(prefix="brine-pgaf-")
+        self.password = secrets.token_hex(16)
+        self.monitor_port = _free_port()
+        self.ports = {}
+        self.keepers = {}  # name -> Popen of `pg_autoctl ... --run` / `pg_autoctl run`
+        self.logs = {}
+        self._user = None
+        self._env = dict(os.environ,
+                         XDG_CONFIG_HOME=os.path.join(self.dir, "config"),
+                         XDG_DATA_HOME=os.path.join(self.dir, "share"),
+                         PG_CONFIG=os.path.join(self.bin, "pg_config"))
+        self._env.pop("PGPASSWORD", None)
+        if os.geteuid() == 0:
+            try:
+                pw = pwd.getpwnam("postgres")
+            except KeyError:
+                raise AssertionError("PostgreSQL refuses to run as root and there is no user "
+                                     "postgres to run it as")
+            self._user = "postgres"
+            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+        atexit.register(self.cleanup)
+
+    # -- processes -----------------------------------------------------
+
+    def _as_server_user(self, args):
+        return (["runuser", "-u", self._user, "--"] + args) if self._user else args
+
+    def _run(self, args, timeout=TIMEOUT):
+        try:
+            p = subprocess.run(self._as_server_user(args), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=timeout, cwd=self.dir, env=self._env)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("timed out after %d s: %s" % (timeout, " ".join(args)))
+        return p.returncode, p.stdout.decode("utf-8", "replace")
+
+    def _spawn(self, name, args):
+        """Starts a pg_autoctl service in a process group of its own, its
+        output in NAME.log."""
+        path = os.path.join(self.dir, name + ".log")
+        log = open(path, "ab")
+        try:
+            p = subprocess.Popen(self._as_server_user(args), stdin=subprocess.DEVNULL,
+                                 stdout=log, stderr=subprocess.STDOUT, cwd=self.dir,
+                                 env=self._env, start_new_session=True)
+        finally:
+            log.close()
+        self.keepers[name] = p
+        self.logs[name] = path
+
+    def log(self, name):
+        try:
+            with open(self.logs.get(name, ""), "r", errors="replace") as f:
+                return f.read()
+        except (FileNotFoundError, OSError):
+            return ""
+
+    def _tail(self, name, lines=30):
+        return "\n".join(self.log(name).splitlines()[-lines:])
+
+    def _data(self, name):
+        return os.path.join(self.dir, name)
+
+    def _wait(self, predicate, timeout, what, logs=()):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if predicate():
+                    return
+            except AssertionError:
+                pass
+            if time.monotonic() >= deadline:
+                shown = "".join("\n--- %s.log (last lines):\n%s" % (n, self._tail(n))
+                                for n in logs)
+                raise AssertionError("timed out after %d s waiting for %s%s"
+                                     % (timeout, what, shown))
+            time.sleep(0.2)
+
+    # -- SQL -------------------------------------------------------------
+
+    def psql(self, port, sql, db="postgres", timeout=15):
+        """Runs SQL as the superuser over TCP (trust); returns the rows
+        (unaligned, tuples only, stripped). Raises AssertionError on failure."""
+        args = [os.path.join(self.bin, "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-d", db, "-c", sql]
+        try:
+            p = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=timeout,
+                               env=dict(self._env, PGCONNECT_TIMEOUT="3"))
+        except subprocess.TimeoutExpired:
+            raise AssertionError("psql timed out after %d s on port %d: %s" % (timeout, port, sql))
+        out = p.stdout.decode("utf-8", "replace")
+        if p.returncode != 0:
+            raise AssertionError("psql failed on port %d: %s\n%s" % (port, sql, out))
+        return out.strip()
+
+    def monitor_sql(self, sql):
+        return self.psql(self.monitor_port, sql, db="pg_auto_failover")
+
+    def states(self):
+        """{node name: (reported state, assigned state)} from the monitor."""
+        rows = self.monitor_sql("SELECT nodename, reportedstate, goalstate FROM pgautofailover.node")
+        out = {}
+        for line in rows.splitlines():
+            name, reported, goal = line.split("|")
+            out[name] = (reported, goal)
+        return out
+
+    # -- set-up ----------------------------------------------------------
+
+    def start(self):
+        """The monitor, then n1 (the primary), then n2 (its synchronous
+        standby); returns when the monitor reports primary and secondary and
+        the primary lists the standby as synchronous."""
+        pgctl = os.path.join(self.bin, "pg_ctl")
+        monitor = self._data("monitor")
+        rc, out = self._run(["pg_autoctl", "create", "monitor", "--pgdata", monitor,
+                             "--pgport", str(self.monitor_port), "--hostname", "127.0.0.1",
+                             "--auth", "trust", "--no-ssl", "--pgctl", pgctl])
+        if rc != 0:
+            raise AssertionError("pg_autoctl create monitor failed:\n" + out)
+        rc, out = self._run(["pg_autoctl", "config", "set", "--pgdata", monitor,
+                             "postgresql.listen_addresses", "127.0.0.1"])
+        if rc != 0:
+            raise AssertionError("pg_autoctl config set listen_addresses failed:\n" + out)
+        # Read at the monitor's start, as ALTER SYSTEM would have written them.
+        with open(os.path.join(monitor, "postgresql.auto.conf"), "a") as f:
+            for k, v in MONITOR_SETTINGS.items():
+                f.write("%s = '%s'\n" % (k, v))
+        self._spawn("monitor", ["pg_autoctl", "run", "--pgdata", monitor])
+        self._wait(lambda: self.monitor_sql("SELECT 1") == "1", TIMEOUT,
+                   "the pg_auto_failover monitor on port %d" % self.monitor_port, ["monitor"])
+
+        self._create_node("n1")
+        self._wait(lambda: self.states().get("n1") == ("single", "single"), TIMEOUT,
+                   "n1 to be the single node", ["n1", "monitor"])
+        p1 = self.ports["n1"]
+        self.psql(p1, "CREATE ROLE brine LOGIN PASSWORD '%s'" % self.password)
+        self.psql(p1, "ALTER DATABASE brine OWNER TO brine")
+        # The role logs in with its password; pg_autoctl's rules (trust for
+        # its own users on loopback) stay below. The standby's base backup
+        # copies this file.
+        hba = os.path.join(self._data("n1"), "pg_hba.conf")
+        with open(hba) as f:
+            rules = f.read()
+        with open(hba, "w") as f:
+            f.write("host all brine 127.0.0.1/32 scram-sha-256\n" + rules)
+        self.psql(p1, "SELECT pg_reload_conf()")
+
+        self._create_node("n2")
+
+        def standby_ready():
+            # pg_basebackup waits for a checkpoint, spread over minutes by
+            # default: asked for at once instead.
+            self.psql(p1, "CHECKPOINT")
+            s = self.states()
+            return (s.get("n1") == ("primary", "primary") and
+                    s.get("n2") == ("secondary", "secondary"))
+        self._wait(standby_ready, TIMEOUT, "n2 to be n1's secondary", ["n2", "n1", "monitor"])
+        self._wait(lambda: self.sync_state(self.ports["n1"]) in ("sync", "quorum"), 30,
+                   "n1 to list n2 as a synchronous standby (pg_stat_replication)")
+        return self
+
+    def _create_node(self, name):
+        port = _free_port()
+        self.ports[name] = port
+        mon = "postgres://autoctl_node@127.0.0.1:%d/pg_auto_failover?sslmode=disable" % (
+            self.monitor_port)
+        self._spawn(name, ["pg_autoctl", "create", "postgres", "--pgdata", self._data(name),
+                           "--pgport", str(port), "--listen", "127.0.0.1",
+                           "--hostname", "127.0.0.1", "--name", name, "--dbname", "brine",
+                           "--monitor", mon, "--auth", "trust", "--no-ssl",
+                           "--ssl-mode", "disable",
+                           "--pgctl", os.path.join(self.bin, "pg_ctl"), "--run"])
+
+    # -- what tests use --------------------------------------------------
+
+    def url(self, db="brine"):
+        hosts = ",".join("127.0.0.1:%d" % self.ports[n] for n in NODES)
+        return ("postgresql://brine@%s/%s?target_session_attrs=read-write&sslmode=disable"
+                % (hosts, db))
+
+    def password_file(self, path):
+        """Writes the password of `brine` to `path` with mode 0600; returns path."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.password + "\n")
+        os.chmod(path, 0o600)
+        return path
+
+    def primary(self):
+        """The name of the node the monitor has as primary (or wait_primary)."""
+        for name, (reported, goal) in self.states().items():
+            if reported in ("primary", "wait_primary") and goal == reported:
+                return name
+        raise AssertionError("the monitor reports no primary: %s" % self.states())
+
+    def sync_state(self, port):
+        """pg_stat_replication's sync_state of the standby on the node at
+        `port` ('sync', 'quorum', 'async', or '' with no standby)."""
+        return self.psql(port, "SELECT sync_state FROM pg_stat_replication LIMIT 1")
+
+    def synchronous_standby_names(self, port):
+        return self.psql(port, "SHOW synchronous_standby_names")
+
+    def _postmaster(self, name):
+        try:
+            with open(os.path.join(self._data(name), "postmaster.pid")) as f:
+                return int(f.readline())
+        except (OSError, ValueError):
+            return None
+
+    def kill_node(self, name):
+        """kill -9 of the node's keeper (so that it does not restart its
+        postgres) and of its postgres, every process of it at once, as when
+        the machine dies."""
+        doomed = []
+        keeper = self.keepers.get(name)
+        if keeper is not None:
+            doomed.append(keeper.pid)
+            doomed += _children(keeper.pid)
+        pm = self._postmaster(name)
+        if pm is not None and _alive(pm):
+            doomed.append(pm)
+            doomed += _children(pm)
+        if keeper is not None:
+            try:
+                os.killpg(keeper.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in doomed:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if keeper is not None:
+            keeper.wait(timeout=10)
+        self._wait(lambda: not any(_alive(p) for p in doomed), 10,
+                   "the processes of %s to die (kill -9)" % name)
+
+    def kill_primary(self):
+        """Kills the current primary (kill_node); returns its name."""
+        name = self.primary()
+        self.kill_node(name)
+        return name
+
+    def wait_promoted(self, old, timeout=TIMEOUT):
+        """Waits until a node other than `old` is the primary and takes
+        writes; returns its name."""
+        other = [n for n in NODES if n != old][0]
+
+        def promoted():
+            reported, goal = self.states().get(other, ("", ""))
+            if reported not in ("wait_primary", "primary") or goal != reported:
+                return False
+            return self.psql(self.ports[other], "SELECT pg_is_in_recovery()") == "f"
+        self._wait(promoted, timeout, "%s to be promoted after %s died" % (other, old),
+                   [other, "monitor"])
+        return other
+
+    def cleanup(self):
+        """Kills every process this cluster started and removes the
+        directory; safe to call twice."""
+        if not os.path.isdir(self.dir):
+            atexit.unregister(self.cleanup)
+            return
+        try:
+            for name in list(self.keepers) + [n for n in NODES if n not in self.keepers]:
+                if name == "monitor":
+                    continue
+                self.kill_node(name)
+            if "monitor" in self.keepers:
+                # The monitor's postmaster is read from its own pid file.
+                keeper = self.keepers["monitor"]
+                doomed = [keeper.pid] + _children(keeper.pid)
+                pm = self._postmaster("monitor")
+                if pm is not None and _alive(pm):
+                    doomed += [pm] + _children(pm)
+                try:
+                    os.killpg(keeper.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                for pid in doomed:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                keeper.wait(timeout=10)
+                deadline = time.monotonic() + 10
+                while any(_alive(p) for p in doomed) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            atexit.unregister(self.cleanup)
+
+
+if __name__ == "__main__":
+    # A quick look by hand: start, kill the primary, time the promotion.
+    require_pg_auto_failover()
+    c = FailoverCluster()
+    try:
+        t = time.monotonic()
+        c.start()
+        print("up in %.1f s: %s; %s; sync_state %s" % (
+            time.monotonic() - t, c.states(), c.synchronous_standby_names(c.ports["n1"]),
+            c.sync_state(c.ports["n1"])))
+        print(c.url())
+        t = time.monotonic()
+        old = c.kill_primary()
+        new = c.wait_promoted(old)
+        print("%s promoted %.1f s after %s was killed" % (new, time.monotonic() - t, old))
+    finally:
+        c.cleanup()
