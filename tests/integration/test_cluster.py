@@ -290,6 +290,15 @@ class FailureTest(ClusterTestCase):
         self.assertLess(time.monotonic() - started, 1 * SLACK)
         rc, got, err = a.ping_json(timeout=5)
         self.assertNotIn(victim, got)
+        # Delete: the same, for a minion on the other member.
+        gone = next(i for i in ids if i != victim and self.served_by(ms, i) is b)
+        since = b.daemon.mark()
+        rc, out, err = a.brine("key", "delete", gone)
+        self.assertEqual(rc, 0, err)
+        started = time.monotonic()
+        wait_log(b.daemon, r"minion %s at .*: key deleted on the master; closing" % gone,
+                 1 * SLACK, since)
+        self.assertLess(time.monotonic() - started, 1 * SLACK)
 
 
 class MembershipTest(ClusterTestCase):
@@ -370,6 +379,22 @@ class MembershipTest(ClusterTestCase):
             PG.start_again()
         wait_log(a.daemon, r"the store answers again; taking publishes", 60 * SLACK)
         self.answered(a, ids)
+
+
+class AcceptTest(ClusterTestCase):
+
+    def test_a_key_accepted_on_one_master_serves_a_minion_waiting_on_another(self):
+        ms, lb = self.cluster(2, auto_accept=False)
+        a, b = ms.masters
+        ids = ["p%d" % i for i in range(4)]
+        self.add_minions(ms, lb, ids)
+        wait_for(lambda: sorted(a.keys().get("pending", [])) == ids, 30 * SLACK,
+                 "four pending keys on every master")
+        for mid in ids:
+            rc, out, err = a.brine("key", "accept", mid)
+            self.assertEqual(rc, 0, err)
+        # Those waiting on b are served as soon as a's decision reaches it.
+        self.answered(b, ids)
 
 
 class IdleTest(ClusterTestCase):
