@@ -428,7 +428,9 @@ TEST_F(postgres_test, a_version_1_database_gets_the_report_tables) {
   open_store()->add_job(make_job("j1", 1));
   psql(
       "SET ROLE brine; DROP TABLE reports; DROP TABLE last_reports; DROP TABLE file_pins; "
-      "UPDATE brine_schema SET version = 1");
+      "ALTER TABLE masters DROP COLUMN cluster_id, DROP COLUMN peer, DROP COLUMN "
+      "cluster_finger, DROP COLUMN finger, DROP COLUMN proof, DROP COLUMN seen, DROP COLUMN "
+      "stats, DROP COLUMN removed; UPDATE brine_schema SET version = 1");
   auto o = opts();
   o.migrate = false;
   EXPECT_NE(error_of([&] { open(o)->list_reports({}); })
@@ -470,6 +472,85 @@ TEST_F(postgres_test, masters_starting_together_migrate_once) {
   EXPECT_EQ(opened.load(), k_masters);
   EXPECT_EQ(psql("SELECT version FROM brine_schema"), std::to_string(k_postgres_schema_version));
   EXPECT_EQ(open_store()->list_jobs(10).size(), static_cast<size_t>(k_masters));
+}
+
+TEST_F(postgres_test, cluster_members_write_heartbeats_and_are_removed) {
+  auto a = open_store("a:1");
+  auto b = open_store("b:1");
+  a->claim_master_slot("a:1");
+  b->claim_master_slot("b:1");
+  member_record ra{.name = "a:1", .cluster_id = "c1", .peer = "a:4520", .cluster_finger = "cf",
+                   .finger = "fa", .proof = "00", .stats = {{"connected", 3}}};
+  auto rows = a->heartbeat(ra);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].name, "a:1");
+  EXPECT_GT(rows[0].seen_ms, 0);
+  EXPECT_EQ(rows[0].stats["connected"], 3);
+  EXPECT_EQ(rows[0].peer, "a:4520");
+  EXPECT_EQ(rows[1].name, "b:1");
+  EXPECT_EQ(rows[1].seen_ms, 0);  // never beat
+  member_record rb = ra;
+  rb.name = "b:1";
+  rows = b->heartbeat(rb);
+  EXPECT_GE(rows[1].seen_ms, rows[0].seen_ms);  // the database's clock
+  EXPECT_TRUE(a->remove_member("b:1"));
+  EXPECT_FALSE(a->remove_member("nobody:1"));
+  auto all = a->members();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_TRUE(all[1].removed);
+  b->claim_master_slot("b:1");  // started again: a member again
+  EXPECT_FALSE(a->members()[1].removed);
+}
+
+TEST_F(postgres_test, the_feed_carries_jobs_acks_grains_and_undelivered_records) {
+  auto a = open_store("a:1");
+  auto feed = a->changes();
+  auto big = make_job("j-big", 1);
+  for (int i = 0; i < 2000; ++i) big.minions.push_back("minion-" + std::to_string(i));
+  a->add_job(make_job("j1", 1));
+  a->add_job(big);
+  a->add_job(make_job("j1", 1));  // stored already: not announced again
+  a->announce_acks({{"j1", {"m1", "m2"}}});
+  a->put_minion_data({{.id = "m1", .grains = json{{"os", "Debian"}}}});
+  a->put_minion_data({{.id = "m2", .last_seen = 5, .master = "a:1"}});  // no grains: quiet
+  a->add_undelivered({{"j1", "m3", "not connected", 1}});
+  auto got = collect(*feed, [](const std::vector<change>& all) {
+    return std::any_of(all.begin(), all.end(),
+                       [](const change& c) { return c.what == change::kind::undelivered; });
+  });
+  int jobs = 0;
+  for (const auto& c : got) {
+    EXPECT_EQ(c.origin, "a:1");
+    switch (c.what) {
+      case change::kind::job:
+        ++jobs;
+        if (c.jid == "j1") {
+          ASSERT_TRUE(c.job.has_value());  // small enough to travel whole
+          EXPECT_EQ(c.job->kwargs, (json{{"timeout", 5}}));
+        } else {
+          EXPECT_EQ(c.jid, "j-big");
+          EXPECT_FALSE(c.job.has_value());  // read from its row
+        }
+        break;
+      case change::kind::acks:
+        EXPECT_EQ(c.jid, "j1");
+        EXPECT_EQ(c.minions, (std::vector<std::string>{"m1", "m2"}));
+        break;
+      case change::kind::minions:
+        EXPECT_EQ(c.minions, (std::vector<std::string>{"m1"}));
+        break;
+      case change::kind::undelivered:
+        EXPECT_EQ(c.jid, "j1");
+        EXPECT_EQ(c.minions, (std::vector<std::string>{"m3"}));
+        break;
+      default:
+        break;
+    }
+  }
+  EXPECT_EQ(jobs, 2);
+  auto m = a->load_minion_data({"m1", "nobody"});
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ((*m[0].grains)["os"], "Debian");
 }
 
 TEST_F(postgres_test, master_slots_are_distinct_and_kept) {
@@ -741,7 +822,9 @@ CREATE TRIGGER poison BEFORE INSERT ON returns FOR EACH ROW EXECUTE FUNCTION ref
   size_t heard = 0;
   collect(*feed, [&](const std::vector<change>& all) {
     heard = 0;
-    for (const auto& c : all) heard += c.minions.size();
+    for (const auto& c : all) {
+      if (c.what == change::kind::returns) heard += c.minions.size();
+    }
     return heard >= 1200;
   });
   EXPECT_EQ(heard, 1200u);
@@ -751,6 +834,13 @@ TEST_F(postgres_test, server_restart_fails_calls_then_reconnects_with_a_resync) 
   auto s = open_store("a");
   auto feed = s->changes();
   s->add_job(make_job("before", 1));
+  // The job's own notification first (a cluster's members deliver it).
+  collect(*feed, [](const std::vector<change>& all) {
+    return std::any_of(all.begin(), all.end(), [](const change& c) {
+      return c.what == change::kind::job && c.jid == "before" && c.job &&
+             c.job->fun == "test.ping";
+    });
+  });
 
   pg_->stop();
   const std::string name = "store " + pg_->url(db_) + ": ";
