@@ -194,15 +194,7 @@ void cluster_node::deliver(store::job_record job) {
   auto deadline = std::chrono::system_clock::time_point(std::chrono::seconds(job.deliver_by));
   if (deadline <= std::chrono::system_clock::now()) return;
   // `brine events` on every member shows every member's jobs.
-  d_.events.publish("brine/job/" + job.jid + "/new", {{"jid", job.jid},
-                                                      {"fun", job.fun},
-                                                      {"args", job.args},
-                                                      {"kwargs", job.kwargs},
-                                                      {"tgt", job.target},
-                                                      {"tgt_type", job.tgt_type},
-                                                      {"minions", job.minions},
-                                                      {"user", job.user},
-                                                      {"master", job.master}});
+  d_.events.publish("brine/job/" + job.jid + "/new", publisher::new_job_event(job));
   auto frame = publisher::frame_of(job);
   auto targets =
       d_.deliveries.open({job.jid, frame, deadline, job.master}, std::move(job.minions));

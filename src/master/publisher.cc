@@ -36,6 +36,12 @@ net::frame_ptr publisher::frame_of(const store::job_record& job) {
                            {"tgt_type", job.tgt_type}}});
 }
 
+json publisher::new_job_event(const store::job_record& job) {
+  return {{"jid", job.jid},         {"fun", job.fun},   {"args", job.args},
+          {"kwargs", job.kwargs},   {"tgt", job.target}, {"tgt_type", job.tgt_type},
+          {"minions", job.minions}, {"user", job.user}, {"master", job.master}};
+}
+
 publisher::publisher(asio::io_context& io, const base::master_config& cfg,
                      pki::key_registry& keys, minion_cache& cache, delivery& deliveries,
                      store_worker& store, event_bus& events)
@@ -181,14 +187,7 @@ void publisher::publish(const json& body, recorded on_recorded) {
       return;
     }
     ++published_;
-    events_.publish("brine/job/" + job.jid + "/new", {{"jid", job.jid},
-                                                      {"fun", job.fun},
-                                                      {"args", job.args},
-                                                      {"kwargs", job.kwargs},
-                                                      {"tgt", job.target},
-                                                      {"tgt_type", job.tgt_type},
-                                                      {"minions", job.minions},
-                                                      {"user", job.user}});
+    events_.publish("brine/job/" + job.jid + "/new", new_job_event(job));
     // Sending is I/O work: off the store thread.
     asio::post(io_, [this, job = std::move(job), deadline, on_recorded,
                      missing = std::move(missing)] {

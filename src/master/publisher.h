@@ -75,6 +75,8 @@ class publisher {
   // The publish frame of a recorded job (also for jobs reloaded after a
   // restart).
   static net::frame_ptr frame_of(const store::job_record& job);
+  // The data of a job's `brine/job/JID/new` event.
+  static nlohmann::json new_job_event(const store::job_record& job);
 
  private:
   asio::io_context& io_;

@@ -33,12 +33,12 @@ import pwd
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import unittest
 
+from harness import free_port
 from pgserver import find_bin
 
 # Bound on creating a node, on a standby's catching up, on a promotion.
@@ -81,12 +81,6 @@ def require_pg_auto_failover():
     raise unittest.SkipTest(why)
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _children(pid):
     """The pids whose parent is `pid`."""
     out = []
@@ -124,7 +118,7 @@ class FailoverCluster:
                                  "require_pg_auto_failover() first")
         self.dir = tempfile.mkdtemp(prefix="brine-pgaf-")
         self.password = secrets.token_hex(16)
-        self.monitor_port = _free_port()
+        self.monitor_port = free_port()
         self.ports = {}
         self.keepers = {}  # name -> Popen of `pg_autoctl ... --run` / `pg_autoctl run`
         self.logs = {}
@@ -286,7 +280,7 @@ class FailoverCluster:
         return self
 
     def _create_node(self, name):
-        port = _free_port()
+        port = free_port()
         self.ports[name] = port
         mon = "postgres://autoctl_node@127.0.0.1:%d/pg_auto_failover?sslmode=disable" % (
             self.monitor_port)
@@ -389,30 +383,10 @@ class FailoverCluster:
             atexit.unregister(self.cleanup)
             return
         try:
-            for name in list(self.keepers) + [n for n in NODES if n not in self.keepers]:
-                if name == "monitor":
-                    continue
+            # The data nodes first, then the monitor (its postmaster read from
+            # its own pid file, as a node's).
+            for name in [n for n in NODES if n != "monitor"] + ["monitor"]:
                 self.kill_node(name)
-            if "monitor" in self.keepers:
-                # The monitor's postmaster is read from its own pid file.
-                keeper = self.keepers["monitor"]
-                doomed = [keeper.pid] + _children(keeper.pid)
-                pm = self._postmaster("monitor")
-                if pm is not None and _alive(pm):
-                    doomed += [pm] + _children(pm)
-                try:
-                    os.killpg(keeper.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                for pid in doomed:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                keeper.wait(timeout=10)
-                deadline = time.monotonic() + 10
-                while any(_alive(p) for p in doomed) and time.monotonic() < deadline:
-                    time.sleep(0.05)
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
             atexit.unregister(self.cleanup)
