@@ -190,6 +190,31 @@ void cluster_node::on_job(store::change c) {
   });
 }
 
+void cluster_node::catch_up(store::store& db) {
+  size_t taken = 0;
+  try {
+    for (auto& job : db.unsettled_jobs()) {
+      if (job.master == name_ || d_.deliveries.holds(job.jid)) continue;
+      std::set<std::string> resolved;
+      for (auto& id : db.returned_minions(job.jid)) resolved.insert(std::move(id));
+      for (auto& u : db.get_undelivered(job.jid)) resolved.insert(std::move(u.minion));
+      std::erase_if(job.minions, [&](const std::string& id) { return resolved.contains(id); });
+      if (job.minions.empty()) continue;
+      ++taken;
+      asio::post(d_.io, [this, job = std::move(job)]() mutable { deliver(std::move(job)); });
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("cluster {}: cannot read the open jobs after the change feed came back: {}",
+                  cfg_.cluster_id, e.what());
+    return;
+  }
+  if (taken > 0) {
+    spdlog::info("cluster {}: {} jobs of other members published while the change feed was "
+                 "down taken on",
+                 cfg_.cluster_id, taken);
+  }
+}
+
 void cluster_node::deliver(store::job_record job) {
   auto deadline = std::chrono::system_clock::time_point(std::chrono::seconds(job.deliver_by));
   if (deadline <= std::chrono::system_clock::now()) return;

@@ -71,6 +71,10 @@ class cluster_node {
 
   // A job another member published (a change of kind job).
   void on_job(store::change c);
+  // After the change feed was interrupted (on the store thread): the open
+  // jobs of other members that this master does not hold yet are taken on,
+  // for the targets that have neither returned nor been recorded undelivered.
+  void catch_up(store::store& db);
   // A minion connected here acknowledged `jid`.
   void acknowledged(const std::string& id, const std::string& jid);
 

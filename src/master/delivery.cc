@@ -150,6 +150,11 @@ void delivery::record(const std::string& jid, std::vector<store::undelivered_rec
   });
 }
 
+bool delivery::holds(const std::string& jid) const {
+  std::lock_guard lock(mu_);
+  return jobs_.contains(jid);
+}
+
 size_t delivery::waiting() const {
   std::lock_guard lock(mu_);
   size_t n = 0;

@@ -77,6 +77,9 @@ class delivery {
   // public for tests).
   void sweep(std::chrono::system_clock::time_point now);
 
+  // Whether `jid` is open here.
+  bool holds(const std::string& jid) const;
+
   // (jid, minion) pairs waiting now, for tests and figures.
   size_t waiting() const;
 

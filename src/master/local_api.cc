@@ -221,20 +221,31 @@ void local_api::publish(const std::shared_ptr<net::connection>& c, const client&
   body["user"] = who.user;
   body["restricted"] = !who.privileged;
   std::weak_ptr<net::connection> weak = c;
-  jobs_.publish(body, [this, c, weak, request_id, subs](const json& reply) {
-    if (reply.value("ok", false)) {
-      // Subscribed before the publish goes out, so no return is missed:
-      // returns and undelivered records of the job.
-      std::string prefix = "brine/job/" + reply["jid"].get<std::string>() + "/";
-      subs->push_back(
-          events_.subscribe(prefix, [weak, request_id](const std::string& tag, const json& data) {
+  // Subscribed before the job is recorded, so no return is missed: in a
+  // cluster, minions of other members may return as soon as it commits.
+  // Returns and undelivered records of the job.
+  auto tokens = std::make_shared<std::vector<uint64_t>>();
+  auto on_jid = [this, weak, request_id, subs, tokens](const std::string& jid) {
+    for (const char* what : {"/ret/", "/undelivered/"}) {
+      tokens->push_back(events_.subscribe(
+          "brine/job/" + jid + what, [weak, request_id](const std::string& tag, const json& data) {
             if (auto conn = weak.lock()) {
               conn->send({msg_type::api_event, request_id, {{"tag", tag}, {"data", data}}});
             }
           }));
+      subs->push_back(tokens->back());
     }
-    c->send(api_reply(request_id, reply));
-  });
+  };
+  jobs_.publish(
+      body,
+      [this, c, request_id, tokens](const json& reply) {
+        // A job that was not recorded has no events to follow.
+        if (!reply.value("ok", false)) {
+          for (auto t : *tokens) events_.unsubscribe(t);
+        }
+        c->send(api_reply(request_id, reply));
+      },
+      on_jid);
 }
 
 json local_api::keys(const std::string& op, const json& body) {

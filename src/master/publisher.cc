@@ -108,7 +108,8 @@ target::match_result publisher::resolve(const std::string& text, const std::stri
   return target::match(e, accepted_view(keys_, cache_), true);
 }
 
-void publisher::publish(const json& body, recorded on_recorded) {
+void publisher::publish(const json& body, recorded on_recorded,
+                        std::function<void(const std::string& jid)> on_jid) {
   std::string target = body.value("target", "");
   std::string tgt_type = body.value("tgt_type", "glob");
   std::string fun = body.value("fun", "");
@@ -176,6 +177,7 @@ void publisher::publish(const json& body, recorded on_recorded) {
   job.created = base::unix_now();
   // Rounded up: a restarted master holds the job no shorter than promised.
   job.deliver_by = std::chrono::ceil<std::chrono::seconds>(deadline.time_since_epoch()).count();
+  if (on_jid) on_jid(job.jid);
 
   store_.post([this, job = std::move(job), deadline, on_recorded,
                missing = std::move(matched.missing)](store::store& db) mutable {

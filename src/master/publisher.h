@@ -49,7 +49,12 @@ class publisher {
   // kwargs, user, and
   // `timeout`: seconds from now until the delivery deadline (publish_hold
   // when absent).
-  void publish(const nlohmann::json& body, recorded on_recorded);
+  // `on_jid`, when given, runs with the job's jid before the job is
+  // recorded: in a cluster, the other members may deliver it and their
+  // minions return as soon as it is committed, before `on_recorded` runs,
+  // so a client subscribes to its returns there.
+  void publish(const nlohmann::json& body, recorded on_recorded,
+               std::function<void(const std::string& jid)> on_jid = nullptr);
 
   // Empty when publisher_acl lets `user` run `fun` on all of `minions`; else
   // why not.

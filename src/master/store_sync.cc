@@ -149,6 +149,9 @@ void store_sync::resync() {
     }
     d_.sessions.apply_remote_key_changes(changed);
     settle_keys(changed);
+    // Jobs other members published while the feed was down were not heard:
+    // take on the ones still open.
+    if (d_.cluster) d_.cluster->catch_up(db);
   });
 }
 
