@@ -1084,6 +1084,7 @@ class Suite:
             pg.cleanup()
 
     def cluster_run(self, pg, n, runs, returns_seconds, kills):
+        from haproxy import LoadBalancer  # tests/integration, put on the path by cluster_figures
         tag = f"c{n}"
         pg.create_database(f"{tag}solo")
         pg.create_database(f"{tag}cluster")
