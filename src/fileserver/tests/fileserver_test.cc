@@ -21,6 +21,7 @@
 #include "fileserver/roots.h"
 #include "fileserver/serve.h"
 #include "fileserver/remote.h"
+#include "fileserver/tests/tree.h"
 
 namespace brine::fileserver {
 namespace {
@@ -28,23 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-class temp_dir {
- public:
-  temp_dir() {
-    std::string t = (fs::temp_directory_path() / "brine-fs-XXXXXX").string();
-    path_ = ::mkdtemp(t.data());
-  }
-  ~temp_dir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
+using test_tree::temp_dir;
+using test_tree::write;
 
 std::string slurp(const std::string& p) {
   std::ifstream in(p, std::ios::binary);
