@@ -45,11 +45,46 @@ std::vector<delivery::session_ptr> delivery::open(job j, std::vector<std::string
   return now;
 }
 
+void delivery::reserve(job j, std::vector<std::string> targets) {
+  auto entry = std::make_unique<open_job>();
+  entry->j = std::move(j);
+  entry->targets = std::move(targets);
+  entry->reserved = true;
+  entry->waiting.reserve(entry->targets.size());
+  for (const auto& id : entry->targets) entry->waiting.emplace(id, state::held);
+  if (entry->targets.empty()) return;
+  std::string jid = entry->j.jid;
+  std::lock_guard lock(mu_);
+  jobs_[jid] = std::move(entry);
+}
+
+std::vector<delivery::session_ptr> delivery::release(const std::string& jid) {
+  std::vector<session_ptr> now;
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(jid);
+  // Gone: every target acknowledged it already.
+  if (it == jobs_.end()) return now;
+  it->second->reserved = false;
+  for (auto& [id, st] : it->second->waiting) {
+    auto s = sessions_.find_accepted(std::string(id));
+    if (!s) continue;
+    st = state::sent;
+    now.push_back(std::move(s));
+  }
+  return now;
+}
+
+void delivery::cancel(const std::string& jid) {
+  std::lock_guard lock(mu_);
+  jobs_.erase(jid);
+}
+
 void delivery::on_ready(const session_ptr& s) {
   std::vector<net::frame_ptr> frames;
   {
     std::lock_guard lock(mu_);
     for (auto& [jid, entry] : jobs_) {
+      if (entry->reserved) continue;
       auto it = entry->waiting.find(s->id);
       if (it == entry->waiting.end()) continue;
       it->second = state::sent;
@@ -112,7 +147,8 @@ void delivery::sweep(std::chrono::system_clock::time_point now) {
     std::lock_guard lock(mu_);
     int64_t stamp = base::unix_now();
     for (auto it = jobs_.begin(); it != jobs_.end();) {
-      if (it->second->j.deadline > now) {
+      // Not recorded yet (a store that stalls): what to record comes later.
+      if (it->second->j.deadline > now || it->second->reserved) {
         ++it;
         continue;
       }

@@ -55,6 +55,15 @@ class delivery {
   // them the frame (after telling its client, so that no return is missed).
   std::vector<session_ptr> open(job j, std::vector<std::string> targets);
 
+  // Publishing here: takes on `j` before it is recorded, so that what comes
+  // as soon as the record commits (another member's minion acknowledging
+  // it) finds it; nothing is sent, to a connecting minion either, until
+  // release(). Then open()'s answer comes from release().
+  void reserve(job j, std::vector<std::string> targets);
+  std::vector<session_ptr> release(const std::string& jid);
+  // The job could not be recorded: it is forgotten.
+  void cancel(const std::string& jid);
+
   // A minion's key was accepted and its connection is live.
   void on_ready(const session_ptr& s);
   // A job_ack or a job_return: the minion has the job.
@@ -89,6 +98,7 @@ class delivery {
     job j;
     std::vector<std::string> targets;  // owns the ids that `waiting` views
     std::unordered_map<std::string_view, state> waiting;
+    bool reserved = false;  // not recorded yet: not sent to anyone
   };
 
   // Under mu_: drops `id` from `jid`; settles the job when none waits.

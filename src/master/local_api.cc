@@ -1,7 +1,7 @@
 #include "master/local_api.h"
 
-#include <spdlog/spdlog.h>
 #include <pwd.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +37,17 @@ std::string user_name(long uid) {
     return found->pw_name;
   }
   return "uid " + std::to_string(uid);
+}
+
+// The audit line of a key decision, with at most ten ids (`--all` may
+// decide thousands).
+void log_key_decision(const std::string& act, const std::vector<std::string>& ids) {
+  if (ids.empty()) return;
+  std::string names;
+  for (size_t i = 0; i < ids.size() && i < 10; ++i) names += (i ? ", " : "") + ids[i];
+  if (ids.size() > 10) names += fmt::format(" and {} more", ids.size() - 10);
+  spdlog::info("keys: {} {} by the CLI: {}", ids.size(), act == "delete" ? "deleted" : act + "ed",
+               names);
 }
 
 }  // namespace
@@ -103,9 +114,10 @@ asio::awaitable<void> local_api::accept_loop() {
         std::make_unique<net::unix_stream>(std::move(socket), "local uid " + std::to_string(uid));
     client who{uid, user_name(uid), uid == static_cast<long>(::geteuid()) || uid == 0};
     if (!who.privileged && cfg_.publisher_acl.empty()) {
-      spdlog::warn("local API: refused a client with uid {} (only uid {} and root may connect; "
-                   "a publisher_acl in the master config lets other users publish)",
-                   uid, ::geteuid());
+      spdlog::warn(
+          "local API: refused a client with uid {} (only uid {} and root may connect; "
+          "a publisher_acl in the master config lets other users publish)",
+          uid, ::geteuid());
       stream->close();
       continue;
     }
@@ -136,9 +148,10 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, const clie
     if (!who.privileged && op != "ping" && op != "publish" && op != "resolve") {
       spdlog::warn("local API: user {} (uid {}) refused '{}': publisher_acl grants publishing only",
                    who.user, who.uid, op);
-      c->send(api_reply(m.id, error_body("user " + who.user + " may only publish jobs that the "
-                                         "master's publisher_acl allows ('" + op +
-                                         "' needs root or the master's user)")));
+      c->send(api_reply(m.id, error_body("user " + who.user +
+                                         " may only publish jobs that the "
+                                         "master's publisher_acl allows ('" +
+                                         op + "' needs root or the master's user)")));
       return;
     }
     if (op == "ping") {
@@ -180,9 +193,15 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, const clie
         }
       }
       json connected = json::array();
+      std::vector<std::string> others;
       for (const auto& id : matched.minions) {
-        if (sessions_.find_accepted(id)) connected.push_back(id);
+        if (sessions_.find_accepted(id)) {
+          connected.push_back(id);
+        } else {
+          others.push_back(id);
+        }
       }
+      for (auto& id : jobs_.connected_elsewhere(others)) connected.push_back(std::move(id));
       reply = {{"ok", true},
                {"minions", matched.minions},
                {"missing", matched.missing},
@@ -275,6 +294,7 @@ json local_api::keys(const std::string& op, const json& body) {
   } else {
     return error_body("unknown key operation '" + op + "'");
   }
+  log_key_decision(act, r.ids);
   sessions_.apply_key_changes(r, act);
   for (const auto& id : r.ids) {
     if (keys_.accepted(id)) continue;

@@ -95,14 +95,14 @@ master::master(base::master_config cfg)
     }
     cluster_ = std::make_unique<cluster_node>(
         cluster_node::deps{io_, *store_, deliveries_, sessions_, events_}, cfg_, name_,
-        *cluster_key_,
-        identity_,
+        *cluster_key_, identity_,
         cluster_node::counters{[this] { return jobs_.published(); },
                                [this] { return returns_received_.load(); },
                                [this] { return files_.revision(); }});
     // Before serving: a master holding another cluster key refuses here.
     cluster_->join();
     deliveries_.set_origin_alive([this](const std::string& name) { return cluster_->alive(name); });
+    jobs_.set_member_alive([this](const std::string& name) { return cluster_->alive(name); });
     jobs_.set_gate([this]() -> std::string {
       if (cluster_->store_reachable()) return "";
       return "the store " + cfg_.store.substr(0, cfg_.store.find('?')) +
@@ -119,10 +119,10 @@ master::master(base::master_config cfg)
   api_.listen();
   sessions_.set_handlers({
       [this](const std::shared_ptr<session>& s) {
-        cache_.seen(s->id, base::unix_now());
+        cache_.seen(s->id, base::unix_now(), true);
         deliveries_.on_ready(s);
       },
-      [this](const std::shared_ptr<session>& s) { cache_.seen(s->id, base::unix_now()); },
+      [this](const std::shared_ptr<session>& s) { cache_.seen(s->id, base::unix_now(), false); },
       [this](const std::shared_ptr<session>& s, proto::message&& m) {
         on_minion_message(s, std::move(m));
       },
@@ -271,13 +271,19 @@ int master::run() {
     sync_->start();
   }
   if (cluster_) {
-    asio::co_spawn(io_, cluster_->heartbeat_loop(stopping_, [this] {
-      spdlog::warn("cluster {}: this master was removed (brine cluster remove-peer); closing its "
-                   "minions' connections and stopping",
-                   cfg_.cluster_id);
-      sessions_.drop_all("this master left the cluster; connect again");
-      stop();
-    }), net::logged("cluster heartbeat"));
+    asio::co_spawn(
+        io_,
+        cluster_->heartbeat_loop(
+            stopping_,
+            [this] {
+              spdlog::warn(
+                  "cluster {}: this master was removed (brine cluster remove-peer); closing its "
+                  "minions' connections and stopping",
+                  cfg_.cluster_id);
+              sessions_.drop_all("this master left the cluster; connect again");
+              stop();
+            }),
+        net::logged("cluster heartbeat"));
     asio::co_spawn(io_, cluster_->relay_loop(stopping_), net::logged("cluster acknowledgements"));
   }
   asio::co_spawn(io_, purge_loop(), net::logged("job cache purge"));

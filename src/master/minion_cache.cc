@@ -1,7 +1,6 @@
 #include "master/minion_cache.h"
 
 #include <algorithm>
-
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
@@ -20,6 +19,7 @@ void minion_cache::load(std::vector<store::minion_data_record> rows) {
     auto& e = entries_[r.id];
     if (r.grains) e.grains = packed::document(*r.grains);
     if (r.pillar) e.pillar = packed::document(*r.pillar);
+    e.master = std::move(r.master);
   }
 }
 
@@ -61,9 +61,30 @@ void minion_cache::set_pillar(const std::string& id, value pillar) {
   dirty_[id].pillar = std::move(doc);
 }
 
-void minion_cache::seen(const std::string& id, int64_t when) {
+void minion_cache::seen(const std::string& id, int64_t when, bool connected) {
+  {
+    std::unique_lock lock(mu_);
+    auto& m = entries_[id].master;
+    if (connected) {
+      m = master_;
+    } else if (m == master_) {
+      m.clear();
+    }
+  }
   std::lock_guard lock(dirty_mu_);
-  dirty_[id].last_seen = when;
+  auto& c = dirty_[id];
+  c.last_seen = when;
+  c.left = !connected;
+}
+
+void minion_cache::presence(const std::string& master, const std::vector<std::string>& came,
+                            const std::vector<std::string>& went) {
+  std::unique_lock lock(mu_);
+  for (const auto& id : came) entries_[id].master = master;
+  for (const auto& id : went) {
+    auto it = entries_.find(id);
+    if (it != entries_.end() && it->second.master == master) it->second.master.clear();
+  }
 }
 
 void minion_cache::forget(const std::string& id) {
@@ -83,7 +104,7 @@ void minion_cache::read(const std::function<void(const lookup&)>& fn) const {
   fn([this](const std::string& id) {
     auto it = entries_.find(id);
     if (it == entries_.end()) return view{};
-    return view{it->second.grains.root(), it->second.pillar.root()};
+    return view{it->second.grains.root(), it->second.pillar.root(), it->second.master};
   });
 }
 
@@ -123,6 +144,7 @@ void minion_cache::flush() {
         if (c.last_seen) {
           u.last_seen = c.last_seen;
           u.master = master;
+          u.left = c.left;
         }
         batch.push_back(std::move(u));
       }

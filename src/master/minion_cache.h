@@ -5,8 +5,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -44,8 +44,12 @@ class minion_cache {
   // the same `pillar` object (the compiler shares one among minions that
   // match alike) share one packed copy of it.
   void set_pillar(const std::string& id, value pillar);
-  // The minion connected or went away now.
-  void seen(const std::string& id, int64_t when);
+  // The minion connected to this master (or left it) now.
+  void seen(const std::string& id, int64_t when, bool connected);
+  // What another master of the store wrote (the feed's presence change):
+  // `came` connected to `master`, `went` left it.
+  void presence(const std::string& master, const std::vector<std::string>& came,
+                const std::vector<std::string>& went);
   // Its key was deleted: its data goes, here and in the store.
   void forget(const std::string& id);
 
@@ -54,6 +58,7 @@ class minion_cache {
   struct view {
     packed::value grains;
     packed::value pillar;
+    std::string_view master;  // the master it is connected to ("": none known)
   };
   using lookup = std::function<view(const std::string& id)>;
   // Runs `fn` with a lookup valid until it returns, under the shared lock
@@ -73,6 +78,7 @@ class minion_cache {
   struct entry {
     packed::document grains;
     packed::document pillar;
+    std::string master;
   };
   store_worker& store_;
   const std::string master_;
@@ -93,6 +99,7 @@ class minion_cache {
     packed::document grains;
     packed::document pillar;
     std::optional<int64_t> last_seen;
+    bool left = false;
   };
   std::unordered_map<std::string, change> dirty_;
 };

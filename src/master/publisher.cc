@@ -6,6 +6,8 @@
 #include <asio/post.hpp>
 #include <cmath>
 #include <map>
+#include <string_view>
+#include <unordered_set>
 
 #include "base/clock.h"
 #include "base/error.h"
@@ -37,14 +39,14 @@ net::frame_ptr publisher::frame_of(const store::job_record& job) {
 }
 
 json publisher::new_job_event(const store::job_record& job) {
-  return {{"jid", job.jid},         {"fun", job.fun},   {"args", job.args},
+  return {{"jid", job.jid},         {"fun", job.fun},    {"args", job.args},
           {"kwargs", job.kwargs},   {"tgt", job.target}, {"tgt_type", job.tgt_type},
-          {"minions", job.minions}, {"user", job.user}, {"master", job.master}};
+          {"minions", job.minions}, {"user", job.user},  {"master", job.master}};
 }
 
-publisher::publisher(asio::io_context& io, const base::master_config& cfg,
-                     pki::key_registry& keys, minion_cache& cache, delivery& deliveries,
-                     store_worker& store, event_bus& events)
+publisher::publisher(asio::io_context& io, const base::master_config& cfg, pki::key_registry& keys,
+                     minion_cache& cache, delivery& deliveries, store_worker& store,
+                     event_bus& events)
     : io_(io),
       cfg_(cfg),
       keys_(keys),
@@ -106,6 +108,20 @@ target::match_result publisher::resolve(const std::string& text, const std::stri
   // Salt's publish is greedy: a minion whose grains are not cached yet is
   // sent the job and decides for itself.
   return target::match(e, accepted_view(keys_, cache_), true);
+}
+
+std::vector<std::string> publisher::connected_elsewhere(const std::vector<std::string>& ids) const {
+  std::vector<std::string> out;
+  if (!member_alive_ || ids.empty()) return out;
+  cache_.read([&](const minion_cache::lookup& lookup) {
+    for (const auto& id : ids) {
+      auto master = lookup(id).master;
+      if (!master.empty() && master != name_ && member_alive_(std::string(master))) {
+        out.push_back(id);
+      }
+    }
+  });
+  return out;
 }
 
 void publisher::publish(const json& body, recorded on_recorded,
@@ -178,12 +194,17 @@ void publisher::publish(const json& body, recorded on_recorded,
   // Rounded up: a restarted master holds the job no shorter than promised.
   job.deliver_by = std::chrono::ceil<std::chrono::seconds>(deadline.time_since_epoch()).count();
   if (on_jid) on_jid(job.jid);
+  // Open before the record commits: a cluster member's minion may
+  // acknowledge it as soon as it does.
+  auto frame = frame_of(job);
+  deliveries_.reserve({job.jid, frame, deadline}, job.minions);
 
-  store_.post([this, job = std::move(job), deadline, on_recorded,
+  store_.post([this, job = std::move(job), frame, on_recorded,
                missing = std::move(matched.missing)](store::store& db) mutable {
     try {
       db.add_job(job);
     } catch (const std::exception& e) {
+      deliveries_.cancel(job.jid);
       on_recorded(error_body(std::string("the job could not be recorded, so it was not sent: ") +
                              e.what()));
       return;
@@ -191,12 +212,19 @@ void publisher::publish(const json& body, recorded on_recorded,
     ++published_;
     events_.publish("brine/job/" + job.jid + "/new", new_job_event(job));
     // Sending is I/O work: off the store thread.
-    asio::post(io_, [this, job = std::move(job), deadline, on_recorded,
-                     missing = std::move(missing)] {
-      auto frame = frame_of(job);
-      auto targets = deliveries_.open({job.jid, frame, deadline}, job.minions);
+    asio::post(io_, [this, job = std::move(job), frame, on_recorded, missing = std::move(missing)] {
+      auto targets = deliveries_.release(job.jid);
       json connected = json::array();
-      for (const auto& s : targets) connected.push_back(s->id);
+      std::unordered_set<std::string_view> here;
+      for (const auto& s : targets) {
+        connected.push_back(s->id);
+        here.insert(s->id);
+      }
+      std::vector<std::string> others;
+      for (const auto& id : job.minions) {
+        if (!here.contains(id)) others.push_back(id);
+      }
+      for (auto& id : connected_elsewhere(others)) connected.push_back(std::move(id));
       on_recorded({{"ok", true},
                    {"jid", job.jid},
                    {"minions", job.minions},

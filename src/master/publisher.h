@@ -1,7 +1,7 @@
 #pragma once
 
-#include <atomic>
 #include <asio/io_context.hpp>
+#include <atomic>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -65,11 +65,20 @@ class publisher {
 
   // The master's nodegroups, parsed.
   const target::nodegroups& nodegroups() const { return nodegroups_; }
-  // Masters sharing a store end their jids with their slot (jid.h); a job
-  // records the name of the master that published it.
   // Asked before each publish: a reason to refuse it ("" to go on). A
   // cluster member refuses while the store does not answer.
   void set_gate(std::function<std::string()> gate) { gate_ = std::move(gate); }
+  // A cluster member: whether another member is alive. Minions connected to
+  // a live member count as connected (for the CLI's "[Not connected]" and
+  // its batches).
+  void set_member_alive(std::function<bool(const std::string&)> alive) {
+    member_alive_ = std::move(alive);
+  }
+  // Which of `ids` are connected to another live member (none outside a
+  // cluster).
+  std::vector<std::string> connected_elsewhere(const std::vector<std::string>& ids) const;
+  // Masters sharing a store end their jids with their slot (jid.h); a job
+  // records the name of the master that published it.
   void set_identity(int jid_slot, std::string master_name) {
     jids_.set_slot(jid_slot);
     name_ = std::move(master_name);
@@ -96,6 +105,7 @@ class publisher {
   jid_generator jids_;
   std::atomic<uint64_t> published_{0};
   std::function<std::string()> gate_;
+  std::function<bool(const std::string&)> member_alive_;
   std::string name_ = "local";
 };
 

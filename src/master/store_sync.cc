@@ -1,12 +1,12 @@
 #include "master/store_sync.h"
 
-#include "proto/frame.h"
-
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <map>
 #include <set>
+
+#include "proto/frame.h"
 
 namespace brine::master {
 
@@ -92,6 +92,9 @@ void store_sync::apply(std::vector<store::change> changes) {
         break;
       case store::change::kind::job:
         if (d_.cluster) d_.cluster->on_job(std::move(c));
+        break;
+      case store::change::kind::presence:
+        if (c.origin != origin_) d_.cache.presence(c.origin, c.minions, c.left);
         break;
       case store::change::kind::acks:
         if (d_.cluster && c.origin != origin_) {

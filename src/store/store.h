@@ -84,7 +84,7 @@ struct minion_data_record {
   std::optional<nlohmann::json> grains;  // nullopt: never sent
   std::optional<nlohmann::json> pillar;  // nullopt: never compiled
   int64_t last_seen = 0;                 // unix seconds: last connect or disconnect
-  std::string master;                    // the master it was last connected to
+  std::string master;                    // the master it is connected to ("": none)
 };
 
 // Which reports list_reports() gives: those matching every filter set,
@@ -109,6 +109,9 @@ struct minion_data_update {
   std::optional<nlohmann::json> pillar;
   std::optional<int64_t> last_seen;  // with `master`
   std::string master;
+  // With last_seen: the minion left `master` (which is cleared, unless the
+  // minion has connected to another master since).
+  bool left = false;
 };
 
 // A targeted minion that a job never reached, and why ("not connected",
@@ -141,14 +144,15 @@ struct file_pin {
 // which rows to read again.
 struct change {
   enum class kind {
-    keys,     // `id`'s keys changed (accepted, rejected, deleted, new)
-    returns,  // `minions` returned for `jid`
-    resync,   // the feed was interrupted: anything may have changed meanwhile
-    job,      // `jid` was published (by `origin`); `job` holds it when it fitted
-    acks,     // `minions` acknowledged `jid` on master `origin` (announce_acks)
-    minions,  // the cached data of `minions` changed (put_minion_data)
+    keys,         // `id`'s keys changed (accepted, rejected, deleted, new)
+    returns,      // `minions` returned for `jid`
+    resync,       // the feed was interrupted: anything may have changed meanwhile
+    job,          // `jid` was published (by `origin`); `job` holds it when it fitted
+    acks,         // `minions` acknowledged `jid` on master `origin` (announce_acks)
+    minions,      // the cached data of `minions` changed (put_minion_data)
     undelivered,  // `minions` were recorded undelivered for `jid`
     file_pins,    // the pinned gitfs revisions changed (`brine fileserver update`)
+    presence,     // `minions` connected to master `origin`, `left` left it
   };
   kind what = kind::keys;
   std::string origin;  // the writer's name (options::origin)
@@ -156,6 +160,7 @@ struct change {
   std::string jid;
   std::vector<std::string> minions;
   std::optional<job_record> job;
+  std::vector<std::string> left;
 };
 
 // One master of a shared store as the masters table holds it: its jid slot,
@@ -170,7 +175,7 @@ struct member_record {
   std::string proof;           // its name and keys signed with the cluster key (hex)
   int64_t seen_ms = 0;         // unix milliseconds of its last heartbeat
   nlohmann::json stats = nlohmann::json::object();
-  bool removed = false;        // `brine cluster remove-peer`: leave the cluster
+  bool removed = false;  // `brine cluster remove-peer`: leave the cluster
 };
 
 // The changes every writer of a shared store makes, this one's included

@@ -94,7 +94,7 @@ TEST(minion_cache, survives_a_restart_through_the_store_and_forgets_deleted_mini
     cache.set_grains("web1", debian_grains("web1"));
     cache.set_pillar("web1", std::make_shared<const json>(json{{"role", "web"}}));
     cache.set_grains("gone", debian_grains("gone"));
-    cache.seen("web1", 1700000000);
+    cache.seen("web1", 1700000000, true);
     cache.flush();
     cache.forget("gone");
     store.stop();
@@ -112,6 +112,32 @@ TEST(minion_cache, survives_a_restart_through_the_store_and_forgets_deleted_mini
   EXPECT_EQ(cache.packed_grains("web1").to_json(), debian_grains("web1"));
   EXPECT_EQ(pillar_of(cache, "web1"), (json{{"role", "web"}}));
   EXPECT_FALSE(cache.packed_grains("gone"));
+}
+
+std::string master_of(const minion_cache& cache, const std::string& id) {
+  std::string out;
+  cache.read([&](const minion_cache::lookup& lookup) { out = lookup(id).master; });
+  return out;
+}
+
+TEST(minion_cache, knows_which_master_each_minion_is_connected_to) {
+  test::temp_dir dir;
+  store_worker store(store::open_sqlite(dir.file("master.db")));
+  minion_cache cache(store, "m1");
+  cache.seen("here", 1, true);
+  cache.presence("m2", {"there", "moved"}, {});
+  EXPECT_EQ(master_of(cache, "here"), "m1");
+  EXPECT_EQ(master_of(cache, "there"), "m2");
+  // "moved" went from m2 to this master; m2 noticing it gone later changes
+  // nothing.
+  cache.seen("moved", 2, true);
+  cache.presence("m2", {}, {"moved", "there"});
+  EXPECT_EQ(master_of(cache, "moved"), "m1");
+  EXPECT_EQ(master_of(cache, "there"), "");
+  cache.seen("here", 3, false);
+  EXPECT_EQ(master_of(cache, "here"), "");
+  EXPECT_EQ(master_of(cache, "nobody"), "");
+  store.stop();
 }
 
 TEST(minion_cache, a_flush_of_many_minions_reaches_the_store_in_chunks) {

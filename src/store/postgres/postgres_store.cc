@@ -261,7 +261,6 @@ std::string to_text(std::string s) {
   return out;
 }
 
-
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
@@ -817,7 +816,8 @@ class session {
       not_primary = state != nullptr && (std::string_view(state) == "25006" ||
                                          std::string_view(state).substr(0, 4) == "57P0");
       const char* primary = c_->pq->PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-      message = primary ? pq::first_line(primary) : pq::clean_message(c_->pq->PQresultErrorMessage(r));
+      message =
+          primary ? pq::first_line(primary) : pq::clean_message(c_->pq->PQresultErrorMessage(r));
       c_->pq->PQclear(r);
     } else {
       message = pq::clean_message(c_->pq->PQerrorMessage(conn_));
@@ -932,9 +932,10 @@ std::string multi_sql(multi kind, size_t rows) {
     case multi::minion_update:
       return "UPDATE minion_data m SET grains = coalesce(v.grains, m.grains), "
              "pillar = coalesce(v.pillar, m.pillar), last_seen = coalesce(v.seen, m.last_seen), "
-             "master = CASE WHEN v.seen IS NULL THEN m.master ELSE v.master END FROM (VALUES " +
-             values_list(rows, {"text", "text", "text", "bigint", "text"}) +
-             ") AS v (id, grains, pillar, seen, master) WHERE m.id = v.id";
+             "master = CASE WHEN v.seen IS NULL THEN m.master WHEN NOT v.left_it THEN v.master "
+             "WHEN m.master = v.master THEN '' ELSE m.master END FROM (VALUES " +
+             values_list(rows, {"text", "text", "text", "bigint", "text", "boolean"}) +
+             ") AS v (id, grains, pillar, seen, master, left_it) WHERE m.id = v.id";
     case multi::add_reports:
       return "INSERT INTO reports (jid, minion, fun, started, duration, run_time, status, test, "
              "retcode, succeeded, failed, changed, pending, total, timings, errors, ret) VALUES " +
@@ -1100,6 +1101,9 @@ constexpr statement k_notify_undelivered{
 constexpr statement k_notify_minions{
     "notify_minions",
     "SELECT pg_notify('brine_minions', p) FROM unnest(string_to_array($1::text, chr(30))) AS p"};
+constexpr statement k_notify_presence{
+    "notify_presence",
+    "SELECT pg_notify('brine_presence', p) FROM unnest(string_to_array($1::text, chr(30))) AS p"};
 constexpr statement k_load_minion_data_of{
     "load_minion_data_of",
     "SELECT id, grains, pillar, last_seen, master FROM minion_data "
@@ -1162,11 +1166,16 @@ std::string payloads(const std::string& header, const std::vector<std::string>& 
 
 // A job as a notification carries it: the record in JSON, when it fits.
 nlohmann::json job_json(const job_record& job) {
-  return {{"jid", job.jid},       {"fun", job.fun},
-          {"args", job.args},     {"kwargs", job.kwargs},
-          {"tgt", job.target},    {"tgt_type", job.tgt_type},
-          {"user", job.user},     {"minions", job.minions},
-          {"master", job.master}, {"created", job.created},
+  return {{"jid", job.jid},
+          {"fun", job.fun},
+          {"args", job.args},
+          {"kwargs", job.kwargs},
+          {"tgt", job.target},
+          {"tgt_type", job.tgt_type},
+          {"user", job.user},
+          {"minions", job.minions},
+          {"master", job.master},
+          {"created", job.created},
           {"deliver_by", job.deliver_by}};
 }
 
@@ -1231,7 +1240,8 @@ class postgres_feed final : public change_feed {
     PGresult* r = c_->pq->PQexec(
         conn_,
         "LISTEN brine_keys; LISTEN brine_returns; LISTEN brine_jobs; LISTEN brine_acks; "
-        "LISTEN brine_minions; LISTEN brine_undelivered; LISTEN brine_file_pins");
+        "LISTEN brine_minions; LISTEN brine_undelivered; LISTEN brine_file_pins; "
+        "LISTEN brine_presence");
     bool ok = r && c_->pq->PQresultStatus(r) == PGRES_COMMAND_OK;
     if (r) c_->pq->PQclear(r);
     if (!ok) lost();
@@ -1310,6 +1320,13 @@ void postgres_feed::drain(std::vector<change>& out) {
     // skipped: the rows stay the truth.
     if (channel == k_postgres_keys_channel && lines.size() == 2 && !lines[1].empty()) {
       out.push_back(change{change::kind::keys, lines[0], lines[1], "", {}});
+    } else if (channel == k_postgres_presence_channel && lines.size() >= 2) {
+      change ch{change::kind::presence, lines[0], "", "", {}};
+      for (size_t i = 1; i < lines.size(); ++i) {
+        if (lines[i].size() < 2) continue;
+        (lines[i][0] == '+' ? ch.minions : ch.left).push_back(lines[i].substr(1));
+      }
+      out.push_back(std::move(ch));
     } else if (channel == k_postgres_file_pins_channel && !lines.empty()) {
       out.push_back(change{change::kind::file_pins, lines[0], "", "", {}});
     } else if (channel == k_postgres_returns_channel && lines.size() >= 3 && !lines[1].empty()) {
@@ -1338,8 +1355,11 @@ void postgres_feed::drain(std::vector<change>& out) {
     } else if ((channel == k_postgres_acks_channel && lines.size() >= 3 && !lines[1].empty()) ||
                (channel == k_postgres_minions_channel && lines.size() >= 2)) {
       bool acks = channel == k_postgres_acks_channel;
-      change ch{acks ? change::kind::acks : change::kind::minions, lines[0], "",
-                acks ? lines[1] : std::string(), {}};
+      change ch{acks ? change::kind::acks : change::kind::minions,
+                lines[0],
+                "",
+                acks ? lines[1] : std::string(),
+                {}};
       for (size_t i = acks ? 2 : 1; i < lines.size(); ++i) {
         if (!lines[i].empty()) ch.minions.push_back(std::move(lines[i]));
       }
@@ -1453,8 +1473,7 @@ class postgres_store final : public store {
     }
   }
   template <class Json = nlohmann::json>
-  Json parse_json(const std::string& text, std::string_view row,
-                            std::string_view column) const;
+  Json parse_json(const std::string& text, std::string_view row, std::string_view column) const;
   job_record read_job(const result& r, int row) const;
   // The notification of a new job: ORIGIN, JID, and the job in JSON when
   // the whole fits in one.
@@ -1562,7 +1581,7 @@ const statement& postgres_store::multi_row(multi kind, size_t rows) {
 
 template <class Json>
 Json postgres_store::parse_json(const std::string& text, std::string_view row,
-                                          std::string_view column) const {
+                                std::string_view column) const {
   auto value = Json::parse(text, nullptr, false);
   if (value.is_discarded()) {
     c_->fail(std::string(row) + ": column " + std::string(column) +
@@ -1902,7 +1921,8 @@ std::vector<return_record> postgres_store::read_returns(const result& r) const {
     ret.jid = r.text(row, 0);
     ret.minion = r.text(row, 1);
     ret.fun = r.text(row, 2);
-    ret.ret = parse_json<nlohmann::ordered_json>(r.text(row, 3), "return of " + ret.minion + " for job " + ret.jid, "ret");
+    ret.ret = parse_json<nlohmann::ordered_json>(
+        r.text(row, 3), "return of " + ret.minion + " for job " + ret.jid, "ret");
     ret.success = r.boolean(row, 4);
     ret.retcode = static_cast<int>(r.integer(row, 5));
     ret.stamp = r.integer(row, 6);
@@ -2051,6 +2071,7 @@ void postgres_store::put_minion_data_once(const std::vector<minion_data_update>&
     std::optional<std::string> pillar;
     std::optional<int64_t> last_seen;
     std::string master;
+    bool left = false;
   };
   std::map<std::string, merged> by_id;
   for (const auto& u : batch) {
@@ -2060,6 +2081,7 @@ void postgres_store::put_minion_data_once(const std::vector<minion_data_update>&
     if (u.last_seen) {
       m.last_seen = u.last_seen;
       m.master = u.master;
+      m.left = u.left;
     }
   }
   std::vector<const std::pair<const std::string, merged>*> rows;
@@ -2082,7 +2104,7 @@ void postgres_store::put_minion_data_once(const std::vector<minion_data_update>&
       } else {
         p.null();
       }
-      p.text(m.master);
+      p.text(m.master).boolean(m.left);
     }
     db_.run(multi_row(multi::minion_update, n), p, what);
   });
@@ -2093,6 +2115,15 @@ void postgres_store::put_minion_data_once(const std::vector<minion_data_update>&
   }
   if (std::string p = payloads(c_->origin, changed); !p.empty()) {
     db_.run(k_notify_minions, params().text(p), what);
+  }
+  // Which master each minion is connected to: the other masters of a
+  // cluster count it as connected.
+  std::vector<std::string> presence;
+  for (const auto* row : rows) {
+    if (row->second.last_seen) presence.push_back((row->second.left ? "-" : "+") + row->first);
+  }
+  if (std::string p = payloads(c_->origin, presence); !p.empty()) {
+    db_.run(k_notify_presence, params().text(p), what);
   }
   txn.commit();
 }
@@ -2107,8 +2138,8 @@ std::vector<minion_data_record> postgres_store::load_minion_data(
   ready();
   std::string list;
   for (const auto& id : ids) list += (list.empty() ? "" : "\n") + id;
-  return read_minion_data(db_.run(k_load_minion_data_of, params().text(list),
-                                  "cannot read the minion data cache"));
+  return read_minion_data(
+      db_.run(k_load_minion_data_of, params().text(list), "cannot read the minion data cache"));
 }
 
 std::vector<minion_data_record> postgres_store::read_minion_data(const result& r) const {

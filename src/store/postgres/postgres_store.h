@@ -20,6 +20,9 @@ inline constexpr const char* k_postgres_returns_channel = "brine_returns";
 inline constexpr const char* k_postgres_jobs_channel = "brine_jobs";
 inline constexpr const char* k_postgres_acks_channel = "brine_acks";
 inline constexpr const char* k_postgres_minions_channel = "brine_minions";
+// presence: ORIGIN, then one line per minion: `+ID` connected to ORIGIN,
+// `-ID` left it (written with the minion_data rows).
+inline constexpr const char* k_postgres_presence_channel = "brine_presence";
 // undelivered: ORIGIN, JID, then one line per minion newly recorded as
 // undelivered for the job.
 inline constexpr const char* k_postgres_undelivered_channel = "brine_undelivered";

@@ -536,8 +536,7 @@ class sqlite_store final : public store {
  private:
   report::report read_report(const query& q, bool with_ret) const;
   template <class Json = nlohmann::json>
-  Json parse_json(const std::string& text, std::string_view row,
-                            std::string_view column) const;
+  Json parse_json(const std::string& text, std::string_view row, std::string_view column) const;
   job_record read_job(const query& q) const;
   std::vector<key_record> read_keys(query& q);
 
@@ -551,7 +550,7 @@ class sqlite_store final : public store {
 
 template <class Json>
 Json sqlite_store::parse_json(const std::string& text, std::string_view row,
-                                        std::string_view column) const {
+                              std::string_view column) const {
   auto value = Json::parse(text, nullptr, false);
   if (value.is_discarded()) {
     conn_.fail_message(std::string(row) + ": column " + std::string(column) +
@@ -760,7 +759,8 @@ std::vector<return_record> sqlite_store::get_returns(const std::string& jid) {
     r.jid = q.text(0);
     r.minion = q.text(1);
     r.fun = q.text(2);
-    r.ret = parse_json<nlohmann::ordered_json>(q.text(3), "return of " + r.minion + " for job " + r.jid, "ret");
+    r.ret = parse_json<nlohmann::ordered_json>(
+        q.text(3), "return of " + r.minion + " for job " + r.jid, "ret");
     r.success = q.integer(4) != 0;
     r.retcode = static_cast<int>(q.integer(5));
     r.stamp = q.integer(6);
@@ -869,6 +869,11 @@ void sqlite_store::put_minion_data(const std::vector<minion_data_update>& batch)
   query grains(conn_, "UPDATE minion_data SET grains = ?2 WHERE id = ?1", what);
   query pillar(conn_, "UPDATE minion_data SET pillar = ?2 WHERE id = ?1", what);
   query seen(conn_, "UPDATE minion_data SET last_seen = ?2, master = ?3 WHERE id = ?1", what);
+  // Gone from this master: unless it went to another meanwhile.
+  query left(conn_,
+             "UPDATE minion_data SET last_seen = ?2, master = CASE WHEN master = ?3 THEN '' "
+             "ELSE master END WHERE id = ?1",
+             what);
   for (const auto& u : batch) {
     row.bind(1, u.id);
     row.run();
@@ -883,8 +888,9 @@ void sqlite_store::put_minion_data(const std::vector<minion_data_update>& batch)
       pillar.run();
     }
     if (u.last_seen) {
-      seen.bind(1, u.id).bind(2, *u.last_seen).bind(3, u.master);
-      seen.run();
+      query& q = u.left ? left : seen;
+      q.bind(1, u.id).bind(2, *u.last_seen).bind(3, u.master);
+      q.run();
     }
   }
   txn.commit();

@@ -479,8 +479,13 @@ TEST_F(postgres_test, cluster_members_write_heartbeats_and_are_removed) {
   auto b = open_store("b:1");
   a->claim_master_slot("a:1");
   b->claim_master_slot("b:1");
-  member_record ra{.name = "a:1", .cluster_id = "c1", .peer = "a:4520", .cluster_finger = "cf",
-                   .finger = "fa", .proof = "00", .stats = {{"connected", 3}}};
+  member_record ra{.name = "a:1",
+                   .cluster_id = "c1",
+                   .peer = "a:4520",
+                   .cluster_finger = "cf",
+                   .finger = "fa",
+                   .proof = "00",
+                   .stats = {{"connected", 3}}};
   auto rows = a->heartbeat(ra);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].name, "a:1");
@@ -502,7 +507,7 @@ TEST_F(postgres_test, cluster_members_write_heartbeats_and_are_removed) {
   EXPECT_FALSE(a->members()[1].removed);
 }
 
-TEST_F(postgres_test, the_feed_carries_jobs_acks_grains_and_undelivered_records) {
+TEST_F(postgres_test, the_feed_carries_jobs_acks_grains_presence_and_undelivered_records) {
   auto a = open_store("a:1");
   auto feed = a->changes();
   auto big = make_job("j-big", 1);
@@ -512,13 +517,18 @@ TEST_F(postgres_test, the_feed_carries_jobs_acks_grains_and_undelivered_records)
   a->add_job(make_job("j1", 1));  // stored already: not announced again
   a->announce_acks({{"j1", {"m1", "m2"}}});
   a->put_minion_data({{.id = "m1", .grains = json{{"os", "Debian"}}}});
-  a->put_minion_data({{.id = "m2", .last_seen = 5, .master = "a:1"}});  // no grains: quiet
+  a->put_minion_data({{.id = "m2", .last_seen = 5, .master = "a:1"}});  // presence only
+  a->put_minion_data({{.id = "m4", .last_seen = 5, .master = "b:1"}});
+  // m4 moved to b:1: a:1 noticing it gone later leaves it there.
+  a->put_minion_data({{.id = "m4", .last_seen = 6, .master = "a:1", .left = true}});
+  a->put_minion_data({{.id = "m2", .last_seen = 7, .master = "a:1", .left = true}});
   a->add_undelivered({{"j1", "m3", "not connected", 1}});
   auto got = collect(*feed, [](const std::vector<change>& all) {
     return std::any_of(all.begin(), all.end(),
                        [](const change& c) { return c.what == change::kind::undelivered; });
   });
   int jobs = 0;
+  std::vector<std::string> came, went;
   for (const auto& c : got) {
     EXPECT_EQ(c.origin, "a:1");
     switch (c.what) {
@@ -543,14 +553,25 @@ TEST_F(postgres_test, the_feed_carries_jobs_acks_grains_and_undelivered_records)
         EXPECT_EQ(c.jid, "j1");
         EXPECT_EQ(c.minions, (std::vector<std::string>{"m3"}));
         break;
+      case change::kind::presence:
+        came.insert(came.end(), c.minions.begin(), c.minions.end());
+        went.insert(went.end(), c.left.begin(), c.left.end());
+        break;
       default:
         break;
     }
   }
   EXPECT_EQ(jobs, 2);
-  auto m = a->load_minion_data({"m1", "nobody"});
-  ASSERT_EQ(m.size(), 1u);
+  // Each write says so, with the master that wrote it (the origin).
+  EXPECT_EQ(came, (std::vector<std::string>{"m2", "m4"}));
+  EXPECT_EQ(went, (std::vector<std::string>{"m4", "m2"}));
+  auto m = a->load_minion_data({"m1", "m2", "m4", "nobody"});
+  ASSERT_EQ(m.size(), 3u);
   EXPECT_EQ((*m[0].grains)["os"], "Debian");
+  EXPECT_EQ(m[1].master, "");  // left a:1
+  EXPECT_EQ(m[1].last_seen, 7);
+  EXPECT_EQ(m[2].master, "b:1");  // still connected there
+  EXPECT_EQ(m[2].last_seen, 6);
 }
 
 TEST_F(postgres_test, master_slots_are_distinct_and_kept) {
@@ -837,8 +858,7 @@ TEST_F(postgres_test, server_restart_fails_calls_then_reconnects_with_a_resync) 
   // The job's own notification first (a cluster's members deliver it).
   collect(*feed, [](const std::vector<change>& all) {
     return std::any_of(all.begin(), all.end(), [](const change& c) {
-      return c.what == change::kind::job && c.jid == "before" && c.job &&
-             c.job->fun == "test.ping";
+      return c.what == change::kind::job && c.jid == "before" && c.job && c.job->fun == "test.ping";
     });
   });
 

@@ -252,7 +252,8 @@ TEST_P(store_test, return_fields_round_trip) {
 TEST_P(store_test, return_keeps_its_key_order) {
   auto s = open_store();
   auto r = make_return("j1", "m1", json(nullptr), 1);
-  r.ret = nlohmann::ordered_json::parse(R"({"zeta": {"b": 1, "a": 2}, "alpha": [{"y": 0, "x": 1}]})");
+  r.ret =
+      nlohmann::ordered_json::parse(R"({"zeta": {"b": 1, "a": 2}, "alpha": [{"y": 0, "x": 1}]})");
   ASSERT_EQ(s->add_returns({r}), 1u);
   EXPECT_EQ(s->get_returns("j1").at(0).ret.dump(), r.ret.dump());
 }
@@ -373,6 +374,11 @@ TEST_P(store_test, minion_data_cache_round_trips_field_by_field) {
     s->put_minion_data({{"web1", std::nullopt, std::nullopt, 200, "master-b:4506"}});
     // An empty map is data, not "never sent".
     s->put_minion_data({{"web2", json::object(), std::nullopt, std::nullopt, ""}});
+    // master-a noticing late that web1 left it: web1 stays on master-b.
+    s->put_minion_data({{"web1", std::nullopt, std::nullopt, 150, "master-a:4506", true}});
+    // db1 connected to master-a and left it: connected nowhere.
+    s->put_minion_data({{"db1", std::nullopt, std::nullopt, 0, "master-a:4506"},
+                        {"db1", std::nullopt, std::nullopt, 0, "master-a:4506", true}});
   }
   auto s = open_store();  // survives a restart
   auto all = s->load_minion_data();
@@ -381,10 +387,11 @@ TEST_P(store_test, minion_data_cache_round_trips_field_by_field) {
   EXPECT_EQ(all[0].grains, json({{"os", "Rocky"}}));
   EXPECT_EQ(all[0].pillar, json({{"role", "db"}}));
   EXPECT_EQ(all[0].last_seen, 0);
+  EXPECT_EQ(all[0].master, "");
   EXPECT_EQ(all[1].id, "web1");
   EXPECT_EQ((*all[1].grains)["ipv4"][1], "10.0.0.5");
   EXPECT_FALSE(all[1].pillar.has_value());
-  EXPECT_EQ(all[1].last_seen, 200);
+  EXPECT_EQ(all[1].last_seen, 150);
   EXPECT_EQ(all[1].master, "master-b:4506");
   EXPECT_EQ(all[2].grains, json::object());
   s->delete_minion_data("web1");
