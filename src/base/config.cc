@@ -889,6 +889,7 @@ const option_table<master_config>& master_options() {
       {"publisher_acl", set(&c::publisher_acl, any_map)},
       {"store", set(&c::store, store_url)},
       {"store_password_file", set(&c::store_password_file, optional_path)},
+      {"store_failover_wait", set_int(&c::store_failover_wait, 0, 3600, "seconds")},
       {"cluster_id", set(&c::cluster_id, cluster_id)},
       {"cluster_peers", set(&c::cluster_peers, cluster_peers)},
       {"cluster_port", set_int(&c::cluster_port, 1, 65535)},

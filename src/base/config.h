@@ -99,6 +99,9 @@ struct master_config {
   // masters of a site, its password in store_password_file (mode 0600).
   std::string store = "sqlite";
   std::string store_password_file;
+  // PostgreSQL: seconds a write whose connection was lost keeps trying
+  // (the standby being promoted) before it fails.
+  uint32_t store_failover_wait = 15;
   // A master cluster (Salt's names, and a peer port): masters behind one
   // load balancer acting as one. Empty cluster_id: no cluster. The cluster's
   // keypair, presented to minions by every master, is in cluster_pki_dir

@@ -111,7 +111,11 @@ asio::awaitable<void> cluster_node::heartbeat_loop(const std::atomic<bool>& stop
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (ec || stopping) co_return;
     if (removed_told_) continue;
+    // A store thread that is behind runs one heartbeat when it gets to it,
+    // not a queue of them.
+    if (beat_queued_.exchange(true)) continue;
     d_.store.post([this, removed](store::store& db) {
+      beat_queued_ = false;
       auto t0 = std::chrono::steady_clock::now();
       try {
         auto rows = db.heartbeat(members_.row(stats()));
@@ -123,7 +127,15 @@ asio::awaitable<void> cluster_node::heartbeat_loop(const std::atomic<bool>& stop
         }
         std::string problem = members_.update(std::move(rows), now);
         link_members();
-        if (!problem.empty()) spdlog::warn("cluster {}: {}", cfg_.cluster_id, problem);
+        // Said once while it lasts, not every second.
+        if (problem != last_problem_) {
+          if (!problem.empty()) {
+            spdlog::warn("cluster {}: {}", cfg_.cluster_id, problem);
+          } else {
+            spdlog::info("cluster {}: the membership problem is over", cfg_.cluster_id);
+          }
+          last_problem_ = problem;
+        }
         if (!store_ok_.exchange(true)) {
           spdlog::info("cluster {}: the store answers again; taking publishes", cfg_.cluster_id);
         }

@@ -102,6 +102,8 @@ class cluster_node {
   cluster::membership members_;
   std::unique_ptr<cluster::peer_links> links_;
   std::atomic<bool> store_ok_{true};
+  std::atomic<bool> beat_queued_{false};
+  std::string last_problem_;  // on the store thread
   std::atomic<bool> removed_told_{false};
   std::atomic<double> store_ms_{0};
   // For rates: the counters at the previous beat.

@@ -34,6 +34,7 @@ std::unique_ptr<store_worker> open_store(const base::master_config& cfg, const s
   o.url = cfg.store;
   o.sqlite_path = cfg.cachedir + "/jobs.db";
   o.password_file = cfg.store_password_file;
+  o.failover_wait = std::chrono::seconds(cfg.store_failover_wait);
   o.origin = origin;
   std::unique_ptr<store::store> db;
   auto delay = std::chrono::milliseconds(500);

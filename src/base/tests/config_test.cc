@@ -300,6 +300,8 @@ TEST(MasterConfig, IntegerBounds) {
   EXPECT_EQ(parse_master_config("keep_jobs: 4294967295", k_master).keep_jobs, 4294967295u);
   EXPECT_EQ(parse_master_config("publish_hold: 1", k_master).publish_hold, 1u);
   EXPECT_EQ(parse_master_config("publish_hold: 86400", k_master).publish_hold, 86400u);
+  EXPECT_EQ(parse_master_config("", k_master).store_failover_wait, 15u);
+  EXPECT_EQ(parse_master_config("store_failover_wait: 0", k_master).store_failover_wait, 0u);
 }
 
 TEST(MasterConfig, GitfsOptionsAsSaltWritesThem) {
@@ -407,6 +409,8 @@ TEST(MasterConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
       {"publish_hold: 86401",
        "line 1: publish_hold must be an integer 1..86400 (seconds), got 86401"},
       {"publish_hold: 1m", "line 1: publish_hold must be an integer 1..86400 (seconds), got 1m"},
+      {"store_failover_wait: 1h",
+       "line 1: store_failover_wait must be an integer 0..3600 (seconds), got 1h"},
       {"log_level: loud",
        "line 1: log_level must be one of garbage, trace, debug, info, warning, error, critical, "
        "quiet, got loud"},
