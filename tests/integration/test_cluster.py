@@ -2,9 +2,9 @@
 """The master cluster: masters behind a real HAProxy (TCP mode, round
 robin) on one real PostgreSQL store act as one. A job published on any
 master reaches the minions of every master and its returns stream back; a
-master killed with SIGKILL loses nothing; a removed master's minions move; a
-master with another cluster key is refused; the balancer's idle timeout
-never cuts a healthy minion. Everything runs on loopback."""
+removed master's minions move; a master with another cluster key is
+refused. The long tests (a master killed mid-job, the idle minute) are in
+test_cluster_long. Everything runs on loopback."""
 
 import json
 import os
@@ -13,94 +13,16 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 import unittest
 
-from harness import (BRINE_BIN, SLACK, MasterNode, MasterSet, frame, free_port, logged_at,
-                     make_client_cert, read_frames, read_until_closed, tail, tls_context,
-                     wait_for, wait_log, write_config)
-from haproxy import LoadBalancer, require_haproxy
-from pgserver import PostgresServer, require_postgres
+from harness import (BRINE_BIN, SLACK, frame, logged_at, make_client_cert, read_frames,
+                     read_until_closed, tail, tls_context, wait_for, wait_log,
+                     write_config)
+import clustercase
+from clustercase import ClusterTestCase
 
-PG = None
-
-
-def setUpModule():
-    global PG
-    require_postgres()
-    require_haproxy()
-    PG = PostgresServer()
-    PG.start()
-
-
-def tearDownModule():
-    if PG is not None:
-        PG.cleanup()
-
-
-class ClusterTestCase(unittest.TestCase):
-    databases = 0
-
-    def cluster(self, n=3, idle=60, start=True, **opts):
-        """`n` masters of cluster `c1` on a fresh database, the cluster key
-        made by `brine cluster init` on the first and copied to the others,
-        behind a load balancer with idle timeout `idle`."""
-        ClusterTestCase.databases += 1
-        db = "brine_cluster_%d_%d" % (os.getpid(), ClusterTestCase.databases)
-        PG.create_database(db)
-        pw = os.path.join(PG.dir, db + ".pw")
-        PG.password_file(pw)
-        self.store = {"store": PG.url(db), "store_password_file": pw}
-        master_opts = dict(self.store)
-        master_opts.update({"cluster_id": "c1", "cluster_pki_dir": "cluster"})
-        master_opts.update(opts)
-        ms = MasterSet(n, master_opts=master_opts, shared_key=False, start=False)
-        self.addCleanup(ms.stop)
-        for m in ms.masters:
-            m.options["cluster_port"] = free_port()
-            write_config(m.config, m.options)
-        rc, out, err = ms.masters[0].brine("cluster", "init")
-        self.assertEqual(rc, 0, err)
-        self.assertIn("made the cluster key of c1", out)
-        self.cluster_finger = re.search(r"fingerprint: (\S+)", out).group(1)
-        for m in ms.masters[1:]:
-            shutil.copytree(os.path.join(ms.masters[0].dir, "cluster"),
-                            os.path.join(m.dir, "cluster"))
-        lb = LoadBalancer([m.port for m in ms.masters], idle_timeout=idle)
-        self.addCleanup(lb.stop)
-        if start:
-            for m in ms.masters:
-                m.start()
-            lb.start()
-        return ms, lb
-
-    def add_minions(self, ms, lb, ids, **opts):
-        options = {"master_alive_interval": 6}
-        options.update(opts)
-        for mid in ids:
-            ms.add_minion(mid, masters=["127.0.0.1:%d" % lb.port], **options)
-
-    def served_by(self, ms, mid, since=None):
-        """The master whose log last shows `mid` connecting (after `since`,
-        a {master name: log offset} map)."""
-        best = None
-        for m in ms.masters:
-            text = m.daemon.log_since((since or {}).get(m.name, 0))
-            at = text.rfind("minion %s connected from" % mid)
-            if at >= 0 and (best is None or at > best[1]):
-                best = (m, at)
-        return best[0] if best else None
-
-    def answered(self, master, ids, timeout=30):
-        def ok():
-            rc, got, _ = master.ping_json(timeout=3)
-            return all(got.get(i) is True for i in ids)
-        wait_for(ok, timeout * SLACK, "every minion to answer %s" % master.name)
-
-    def status(self, master):
-        rc, out, err = master.brine("cluster", "status", "--json")
-        self.assertIn(rc, (0, 2), err)
-        return json.loads(out)
+setUpModule = clustercase.start_store
+tearDownModule = clustercase.stop_store
 
 
 class OneClusterTest(ClusterTestCase):
@@ -202,68 +124,6 @@ class SwarmThroughTheBalancerTest(ClusterTestCase):
 
 
 class FailureTest(ClusterTestCase):
-
-    def publish_async(self, master, jids, fun, *args):
-        rc, out, err = master.brine("cmd", "--async", "*", fun, *args)
-        found = re.search(r"job ID: (\d+)", out)
-        self.assertTrue(rc == 0 and found, "%s: rc %d %s %s" % (master.name, rc, out, err))
-        jids.append(found.group(1))
-
-    def test_a_master_killed_mid_job_loses_no_return(self):
-        ms, lb = self.cluster(3)
-        ids = ["k%d" % i for i in range(6)]
-        self.add_minions(ms, lb, ids)
-        a, b, victim = ms.masters
-        self.answered(a, ids)
-        on_victim = [i for i in ids if self.served_by(ms, i) is victim]
-        self.assertTrue(on_victim, "round robin gave the victim no minion")
-        jids = []
-        # A CLI attached to a survivor while the victim dies: it still
-        # receives every return, those of the victim's minions included.
-        cli = subprocess.Popen([BRINE_BIN, "cmd", "-c", a.config, "-t", str(int(60 * SLACK)),
-                                "--out", "json", "*", "test.sleep", "2"],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-        for n in range(200):
-            if n == 60:
-                victim.kill()
-            if n % 2:
-                self.publish_async(a if n % 4 == 1 else b, jids, "test.sleep", "0.2")
-            else:
-                self.publish_async(a if n % 4 == 0 else b, jids, "cmd.run", "echo %d" % n)
-        out, err = cli.communicate(timeout=120 * SLACK)
-        self.assertEqual(cli.returncode, 0, err)
-        self.assertEqual(sorted(json.loads(out)), ids)
-        # Every (jid, minion) ends as a return: the victim's minions re-sent
-        # what it had not acknowledged, through the survivors.
-        db = self.store["store"].rsplit("/", 1)[1].split("?")[0]
-
-        def complete():
-            rows = PG.psql("SELECT count(*) FROM returns WHERE jid = ANY(ARRAY[%s])"
-                           % ",".join("'%s'" % j for j in jids), db)
-            return int(rows) == len(ids) * len(jids)
-        wait_for(complete, 120 * SLACK, "every return of 200 jobs from %d minions" % len(ids))
-        lost = PG.psql("SELECT count(*) FROM undelivered WHERE jid = ANY(ARRAY[%s])"
-                       % ",".join("'%s'" % j for j in jids), db)
-        self.assertEqual(int(lost), 0)
-        # Both survivors answer alike for every job.
-        for m in (a, b):
-            listed = {j["jid"]: j for j in m.jobs()}
-            for jid in jids:
-                self.assertEqual(sorted(listed[jid]["returned"]), ids, (m.name, listed[jid]))
-        # The victim, restarted, rejoins and takes new connections.
-        since = {m.name: m.daemon.mark() for m in ms.masters}
-        victim.start()
-        wait_for(lambda: self.status(a)["members"] and all(
-            x["alive"] for x in self.status(a)["members"]), 30 * SLACK, "the victim alive again")
-        more = ["n%d" % i for i in range(3)]
-        self.add_minions(ms, lb, more)
-        wait_for(lambda: all(self.served_by(ms, i, since) for i in more), 30 * SLACK,
-                 "the new minions to connect")
-        self.assertTrue(any(self.served_by(ms, i, since) is victim for i in more) or
-                        victim.daemon.count(r"minion k\d connected from", since[victim.name]) > 0,
-                        "the restarted master took no connection")
-        self.answered(victim, ids + more)
 
     def test_a_removed_master_hands_its_minions_to_the_others(self):
         ms, lb = self.cluster(3)
@@ -369,7 +229,7 @@ class MembershipTest(ClusterTestCase):
         # Later jobs target the new minions too: each job against its own
         # expected set.
         def incomplete():
-            return int(PG.psql(
+            return int(clustercase.PG.psql(
                 "SELECT count(*) FROM jobs j WHERE j.jid = ANY(ARRAY[%s]) AND "
                 "(SELECT count(*) FROM returns r WHERE r.jid = j.jid) < "
                 "json_array_length(j.minions::json)" % ",".join("'%s'" % j for j in jids), db))
@@ -382,7 +242,7 @@ class MembershipTest(ClusterTestCase):
         self.add_minions(ms, lb, ids)
         a = ms.masters[0]
         self.answered(a, ids)
-        PG.stop()
+        clustercase.PG.stop()
         try:
             def refused():
                 rc, out, err = a.brine("cmd", "--async", "*", "test.ping")
@@ -391,7 +251,7 @@ class MembershipTest(ClusterTestCase):
             self.assertIn("does not answer", err)
             wait_log(a.daemon, r"the store does not answer .*takes no publishes", 10 * SLACK)
         finally:
-            PG.start_again()
+            clustercase.PG.start_again()
         wait_log(a.daemon, r"the store answers again; taking publishes", 60 * SLACK)
         self.answered(a, ids)
 
@@ -410,27 +270,6 @@ class AcceptTest(ClusterTestCase):
             self.assertEqual(rc, 0, err)
         # Those waiting on b are served as soon as a's decision reaches it.
         self.answered(b, ids)
-
-
-class IdleTest(ClusterTestCase):
-
-    def test_the_balancers_idle_timeout_never_cuts_a_healthy_minion(self):
-        # HAProxy cuts a connection idle for 5 s; the minions' pings every
-        # master_alive_interval / 2 = 3 s keep theirs busy.
-        ms, lb = self.cluster(2, idle=5)
-        ids = ["i%d" % i for i in range(3)]
-        self.add_minions(ms, lb, ids, master_alive_interval=6)
-        self.answered(ms.masters[0], ids)
-        since = {m.name: m.daemon.mark() for m in ms.masters}
-        minion_since = {i: ms.minions[i].mark() for i in ids}
-        time.sleep(60)  # the idle minute itself is what is tested
-        for m in ms.masters:
-            self.assertEqual(m.daemon.count(r"connected from", since[m.name]), 0,
-                             tail(m.daemon.log_since(since[m.name])))
-        for i in ids:
-            text = ms.minions[i].log_since(minion_since[i])
-            self.assertNotRegex(text, r"(?i)reconnect|closed|lost", text)
-        self.answered(ms.masters[1], ids, timeout=10)
 
 
 class RefusalTest(ClusterTestCase):
