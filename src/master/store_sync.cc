@@ -59,6 +59,7 @@ void store_sync::apply(std::vector<store::change> changes) {
   bool pins = false;
   std::set<std::string> ids;
   std::map<std::string, std::vector<std::string>> returns;
+  std::map<std::string, std::vector<store::return_record>> rets;
   std::map<std::string, std::vector<std::string>> undelivered;
   std::set<std::string> minions;
   for (auto& c : changes) {
@@ -78,6 +79,9 @@ void store_sync::apply(std::vector<store::change> changes) {
           auto& v = returns[c.jid];
           v.insert(v.end(), std::make_move_iterator(c.minions.begin()),
                    std::make_move_iterator(c.minions.end()));
+          auto& r = rets[c.jid];
+          r.insert(r.end(), std::make_move_iterator(c.rets.begin()),
+                   std::make_move_iterator(c.rets.end()));
         }
         break;
       case store::change::kind::undelivered:
@@ -111,7 +115,7 @@ void store_sync::apply(std::vector<store::change> changes) {
   } else if (!ids.empty()) {
     keys_changed({ids.begin(), ids.end()});
   }
-  for (auto& [jid, ids] : returns) returned(jid, std::move(ids));
+  for (auto& [jid, ids] : returns) returned(jid, std::move(ids), std::move(rets[jid]));
   for (auto& [jid, ids] : undelivered) this->undelivered(jid, std::move(ids));
   if (!minions.empty()) minions_changed({minions.begin(), minions.end()});
   if (pins && on_file_pins_) on_file_pins_();
@@ -182,20 +186,31 @@ void store_sync::settle_keys(const std::vector<std::string>& ids) {
   }
 }
 
-void store_sync::returned(const std::string& jid, std::vector<std::string> minions) {
+void store_sync::returned(const std::string& jid, std::vector<std::string> minions,
+                          std::vector<store::return_record> rets) {
   // The minions have the job: holds for them end here too.
   for (const auto& id : minions) d_.deliveries.on_acknowledged(id, jid);
   std::string prefix = "brine/job/" + jid + "/ret/";
   if (!d_.events.wanted(prefix)) return;
-  d_.store.post([this, jid, prefix, minions = std::move(minions)](store::store& db) {
-    for (auto& r : db.get_returns(jid, minions)) {
-      d_.events.publish(prefix + r.minion, {{"id", r.minion},
-                                            {"jid", jid},
-                                            {"fun", r.fun},
-                                            {"return", proto::ordered_bytes(r.ret)},
-                                            {"success", r.success},
-                                            {"retcode", r.retcode}});
-    }
+  auto publish = [this, prefix](const store::return_record& r) {
+    d_.events.publish(prefix + r.minion, {{"id", r.minion},
+                                          {"jid", r.jid},
+                                          {"fun", r.fun},
+                                          {"return", proto::ordered_bytes(r.ret)},
+                                          {"success", r.success},
+                                          {"retcode", r.retcode}});
+  };
+  // Those that came in the notification are published now; the others
+  // (too big to travel) are read back.
+  std::set<std::string_view> came;
+  for (const auto& r : rets) {
+    publish(r);
+    came.insert(r.minion);
+  }
+  std::erase_if(minions, [&](const std::string& id) { return came.contains(id); });
+  if (minions.empty()) return;
+  d_.store.post([jid, publish, minions = std::move(minions)](store::store& db) {
+    for (auto& r : db.get_returns(jid, minions)) publish(r);
   });
 }
 

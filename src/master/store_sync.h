@@ -66,7 +66,8 @@ class store_sync {
   void apply(std::vector<store::change> changes);
   void keys_changed(std::vector<std::string> ids);
   void resync();
-  void returned(const std::string& jid, std::vector<std::string> minions);
+  void returned(const std::string& jid, std::vector<std::string> minions,
+                std::vector<store::return_record> rets);
   void undelivered(const std::string& jid, std::vector<std::string> minions);
   void minions_changed(std::vector<std::string> ids);
   void settle_keys(const std::vector<std::string>& ids);

@@ -145,7 +145,7 @@ struct file_pin {
 struct change {
   enum class kind {
     keys,         // `id`'s keys changed (accepted, rejected, deleted, new)
-    returns,      // `minions` returned for `jid`
+    returns,      // `minions` returned for `jid` (some of them in `rets`)
     resync,       // the feed was interrupted: anything may have changed meanwhile
     job,          // `jid` was published (by `origin`); `job` holds it when it fitted
     acks,         // `minions` acknowledged `jid` on master `origin` (announce_acks)
@@ -161,6 +161,10 @@ struct change {
   std::vector<std::string> minions;
   std::optional<job_record> job;
   std::vector<std::string> left;
+  // returns: the returns that travelled in the notification (a few hundred
+  // bytes each), so that the hearer need not read them back; the other
+  // minions' are read from their rows.
+  std::vector<return_record> rets;
 };
 
 // One master of a shared store as the masters table holds it: its jid slot,

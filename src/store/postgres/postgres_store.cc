@@ -1164,6 +1164,32 @@ std::string payloads(const std::string& header, const std::vector<std::string>& 
   return out;
 }
 
+// A return as a notification carries it (one line: JSON escapes newlines).
+std::string inline_return(const return_record& r) {
+  nlohmann::ordered_json j = {
+      {"fun", r.fun}, {"success", r.success}, {"retcode", r.retcode}, {"return", r.ret}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<return_record> return_from_inline(const std::string& jid, const std::string& minion,
+                                                std::string_view text) {
+  auto j = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("return") ||
+      !j.value("fun", nlohmann::ordered_json()).is_string() ||
+      !j.value("success", nlohmann::ordered_json()).is_boolean() ||
+      !j.value("retcode", nlohmann::ordered_json()).is_number_integer()) {
+    return std::nullopt;
+  }
+  return_record r;
+  r.jid = jid;
+  r.minion = minion;
+  r.fun = j["fun"].get<std::string>();
+  r.success = j["success"].get<bool>();
+  r.retcode = j["retcode"].get<int>();
+  r.ret = std::move(j["return"]);
+  return r;
+}
+
 // A job as a notification carries it: the record in JSON, when it fits.
 nlohmann::json job_json(const job_record& job) {
   return {{"jid", job.jid},
@@ -1332,7 +1358,17 @@ void postgres_feed::drain(std::vector<change>& out) {
     } else if (channel == k_postgres_returns_channel && lines.size() >= 3 && !lines[1].empty()) {
       change ch{change::kind::returns, lines[0], "", lines[1], {}};
       for (size_t i = 2; i < lines.size(); ++i) {
-        if (!lines[i].empty()) ch.minions.push_back(std::move(lines[i]));
+        auto tab = lines[i].find('\t');
+        std::string minion = lines[i].substr(0, tab);
+        if (minion.empty()) continue;
+        if (tab != std::string::npos) {
+          // Unreadable: read back from the row instead.
+          if (auto r =
+                  return_from_inline(ch.jid, minion, std::string_view(lines[i]).substr(tab + 1))) {
+            ch.rets.push_back(std::move(*r));
+          }
+        }
+        ch.minions.push_back(std::move(minion));
       }
       if (!ch.minions.empty()) out.push_back(std::move(ch));
     } else if (channel == k_postgres_jobs_channel && lines.size() >= 2 && !lines[1].empty()) {
@@ -1890,7 +1926,11 @@ size_t postgres_store::add_returns(const std::vector<return_record>& batch) {
     });
   }
 
-  // One payload per job, split to stay under the limit of a notification.
+  // One payload per job, split to stay under the limit of a notification;
+  // small returns travel in it.
+  std::map<std::pair<std::string_view, std::string_view>, const return_record*> by_key;
+  for (const auto* r : rows)
+    by_key.emplace(std::pair<std::string_view, std::string_view>(r->jid, r->minion), r);
   for (size_t i = 0; i < added.size();) {
     const std::string& jid = added[i].first;
     const std::string header = c_->origin + "\n" + jid;
@@ -1902,10 +1942,14 @@ size_t postgres_store::add_returns(const std::vector<return_record>& batch) {
       payload = header;
     };
     for (; i < added.size() && added[i].first == jid; ++i) {
-      const std::string& minion = added[i].second;
-      if (header.size() + 1 + minion.size() >= k_postgres_max_payload) continue;  // cannot fit
-      if (payload.size() + 1 + minion.size() >= k_postgres_max_payload) flush();
-      payload += "\n" + minion;
+      std::string line = added[i].second;
+      if (header.size() + 1 + line.size() >= k_postgres_max_payload) continue;  // cannot fit
+      if (auto r = by_key.find({added[i].first, added[i].second}); r != by_key.end()) {
+        std::string inline_ret = inline_return(*r->second);
+        if (inline_ret.size() <= k_postgres_inline_return) line += "\t" + inline_ret;
+      }
+      if (payload.size() + 1 + line.size() >= k_postgres_max_payload) flush();
+      payload += "\n" + line;
     }
     flush();
   }

@@ -10,9 +10,12 @@ namespace brine::store {
 
 // The LISTEN/NOTIFY channels. A payload is lines joined by "\n":
 // keys: ORIGIN, ID; returns: ORIGIN, JID, then one line per minion that
-// returned (only the returns that were new).
+// returned (only the returns that were new): `MINION`, or `MINION\tJSON`
+// with the return itself ({"fun", "success", "retcode", "return"}) when it
+// is small (k_postgres_inline_return bytes).
 inline constexpr const char* k_postgres_keys_channel = "brine_keys";
 inline constexpr const char* k_postgres_returns_channel = "brine_returns";
+inline constexpr size_t k_postgres_inline_return = 1024;
 // jobs: ORIGIN, JID, then the job in JSON when the whole fits (else the
 // reader reads the row); acks: ORIGIN, JID, then one line per minion that
 // acknowledged the job on ORIGIN (no row: announce_acks); minions: ORIGIN,

@@ -670,6 +670,29 @@ TEST_F(postgres_test, feed_hears_keys_and_returns_of_other_writers) {
   EXPECT_EQ(got[1].minions, (std::vector<std::string>{"m2", "m3"}));
   EXPECT_EQ(got[2].jid, "j2");
   EXPECT_EQ(got[2].minions, (std::vector<std::string>{"m1"}));
+  // Small returns travel in the notification: the hearer need not read them.
+  ASSERT_EQ(got[1].rets.size(), 2u);
+  EXPECT_EQ(got[1].rets[0].minion, "m2");
+  EXPECT_EQ(got[1].rets[0].jid, "j1");
+  EXPECT_EQ(got[1].rets[0].fun, "test.ping");
+  EXPECT_EQ(got[1].rets[0].ret, 1);
+  EXPECT_TRUE(got[1].rets[0].success);
+
+  // A big one is named only (read back from its row); one whose inline
+  // JSON is unreadable is named too.
+  auto small = make_return("j3", "small", 0);
+  small.ret = nlohmann::ordered_json::parse(R"({"b":1,"a":2})");
+  b->add_returns({small, make_return("j3", "big", std::string(2000, 'x'))});
+  psql("SELECT pg_notify('brine_returns', E'master-c:4506\\nj4\\nm9\\t{bad')");
+  got = collect(*feed, [](const std::vector<change>& all) {
+    return std::any_of(all.begin(), all.end(), [](const change& c) { return c.jid == "j4"; });
+  });
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].minions, (std::vector<std::string>{"big", "small"}));
+  ASSERT_EQ(got[0].rets.size(), 1u);
+  EXPECT_EQ(got[0].rets[0].ret.dump(), R"({"b":1,"a":2})");  // the function's key order
+  EXPECT_EQ(got[1].minions, (std::vector<std::string>{"m9"}));
+  EXPECT_TRUE(got[1].rets.empty());
 
   // A batch with nothing new says nothing.
   EXPECT_EQ(b->add_returns({make_return("j1", "m2", 1)}), 0u);
