@@ -25,7 +25,8 @@ namespace brine::fileserver::git2 {
   X(git_blob_rawcontent) X(git_reference_lookup) X(git_reference_peel) X(git_object_id) \
   X(git_commit_tree) X(git_tree_dup) X(git_tree_entry_bypath) X(git_tree_entry_type) \
   X(git_tree_lookup) X(git_tree_entry_id) X(git_tree_entrycount) X(git_tree_entry_byindex) \
-  X(git_tree_entry_name) X(git_tree_entry_filemode)
+  X(git_tree_entry_name) X(git_tree_entry_filemode) X(git_credential_userpass_plaintext_new) \
+  X(git_credential_ssh_key_new) X(git_credential_username_new)
 // clang-format on
 
 struct api {

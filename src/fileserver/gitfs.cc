@@ -73,6 +73,7 @@ std::string dir_of(const std::string& path) {
 struct clone {
   std::string url;
   std::string dir;
+  gitfs_auth auth;
   std::mutex read_mu;
   repo_ptr read_repo;
   std::mutex fetch_mu;
@@ -137,7 +138,12 @@ struct gitfs::state {
     git_strarray refspecs{const_cast<char**>(specs), 2};
     git_fetch_options opts = GIT_FETCH_OPTIONS_INIT;
     opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;  // the refspec has them
+    credential_state credentials{c.url, c.auth};
+    opts.callbacks.credentials = acquire_credential;
+    opts.callbacks.payload = &credentials;
     if (G->git_remote_fetch(remote.get(), &refspecs, &opts, "brine gitfs fetch") != 0) {
+      // The callback's own message names the option to fix.
+      if (!credentials.error.empty()) throw base::error(credentials.error);
       throw base::error("gitfs remote " + c.url + ": cannot fetch: " + last_error() +
                         "; check the URL in gitfs_remotes and that this master can reach it");
     }
@@ -214,11 +220,18 @@ gitfs::gitfs(std::vector<gitfs_remote> remotes, std::string cachedir)
     }
     r.mountpoint = mount.path;
     if (r.base.empty()) r.base = "master";
+    if (auto why = check_auth(r.url, r.auth); !why.empty()) throw base::error(why);
     auto& c = s_->clones[r.url];
     if (!c) {
       c = std::make_unique<clone>();
       c->url = r.url;
       c->dir = clone_dir(s_->cachedir, r.url);
+      c->auth = r.auth;
+    } else if (!(c->auth == r.auth)) {
+      // One clone per URL, fetched with one set of credentials.
+      throw base::error("gitfs_remotes " + r.url +
+                        ": listed twice with different credentials; give every entry of one "
+                        "URL the same user, password, pubkey, privkey and passphrase");
     }
   }
 }

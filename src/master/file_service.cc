@@ -23,8 +23,15 @@ constexpr uint64_t k_max_reply_bytes = 4 * 1024 * 1024;
 std::vector<fileserver::gitfs_remote> gitfs_remotes(const base::master_config& cfg) {
   std::vector<fileserver::gitfs_remote> out;
   for (const auto& r : cfg.gitfs_remotes) {
+    fileserver::gitfs_auth auth{r.user.value_or(cfg.gitfs_user),
+                                r.password.value_or(cfg.gitfs_password),
+                                r.insecure_auth.value_or(cfg.gitfs_insecure_auth),
+                                r.pubkey.value_or(cfg.gitfs_pubkey),
+                                r.privkey.value_or(cfg.gitfs_privkey),
+                                r.passphrase.value_or(cfg.gitfs_passphrase)};
     out.push_back({r.url, r.root.value_or(cfg.gitfs_root),
-                   r.mountpoint.value_or(cfg.gitfs_mountpoint), r.base.value_or(cfg.gitfs_base)});
+                   r.mountpoint.value_or(cfg.gitfs_mountpoint), r.base.value_or(cfg.gitfs_base),
+                   std::move(auth)});
   }
   return out;
 }
