@@ -208,11 +208,11 @@ class SharedStoreGitfsTest(unittest.TestCase):
         self.assertEqual(get_file_str(b, "m1"), "A1\n")
         self.assertEqual(get_file_str(b, "m1", "salt://b.txt"), "B1\n")
         self.assertEqual(get_file_str(a, "m0"), "A2\n")
-        # Reachable again: the next update moves b too.
+        # Reachable again: b catches up by itself, with no other update.
         os.rename(moved, self.repo)
-        rc, out, err = a.brine("fileserver", "update", timeout=120)
-        self.assertEqual(rc, 0, out + err)
-        wait_for(lambda: get_file_str(b, "m1") == "A2\n", 30, "m1 to read A2 through b")
+        wait_for(lambda: get_file_str(b, "m1") == "A2\n", 120, "m1 to read A2 through b")
+        wait_log(b.daemon, r"gitfs remote %s: caught up: serving its pinned revision"
+                 % re.escape(self.repo), 10, since)
 
 
 class SingleMasterGitfsTest(ClusterTestCase):
@@ -254,6 +254,46 @@ class SingleMasterGitfsTest(ClusterTestCase):
         pins = json.loads(out)["pins"]
         self.assertEqual([p["saltenv"] for p in pins], ["base"])
         self.assertEqual(get_file_str(c, "m1"), "A3\n")
+
+    def test_a_master_behind_its_pinned_commit_catches_up_by_itself(self):
+        c = self.cluster(master_opts={"fileserver_backend": ["gitfs"],
+                                      "gitfs_remotes": [self.repo], "log_level": "debug"})
+        c.add_accepted_minion("m1")
+        second = commit_both(self.repo, "A2\n", "B2\n")
+        rc, out, err = c.brine("fileserver", "update", timeout=120)
+        self.assertEqual(rc, 0, out + err)
+        commit_both(self.repo, "A3\n", "B3\n")  # newer, not pinned
+
+        # The master starts again without its clone while the remote is away:
+        # it cannot fetch the pinned commit.
+        rc = c.master.terminate()
+        self.assertEqual(rc, 0, tail(c.master.log()))
+        shutil.rmtree(c.path("master-cache", "gitfs"))
+        moved = self.repo + ".away"
+        os.rename(self.repo, moved)
+        since = c.master.mark()
+        c.start_master()
+        repo = re.escape(self.repo)
+        wait_log(c.master, r"\[warning\] gitfs remote %s: behind its pinned revision; this master "
+                           r"tries again by itself" % repo, 30, since)
+        # It keeps trying (two retries seen), logging them at debug only.
+        wait_log(c.master, r"gitfs: retrying the pinned revisions of 1 remotes \(retry 2\)", 30,
+                 since)
+        c.wait_connected("m1", timeout=30, since=since)
+        self.assertNotEqual(get_file_str(c, "m1"), "A2\n")
+
+        os.rename(moved, self.repo)
+        wait_for(lambda: get_file_str(c, "m1") == "A2\n", 120,
+                 "m1 to read the pinned A2 without another update")
+        self.assertEqual(get_file_str(c, "m1", "salt://b.txt"), "B2\n")
+        log = c.master.log_since(since)
+        self.assertEqual(len(re.findall(r"\[warning\] gitfs remote %s: behind" % repo, log)), 1, log)
+        self.assertEqual(len(re.findall(r"\[info\] gitfs remote %s: caught up: serving its pinned "
+                                        r"revision \(after \d+ retries\)" % repo, log)), 1, log)
+        self.assertEqual(len(re.findall(r"\[error\] gitfs remote %s: cannot serve the pinned "
+                                        r"commit %s" % (repo, second), log)), 1, log)
+        self.assertGreaterEqual(len(re.findall(r"\[debug\] gitfs remote %s: cannot serve the "
+                                               r"pinned commit" % repo, log)), 2, log)
 
     def test_a_bad_remote_is_named_and_the_master_keeps_serving(self):
         missing = os.path.join(self.tmp, "no-such-repo")
