@@ -497,10 +497,23 @@ std::string secret(const option& opt) {
   return text(opt, "a string");
 }
 
+// A gitfs remote that is a local path relative to the config file: not a
+// URL (scheme://), not absolute, and not SSH's scp-like [user@]host:path (a
+// ':' before any '/'), which is how git and libgit2 tell them apart too.
+bool relative_git_path(std::string_view url) {
+  if (url.find("://") != std::string_view::npos || url.starts_with('/')) return false;
+  auto colon = url.find(':');
+  return colon == std::string_view::npos || url.find('/') < colon;
+}
+
 // Salt's gitfs_remotes: a list of URLs (or paths), each maybe a one-key map
 // of the URL to its options, given as a list of one-key maps (Salt's form)
 // or as one map: root, mountpoint, base and the credentials (user, password,
-// insecure_auth, pubkey, privkey, passphrase).
+// insecure_auth, pubkey, privkey, passphrase). A relative local path is
+// resolved against the config file's directory, as every path option is:
+// Salt hands it to libgit2 as written, which reads it against the daemon's
+// working directory ("/" once daemonized), so the same file would name
+// another repository depending on how the master was started.
 std::vector<gitfs_remote_config> gitfs_remotes(const option& opt) {
   constexpr std::string_view expected =
       "a list of git URLs or paths, each maybe with options (- URL: [{root: DIR}, "
@@ -568,6 +581,7 @@ std::vector<gitfs_remote_config> gitfs_remotes(const option& opt) {
       item.fail(expected);
     }
     if (r.url.empty()) item.fail("a git URL or path", "an empty one");
+    if (relative_git_path(r.url)) r.url = resolve(item, r.url);
     out.push_back(std::move(r));
   });
   return out;

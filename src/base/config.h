@@ -29,9 +29,9 @@ struct master_address {
 std::optional<master_address> parse_master_address(const std::string& text,
                                                    uint16_t default_port = 4506);
 
-// One entry of Salt's `gitfs_remotes`: a URL or local path, with the
-// per-remote options Salt allows (unset: gitfs_root, gitfs_mountpoint,
-// gitfs_base, gitfs_user, ...).
+// One entry of Salt's `gitfs_remotes`: a URL or local path (a relative one
+// resolved against the config's directory), with the per-remote options
+// Salt allows (unset: gitfs_root, gitfs_mountpoint, gitfs_base, ...).
 struct gitfs_remote_config {
   std::string url;
   std::optional<std::string> root;

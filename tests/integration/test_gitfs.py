@@ -316,6 +316,25 @@ class SingleMasterGitfsTest(ClusterTestCase):
         self.assertIn("master: ", out)
         self.assertTrue(c.master.alive())
 
+    def test_a_relative_remote_is_read_against_the_config_directory(self):
+        c = self.cluster(master_opts={"fileserver_backend": ["gitfs"],
+                                      "gitfs_remotes": ["repos/states"]}, start=False)
+        make_repo(c.path("repos", "states"))
+        # Started from another directory, which has a different repository
+        # at the same relative path: the config's directory decides.
+        elsewhere = os.path.join(self.tmp, "elsewhere")
+        make_repo(os.path.join(elsewhere, "repos", "states"))
+        commit_both(os.path.join(elsewhere, "repos", "states"), "wrong\n", "wrong\n")
+        c.master.cwd = elsewhere
+        c.start_master()
+        absolute = c.path("repos", "states")
+        self.assertIn("gitfs: pinned %s saltenv base" % absolute, c.master.log())
+        c.add_accepted_minion("m1")
+        self.assertEqual(get_file_str(c, "m1"), "A1\n")
+        rc, out, err = c.brine("fileserver", "update", timeout=120)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn(absolute + ":\n  base: ", out)
+
     def test_gitfs_without_remotes_is_refused_at_start(self):
         c = self.cluster(master_opts={"fileserver_backend": ["gitfs"]}, start=False)
         c.master.start()

@@ -388,6 +388,32 @@ gitfs_remotes:
   EXPECT_FALSE(defaults.gitfs_insecure_auth);
 }
 
+// Salt hands a relative path to libgit2, which reads it against the daemon's
+// working directory; brine anchors it at the config file's directory, as
+// every other path option.
+TEST(MasterConfig, RelativeGitfsPathsAreResolvedAgainstTheConfigDirectory) {
+  auto c = parse_master_config(R"(
+gitfs_remotes:
+  - repos/states
+  - ./formulas/:
+    - root: salt
+  - ../shared/pillar.git
+  - /srv/abs
+  - file:///srv/url
+  - git@github.com:org/repo.git
+  - github.com:org/repo.git
+  - https://git.example/x.git
+)",
+                               k_master);
+  std::vector<std::string> urls;
+  for (const auto& r : c.gitfs_remotes) urls.push_back(r.url);
+  EXPECT_EQ(urls, (std::vector<std::string>{
+                      "/etc/brine/repos/states", "/etc/brine/formulas", "/etc/shared/pillar.git",
+                      "/srv/abs", "file:///srv/url", "git@github.com:org/repo.git",
+                      "github.com:org/repo.git", "https://git.example/x.git"}));
+  EXPECT_EQ(c.gitfs_remotes[1].root, "salt");
+}
+
 TEST(MasterConfig, GitfsCredentialsOfTheWrongTypeAreNamedNotShown) {
   auto bad = [](const std::string& text) {
     return error_of([&] { parse_master_config(text, k_master); });
