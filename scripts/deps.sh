@@ -13,7 +13,8 @@ packages=(
   # The system state modules' tools: crontab (cron.*), ssh-keygen and
   # ssh-keyscan (ssh.*, ssh_known_hosts); useradd and sysctl are in every base.
   cron openssh-client
-  # git.config_* (git), archive.extracted (tar with gzip, bzip2, xz; unzip,
+  # git.config_* (git; its http-backend also serves the gitfs tests' private
+  # remote over HTTP), archive.extracted (tar with gzip, bzip2, xz; unzip,
   # and zip to build the tests' archives).
   git tar gzip bzip2 xz-utils unzip zip
   # service.* on a host without systemd: service, update-rc.d, invoke-rc.d.

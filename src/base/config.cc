@@ -489,9 +489,31 @@ std::string branch_name(const option& opt) {
   return v;
 }
 
+// A password or passphrase: any text. Never shown: a value of the wrong
+// type is described by its kind only (describe()), and a string is never
+// wrong.
+std::string secret(const option& opt) {
+  if (opt.value.IsNull()) return {};
+  return text(opt, "a string");
+}
+
+// A gitfs remote that is a local path relative to the config file: not a
+// URL (scheme://), not absolute, and not SSH's scp-like [user@]host:path (a
+// ':' before any '/'), which is how git and libgit2 tell them apart too.
+bool relative_git_path(std::string_view url) {
+  if (url.find("://") != std::string_view::npos || url.starts_with('/')) return false;
+  auto colon = url.find(':');
+  return colon == std::string_view::npos || url.find('/') < colon;
+}
+
 // Salt's gitfs_remotes: a list of URLs (or paths), each maybe a one-key map
 // of the URL to its options, given as a list of one-key maps (Salt's form)
-// or as one map: root, mountpoint, base.
+// or as one map: root, mountpoint, base and the credentials (user, password,
+// insecure_auth, pubkey, privkey, passphrase). A relative local path is
+// resolved against the config file's directory, as every path option is:
+// Salt hands it to libgit2 as written, which reads it against the daemon's
+// working directory ("/" once daemonized), so the same file would name
+// another repository depending on how the master was started.
 std::vector<gitfs_remote_config> gitfs_remotes(const option& opt) {
   constexpr std::string_view expected =
       "a list of git URLs or paths, each maybe with options (- URL: [{root: DIR}, "
@@ -511,17 +533,29 @@ std::vector<gitfs_remote_config> gitfs_remotes(const option& opt) {
       auto set_one = [&](const std::string& key, const YAML::Node& value) {
         std::string key_name = fmt::format("{} option {}", name, key);
         option o{item.source, key_name, item.line, value};
-        std::string v = text(o, "a word or path");
-        if (key == "root") {
-          r.root = v;
+        if (key == "insecure_auth") {
+          r.insecure_auth = boolean(o);
+        } else if (key == "pubkey") {
+          r.pubkey = path(o, false);
+        } else if (key == "privkey") {
+          r.privkey = path(o, false);
+        } else if (key == "password") {
+          r.password = secret(o);
+        } else if (key == "passphrase") {
+          r.passphrase = secret(o);
+        } else if (key == "user") {
+          r.user = text(o, "a user name");
+        } else if (key == "root") {
+          r.root = text(o, "a directory of the repository");
         } else if (key == "mountpoint") {
-          r.mountpoint = v;
+          r.mountpoint = text(o, "a salt:// path");
         } else if (key == "base") {
-          r.base = v;
+          r.base = text(o, "a branch name");
         } else {
           fail_at(item.source, item.line,
                   fmt::format("{}: unknown per-remote option {}; brine's gitfs takes root, "
-                              "mountpoint and base",
+                              "mountpoint, base, user, password, insecure_auth, pubkey, privkey "
+                              "and passphrase",
                               name, show(key)));
         }
       };
@@ -547,6 +581,7 @@ std::vector<gitfs_remote_config> gitfs_remotes(const option& opt) {
       item.fail(expected);
     }
     if (r.url.empty()) item.fail("a git URL or path", "an empty one");
+    if (relative_git_path(r.url)) r.url = resolve(item, r.url);
     out.push_back(std::move(r));
   });
   return out;
@@ -882,6 +917,12 @@ const option_table<master_config>& master_options() {
       {"gitfs_base", set(&c::gitfs_base, branch_name)},
       {"gitfs_root", set(&c::gitfs_root, plain_text)},
       {"gitfs_mountpoint", set(&c::gitfs_mountpoint, plain_text)},
+      {"gitfs_user", set(&c::gitfs_user, plain_text)},
+      {"gitfs_password", set(&c::gitfs_password, secret)},
+      {"gitfs_insecure_auth", set(&c::gitfs_insecure_auth, boolean)},
+      {"gitfs_pubkey", set(&c::gitfs_pubkey, optional_path)},
+      {"gitfs_privkey", set(&c::gitfs_privkey, optional_path)},
+      {"gitfs_passphrase", set(&c::gitfs_passphrase, secret)},
       {"pillar_roots", set(&c::pillar_roots, roots)},
       {"pillar_source_merging_strategy", set(&c::pillar_source_merging_strategy, merging_strategy)},
       {"pillar_merge_lists", set(&c::pillar_merge_lists, boolean)},

@@ -29,14 +29,21 @@ struct master_address {
 std::optional<master_address> parse_master_address(const std::string& text,
                                                    uint16_t default_port = 4506);
 
-// One entry of Salt's `gitfs_remotes`: a URL or local path, with the
-// per-remote options Salt allows (unset: gitfs_root, gitfs_mountpoint,
-// gitfs_base).
+// One entry of Salt's `gitfs_remotes`: a URL or local path (a relative one
+// resolved against the config's directory), with the per-remote options
+// Salt allows (unset: gitfs_root, gitfs_mountpoint, gitfs_base, ...).
 struct gitfs_remote_config {
   std::string url;
   std::optional<std::string> root;
   std::optional<std::string> mountpoint;
   std::optional<std::string> base;
+  // Credentials for a private remote (pubkey and privkey resolved as paths).
+  std::optional<std::string> user;
+  std::optional<std::string> password;
+  std::optional<bool> insecure_auth;
+  std::optional<std::string> pubkey;
+  std::optional<std::string> privkey;
+  std::optional<std::string> passphrase;
 };
 
 // Relative paths in a config file are resolved against the directory of that
@@ -86,6 +93,14 @@ struct master_config {
   std::string gitfs_base = "master";
   std::string gitfs_root;
   std::string gitfs_mountpoint;
+  // Salt's gitfs credentials, the defaults of every remote's own (empty:
+  // unset). The password and passphrase are never logged or shown.
+  std::string gitfs_user;
+  std::string gitfs_password;
+  bool gitfs_insecure_auth = false;
+  std::string gitfs_pubkey;
+  std::string gitfs_privkey;
+  std::string gitfs_passphrase;
   // Salt's pillar options.
   std::map<std::string, std::vector<std::string>> pillar_roots{{"base", {"/srv/pillar"}}};
   std::string pillar_source_merging_strategy = "smart";

@@ -1,7 +1,5 @@
 #include "fileserver/gitfs.h"
 
-#include <dlfcn.h>
-#include <git2.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "fileserver/git2.h"
 #include "fileserver/roots.h"
 
 namespace brine::fileserver {
@@ -25,106 +24,17 @@ namespace fs = std::filesystem;
 // 40; a served tree needs few).
 constexpr int k_max_links = 8;
 
-// libgit2 is loaded at run time (dlopen), as libpq is (pq/libpq.h): a
-// brine process that serves no gitfs (every CLI command, most masters)
-// maps neither it nor its libraries (mbedTLS, libssh2, Kerberos' GSSAPI),
-// and Debian has no static libgit2 for BRINE_STATIC (its libgit2.a needs
-// GSSAPI, which exists only shared). The soname is the one of the headers
-// built against: libgit2 changes its ABI with every minor version.
-// clang-format off
-#define BRINE_GIT2_FUNCTIONS(X) \
-  X(git_libgit2_init) X(git_error_last) X(git_repository_free) X(git_remote_free) \
-  X(git_commit_free) X(git_tree_free) X(git_tree_entry_free) X(git_blob_free) \
-  X(git_object_free) X(git_reference_free) X(git_oid_tostr) X(git_repository_open_bare) \
-  X(git_repository_init) X(git_remote_create_anonymous) X(git_remote_fetch) X(git_remote_ls) \
-  X(git_oid_fromstr) X(git_commit_lookup) X(git_blob_lookup) X(git_blob_rawsize) \
-  X(git_blob_rawcontent) X(git_reference_lookup) X(git_reference_peel) X(git_object_id) \
-  X(git_commit_tree) X(git_tree_dup) X(git_tree_entry_bypath) X(git_tree_entry_type) \
-  X(git_tree_lookup) X(git_tree_entry_id) X(git_tree_entrycount) X(git_tree_entry_byindex) \
-  X(git_tree_entry_name) X(git_tree_entry_filemode)
-// clang-format on
-constexpr const char* k_libgit2 = "libgit2.so.1.5";
-
-struct git_api {
-#define BRINE_GIT2_MEMBER(f) decltype(&::f) f = nullptr;
-  BRINE_GIT2_FUNCTIONS(BRINE_GIT2_MEMBER)
-#undef BRINE_GIT2_MEMBER
-};
-const git_api* G = nullptr;
-
-// Loads libgit2 once per process (thread-safe); throws base::error saying
-// which package to install.
-void init_libgit2() {
-  struct loaded {
-    git_api functions;
-    std::string error;
-  };
-  static const loaded lib = [] {
-    loaded l;
-    void* handle = ::dlopen(k_libgit2, RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* e = ::dlerror();
-      l.error = e ? e : std::string(k_libgit2) + ": cannot load";
-      return l;
-    }
-#define BRINE_GIT2_RESOLVE(f)                                                                 \
-  l.functions.f = reinterpret_cast<decltype(&::f)>(::dlsym(handle, #f));                      \
-  if (l.functions.f == nullptr && l.error.empty()) l.error = std::string(k_libgit2) + " has " \
-                                                                                      "no " #f;
-    BRINE_GIT2_FUNCTIONS(BRINE_GIT2_RESOLVE)
-#undef BRINE_GIT2_RESOLVE
-    if (l.error.empty() && l.functions.git_libgit2_init() < 0) l.error = "git_libgit2_init failed";
-    return l;
-  }();
-  if (!lib.error.empty()) {
-    throw base::error(
-        "gitfs: cannot load libgit2 (" + lib.error +
-        "); install the libgit2-1.5 package, or remove gitfs from fileserver_backend");
-  }
-  G = &lib.functions;
-}
-
-std::string last_error() {
-  const git_error* e = G->git_error_last();
-  return e != nullptr && e->message != nullptr ? e->message : "unknown libgit2 error";
-}
-
-void release(git_repository* p) { G->git_repository_free(p); }
-void release(git_remote* p) { G->git_remote_free(p); }
-void release(git_commit* p) { G->git_commit_free(p); }
-void release(git_tree* p) { G->git_tree_free(p); }
-void release(git_tree_entry* p) { G->git_tree_entry_free(p); }
-void release(git_blob* p) { G->git_blob_free(p); }
-void release(git_object* p) { G->git_object_free(p); }
-void release(git_reference* p) { G->git_reference_free(p); }
-
-// An owned libgit2 object, freed through the loaded library.
-template <class T>
-struct git_ptr {
-  T* p = nullptr;
-  git_ptr() = default;
-  git_ptr(const git_ptr&) = delete;
-  git_ptr& operator=(const git_ptr&) = delete;
-  ~git_ptr() {
-    if (p != nullptr) release(p);
-  }
-  T** out() { return &p; }
-  T* get() const { return p; }
-};
-using repo_ptr = git_ptr<git_repository>;
-using remote_ptr = git_ptr<git_remote>;
-using commit_ptr = git_ptr<git_commit>;
-using tree_ptr = git_ptr<git_tree>;
-using entry_ptr = git_ptr<git_tree_entry>;
-using blob_ptr = git_ptr<git_blob>;
-using object_ptr = git_ptr<git_object>;
-using ref_ptr = git_ptr<git_reference>;
-
-std::string oid_hex(const git_oid* oid) {
-  char buf[GIT_OID_HEXSZ + 1] = {};
-  G->git_oid_tostr(buf, sizeof buf, oid);
-  return buf;
-}
+using git2::blob_ptr;
+using git2::commit_ptr;
+using git2::entry_ptr;
+using git2::G;
+using git2::last_error;
+using git2::object_ptr;
+using git2::oid_hex;
+using git2::ref_ptr;
+using git2::remote_ptr;
+using git2::repo_ptr;
+using git2::tree_ptr;
 
 // "a/b" + "../c" -> "a/c"; nullopt when it climbs above the top.
 std::optional<std::string> join_inside(const std::string& dir, const std::string& target) {
@@ -163,6 +73,7 @@ std::string dir_of(const std::string& path) {
 struct clone {
   std::string url;
   std::string dir;
+  gitfs_auth auth;
   std::mutex read_mu;
   repo_ptr read_repo;
   std::mutex fetch_mu;
@@ -227,7 +138,12 @@ struct gitfs::state {
     git_strarray refspecs{const_cast<char**>(specs), 2};
     git_fetch_options opts = GIT_FETCH_OPTIONS_INIT;
     opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;  // the refspec has them
+    credential_state credentials{c.url, c.auth};
+    opts.callbacks.credentials = acquire_credential;
+    opts.callbacks.payload = &credentials;
     if (G->git_remote_fetch(remote.get(), &refspecs, &opts, "brine gitfs fetch") != 0) {
+      // The callback's own message names the option to fix.
+      if (!credentials.error.empty()) throw base::error(credentials.error);
       throw base::error("gitfs remote " + c.url + ": cannot fetch: " + last_error() +
                         "; check the URL in gitfs_remotes and that this master can reach it");
     }
@@ -286,7 +202,7 @@ std::string gitfs::clone_dir(const std::string& cachedir, const std::string& url
 
 gitfs::gitfs(std::vector<gitfs_remote> remotes, std::string cachedir)
     : remotes_(std::move(remotes)), s_(std::make_unique<state>()) {
-  init_libgit2();
+  git2::load();
   s_->cachedir = std::move(cachedir);
   for (auto& r : remotes_) {
     if (r.url.empty())
@@ -304,11 +220,18 @@ gitfs::gitfs(std::vector<gitfs_remote> remotes, std::string cachedir)
     }
     r.mountpoint = mount.path;
     if (r.base.empty()) r.base = "master";
+    if (auto why = check_auth(r.url, r.auth); !why.empty()) throw base::error(why);
     auto& c = s_->clones[r.url];
     if (!c) {
       c = std::make_unique<clone>();
       c->url = r.url;
       c->dir = clone_dir(s_->cachedir, r.url);
+      c->auth = r.auth;
+    } else if (!(c->auth == r.auth)) {
+      // One clone per URL, fetched with one set of credentials.
+      throw base::error("gitfs_remotes " + r.url +
+                        ": listed twice with different credentials; give every entry of one "
+                        "URL the same user, password, pubkey, privkey and passphrase");
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "fileserver/backend.h"
+#include "fileserver/gitfs_auth.h"
 #include "fileserver/path.h"
 
 // Salt's gitfs: salt:// served from git remotes, at commits pinned by the
@@ -13,12 +14,13 @@
 namespace brine::fileserver {
 
 // One entry of `gitfs_remotes`, with its per-remote options (or the global
-// gitfs_root, gitfs_mountpoint, gitfs_base).
+// gitfs_root, gitfs_mountpoint, gitfs_base, and the gitfs_* credentials).
 struct gitfs_remote {
   std::string url;              // a URL libgit2 fetches (https://, ssh://, file://) or a local path
   std::string root;             // the repository's directory served ("" = its top)
   std::string mountpoint;       // where its files appear under salt:// ("" = the top)
   std::string base = "master";  // the branch served as saltenv base
+  gitfs_auth auth;              // for a private remote (see gitfs_auth.h)
 };
 
 // The commit a remote serves for one saltenv: what the store keeps.
@@ -49,7 +51,8 @@ struct gitfs_pin {
 class gitfs final : public backend {
  public:
   // Throws base::error for a remote that no git URL or path could be (an
-  // empty one, a mountpoint or root with `..`), naming gitfs_remotes.
+  // empty one, a mountpoint or root with `..`), naming gitfs_remotes, and
+  // for credentials Salt would refuse (check_auth), naming the option.
   gitfs(std::vector<gitfs_remote> remotes, std::string cachedir);
   ~gitfs() override;
   gitfs(const gitfs&) = delete;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <asio/post.hpp>
 #include <future>
+#include <tuple>
 
 #include "base/clock.h"
 #include "base/error.h"
@@ -23,8 +24,15 @@ constexpr uint64_t k_max_reply_bytes = 4 * 1024 * 1024;
 std::vector<fileserver::gitfs_remote> gitfs_remotes(const base::master_config& cfg) {
   std::vector<fileserver::gitfs_remote> out;
   for (const auto& r : cfg.gitfs_remotes) {
+    fileserver::gitfs_auth auth{r.user.value_or(cfg.gitfs_user),
+                                r.password.value_or(cfg.gitfs_password),
+                                r.insecure_auth.value_or(cfg.gitfs_insecure_auth),
+                                r.pubkey.value_or(cfg.gitfs_pubkey),
+                                r.privkey.value_or(cfg.gitfs_privkey),
+                                r.passphrase.value_or(cfg.gitfs_passphrase)};
     out.push_back({r.url, r.root.value_or(cfg.gitfs_root),
-                   r.mountpoint.value_or(cfg.gitfs_mountpoint), r.base.value_or(cfg.gitfs_base)});
+                   r.mountpoint.value_or(cfg.gitfs_mountpoint), r.base.value_or(cfg.gitfs_base),
+                   std::move(auth)});
   }
   return out;
 }
@@ -138,12 +146,102 @@ file_service::file_service(const base::master_config& cfg, store_worker& store)
       }
     }
   }
-  for (const auto& problem : gitfs_->apply(pins)) spdlog::error("{}", problem);
+  {
+    std::lock_guard lock(apply_mu_);
+    serve_pins(std::move(pins), false);
+  }
   spdlog::info("gitfs: serving {} saltenvs from {} remotes", gitfs_->envs().size(),
                gitfs_->remotes().size());
 }
 
-file_service::~file_service() { pool_.join(); }
+file_service::~file_service() {
+  {
+    std::lock_guard lock(timer_mu_);
+    stopping_ = true;
+    retry_timer_.cancel();
+  }
+  pool_.join();
+}
+
+std::vector<std::string> file_service::serve_pins(std::vector<fileserver::gitfs_pin> pins,
+                                                  bool retry) {
+  const uint32_t retries = retry_wait_.tries();
+  auto problems = gitfs_->apply(pins);
+  if (!retry) {
+    wanted_ = std::move(pins);
+    ++generation_;
+    retry_wait_.reset();
+  }
+  // A retry's problems are the ones logged when the remote fell behind.
+  for (const auto& p : problems) {
+    spdlog::log(retry ? spdlog::level::debug : spdlog::level::err, "{}", p);
+  }
+
+  auto served = gitfs_->pins();
+  auto of = [](const std::vector<fileserver::gitfs_pin>& all, const std::string& url) {
+    std::vector<fileserver::gitfs_pin> out;
+    for (const auto& p : all) {
+      if (p.remote == url) out.push_back(p);
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.saltenv, a.ref, a.commit) < std::tie(b.saltenv, b.ref, b.commit);
+    });
+    return out;
+  };
+  std::set<std::string> behind;
+  for (const auto& r : gitfs_->remotes()) {
+    if (of(wanted_, r.url) != of(served, r.url)) behind.insert(r.url);
+  }
+  for (const auto& url : behind_) {
+    if (!behind.contains(url)) {
+      spdlog::info("gitfs remote {}: caught up: serving its pinned revision (after {} retries)",
+                   url, retries);
+    }
+  }
+  for (const auto& url : behind) {
+    if (!behind_.contains(url)) {
+      spdlog::warn(
+          "gitfs remote {}: behind its pinned revision; this master tries again by itself "
+          "(after 1 s, doubling to 60 s) until it serves it",
+          url);
+    }
+  }
+  behind_ = std::move(behind);
+  if (behind_.empty()) {
+    retry_wait_.reset();
+  } else {
+    schedule_retry(retry_wait_.next(), generation_);
+  }
+  return problems;
+}
+
+void file_service::schedule_retry(std::chrono::milliseconds wait, uint64_t generation) {
+  std::lock_guard lock(timer_mu_);
+  if (stopping_) return;
+  // Re-arming cancels an earlier wait: one retry is due at a time. The
+  // handler runs on the pool, never on an I/O thread.
+  retry_timer_.expires_after(wait);
+  retry_timer_.async_wait([this, generation](std::error_code ec) {
+    if (!ec) retry(generation);
+  });
+}
+
+void file_service::retry(uint64_t generation) {
+  {
+    std::lock_guard lock(timer_mu_);
+    if (stopping_) return;
+  }
+  std::lock_guard lock(apply_mu_);
+  if (generation != generation_ || behind_.empty()) return;  // newer pins took over
+  spdlog::debug("gitfs: retrying the pinned revisions of {} remotes (retry {})", behind_.size(),
+                retry_wait_.tries());
+  auto before = gitfs_->pins();
+  serve_pins(wanted_, true);
+  if (gitfs_->pins() != before) {
+    spdlog::info("gitfs: switched to the pinned revisions ({} saltenvs of {} remotes)",
+                 gitfs_->pins().size(), gitfs_->remotes().size());
+  }
+}
 
 void file_service::reload(
     std::function<void(std::vector<fileserver::gitfs_pin>, std::vector<std::string>)> then) {
@@ -174,9 +272,8 @@ void file_service::apply(
     // A later read was applied already: these pins are older.
     if (seq > applied_seq_) {
       auto before = gitfs_->pins();
-      problems = gitfs_->apply(pins);
+      problems = serve_pins(std::move(pins), false);
       applied_seq_ = seq;
-      for (const auto& p : problems) spdlog::error("{}", p);
       auto now = gitfs_->pins();
       if (now != before) {
         spdlog::info("gitfs: switched to the pinned revisions ({} saltenvs of {} remotes)",

@@ -1,12 +1,15 @@
 #pragma once
 
+#include <asio/steady_timer.hpp>
 #include <asio/thread_pool.hpp>
 #include <atomic>
+#include <set>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "base/backoff.h"
 #include "base/config.h"
 #include "fileserver/backend.h"
 #include "fileserver/gitfs.h"
@@ -31,7 +34,9 @@ class store_worker;
 // fetched and pinned), after update() the ones it pinned, after
 // pins_changed() (another master updated) the ones it reads. Each switch is
 // one swap; a remote whose pinned commit cannot be fetched keeps serving
-// what it served, and the master logs why.
+// what it served, and the master logs why, then tries again by itself
+// (after 1 s, doubling to 60 s, jittered) until it serves the pinned
+// commits: one line when a remote falls behind, one when it catches up.
 //
 // Threading: every method is safe from any thread and returns at once,
 // except the constructor, which waits for the first pins.
@@ -66,6 +71,12 @@ class file_service {
   void apply(
       uint64_t seq, std::vector<fileserver::gitfs_pin> pins,
       std::function<void(std::vector<fileserver::gitfs_pin>, std::vector<std::string>)> then);
+  // Serves `pins` (the caller holds apply_mu_): the pins wanted from now
+  // on, or with `retry` the wanted ones again. While a remote is behind
+  // them, a retry is due on the pool. Returns gitfs's problems.
+  std::vector<std::string> serve_pins(std::vector<fileserver::gitfs_pin> pins, bool retry);
+  void schedule_retry(std::chrono::milliseconds wait, uint64_t generation);
+  void retry(uint64_t generation);
 
   store_worker& store_;
   std::unique_ptr<fileserver::roots> roots_;
@@ -75,7 +86,16 @@ class file_service {
   std::atomic<uint64_t> read_seq_{0};  // advanced on the store thread
   std::mutex apply_mu_;
   uint64_t applied_seq_ = 0;
-  asio::thread_pool pool_{2};  // last: joined first, while the backends still live
+  // Under apply_mu_: the pins wanted, the remotes serving other ones (their
+  // commits could not be fetched), and the waits between retries.
+  std::vector<fileserver::gitfs_pin> wanted_;
+  std::set<std::string> behind_;
+  uint64_t generation_ = 0;  // of wanted_; a retry of an older one is dropped
+  base::backoff retry_wait_{std::chrono::seconds(1), std::chrono::seconds(60)};
+  std::mutex timer_mu_;  // retry_timer_ and stopping_
+  bool stopping_ = false;
+  asio::thread_pool pool_{2};              // joined first, while the backends still live
+  asio::steady_timer retry_timer_{pool_};  // after pool_: destroyed before it
 };
 
 // Between the store's rows and gitfs's pins.

@@ -19,6 +19,7 @@ import threading
 import time
 import unittest
 
+from githttp import GitHttpServer
 from harness import ClusterTestCase, MasterSet, tail, wait_for, wait_log
 from pgserver import PostgresServer, postgres_available
 
@@ -47,6 +48,15 @@ def make_repo(directory):
     git(directory, "add", "-A")
     git(directory, "commit", "-q", "-m", "one")
     return git(directory, "rev-parse", "HEAD")
+
+
+def publish(repo, bare):
+    """Pushes `repo`'s master branch to the bare repository `bare` (made
+    if missing), as a developer pushes to a private server."""
+    if not os.path.exists(bare):
+        os.makedirs(os.path.dirname(bare), exist_ok=True)
+        git(os.path.dirname(bare), "init", "-q", "--bare", bare)
+    git(repo, "push", "-q", bare, "master:master")
 
 
 def write_files(directory, files):
@@ -198,11 +208,11 @@ class SharedStoreGitfsTest(unittest.TestCase):
         self.assertEqual(get_file_str(b, "m1"), "A1\n")
         self.assertEqual(get_file_str(b, "m1", "salt://b.txt"), "B1\n")
         self.assertEqual(get_file_str(a, "m0"), "A2\n")
-        # Reachable again: the next update moves b too.
+        # Reachable again: b catches up by itself, with no other update.
         os.rename(moved, self.repo)
-        rc, out, err = a.brine("fileserver", "update", timeout=120)
-        self.assertEqual(rc, 0, out + err)
-        wait_for(lambda: get_file_str(b, "m1") == "A2\n", 30, "m1 to read A2 through b")
+        wait_for(lambda: get_file_str(b, "m1") == "A2\n", 120, "m1 to read A2 through b")
+        wait_log(b.daemon, r"gitfs remote %s: caught up: serving its pinned revision"
+                 % re.escape(self.repo), 10, since)
 
 
 class SingleMasterGitfsTest(ClusterTestCase):
@@ -245,6 +255,46 @@ class SingleMasterGitfsTest(ClusterTestCase):
         self.assertEqual([p["saltenv"] for p in pins], ["base"])
         self.assertEqual(get_file_str(c, "m1"), "A3\n")
 
+    def test_a_master_behind_its_pinned_commit_catches_up_by_itself(self):
+        c = self.cluster(master_opts={"fileserver_backend": ["gitfs"],
+                                      "gitfs_remotes": [self.repo], "log_level": "debug"})
+        c.add_accepted_minion("m1")
+        second = commit_both(self.repo, "A2\n", "B2\n")
+        rc, out, err = c.brine("fileserver", "update", timeout=120)
+        self.assertEqual(rc, 0, out + err)
+        commit_both(self.repo, "A3\n", "B3\n")  # newer, not pinned
+
+        # The master starts again without its clone while the remote is away:
+        # it cannot fetch the pinned commit.
+        rc = c.master.terminate()
+        self.assertEqual(rc, 0, tail(c.master.log()))
+        shutil.rmtree(c.path("master-cache", "gitfs"))
+        moved = self.repo + ".away"
+        os.rename(self.repo, moved)
+        since = c.master.mark()
+        c.start_master()
+        repo = re.escape(self.repo)
+        wait_log(c.master, r"\[warning\] gitfs remote %s: behind its pinned revision; this master "
+                           r"tries again by itself" % repo, 30, since)
+        # It keeps trying (two retries seen), logging them at debug only.
+        wait_log(c.master, r"gitfs: retrying the pinned revisions of 1 remotes \(retry 2\)", 30,
+                 since)
+        c.wait_connected("m1", timeout=30, since=since)
+        self.assertNotEqual(get_file_str(c, "m1"), "A2\n")
+
+        os.rename(moved, self.repo)
+        wait_for(lambda: get_file_str(c, "m1") == "A2\n", 120,
+                 "m1 to read the pinned A2 without another update")
+        self.assertEqual(get_file_str(c, "m1", "salt://b.txt"), "B2\n")
+        log = c.master.log_since(since)
+        self.assertEqual(len(re.findall(r"\[warning\] gitfs remote %s: behind" % repo, log)), 1, log)
+        self.assertEqual(len(re.findall(r"\[info\] gitfs remote %s: caught up: serving its pinned "
+                                        r"revision \(after \d+ retries\)" % repo, log)), 1, log)
+        self.assertEqual(len(re.findall(r"\[error\] gitfs remote %s: cannot serve the pinned "
+                                        r"commit %s" % (repo, second), log)), 1, log)
+        self.assertGreaterEqual(len(re.findall(r"\[debug\] gitfs remote %s: cannot serve the "
+                                               r"pinned commit" % repo, log)), 2, log)
+
     def test_a_bad_remote_is_named_and_the_master_keeps_serving(self):
         missing = os.path.join(self.tmp, "no-such-repo")
         c = self.cluster(master_opts={"fileserver_backend": ["gitfs"],
@@ -266,6 +316,25 @@ class SingleMasterGitfsTest(ClusterTestCase):
         self.assertIn("master: ", out)
         self.assertTrue(c.master.alive())
 
+    def test_a_relative_remote_is_read_against_the_config_directory(self):
+        c = self.cluster(master_opts={"fileserver_backend": ["gitfs"],
+                                      "gitfs_remotes": ["repos/states"]}, start=False)
+        make_repo(c.path("repos", "states"))
+        # Started from another directory, which has a different repository
+        # at the same relative path: the config's directory decides.
+        elsewhere = os.path.join(self.tmp, "elsewhere")
+        make_repo(os.path.join(elsewhere, "repos", "states"))
+        commit_both(os.path.join(elsewhere, "repos", "states"), "wrong\n", "wrong\n")
+        c.master.cwd = elsewhere
+        c.start_master()
+        absolute = c.path("repos", "states")
+        self.assertIn("gitfs: pinned %s saltenv base" % absolute, c.master.log())
+        c.add_accepted_minion("m1")
+        self.assertEqual(get_file_str(c, "m1"), "A1\n")
+        rc, out, err = c.brine("fileserver", "update", timeout=120)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn(absolute + ":\n  base: ", out)
+
     def test_gitfs_without_remotes_is_refused_at_start(self):
         c = self.cluster(master_opts={"fileserver_backend": ["gitfs"]}, start=False)
         c.master.start()
@@ -273,6 +342,96 @@ class SingleMasterGitfsTest(ClusterTestCase):
         rc = c.master.wait_exit(30)
         self.assertNotEqual(rc, 0)
         self.assertIn("fileserver_backend lists gitfs but gitfs_remotes is empty", c.master.log())
+
+
+class PrivateRemoteGitfsTest(ClusterTestCase):
+    """gitfs_user/gitfs_password against a real git server (git
+    http-backend) that wants basic authentication, on loopback over plain
+    http (so insecure_auth is set, as Salt requires)."""
+
+    USER = "brine"
+    PASSWORD = "Right-pa55-9d2e41"
+    WRONG = "Wrong-pa55-c07b13"
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="brine-gitfs-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.work = os.path.join(self.tmp, "work")
+        self.first = make_repo(self.work)
+        publish(self.work, os.path.join(self.tmp, "srv", "private.git"))
+        self.server = GitHttpServer(os.path.join(self.tmp, "srv"), self.USER,
+                                    self.PASSWORD).start()
+        self.addCleanup(self.server.stop)
+        self.url = self.server.url("private.git")
+
+    def gitfs_master(self, gitfs_yaml, start=True):
+        c = self.cluster(master_opts={"fileserver_backend": ["gitfs"], "log_level": "debug"},
+                         start=False)
+        with open(c.config, "a") as f:
+            f.write(gitfs_yaml)
+        if start:
+            c.start_master()
+        return c
+
+    def assert_no_secret(self, *texts):
+        for text in texts:
+            self.assertNotIn(self.PASSWORD, text)
+            self.assertNotIn(self.WRONG, text)
+
+    def test_wrong_password_fails_once_with_the_option_to_fix(self):
+        c = self.gitfs_master("gitfs_insecure_auth: true\n"
+                              "gitfs_remotes:\n"
+                              "  - %s:\n"
+                              "    - user: %s\n"
+                              "    - password: %s\n" % (self.url, self.USER, self.WRONG))
+        refusal = ("gitfs remote %s: the server refused user '%s' with the password given; "
+                   "fix gitfs_user (or the remote's user) and gitfs_password (or the remote's "
+                   "password)" % (self.url, self.USER))
+        wait_log(c.master, re.escape(refusal), 30)
+        # libgit2 asks the callback again after each 401; it answered once:
+        # one request without credentials, one with the wrong ones.
+        self.assertLessEqual(self.server.refused_count(), 2)
+        before = self.server.refused_count()
+        rc, out, err = c.brine("fileserver", "update", timeout=120)
+        self.assertNotEqual(rc, 0, out + err)
+        self.assertIn(refusal, out + err)
+        self.assertLessEqual(self.server.refused_count() - before, 2)
+        self.assertTrue(c.master.alive())
+        self.assert_no_secret(out, err, c.master.log())
+
+    def test_right_password_serves_the_private_remote_and_is_never_shown(self):
+        c = self.gitfs_master("gitfs_user: %s\n"
+                              "gitfs_password: %s\n"
+                              "gitfs_insecure_auth: true\n"
+                              "gitfs_remotes:\n"
+                              "  - %s\n" % (self.USER, self.PASSWORD, self.url))
+        c.add_accepted_minion("m1")
+        self.assertEqual(get_file_str(c, "m1"), "A1\n")
+        second = commit_both(self.work, "A2\n", "B2\n")
+        publish(self.work, os.path.join(self.tmp, "srv", "private.git"))
+        rc, out, err = c.brine("fileserver", "update", "--json", timeout=120)
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual([p["commit"] for p in json.loads(out)["pins"]], [second])
+        self.assertEqual(get_file_str(c, "m1"), "A2\n")
+        self.assert_no_secret(out, err, c.master.log())
+
+    def test_a_password_over_plain_http_is_refused_without_insecure_auth(self):
+        c = self.gitfs_master("gitfs_remotes:\n"
+                              "  - %s:\n"
+                              "    - user: %s\n"
+                              "    - password: %s\n" % (self.url, self.USER, self.PASSWORD),
+                              start=False)
+        c.master.start()
+        c.master.expect_clean_exit = False
+        rc = c.master.wait_exit(30)
+        self.assertNotEqual(rc, 0)
+        log = c.master.log()
+        self.assertIn("gitfs_remotes %s: a password over plain http:// is refused" % self.url, log)
+        self.assertIn("set gitfs_insecure_auth (or the remote's insecure_auth) to true", log)
+        self.assert_no_secret(log)
+        # Nothing went to the server: the password was never sent.
+        self.assertEqual(self.server.refused_count(), 0)
+        self.assertEqual(self.server.served, 0)
 
 
 def tearDownModule():

@@ -339,11 +339,111 @@ gitfs_remotes:
       << bad("fileserver_backend: [roots, hgfs]");
   std::string e = bad("gitfs_remotes:\n  - https://x/y.git:\n    - ssl_verify: false\n");
   EXPECT_NE(
-      e.find("unknown per-remote option ssl_verify; brine's gitfs takes root, mountpoint and base"),
+      e.find("unknown per-remote option ssl_verify; brine's gitfs takes root, mountpoint, base, "
+             "user, password, insecure_auth, pubkey, privkey and passphrase"),
       std::string::npos)
       << e;
   e = bad("gitfs_remotes: https://x/y.git");
   EXPECT_NE(e.find("gitfs_remotes must be a list of git URLs or paths"), std::string::npos) << e;
+}
+
+TEST(MasterConfig, GitfsCredentialsGlobalAndPerRemote) {
+  auto c = parse_master_config(R"(
+gitfs_user: deploy
+gitfs_password: "s3cr#t"
+gitfs_insecure_auth: yes
+gitfs_pubkey: keys/gitfs.pub
+gitfs_privkey: /etc/brine/keys/gitfs
+gitfs_passphrase: open sesame
+gitfs_remotes:
+  - https://git.example/private.git:
+    - user: alice
+    - password: hunter2
+    - insecure_auth: false
+  - git@git.example:formulas.git:
+    - pubkey: remote.pub
+    - privkey: remote
+    - passphrase: ""
+  - https://git.example/public.git
+)",
+                               k_master);
+  EXPECT_EQ(c.gitfs_user, "deploy");
+  EXPECT_EQ(c.gitfs_password, "s3cr#t");
+  EXPECT_TRUE(c.gitfs_insecure_auth);
+  EXPECT_EQ(c.gitfs_pubkey, "/etc/brine/keys/gitfs.pub");  // relative to the config's directory
+  EXPECT_EQ(c.gitfs_privkey, "/etc/brine/keys/gitfs");
+  EXPECT_EQ(c.gitfs_passphrase, "open sesame");
+  ASSERT_EQ(c.gitfs_remotes.size(), 3u);
+  EXPECT_EQ(c.gitfs_remotes[0].user, "alice");
+  EXPECT_EQ(c.gitfs_remotes[0].password, "hunter2");
+  EXPECT_EQ(c.gitfs_remotes[0].insecure_auth, false);
+  EXPECT_EQ(c.gitfs_remotes[1].url, "git@git.example:formulas.git");
+  EXPECT_EQ(c.gitfs_remotes[1].pubkey, "/etc/brine/remote.pub");
+  EXPECT_EQ(c.gitfs_remotes[1].privkey, "/etc/brine/remote");
+  EXPECT_EQ(c.gitfs_remotes[1].passphrase, "");
+  EXPECT_FALSE(c.gitfs_remotes[1].user);
+  EXPECT_FALSE(c.gitfs_remotes[2].password);
+  EXPECT_FALSE(c.gitfs_remotes[2].insecure_auth);
+
+  auto defaults = parse_master_config("", k_master);
+  EXPECT_EQ(defaults.gitfs_password, "");
+  EXPECT_FALSE(defaults.gitfs_insecure_auth);
+}
+
+// Salt hands a relative path to libgit2, which reads it against the daemon's
+// working directory; brine anchors it at the config file's directory, as
+// every other path option.
+TEST(MasterConfig, RelativeGitfsPathsAreResolvedAgainstTheConfigDirectory) {
+  auto c = parse_master_config(R"(
+gitfs_remotes:
+  - repos/states
+  - ./formulas/:
+    - root: salt
+  - ../shared/pillar.git
+  - /srv/abs
+  - file:///srv/url
+  - git@github.com:org/repo.git
+  - github.com:org/repo.git
+  - https://git.example/x.git
+)",
+                               k_master);
+  std::vector<std::string> urls;
+  for (const auto& r : c.gitfs_remotes) urls.push_back(r.url);
+  EXPECT_EQ(urls, (std::vector<std::string>{
+                      "/etc/brine/repos/states", "/etc/brine/formulas", "/etc/shared/pillar.git",
+                      "/srv/abs", "file:///srv/url", "git@github.com:org/repo.git",
+                      "github.com:org/repo.git", "https://git.example/x.git"}));
+  EXPECT_EQ(c.gitfs_remotes[1].root, "salt");
+}
+
+TEST(MasterConfig, GitfsCredentialsOfTheWrongTypeAreNamedNotShown) {
+  auto bad = [](const std::string& text) {
+    return error_of([&] { parse_master_config(text, k_master); });
+  };
+  std::string e = bad("gitfs_insecure_auth: maybe");
+  EXPECT_NE(e.find("line 1: gitfs_insecure_auth must be true or false"), std::string::npos) << e;
+  e = bad("gitfs_password: [hunter2, again]");
+  EXPECT_NE(e.find("gitfs_password must be a string, got a list of 2"), std::string::npos) << e;
+  EXPECT_EQ(e.find("hunter2"), std::string::npos) << e;
+  e = bad("gitfs_passphrase: {word: hunter2}");
+  EXPECT_NE(e.find("gitfs_passphrase must be a string, got a mapping"), std::string::npos) << e;
+  EXPECT_EQ(e.find("hunter2"), std::string::npos) << e;
+  e = bad("gitfs_pubkey: [a, b]");
+  EXPECT_NE(e.find("gitfs_pubkey must be a file system path"), std::string::npos) << e;
+  e = bad("gitfs_user: {a: b}");
+  EXPECT_NE(e.find("gitfs_user must be a word"), std::string::npos) << e;
+  e = bad("gitfs_remotes:\n  - https://x/y.git:\n    - insecure_auth: sometimes\n");
+  EXPECT_NE(e.find("gitfs_remotes item 1 (https://x/y.git) option insecure_auth must be true or "
+                   "false"),
+            std::string::npos)
+      << e;
+  e = bad("gitfs_remotes:\n  - https://x/y.git:\n    - password: [hunter2]\n");
+  EXPECT_NE(e.find("(https://x/y.git) option password must be a string, got a list of 1"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(e.find("hunter2"), std::string::npos) << e;
+  e = bad("gitfs_remotes:\n  - https://x/y.git:\n    - privkey: \"\"\n");
+  EXPECT_NE(e.find("option privkey must be a file system path"), std::string::npos) << e;
 }
 
 TEST(MinionConfig, IntegerBounds) {

@@ -260,6 +260,39 @@ TEST(GitFs, BadRemotesAndAMissingBaseBranchAreNamed) {
   EXPECT_TRUE(u.remotes.empty());
 }
 
+TEST(GitFs, CredentialsSaltWouldRefuseStopItNamingTheOption) {
+  repo r;
+  auto refusal = [&](std::vector<gitfs_remote> remotes) -> std::string {
+    try {
+      gitfs g(std::move(remotes), r.cache.string());
+    } catch (const base::error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  gitfs_remote plain{"http://127.0.0.1:1/private.git", "", "", "master"};
+  plain.auth = {.user = "alice", .password = "hunter2"};
+  std::string e = refusal({plain});
+  EXPECT_NE(e.find("gitfs_remotes http://127.0.0.1:1/private.git: a password over plain http:// "
+                   "is refused"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("gitfs_insecure_auth"), std::string::npos) << e;
+  EXPECT_EQ(e.find("hunter2"), std::string::npos) << e;
+  plain.auth.insecure_auth = true;
+  EXPECT_EQ(refusal({plain}), "");
+  // One clone per URL: its entries must agree on the credentials.
+  gitfs_remote other = plain;
+  other.auth.password = "other";
+  e = refusal({plain, other});
+  EXPECT_NE(e.find("listed twice with different credentials"), std::string::npos) << e;
+  EXPECT_EQ(e.find("hunter2"), std::string::npos) << e;
+  // A local path takes no credentials (as in Salt): the global ones do not stop it.
+  gitfs_remote local{r.dir.string(), "", "", "master"};
+  local.auth = {.user = "alice"};
+  EXPECT_EQ(refusal({local}), "");
+}
+
 TEST(GitFs, LayeredAfterRootsTheFirstBackendWins) {
   repo r;
   gitfs g({{r.dir.string(), "", "", "master"}}, r.cache.string());
