@@ -7,6 +7,14 @@
 
 namespace brine::base {
 
+// `d` drawn at random from its upper half, [d/2, d] ("equal jitter"): what
+// backoff does to each wait, for waits that do not double.
+inline std::chrono::milliseconds equal_jitter(std::chrono::milliseconds d) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_int_distribution<int64_t> half(d.count() / 2, d.count());
+  return std::chrono::milliseconds(half(rng));
+}
+
 // Waits between retries of something that failed: they double from `first`
 // up to `cap`, and each is drawn at random from its upper half ([d/2, d],
 // "equal jitter") so that many processes retrying one server spread out.
@@ -23,8 +31,7 @@ class backoff {
     std::chrono::milliseconds d = next_;
     next_ = std::min(next_ * 2, cap_);
     ++tries_;
-    std::uniform_int_distribution<int64_t> half(d.count() / 2, d.count());
-    return std::chrono::milliseconds(half(rng_));
+    return equal_jitter(d);
   }
   void reset() {
     next_ = first_;
@@ -38,7 +45,6 @@ class backoff {
   std::chrono::milliseconds cap_;
   std::chrono::milliseconds next_;
   uint32_t tries_ = 0;
-  std::mt19937_64 rng_{std::random_device{}()};
 };
 
 }  // namespace brine::base

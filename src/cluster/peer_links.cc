@@ -8,8 +8,8 @@
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
-#include <random>
 
+#include "base/backoff.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "cluster/identity.h"
@@ -68,12 +68,6 @@ asio::awaitable<bool> write_message(net::tls_stream& stream, proto::message m) {
   auto bytes = proto::encode_frame(m);
   auto ec = co_await stream.write_all(bytes);
   co_return !ec;
-}
-
-std::chrono::milliseconds jittered(std::chrono::milliseconds d) {
-  thread_local std::mt19937 rng{std::random_device{}()};
-  std::uniform_real_distribution<double> f(0.75, 1.25);
-  return std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(d.count()) * f(rng)));
 }
 
 }  // namespace
@@ -207,7 +201,8 @@ asio::awaitable<void> peer_links::serve(asio::ip::tcp::socket socket) {
 }
 
 asio::awaitable<void> peer_links::dial_loop(std::string address) {
-  auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(k_first_retry);
+  base::backoff delay(std::chrono::duration_cast<std::chrono::milliseconds>(k_first_retry),
+                      std::chrono::duration_cast<std::chrono::milliseconds>(k_max_retry));
   bool warned = false;
   asio::steady_timer timer(io_);
   while (wanted(address)) {
@@ -215,7 +210,7 @@ asio::awaitable<void> peer_links::dial_loop(std::string address) {
     std::string why = co_await link_once(address);
     if (!wanted(address)) break;
     // A link that lived a while starts its backoff afresh.
-    if (std::chrono::steady_clock::now() - started > k_max_retry) delay = k_first_retry;
+    if (std::chrono::steady_clock::now() - started > k_max_retry) delay.reset();
     state st;
     {
       std::lock_guard lock(mu_);
@@ -229,10 +224,9 @@ asio::awaitable<void> peer_links::dial_loop(std::string address) {
                    why);
       warned = true;
     }
-    timer.expires_after(jittered(delay));
+    timer.expires_after(delay.next());
     std::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    delay = std::min<std::chrono::milliseconds>(delay * 2, k_max_retry);
   }
   std::lock_guard lock(mu_);
   dialing_.erase(address);

@@ -11,9 +11,9 @@
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <optional>
-#include <random>
 #include <string_view>
 
+#include "base/backoff.h"
 #include "base/config.h"
 #include "net/deadline.h"
 
@@ -160,12 +160,6 @@ asio::awaitable<void> save_return(return_spool* s, std::string jid, std::string 
 
 }  // namespace
 
-std::chrono::milliseconds jittered(std::chrono::milliseconds base) {
-  thread_local std::mt19937 rng{std::random_device{}()};
-  std::uniform_int_distribution<long> d(base.count() / 2, base.count());
-  return std::chrono::milliseconds(d(rng));
-}
-
 agent::agent(asio::any_io_executor executor, agent_settings settings, deps d)
     : executor_(std::move(executor)),
       cfg_(std::move(settings)),
@@ -293,7 +287,7 @@ asio::awaitable<bool> agent::run_persistent() {
         backoff = k_recon_default;
         refused_wait = first_refused_wait;
         failures = 0;
-        wait = jittered(k_recon_default);
+        wait = base::equal_jitter(k_recon_default);
         set_state(agent_state::connecting);
         break;
       case outcome::unresolved:
@@ -308,7 +302,7 @@ asio::awaitable<bool> agent::run_persistent() {
         set_state(agent_state::connecting);
         break;
       case outcome::connect_failed:
-        wait = jittered(backoff);
+        wait = base::equal_jitter(backoff);
         backoff = std::min(backoff * 2, k_recon_max);
         set_state(agent_state::connecting);
         break;
@@ -317,7 +311,7 @@ asio::awaitable<bool> agent::run_persistent() {
       case outcome::stopped:
         // Refused minions retry slowly, growing to the cap, so they never
         // hammer a master that said no.
-        wait = jittered(refused_wait) + refused_wait / 2;
+        wait = base::equal_jitter(refused_wait) + refused_wait / 2;
         refused_wait = std::min(refused_wait * 2, refused_cap);
         set_state(agent_state::refused);
         spdlog::info("minion {}: retrying master {} in {:.1f} s", cfg_.id, address_,

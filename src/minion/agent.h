@@ -73,9 +73,6 @@ inline constexpr std::chrono::milliseconds k_recon_default{1000};
 inline constexpr std::chrono::milliseconds k_recon_max{10000};
 // How long a salt:// file request may wait for the master's answer.
 inline constexpr std::chrono::seconds k_file_request_limit{120};
-// A wait drawn uniformly from [base/2, base], so that minions that lost the
-// same master do not come back in step.
-std::chrono::milliseconds jittered(std::chrono::milliseconds base);
 
 // Decides whether the master's key is to be trusted (master_finger, or trust
 // on first use); `where` is "host:port" for messages.

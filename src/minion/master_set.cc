@@ -8,6 +8,7 @@
 #include <asio/strand.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include "base/backoff.h"
 #include "base/error.h"
 #include "net/connection.h"
 
@@ -474,7 +475,7 @@ asio::awaitable<void> master_set::failover_loop() {
               " passes (master_tries)");
       co_return;
     }
-    auto wait = jittered(backoff);
+    auto wait = base::equal_jitter(backoff);
     backoff = std::min(backoff * 2, k_recon_max);
     spdlog::info("minion {}: no master of the list answers; trying again in {:.1f} s", cfg_.link.id,
                  static_cast<double>(wait.count()) / 1000);
@@ -540,7 +541,7 @@ asio::awaitable<master_set::ended> master_set::serve_active(candidate c,
     while (!stopping_ && std::chrono::steady_clock::now() < deadline) {
       auto left = deadline - std::chrono::steady_clock::now();
       if (!co_await sleep(
-              std::min<std::chrono::steady_clock::duration>(jittered(k_grace_retry), left))) {
+              std::min<std::chrono::steady_clock::duration>(base::equal_jitter(k_grace_retry), left))) {
         break;
       }
       left = deadline - std::chrono::steady_clock::now();

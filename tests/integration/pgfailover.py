@@ -29,7 +29,6 @@ message naming what it waited for.
 
 import atexit
 import os
-import pwd
 import secrets
 import shutil
 import signal
@@ -39,7 +38,7 @@ import time
 import unittest
 
 from harness import free_port
-from pgserver import find_bin
+from pgserver import find_bin, server_user
 
 # Bound on creating a node, on a standby's catching up, on a promotion.
 TIMEOUT = 120
@@ -122,20 +121,12 @@ class FailoverCluster:
         self.ports = {}
         self.keepers = {}  # name -> Popen of `pg_autoctl ... --run` / `pg_autoctl run`
         self.logs = {}
-        self._user = None
         self._env = dict(os.environ,
                          XDG_CONFIG_HOME=os.path.join(self.dir, "config"),
                          XDG_DATA_HOME=os.path.join(self.dir, "share"),
                          PG_CONFIG=os.path.join(self.bin, "pg_config"))
         self._env.pop("PGPASSWORD", None)
-        if os.geteuid() == 0:
-            try:
-                pw = pwd.getpwnam("postgres")
-            except KeyError:
-                raise AssertionError("PostgreSQL refuses to run as root and there is no user "
-                                     "postgres to run it as")
-            self._user = "postgres"
-            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+        self._user = server_user(self.dir)
         atexit.register(self.cleanup)
 
     # -- processes -----------------------------------------------------

@@ -79,6 +79,21 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def server_user(directory):
+    """The user PostgreSQL's processes run as: "postgres" when the tests
+    run as root (PostgreSQL refuses root), who is given `directory`; else
+    None (the tests' own user)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pw = pwd.getpwnam("postgres")
+    except KeyError:
+        raise AssertionError("PostgreSQL refuses to run as root and there is no user "
+                             "postgres to run it as")
+    os.chown(directory, pw.pw_uid, pw.pw_gid)
+    return "postgres"
+
+
 class PostgresServer:
     """One PostgreSQL cluster in a temporary directory; see the module text."""
 
@@ -93,15 +108,7 @@ class PostgresServer:
         self.port = None
         self._initialized = False
         self._has_role = False
-        self._user = None
-        if os.geteuid() == 0:
-            try:
-                pw = pwd.getpwnam("postgres")
-            except KeyError:
-                raise AssertionError("PostgreSQL refuses to run as root and there is no user "
-                                     "postgres to run it as")
-            self._user = "postgres"
-            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+        self._user = server_user(self.dir)
         # A test that fails before cleanup() must not leave a server running.
         atexit.register(self.cleanup)
 

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -254,6 +255,60 @@ class MembershipTest(ClusterTestCase):
             clustercase.PG.start_again()
         wait_log(a.daemon, r"the store answers again; taking publishes", 60 * SLACK)
         self.answered(a, ids)
+
+
+def tcp_ports_of(pid):
+    """The local ports of the TCP sockets process `pid` holds (IPv4)."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    with open("/proc/%d/net/tcp" % pid) as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[9] in inodes:
+                ports.add(int(fields[1].split(":")[1], 16))
+    return ports
+
+
+class CatchUpTest(ClusterTestCase):
+
+    def test_a_member_whose_feed_missed_a_publish_delivers_it_when_the_feed_is_back(self):
+        ms, lb = self.cluster(2)
+        ids = ["u%d" % i for i in range(4)]
+        # Minions that do not give up on a master frozen for a few seconds.
+        self.add_minions(ms, lb, ids, master_alive_interval=60)
+        a, b = ms.masters
+        self.answered(a, ids)
+        on_b = [i for i in ids if self.served_by(ms, i) is b]
+        self.assertTrue(on_b, "round robin gave b no minion")
+        db = self.store["store"].rsplit("/", 1)[1].split("?")[0]
+        since = b.daemon.mark()
+        # b frozen, its LISTEN session cut: it cannot hear the publish.
+        pid = b.daemon.proc.pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            ports = ",".join(str(p) for p in tcp_ports_of(pid))
+            cut = clustercase.PG.psql(
+                "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE "
+                "datname = '%s' AND query LIKE 'LISTEN%%' AND client_port IN (%s)" % (db, ports))
+            self.assertEqual(cut, "1")
+            rc, out, err = a.brine("cmd", "--async", "*", "test.ping")
+            self.assertEqual(rc, 0, err)
+            jid = re.search(r"job ID: (\d+)", out).group(1)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        # Back, b reads the open jobs it did not hear of and delivers this one.
+        wait_log(b.daemon, r"1 jobs of other members published while the change feed was down "
+                 r"taken on", 30, since)
+        wait_for(lambda: int(clustercase.PG.psql(
+            "SELECT count(*) FROM returns WHERE jid = '%s'" % jid, db)) == len(ids),
+            30 * SLACK, "every minion's return, b's included")
 
 
 class AcceptTest(ClusterTestCase):
