@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """The cmd CLI's outputters (nested, json, yaml, raw, txt), --static,
 --hide-timeout, --show-jid, --batch with --batch-wait, the job cache's list
-filters and kill, and the live event stream with --tag and --json."""
+filters and kill, the live event stream with --tag and --json, and
+`brine master|minion --check-config`."""
 
 import json
+import os
 import re
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -145,6 +148,42 @@ class Cli(unittest.TestCase):
             p.kill()
             p.wait()
             p.stdout.close()
+
+
+class CheckConfig(unittest.TestCase):
+    """--check-config reads a config as the daemon would, starts nothing and
+    creates none of its directories."""
+
+    def check(self, role, text):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, role)
+            with open(path, "w") as f:
+                f.write(text)
+            p = subprocess.run([BRINE_BIN, role, "--check-config", "-c", path],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(os.listdir(d), [role], "--check-config created files")
+            return p, path
+
+    def test_a_valid_config_passes_and_starts_nothing(self):
+        for role, text in (("master", "interface: 127.0.0.1\npki_dir: pki\ncachedir: cache\n"
+                                      "sock_dir: run\n"),
+                           ("minion", "id: m1\nmaster: 127.0.0.1\npki_dir: pki\ncachedir: cache\n")):
+            p, path = self.check(role, text)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout, "config %s: valid\n" % path)
+            self.assertEqual(p.stderr, "")
+
+    def test_a_bad_value_fails_naming_file_line_and_option(self):
+        p, path = self.check("minion", "id: m1\nmaster_port: 70000\n")
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stdout, "")
+        self.assertIn("config %s: line 2: master_port must be an integer 1..65535, got 70000"
+                      % path, p.stderr)
+
+    def test_an_unknown_option_is_a_warning(self):
+        p, path = self.check("master", "interface: 127.0.0.1\nmaster_port: 4506\n")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("line 2: unknown option 'master_port' ignored", p.stderr)
 
 
 if __name__ == "__main__":
