@@ -3,6 +3,9 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config
+  # scripts/package.sh: dpkg-deb, dpkg-shlibdeps, dpkg-parsechangelog; its
+  # test verifies the systemd units with systemd-analyze.
+  dpkg-dev systemd
   libasio-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev
   libcli11-dev libspdlog-dev libfmt-dev libjemalloc-dev libc-ares-dev libpcre2-dev libyaml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
