@@ -3,8 +3,9 @@
 with its mode and owner, its conffiles and systemd units; then installed with
 dpkg into a temporary root (its own dpkg database; the host's is never
 touched): the files as installed, the installed brine running (the static
-client, and the daemons' brine-dynamic through it, on the packaged
-configs), and removal and purge leaving keys but nothing else.
+client; the daemons' brine-dynamic through it, on the packaged configs; a
+master and a minion of the installed binaries answering test.ping), and
+removal and purge leaving keys but nothing else.
 
 The package is the one $BRINE_DEB names (scripts/test.sh builds it before
 CTest and sets it), else the newest build/package/brine_*.deb. Without one
@@ -14,6 +15,7 @@ sets it): then it fails."""
 import configparser
 import glob
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -21,6 +23,8 @@ import stat
 import subprocess
 import tempfile
 import unittest
+
+from harness import STOP_TIMEOUT, free_port, wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SLACK = float(os.environ.get("BRINE_TEST_SLACK", "3"))
@@ -250,6 +254,50 @@ class Installed(unittest.TestCase):
             p = run([self.path("/usr/bin/brine"), role, "--check-config", "-c", config])
             self.assertEqual((p.returncode, p.stdout, p.stderr),
                              (0, "config %s: valid\n" % config, ""), role)
+
+    def test_installed_master_and_minion_answer_a_job(self):
+        # The stripped binaries as installed, as daemons: a master and an
+        # auto-accepted minion in a directory of their own answer test.ping.
+        d = tempfile.mkdtemp(prefix="fleet.", dir=self.tmp)
+        port = free_port()
+        with open(os.path.join(d, "master"), "w") as f:
+            f.write("interface: 127.0.0.1\nport: %d\npki_dir: master-pki\n"
+                    "cachedir: master-cache\nsock_dir: run\nauto_accept: true\n" % port)
+        with open(os.path.join(d, "minion"), "w") as f:
+            f.write("id: packaged\nmaster: 127.0.0.1\nmaster_port: %d\npki_dir: minion-pki\n"
+                    "cachedir: minion-cache\nacceptance_wait_time: 1\n" % port)
+        brine = self.path("/usr/bin/brine")
+        daemons = []
+        try:
+            for role in ("master", "minion"):
+                log = open(os.path.join(d, role + ".log"), "wb")
+                daemons.append(subprocess.Popen([brine, role, "-c", os.path.join(d, role)],
+                                                stdout=log, stderr=subprocess.STDOUT))
+                log.close()
+            cmd = [brine, "cmd", "-c", os.path.join(d, "master"), "packaged", "test.ping",
+                   "--out", "json"]
+
+            def pinged():
+                for role, daemon in zip(("master", "minion"), daemons):
+                    if daemon.poll() is not None:
+                        with open(os.path.join(d, role + ".log")) as f:
+                            self.fail("the installed %s exited: %s" % (role, f.read()[-2000:]))
+                p = run(cmd)
+                return p.returncode == 0 and json.loads(p.stdout) == {"packaged": True}
+
+            wait_for(pinged, 30 * SLACK, "the installed minion's answer to test.ping")
+        finally:
+            for p in reversed(daemons):
+                p.terminate()
+            codes = []
+            for p in reversed(daemons):
+                try:
+                    codes.append(p.wait(STOP_TIMEOUT))
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                    codes.append("killed after %.0f s" % STOP_TIMEOUT)
+        self.assertEqual(codes, [0, 0], "exit codes of minion and master after SIGTERM")
 
     def test_units(self):
         units = self.path("/lib/systemd/system")
