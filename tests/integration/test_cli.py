@@ -165,9 +165,9 @@ class CheckConfig(unittest.TestCase):
             return p, path
 
     def test_a_valid_config_passes_and_starts_nothing(self):
-        for role, text in (("master", "interface: 127.0.0.1\npki_dir: pki\ncachedir: cache\n"
-                                      "sock_dir: run\n"),
-                           ("minion", "id: m1\nmaster: 127.0.0.1\npki_dir: pki\ncachedir: cache\n")):
+        for role, text in (
+                ("master", "interface: 127.0.0.1\npki_dir: pki\ncachedir: cache\nsock_dir: run\n"),
+                ("minion", "id: m1\nmaster: 127.0.0.1\npki_dir: pki\ncachedir: cache\n")):
             p, path = self.check(role, text)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertEqual(p.stdout, "config %s: valid\n" % path)
