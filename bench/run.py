@@ -1134,13 +1134,30 @@ class Suite:
             # holds the most minions, then starts it again.
             s = swarms[1]
             served = []
+            def holdings():
+                """{port: minions connected} once every member is alive and
+                their heartbeats account for every minion (a killed member's
+                last row lingers for seconds, and a restarted one's first
+                says nothing yet)."""
+                got = {}
+
+                def settled():
+                    rc, out, err = members[0].cli("cluster", "status", "--json")
+                    if rc not in (0, 2):
+                        raise BenchError(f"brine cluster status: {err.strip()[:300]}")
+                    rows = json.loads(out)["members"]
+                    got.clear()
+                    got.update({r["name"].rsplit(":", 1)[1]: r["stats"].get("connected", 0)
+                                for r in rows})
+                    return all(r["alive"] for r in rows) and sum(got.values()) == n
+                wait_for(settled, 60, "every member alive, holding every minion between them")
+                return got
+
             for _ in range(kills):
-                rc, out, err = members[0].cli("cluster", "status", "--json")
-                if rc not in (0, 2):
-                    raise BenchError(f"brine cluster status: {err.strip()[:300]}")
-                held = {r["name"].rsplit(":", 1)[1]: r["stats"].get("connected", 0)
-                        for r in json.loads(out)["members"]}
+                held = holdings()
                 victim = max(members[1:], key=lambda m: held.get(str(m.port), 0))
+                print(f"  kill: members hold {held} minions; killing the one on port "
+                      f"{victim.port}", flush=True)
                 s.lost_unix = s.serving_again = s.serving_again_unix = None
                 killed = time.time()
                 victim.kill()
@@ -1148,9 +1165,6 @@ class Suite:
                 served.append(s.serving_again_unix - killed)
                 members[0].ping(n)
                 victim.start()
-                wait_for(lambda: all(r["alive"] for r in json.loads(
-                    members[0].cli("cluster", "status", "--json")[1])["members"]), 30,
-                    "the killed member alive again")
             self.record(f"cluster member killed -9 ({n} minions in all): its minions served "
                         "again, from the kill", "s", served)
         finally:
