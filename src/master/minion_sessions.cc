@@ -507,7 +507,10 @@ void minion_sessions::persist(const std::vector<pki::key_change>& changes) {
   for (const auto& c : changes) {
     batch.push_back({c.what == pki::key_change::kind::erase, c.record});
   }
-  store_.post_until_done([batch = std::move(batch)](store::store& db) { db.write_keys(batch); });
+  store_.post_until_done([this, batch = std::move(batch), changes](store::store& db) {
+    db.write_keys(batch);
+    keys_.written(changes);
+  });
 }
 
 void minion_sessions::apply_key_changes(const pki::key_op_result& r, const std::string& act) {

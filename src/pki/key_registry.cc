@@ -88,6 +88,9 @@ bool key_registry::replace(const std::string& id, const std::vector<key_record>&
   entry fresh;
   if (auto it = grouped.find(id); it != grouped.end()) fresh = std::move(it->second);
   std::lock_guard lock(mu_);
+  // This master's own decision is on its way to the store: newer than what
+  // was read.
+  if (unwritten_.contains(id)) return false;
   auto it = keys_.find(id);
   bool known = it != keys_.end();
   if (known && same(it->second, fresh)) return false;
@@ -104,6 +107,16 @@ std::vector<std::string> key_registry::reload(const std::vector<key_record>& key
   auto grouped = group(keys);
   std::vector<std::string> changed;
   std::lock_guard lock(mu_);
+  // Decisions not written yet stand as they are held (a reload that dropped
+  // them would lose keys this master accepted a moment ago, for good: the
+  // feed does not tell a master of its own writes).
+  for (const auto& [id, n] : unwritten_) {
+    if (auto held = keys_.find(id); held != keys_.end()) {
+      grouped[id] = held->second;
+    } else {
+      grouped.erase(id);
+    }
+  }
   for (const auto& [id, e] : keys_) {
     auto it = grouped.find(id);
     if (it == grouped.end() || !same(e, it->second)) changed.push_back(id);
@@ -116,9 +129,28 @@ std::vector<std::string> key_registry::reload(const std::vector<key_record>& key
   return changed;
 }
 
+void key_registry::unwritten(const std::vector<key_change>& changes) {
+  for (const auto& c : changes) ++unwritten_[c.record.id];
+}
+
+void key_registry::written(const std::vector<key_change>& changes) {
+  std::lock_guard lock(mu_);
+  for (const auto& c : changes) {
+    auto it = unwritten_.find(c.record.id);
+    if (it != unwritten_.end() && --it->second == 0) unwritten_.erase(it);
+  }
+}
+
 key_decision key_registry::present(const std::string& id, const std::string& pubkey,
                                    const std::string& fingerprint, int64_t now) {
   std::lock_guard lock(mu_);
+  key_decision d = decide(id, pubkey, fingerprint, now);
+  unwritten(d.changes);
+  return d;
+}
+
+key_decision key_registry::decide(const std::string& id, const std::string& pubkey,
+                                  const std::string& fingerprint, int64_t now) {
   key_decision d;
   entry& e = keys_[id];
   auto record = [&](key_state s) { return key_record{id, s, pubkey, fingerprint, now}; };
@@ -190,6 +222,7 @@ key_op_result key_registry::accept(const std::string& glob, bool include_rejecte
       r.ids.push_back(id);
     }
   }
+  unwritten(r.changes);
   return r;
 }
 
@@ -219,6 +252,7 @@ key_op_result key_registry::reject(const std::string& glob, bool include_accepte
     }
     if (changed) r.ids.push_back(id);
   }
+  unwritten(r.changes);
   return r;
 }
 
@@ -236,6 +270,7 @@ key_op_result key_registry::remove(const std::string& glob) {
     if (e.main || !e.denied.empty()) r.ids.push_back(it->first);
     it = keys_.erase(it);
   }
+  unwritten(r.changes);
   return r;
 }
 

@@ -60,6 +60,10 @@ class key_registry {
   // store) replace everything held; returns the ids whose keys differed,
   // sorted.
   std::vector<std::string> reload(const std::vector<store::key_record>& keys);
+  // Both keep what this registry decided and its caller has not written yet
+  // (a read of the store cannot hold it): the caller says written() once
+  // the changes a decision returned are in the store.
+  void written(const std::vector<key_change>& changes);
 
   // A minion presents `pubkey` (PEM) with `fingerprint` for `id`.
   key_decision present(const std::string& id, const std::string& pubkey,
@@ -101,12 +105,18 @@ class key_registry {
   };
 
   static std::map<std::string, entry> group(const std::vector<store::key_record>& keys);
+  key_decision decide(const std::string& id, const std::string& pubkey,
+                      const std::string& fingerprint, int64_t now);
+  // Under mu_: `changes` are to be written.
+  void unwritten(const std::vector<key_change>& changes);
   static bool same(const entry& a, const entry& b);
 
   key_policy policy_;
   glob_file autosign_{policy_.autosign_file};
   glob_file autoreject_{policy_.autoreject_file};
   mutable std::mutex mu_;
+  // Ids with decisions not written yet, and how many (under mu_).
+  std::map<std::string, uint32_t> unwritten_;
   std::map<std::string, entry> keys_;
 };
 
