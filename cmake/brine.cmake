@@ -1,7 +1,18 @@
-# brine_library(NAME SOURCES ... DEPS ...): one static library per module under src/.
+# brine_library(NAME SOURCES ... DEPS ...): one library per module under src/,
+# static in a BRINE_STATIC (release) build and shared in every other build.
+# A sanitized debug build links some 40 executables (the unit tests, brine,
+# the microbenchmarks); with static libraries each carried its own copy of
+# every module it used, ASan's and UBSan's data and relocations with it, up to
+# 640 MB an executable and 12 GB a build directory, and a CI machine with less
+# free disk than that failed to link. Shared, each module is on disk once.
+if(BRINE_STATIC)
+  set(BRINE_LIBRARY_TYPE STATIC)
+else()
+  set(BRINE_LIBRARY_TYPE SHARED)
+endif()
 function(brine_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
-  add_library(brine_${name} STATIC ${ARG_SOURCES})
+  add_library(brine_${name} ${BRINE_LIBRARY_TYPE} ${ARG_SOURCES})
   target_include_directories(brine_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(brine_${name} PUBLIC ${ARG_DEPS})
   brine_warnings(brine_${name})
@@ -42,6 +53,13 @@ endfunction()
 if(BRINE_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
+endif()
+
+# Debug information compressed (zlib) in objects and executables: a third of
+# the size on disk; gdb and the sanitizers' symbolizer read it as it is.
+if(CMAKE_BUILD_TYPE STREQUAL "Debug")
+  add_compile_options(-gz)
+  add_link_options(-gz)
 endif()
 
 # brine_static_imports(): the targets yaml-cpp, fmt::fmt and spdlog::spdlog
