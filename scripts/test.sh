@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds with AddressSanitizer and UBSan, builds the
-# Debian package from a release build (scripts/package.sh), runs every test
-# (unit and integration, the package's among them) through CTest, two at a
-# time on two cores, then prints the slowest tests, every skipped test with
-# what it needs, and the count of single tests (tests/summary.py).
+# Installs dependencies, builds with AddressSanitizer and UBSan, runs every
+# test (unit and integration) through CTest, two at a time on two cores, then
+# prints the slowest tests, every skipped test with what it needs, and the
+# count of single tests (tests/summary.py). The package's suite
+# (integration.package) checks the .deb of build/package/ if there is one and
+# skips otherwise: .ci/run builds the package and runs it after this script.
 #
 # One suite alone, after a first run has built everything:
 #   ctest --preset debug -R integration.jobs      (or unit.state_test, ...)
@@ -14,11 +15,6 @@ bash scripts/deps.sh
 export BRINE_REQUIRE_POSTGRES=1
 cmake --preset debug >/dev/null
 cmake --build --preset debug -j"$(nproc)"
-# The package suite (tests/integration/test_package.py) checks the .deb of a
-# release build: built here (build/release, brought up to date), so that it
-# runs, not skips.
-BRINE_DEB=$(bash scripts/package.sh | tee /dev/stderr | tail -n 1)
-export BRINE_DEB BRINE_REQUIRE_PACKAGE=1
 results=build/debug/test-results
 rm -rf "$results"
 rc=0

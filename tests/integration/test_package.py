@@ -7,10 +7,10 @@ client; the daemons' brine-dynamic through it, on the packaged configs; a
 master and a minion of the installed binaries answering test.ping), and
 removal and purge leaving keys but nothing else.
 
-The package is the one $BRINE_DEB names (scripts/test.sh builds it before
-CTest and sets it), else the newest build/package/brine_*.deb. Without one
-the suite is skipped, unless $BRINE_REQUIRE_PACKAGE is set (scripts/test.sh
-sets it): then it fails."""
+The package is the one $BRINE_DEB names (.ci/run builds it after the
+README's test command and sets it), else the newest build/package/brine_*.deb.
+Without one the suite is skipped, unless $BRINE_REQUIRE_PACKAGE is set
+(.ci/run sets it): then it fails."""
 
 import configparser
 import glob
@@ -63,7 +63,7 @@ EXPECTED = {
 }
 
 
-NO_PACKAGE = "needs the package: bash scripts/package.sh (scripts/test.sh builds it)"
+NO_PACKAGE = "needs the package: bash scripts/package.sh (.ci/run builds it)"
 
 
 def find_package():
