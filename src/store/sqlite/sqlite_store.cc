@@ -146,6 +146,27 @@ CREATE TABLE file_pins (
   PRIMARY KEY (remote, saltenv)
 );
 )sql",
+    // 5 -> 6: every state of every report by its state ID, so that "which
+    // minions ran state X, and with what result" reads an index range, not
+    // every report's return. result: 1, 0, or NULL for None. Reports of
+    // earlier versions are not indexed (they age out with keep_reports).
+    R"sql(
+CREATE TABLE report_states (
+  state_id TEXT    NOT NULL,
+  started  INTEGER NOT NULL,
+  jid      TEXT    NOT NULL,
+  minion   TEXT    NOT NULL,
+  tag      TEXT    NOT NULL,
+  function TEXT    NOT NULL,
+  name     TEXT    NOT NULL,
+  sls      TEXT    NOT NULL,
+  result   INTEGER,
+  changes  INTEGER NOT NULL,
+  PRIMARY KEY (state_id, started, jid, minion, tag)
+) WITHOUT ROWID;
+-- Purging goes by report.
+CREATE INDEX report_states_by_report ON report_states (jid, minion);
+)sql",
 };
 
 // What to do about a failure, for the codes where the cause is usually outside
@@ -261,6 +282,10 @@ class query {
   }
   query& bind(int index, double value) {
     check(sqlite3_bind_double(stmt_, index, value));
+    return *this;
+  }
+  query& bind_null(int index) {
+    check(sqlite3_bind_null(stmt_, index));
     return *this;
   }
 
@@ -525,10 +550,12 @@ class sqlite_store final : public store {
   void put_file_pins(const std::vector<std::string>& remotes,
                      const std::vector<file_pin>& pins) override;
   std::vector<minion_data_record> load_minion_data() override;
+  std::vector<minion_data_record> query_minion_data(const minion_data_query& q) override;
   void delete_minion_data(const std::string& id) override;
 
   size_t add_reports(const std::vector<report::report>& batch) override;
   std::vector<report::report> list_reports(const report_query& q) override;
+  std::vector<state_result_record> list_state_results(const state_query& q) override;
   std::optional<report::report> get_report(const std::string& jid,
                                            const std::string& minion) override;
   size_t purge_reports_before(int64_t cutoff_ms) override;
@@ -913,6 +940,59 @@ std::vector<minion_data_record> sqlite_store::load_minion_data() {
   return out;
 }
 
+std::vector<minion_data_record> sqlite_store::query_minion_data(const minion_data_query& q) {
+  if (!q.grains) {
+    auto rows = load_minion_data();
+    if (!q.pillar) {
+      for (auto& r : rows) r.pillar.reset();
+    }
+    return rows;
+  }
+  // A path names its key in double quotes; a key that holds one (never a
+  // grain Salt makes) is read the slow way.
+  for (const auto& k : *q.grains) {
+    if (k.find_first_of("\"\\") != std::string::npos) return store::query_minion_data(q);
+  }
+  // json_extract() with two or more paths parses the grains once and gives
+  // an array of the values (NULL for a key that is absent); SQLite's parser
+  // is several times faster than reading the whole grains into trees.
+  std::vector<std::string> paths;
+  for (const auto& k : *q.grains) paths.push_back("$.\"" + k + "\"");
+  std::string grains_sql = "CASE WHEN grains IS NULL THEN NULL ELSE ";
+  if (paths.empty()) {
+    grains_sql += "'[]' END";
+  } else {
+    if (paths.size() == 1) paths.push_back(paths.front());  // still an array
+    grains_sql += "json_extract(grains";
+    for (size_t i = 0; i < paths.size(); ++i) grains_sql += ", ?" + std::to_string(i + 1);
+    grains_sql += ") END";
+  }
+  std::string sql = "SELECT id, " + grains_sql + ", " + (q.pillar ? "pillar" : "NULL") +
+                    ", last_seen, master FROM minion_data ORDER BY id";
+  auto interned = dynamic_sql_.insert(std::move(sql)).first;
+  query stmt(conn_, *interned, "cannot read the minion data cache");
+  for (size_t i = 0; i < paths.size(); ++i) stmt.bind(static_cast<int>(i + 1), paths[i]);
+  std::vector<minion_data_record> out;
+  while (stmt.step()) {
+    minion_data_record r;
+    r.id = stmt.text(0);
+    std::string row = "minion data of " + r.id;
+    if (!stmt.is_null(1)) {
+      auto values = parse_json(stmt.text(1), row, "grains");
+      nlohmann::json cut = nlohmann::json::object();
+      for (size_t i = 0; i < q.grains->size() && i < values.size(); ++i) {
+        if (!values[i].is_null()) cut[(*q.grains)[i]] = std::move(values[i]);
+      }
+      r.grains = std::move(cut);
+    }
+    if (!stmt.is_null(2)) r.pillar = parse_json(stmt.text(2), row, "pillar");
+    r.last_seen = stmt.integer(3);
+    r.master = stmt.text(4);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 void sqlite_store::delete_minion_data(const std::string& id) {
   query(conn_, "DELETE FROM minion_data WHERE id = ?1", "cannot forget the data of minion " + id)
       .bind(1, id)
@@ -965,6 +1045,11 @@ size_t sqlite_store::add_reports(const std::vector<report::report>& batch) {
              "ON CONFLICT (minion) DO UPDATE SET jid = excluded.jid, started = excluded.started "
              "WHERE (excluded.started, excluded.jid) > (last_reports.started, last_reports.jid)",
              what);
+  query state(conn_,
+              "INSERT OR IGNORE INTO report_states (state_id, started, jid, minion, tag, "
+              "function, name, sls, result, changes) "
+              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+              what);
   size_t added = 0;
   for (const auto& r : batch) {
     std::string timings = report::timings_text(r.timings);
@@ -992,6 +1077,23 @@ size_t sqlite_store::add_reports(const std::vector<report::report>& batch) {
     ++added;
     last.bind(1, r.minion).bind(2, r.jid).bind(3, r.started_ms);
     last.run();
+    for (const auto& st : report::states_of(r.ret)) {
+      state.bind(1, st.id)
+          .bind(2, r.started_ms)
+          .bind(3, r.jid)
+          .bind(4, r.minion)
+          .bind(5, st.tag)
+          .bind(6, st.function)
+          .bind(7, st.name)
+          .bind(8, st.sls);
+      if (st.result) {
+        state.bind(9, int64_t{*st.result ? 1 : 0});
+      } else {
+        state.bind_null(9);
+      }
+      state.bind(10, int64_t{st.changes ? 1 : 0});
+      state.run();
+    }
   }
   txn.commit();
   return added;
@@ -1096,8 +1198,54 @@ size_t sqlite_store::purge_reports_before(int64_t cutoff_ms) {
           what);
   q.bind(1, cutoff_ms).run();
   auto purged = static_cast<size_t>(q.changes());
+  query(conn_,
+        "DELETE FROM report_states WHERE started < ?1 AND NOT EXISTS (SELECT 1 FROM reports r "
+        "WHERE r.jid = report_states.jid AND r.minion = report_states.minion)",
+        what)
+      .bind(1, cutoff_ms)
+      .run();
   txn.commit();
   return purged;
+}
+
+std::vector<state_result_record> sqlite_store::list_state_results(const state_query& q) {
+  std::string sql =
+      "SELECT s.jid, s.minion, r.fun, s.started, r.test, s.state_id, s.function, s.name, s.sls, "
+      "s.result, s.changes FROM report_states s JOIN reports r ON r.jid = s.jid AND "
+      "r.minion = s.minion";
+  if (q.last) {
+    sql += " JOIN last_reports l ON l.jid = s.jid AND l.minion = s.minion";
+  }
+  sql += " WHERE s.state_id = ?1";
+  if (!q.minion.empty()) sql += " AND s.minion GLOB ?2";
+  if (q.since_ms) sql += " AND s.started >= ?3";
+  // The primary key's order read backwards: LIMIT stops the read.
+  sql += " ORDER BY s.state_id DESC, s.started DESC, s.jid DESC, s.minion DESC, s.tag DESC "
+         "LIMIT ?4";
+  auto interned = dynamic_sql_.insert(std::move(sql)).first;
+  query stmt(conn_, *interned, "cannot list the results of state " + q.id);
+  auto bounded = static_cast<int64_t>(
+      std::min<uint64_t>(q.limit, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+  std::string pattern = sqlite_glob(q.minion);
+  stmt.bind(1, q.id).bind(2, pattern).bind(3, q.since_ms.value_or(0));
+  stmt.bind(4, bounded);
+  std::vector<state_result_record> out;
+  while (stmt.step()) {
+    state_result_record r;
+    r.jid = stmt.text(0);
+    r.minion = stmt.text(1);
+    r.fun = stmt.text(2);
+    r.started_ms = stmt.integer(3);
+    r.test = stmt.integer(4) != 0;
+    r.state_id = stmt.text(5);
+    r.function = stmt.text(6);
+    r.name = stmt.text(7);
+    r.sls = stmt.text(8);
+    if (!stmt.is_null(9)) r.result = stmt.integer(9) != 0;
+    r.changes = stmt.integer(10) != 0;
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 #undef BRINE_REPORT_COLUMNS
