@@ -166,6 +166,27 @@ CREATE TABLE report_states (
 ) WITHOUT ROWID;
 -- Purging goes by report.
 CREATE INDEX report_states_by_report ON report_states (jid, minion);
+-- Each minion's top-level grains one row each, (key '' marks a minion whose
+-- grains are cached), rewritten when its grains change: the inventory reads
+-- the few grains it needs of every minion without parsing anyone's whole
+-- grains (~4 KiB). And presence without the grains: last_seen and master
+-- lie after the grains in a row, on its overflow pages.
+CREATE TABLE minion_grains (
+  key   TEXT NOT NULL,
+  id    TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (key, id)
+) WITHOUT ROWID;
+CREATE INDEX minion_grains_by_id ON minion_grains (id);
+CREATE INDEX minion_data_presence ON minion_data (id, last_seen, master);
+INSERT INTO minion_grains (key, id, value)
+  SELECT '', id, '' FROM minion_data WHERE grains IS NOT NULL;
+INSERT INTO minion_grains (key, id, value)
+  SELECT e.key, m.id, CASE e.type WHEN 'text' THEN json_quote(e.value)
+                                  WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'
+                                  WHEN 'null' THEN 'null' ELSE e.value END
+  FROM minion_data m, json_each(m.grains) e
+  WHERE m.grains IS NOT NULL AND json_type(m.grains) = 'object' AND e.key <> '';
 )sql",
 };
 
@@ -893,7 +914,12 @@ void sqlite_store::put_minion_data(const std::vector<minion_data_update>& batch)
   const std::string what = "cannot store the data of " + std::to_string(batch.size()) + " minions";
   write_transaction txn(conn_, what);
   query row(conn_, "INSERT OR IGNORE INTO minion_data (id) VALUES (?1)", what);
-  query grains(conn_, "UPDATE minion_data SET grains = ?2 WHERE id = ?1", what);
+  // Unchanged grains (a minion reconnecting) rewrite nothing.
+  query grains(conn_, "UPDATE minion_data SET grains = ?2 WHERE id = ?1 AND grains IS NOT ?2",
+               what);
+  query drop_keys(conn_, "DELETE FROM minion_grains WHERE id = ?1", what);
+  query add_key(conn_, "INSERT OR REPLACE INTO minion_grains (key, id, value) VALUES (?1, ?2, ?3)",
+                what);
   query pillar(conn_, "UPDATE minion_data SET pillar = ?2 WHERE id = ?1", what);
   query seen(conn_, "UPDATE minion_data SET last_seen = ?2, master = ?3 WHERE id = ?1", what);
   // Gone from this master: unless it went to another meanwhile.
@@ -908,6 +934,19 @@ void sqlite_store::put_minion_data(const std::vector<minion_data_update>& batch)
       std::string text = to_json_text(*u.grains);
       grains.bind(1, u.id).bind(2, text);
       grains.run();
+      if (grains.changes() > 0) {
+        drop_keys.bind(1, u.id).run();
+        add_key.bind(1, std::string_view("")).bind(2, u.id).bind(3, std::string_view(""));
+        add_key.run();
+        if (u.grains->is_object()) {
+          for (const auto& [key, value] : u.grains->items()) {
+            if (key.empty()) continue;
+            std::string value_text = to_json_text(value);
+            add_key.bind(1, key).bind(2, u.id).bind(3, value_text);
+            add_key.run();
+          }
+        }
+      }
     }
     if (u.pillar) {
       std::string text = to_json_text(*u.pillar);
@@ -948,55 +987,66 @@ std::vector<minion_data_record> sqlite_store::query_minion_data(const minion_dat
     }
     return rows;
   }
-  // A path names its key in double quotes; a key that holds one (never a
-  // grain Salt makes) is read the slow way.
-  for (const auto& k : *q.grains) {
-    if (k.find_first_of("\"\\") != std::string::npos) return store::query_minion_data(q);
-  }
-  // json_extract() with two or more paths parses the grains once and gives
-  // an array of the values (NULL for a key that is absent); SQLite's parser
-  // is several times faster than reading the whole grains into trees.
-  std::vector<std::string> paths;
-  for (const auto& k : *q.grains) paths.push_back("$.\"" + k + "\"");
-  std::string grains_sql = "CASE WHEN grains IS NULL THEN NULL ELSE ";
-  if (paths.empty()) {
-    grains_sql += "'[]' END";
-  } else {
-    if (paths.size() == 1) paths.push_back(paths.front());  // still an array
-    grains_sql += "json_extract(grains";
-    for (size_t i = 0; i < paths.size(); ++i) grains_sql += ", ?" + std::to_string(i + 1);
-    grains_sql += ") END";
-  }
-  std::string sql = "SELECT id, " + grains_sql + ", " + (q.pillar ? "pillar" : "NULL") +
-                    ", last_seen, master FROM minion_data ORDER BY id";
-  auto interned = dynamic_sql_.insert(std::move(sql)).first;
-  query stmt(conn_, *interned, "cannot read the minion data cache");
-  for (size_t i = 0; i < paths.size(); ++i) stmt.bind(static_cast<int>(i + 1), paths[i]);
+  const std::string what = "cannot read the minion data cache";
+  // One snapshot for the three reads.
+  query(conn_, "BEGIN", what).run();
+  struct end_read {
+    connection& c;
+    ~end_read() { sqlite3_exec(c.handle(), "COMMIT", nullptr, nullptr, nullptr); }
+  } end{conn_};
   std::vector<minion_data_record> out;
-  while (stmt.step()) {
-    minion_data_record r;
-    r.id = stmt.text(0);
-    std::string row = "minion data of " + r.id;
-    if (!stmt.is_null(1)) {
-      auto values = parse_json(stmt.text(1), row, "grains");
-      nlohmann::json cut = nlohmann::json::object();
-      for (size_t i = 0; i < q.grains->size() && i < values.size(); ++i) {
-        if (!values[i].is_null()) cut[(*q.grains)[i]] = std::move(values[i]);
-      }
-      r.grains = std::move(cut);
+  std::unordered_map<std::string, size_t> at;
+  {
+    // minion_data_presence covers it: no grains are read.
+    query rows(conn_, "SELECT id, last_seen, master FROM minion_data ORDER BY id", what);
+    while (rows.step()) {
+      minion_data_record r;
+      r.id = rows.text(0);
+      r.last_seen = rows.integer(1);
+      r.master = rows.text(2);
+      at.emplace(r.id, out.size());
+      out.push_back(std::move(r));
     }
-    if (!stmt.is_null(2)) r.pillar = parse_json(stmt.text(2), row, "pillar");
-    r.last_seen = stmt.integer(3);
-    r.master = stmt.text(4);
-    out.push_back(std::move(r));
+  }
+  {
+    // The chosen keys and the '' marker of cached grains, from
+    // minion_grains' primary key.
+    nlohmann::json keys = nlohmann::json::array({""});
+    for (const auto& k : *q.grains) keys.push_back(k);
+    std::string keys_text = keys.dump();
+    query rows(conn_,
+               "SELECT key, id, value FROM minion_grains WHERE key IN (SELECT value FROM "
+               "json_each(?1))",
+               what);
+    rows.bind(1, keys_text);
+    while (rows.step()) {
+      auto it = at.find(rows.text(1));
+      if (it == at.end()) continue;
+      minion_data_record& r = out[it->second];
+      if (!r.grains) r.grains = nlohmann::json::object();
+      std::string key = rows.text(0);
+      if (key.empty()) continue;
+      auto value = parse_json(rows.text(2), "minion data of " + r.id, "grains");
+      if (!value.is_null()) (*r.grains)[key] = std::move(value);
+    }
+  }
+  if (q.pillar) {
+    query rows(conn_, "SELECT id, pillar FROM minion_data WHERE pillar IS NOT NULL", what);
+    while (rows.step()) {
+      auto it = at.find(rows.text(0));
+      if (it == at.end()) continue;
+      out[it->second].pillar = parse_json(rows.text(1), "minion data of " + rows.text(0), "pillar");
+    }
   }
   return out;
 }
 
 void sqlite_store::delete_minion_data(const std::string& id) {
-  query(conn_, "DELETE FROM minion_data WHERE id = ?1", "cannot forget the data of minion " + id)
-      .bind(1, id)
-      .run();
+  const std::string what = "cannot forget the data of minion " + id;
+  write_transaction txn(conn_, what);
+  query(conn_, "DELETE FROM minion_data WHERE id = ?1", what).bind(1, id).run();
+  query(conn_, "DELETE FROM minion_grains WHERE id = ?1", what).bind(1, id).run();
+  txn.commit();
 }
 
 std::vector<file_pin> sqlite_store::load_file_pins() {

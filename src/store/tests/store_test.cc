@@ -1004,12 +1004,15 @@ report::report nginx_run(const std::string& jid, const std::string& minion, int6
   auto r = make_report(jid, minion, started, report::run_status::changed);
   r.ret = nlohmann::ordered_json::object();
   r.ret["pkg_|-nginx_|-nginx_|-installed"] = {
-      {"result", true}, {"changes", nlohmann::json::object()}, {"__id__", "nginx"},
-      {"__sls__", "web"}, {"name", "nginx"}, {"__run_num__", 0}};
-  nlohmann::json service = {{"changes", changed ? nlohmann::json{{"nginx", true}}
-                                                 : nlohmann::json::object()},
-                            {"__id__", "nginx"}, {"__sls__", "web"}, {"name", "nginx"},
-                            {"__run_num__", 1}};
+      {"result", true},    {"changes", nlohmann::json::object()},
+      {"__id__", "nginx"}, {"__sls__", "web"},
+      {"name", "nginx"},   {"__run_num__", 0}};
+  nlohmann::json service = {
+      {"changes", changed ? nlohmann::json{{"nginx", true}} : nlohmann::json::object()},
+      {"__id__", "nginx"},
+      {"__sls__", "web"},
+      {"name", "nginx"},
+      {"__run_num__", 1}};
   service["result"] = service_result ? nlohmann::json(*service_result) : nlohmann::json();
   r.ret["service_|-nginx_|-nginx_|-running"] = service;
   r.ret["file_|-motd_|-/etc/motd_|-managed"] = {
@@ -1029,8 +1032,7 @@ TEST_P(store_test, state_results_by_state_id) {
     std::vector<std::string> out;
     for (const auto& r : s->list_state_results(q)) {
       out.push_back(r.minion + "@" + r.jid + ":" + r.function + "=" +
-                    (r.result ? (*r.result ? "True" : "False") : "None") +
-                    (r.changes ? "+" : ""));
+                    (r.result ? (*r.result ? "True" : "False") : "None") + (r.changes ? "+" : ""));
     }
     return out;
   };
@@ -1089,7 +1091,8 @@ TEST_P(store_test, minion_data_query_reads_chosen_grains) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].id, "a");
   ASSERT_TRUE(rows[0].grains.has_value());
-  EXPECT_EQ(*rows[0].grains, (json{{"os", "Debian"}, {"ip4_interfaces", {{"eth0", {"10.0.0.1"}}}}}));
+  EXPECT_EQ(*rows[0].grains,
+            (json{{"os", "Debian"}, {"ip4_interfaces", {{"eth0", {"10.0.0.1"}}}}}));
   EXPECT_FALSE(rows[0].pillar.has_value());
   EXPECT_EQ(rows[0].last_seen, 100);
   EXPECT_EQ(rows[0].master, "m1");
@@ -1108,6 +1111,22 @@ TEST_P(store_test, minion_data_query_reads_chosen_grains) {
   // Everything.
   rows = s->query_minion_data({});
   EXPECT_EQ(*rows[0].grains, grains);
+  // New grains replace the old ones key by key; the same grains again
+  // change nothing; a forgotten minion is gone.
+  a.grains = json{{"os", "Ubuntu"}, {"kernel", "Linux"}};
+  s->put_minion_data({a});
+  s->put_minion_data({a});
+  rows = s->query_minion_data({.grains = std::vector<std::string>{"os", "osrelease", "kernel"}});
+  EXPECT_EQ(*rows[0].grains, (json{{"os", "Ubuntu"}, {"kernel", "Linux"}}));
+  b.grains = json::object();
+  s->put_minion_data({b});
+  rows = s->query_minion_data({.grains = std::vector<std::string>{"os"}});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(*rows[1].grains, json::object());
+  s->delete_minion_data("a");
+  rows = s->query_minion_data({.grains = std::vector<std::string>{"os"}});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].id, "b");
 }
 
 TEST(store_glob, translations) {
