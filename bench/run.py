@@ -1326,7 +1326,7 @@ class Suite:
             sets.append(got.get("local", got))
         db = sqlite3.connect(os.path.join(m.dir, "cache", "jobs.db"))
         now = int(time.time())
-        keys, data, reports, last = [], [], [], []
+        keys, data, reports, last, grain_rows = [], [], [], [], []
         for i in range(n):
             mid = f"inv{i:05d}"
             g = dict(sets[i % 3])
@@ -1337,6 +1337,11 @@ class Suite:
             keys.append((mid, f"fp{i}", "accepted", "-----BEGIN PUBLIC KEY-----\n", now))
             data.append((mid, json.dumps(g), None, now - i % 3600,
                          "" if i % 3 == 2 else "127.0.0.1:4506"))
+            # What the store's put_minion_data() writes beside them: each
+            # top-level grain, and a '' row saying the grains are cached.
+            grain_rows.append(("", mid, ""))
+            grain_rows.extend((k, mid, json.dumps(v, separators=(",", ":")))
+                              for k, v in g.items() if k)
             jid = f"2026010100000000{i % 100:04d}"
             status = "failed" if i % 10 == 0 else "changed"
             ret = {"pkg_|-nginx_|-nginx_|-installed": {
@@ -1352,6 +1357,8 @@ class Suite:
                            "VALUES (?, ?, ?, ?, ?)", keys)
             db.executemany("INSERT INTO minion_data (id, grains, pillar, last_seen, master) "
                            "VALUES (?, ?, ?, ?, ?)", data)
+            db.executemany("INSERT INTO minion_grains (key, id, value) VALUES (?, ?, ?)",
+                           grain_rows)
             db.executemany("INSERT INTO reports VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                            "?, ?, ?, ?)", reports)
             db.executemany("INSERT INTO last_reports (minion, jid, started) VALUES (?, ?, ?)",
