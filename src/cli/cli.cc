@@ -60,36 +60,33 @@ int check_config(const std::string& path) {
   return 0;
 }
 
-runner define_master(CLI::App& sub) {
+// `brine master` and `brine minion`: -c CONFIG, and --check-config, which
+// loads the config with `load` instead of running the daemon with `run`.
+template <class Run, class Load>
+runner define_daemon(CLI::App& sub, const char* config_help, const char* default_config, Run run,
+                     Load load) {
   struct state {
     std::string config;
     bool check = false;
   };
   auto s = std::make_shared<state>();
-  sub.add_option("-c,--config", s->config, "Master config file (YAML)")
-      ->default_val(k_master_config);
+  sub.add_option("-c,--config", s->config, config_help)->default_val(default_config);
   sub.add_flag("--check-config", s->check, k_check_config_help);
-  return [s] {
-    if (!s->check) return run_master(s->config);
-    base::load_master_config(s->config);
+  return [s, run, load] {
+    if (!s->check) return run(s->config);
+    load(s->config);
     return check_config(s->config);
   };
 }
 
+runner define_master(CLI::App& sub) {
+  return define_daemon(sub, "Master config file (YAML)", k_master_config, run_master,
+                       [](const std::string& path) { base::load_master_config(path); });
+}
+
 runner define_minion(CLI::App& sub) {
-  struct state {
-    std::string config;
-    bool check = false;
-  };
-  auto s = std::make_shared<state>();
-  sub.add_option("-c,--config", s->config, "Minion config file (YAML)")
-      ->default_val(k_minion_config);
-  sub.add_flag("--check-config", s->check, k_check_config_help);
-  return [s] {
-    if (!s->check) return run_minion(s->config);
-    base::load_minion_config(s->config);
-    return check_config(s->config);
-  };
+  return define_daemon(sub, "Minion config file (YAML)", k_minion_config, run_minion,
+                       [](const std::string& path) { base::load_minion_config(path); });
 }
 
 runner define_key(CLI::App& key_cmd) {

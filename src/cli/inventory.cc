@@ -38,6 +38,22 @@ std::vector<std::string> split_path(std::string_view field_text, std::string_vie
   return out;
 }
 
+// A cell a spreadsheet would run as a formula (=, +, -, @, a tab or CR
+// first: OWASP's CSV injection) gets a leading ', which spreadsheets show
+// as text. Grains come from minions, so a minion could put a formula in
+// the administrator's spreadsheet. A number ("-5", "+1.5e3") stays as it
+// is.
+std::string spreadsheet_safe(const std::string& c) {
+  if (c.empty() || std::string_view("=+-@\t\r").find(c.front()) == std::string_view::npos) {
+    return c;
+  }
+  double number = 0;
+  const char* first = c.data() + (c.front() == '+' ? 1 : 0);
+  auto [end, ec] = std::from_chars(first, c.data() + c.size(), number);
+  if (ec == std::errc() && end == c.data() + c.size() && first != end) return c;
+  return "'" + c;
+}
+
 }  // namespace
 
 const std::vector<std::string>& builtin_names() {
@@ -146,7 +162,7 @@ std::string csv_row(const std::vector<std::string>& cells) {
   std::string out;
   for (size_t i = 0; i < cells.size(); ++i) {
     if (i > 0) out += ',';
-    const std::string& c = cells[i];
+    std::string c = spreadsheet_safe(cells[i]);
     bool quote = c.find_first_of(",\"\r\n") != std::string::npos ||
                  (!c.empty() && (c.front() == ' ' || c.back() == ' '));
     if (!quote) {

@@ -58,6 +58,8 @@ std::string cell_text(const nlohmann::json& value);
 
 // One CSV record (RFC 4180): a cell holding a comma, a double quote, CR or LF,
 // or leading or trailing space, is quoted, its quotes doubled; CRLF ends it.
+// A cell that a spreadsheet would take for a formula (it starts with =, +,
+// -, @, a tab or CR and is not a number) is given a leading ' first.
 std::string csv_row(const std::vector<std::string>& cells);
 
 // Rows as columns padded to their widest cell, two spaces apart.

@@ -153,6 +153,7 @@ int inventory_run(const base::master_config& cfg, const inventory_options& o) {
   if (want_runs) {
     store::report_query rq;
     rq.last = true;
+    rq.brief = true;
     rq.limit = std::numeric_limits<size_t>::max();
     runs = db->list_reports(rq);
   }

@@ -98,6 +98,13 @@ TEST(inventory_output, cells_and_csv_quoting) {
   EXPECT_EQ(csv_row({cell_text(json{"a", "b"})}), "\"[\"\"a\"\",\"\"b\"\"]\"\r\n");
 }
 
+TEST(inventory_output, csv_cells_a_spreadsheet_would_run_are_text) {
+  EXPECT_EQ(csv_row({"=HYPERLINK(\"http://x\")", "@SUM(A1)", "+cmd", "-2+3", "\tx"}),
+            "\"'=HYPERLINK(\"\"http://x\"\")\",'@SUM(A1),'+cmd,'-2+3,'\tx\r\n");
+  // Numbers and ordinary text stay as they are.
+  EXPECT_EQ(csv_row({"-5", "+1.5e3", "-0.25", "web-1", "a=b"}), "-5,+1.5e3,-0.25,web-1,a=b\r\n");
+}
+
 TEST(inventory_output, table_pads_columns) {
   EXPECT_EQ(table({{"id", "os"}, {"web10", "Debian"}, {"db", ""}}),
             "id     os\nweb10  Debian\ndb\n");

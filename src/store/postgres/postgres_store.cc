@@ -1499,7 +1499,8 @@ class postgres_store final : public store {
   size_t purge_reports_before(int64_t cutoff_ms) override;
 
  private:
-  report::report read_report(const result& r, int row, bool with_ret) const;
+  // brief: without timings and errors (report_query::brief).
+  report::report read_report(const result& r, int row, bool with_ret, bool brief = false) const;
   // A statement made at run time, prepared once per connection under `name`.
   const statement& dynamic(const std::string& name, std::string sql);
   int read_version();
@@ -2405,7 +2406,8 @@ size_t postgres_store::add_reports(const std::vector<report::report>& batch) {
   return added;
 }
 
-report::report postgres_store::read_report(const result& r, int row, bool with_ret) const {
+report::report postgres_store::read_report(const result& r, int row, bool with_ret,
+                                           bool brief) const {
   report::report out;
   out.jid = r.text(row, 0);
   out.minion = r.text(row, 1);
@@ -2426,6 +2428,7 @@ report::report postgres_store::read_report(const result& r, int row, bool with_r
   out.counts = {static_cast<size_t>(r.integer(row, 9)), static_cast<size_t>(r.integer(row, 10)),
                 static_cast<size_t>(r.integer(row, 11)), static_cast<size_t>(r.integer(row, 12)),
                 static_cast<size_t>(r.integer(row, 13))};
+  if (brief) return out;
   auto timings = report::parse_timings(r.text(row, 14));
   if (!timings) c_->fail(where + ": column timings is not a map of timings");
   out.timings = std::move(*timings);
@@ -2498,7 +2501,7 @@ std::vector<report::report> postgres_store::list_reports(const report_query& q) 
   auto r = db_.run(dynamic(name, std::move(sql)), p, "cannot list reports");
   std::vector<report::report> out;
   out.reserve(static_cast<size_t>(r.rows()));
-  for (int row = 0; row < r.rows(); ++row) out.push_back(read_report(r, row, false));
+  for (int row = 0; row < r.rows(); ++row) out.push_back(read_report(r, row, false, q.brief));
   return out;
 }
 

@@ -582,7 +582,8 @@ class sqlite_store final : public store {
   size_t purge_reports_before(int64_t cutoff_ms) override;
 
  private:
-  report::report read_report(const query& q, bool with_ret) const;
+  // brief: without timings and errors (report_query::brief).
+  report::report read_report(const query& q, bool with_ret, bool brief = false) const;
   template <class Json = nlohmann::json>
   Json parse_json(const std::string& text, std::string_view row, std::string_view column) const;
   job_record read_job(const query& q) const;
@@ -1149,7 +1150,7 @@ size_t sqlite_store::add_reports(const std::vector<report::report>& batch) {
   return added;
 }
 
-report::report sqlite_store::read_report(const query& q, bool with_ret) const {
+report::report sqlite_store::read_report(const query& q, bool with_ret, bool brief) const {
   report::report r;
   r.jid = q.text(0);
   r.minion = q.text(1);
@@ -1170,6 +1171,7 @@ report::report sqlite_store::read_report(const query& q, bool with_ret) const {
   r.counts = {static_cast<size_t>(q.integer(9)), static_cast<size_t>(q.integer(10)),
               static_cast<size_t>(q.integer(11)), static_cast<size_t>(q.integer(12)),
               static_cast<size_t>(q.integer(13))};
+  if (brief) return r;
   auto timings = report::parse_timings(q.text(14));
   if (!timings) conn_.fail_message(row + ": column timings is not a map of timings");
   r.timings = std::move(*timings);
@@ -1224,7 +1226,7 @@ std::vector<report::report> sqlite_store::list_reports(const report_query& q) {
   stmt.bind(1, glob.prefix).bind(2, glob.prefix).bind(3, end).bind(4, pattern).bind(5, status);
   stmt.bind(6, q.since_ms.value_or(0)).bind(7, bounded);
   std::vector<report::report> out;
-  while (stmt.step()) out.push_back(read_report(stmt, false));
+  while (stmt.step()) out.push_back(read_report(stmt, false, q.brief));
   return out;
 }
 

@@ -976,6 +976,18 @@ TEST_P(store_test, last_report_per_minion) {
   // A tie in start goes to the later jid.
   s->add_reports({make_report("j2b", "web2", 2000, run_status::failed)});
   EXPECT_EQ(last({.status = run_status::failed}), (v{"web2@j2b"}));
+  // brief: the same reports without timings and errors.
+  auto full = s->list_reports({.minion = "web2", .last = true});
+  auto brief = s->list_reports({.minion = "web2", .last = true, .brief = true});
+  ASSERT_EQ(full.size(), 1u);
+  ASSERT_EQ(brief.size(), 1u);
+  EXPECT_FALSE(full[0].errors.empty());
+  EXPECT_FALSE(full[0].timings.empty());
+  EXPECT_TRUE(brief[0].errors.empty());
+  EXPECT_TRUE(brief[0].timings.empty());
+  EXPECT_EQ(brief[0].status, full[0].status);
+  EXPECT_EQ(brief[0].started_ms, full[0].started_ms);
+  EXPECT_EQ(brief[0].counts.total, full[0].counts.total);
 }
 
 TEST_P(store_test, report_purge_keeps_each_minions_latest) {
