@@ -1318,6 +1318,126 @@ class Suite:
         if parse:
             self.record(f"target parse, median of each of {len(parse)} expressions", "ms", parse)
 
+    def inventory(self, n, runs):
+        """`brine inventory` against a store of n minions (SQLite, filled here
+        directly: accepted keys, grains from /work/shared/fixtures (Salt 3006's
+        Debian 12, Ubuntu 22.04 and Rocky 9 sets, a third each, with ids and
+        addresses of their own), two in three connected, a last state run
+        each). Wall time of the whole CLI process, start included, for the
+        default fields, a compound grain target, chosen fields as CSV, and
+        `brine report states` for one state ID."""
+        import sqlite3
+        fixtures = os.environ.get("BRINE_GRAINS_FIXTURES", "/work/shared/fixtures/grains")
+        if not os.path.isdir(fixtures):
+            fixtures = os.path.join(ROOT, "src", "grains", "tests", "fixtures", "expected")
+        m = Master(self.brine, self.work)
+        m.proc.terminate()
+        m.proc.wait(30)
+        # The grains as brine reads them: brine call --local on a minion
+        # config whose grains are the fixture (every collected grain left out).
+        sets = []
+        for name in ("debian-12", "ubuntu-22", "rocky-9"):
+            conf = os.path.join(m.dir, f"minion-{name}")
+            with open(conf, "w") as f:
+                f.write(f"id: {name}\ncachedir: {m.dir}/mc-{name}\npki_dir: {m.dir}/mp-{name}\n"
+                        "grains_blacklist: ['*']\ngrains:\n")
+                with open(os.path.join(fixtures, name + ".yaml")) as g:
+                    for line in g:
+                        if line.strip() and not line.lstrip().startswith("#") \
+                                and not line.startswith("---"):
+                            f.write("  " + line.rstrip("\n") + "\n")
+            r = subprocess.run([self.brine, "call", "--local", "-c", conf, "--out", "json",
+                                "grains.items"], capture_output=True, text=True, timeout=60)
+            if r.returncode != 0:
+                raise BenchError(f"brine call --local grains.items: {r.stderr.strip()[:300]}")
+            got = json.loads(r.stdout)
+            sets.append(got.get("local", got))
+        db = sqlite3.connect(os.path.join(m.dir, "cache", "jobs.db"))
+        now = int(time.time())
+        keys, data, reports, last, grain_rows = [], [], [], [], []
+        for i in range(n):
+            mid = f"inv{i:05d}"
+            g = dict(sets[i % 3])
+            g["id"] = g["fqdn"] = g["host"] = g["nodename"] = mid
+            addr = f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
+            g["ipv4"] = ["127.0.0.1", addr]
+            g["ip4_interfaces"] = {"eth0": [addr], "lo": ["127.0.0.1"]}
+            keys.append((mid, f"fp{i}", "accepted", "-----BEGIN PUBLIC KEY-----\n", now))
+            data.append((mid, json.dumps(g), None, now - i % 3600,
+                         "" if i % 3 == 2 else "127.0.0.1:4506"))
+            # What the store's put_minion_data() writes beside them: each
+            # top-level grain, and a '' row saying the grains are cached.
+            grain_rows.append(("", mid, ""))
+            grain_rows.extend((k, mid, json.dumps(v, separators=(",", ":")))
+                              for k, v in g.items() if k)
+            jid = f"2026010100000000{i % 100:04d}"
+            status = "failed" if i % 10 == 0 else "changed"
+            ret = {"pkg_|-nginx_|-nginx_|-installed": {
+                "__id__": "nginx", "name": "nginx", "result": status != "failed",
+                "changes": {}, "__run_num__": 0, "__sls__": "web"}}
+            started = (now - 3600) * 1000 + i
+            reports.append((jid, mid, "state.apply", started, 10.0, 9.0, status, 0,
+                            2 if status == "failed" else 0, 1, int(status == "failed"), 0, 0, 1,
+                            "{}", "[]", json.dumps(ret)))
+            last.append((mid, jid, started))
+        with db:
+            db.executemany("INSERT INTO keys (id, fingerprint, state, pubkey, updated) "
+                           "VALUES (?, ?, ?, ?, ?)", keys)
+            db.executemany("INSERT INTO minion_data (id, grains, pillar, last_seen, master) "
+                           "VALUES (?, ?, ?, ?, ?)", data)
+            db.executemany("INSERT INTO minion_grains (key, id, value) VALUES (?, ?, ?)",
+                           grain_rows)
+            db.executemany("INSERT INTO reports VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                           "?, ?, ?, ?)", reports)
+            db.executemany("INSERT INTO last_reports (minion, jid, started) VALUES (?, ?, ?)",
+                           last)
+            db.executemany("INSERT INTO report_states (state_id, started, jid, minion, tag, "
+                           "function, name, sls, result, changes) VALUES "
+                           "('nginx', ?, ?, ?, 'pkg_|-nginx_|-nginx_|-installed', "
+                           "'pkg.installed', 'nginx', 'web', ?, 0)",
+                           [(r[3], r[0], r[1], int(r[6] != "failed")) for r in reports])
+        db.close()
+        queries = [
+            ("default fields, every minion", ["inventory"], n),
+            ("-C 'G@os:Debian and G@osmajorrelease:12'",
+             ["inventory", "-C", "G@os:Debian and G@osmajorrelease:12"], (n + 2) // 3),
+            ("--fields id,ip4_interfaces.eth0,num_cpus,mem_total,kernelrelease --out csv",
+             ["inventory", "--fields", "id,ip4_interfaces.eth0,num_cpus,mem_total,kernelrelease",
+              "--out", "csv"], n),
+            ("-G os:Rocky --out json", ["inventory", "-G", "os:Rocky", "--out", "json"], n // 3),
+        ]
+        def cpu_ms():
+            ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+            return (ru.ru_utime + ru.ru_stime) * 1000
+
+        for label, args, expected in queries:
+            walls, cpus = [], []
+            for _ in range(runs):
+                c0, t0 = cpu_ms(), time.monotonic()
+                rc, out, err = m.cli(*args)
+                walls.append((time.monotonic() - t0) * 1000)
+                cpus.append(cpu_ms() - c0)
+                if rc != 0:
+                    raise BenchError(f"brine {' '.join(args)}: exit {rc}: {err.strip()[:300]}")
+                lines = len(json.loads(out)) if "json" in args else len(out.splitlines()) - 1
+                if lines != expected:
+                    raise BenchError(f"brine {' '.join(args)}: {lines} minions, expected "
+                                     f"{expected}")
+            self.record(f"inventory {label}, {n} minions (CLI wall)", "ms", walls,
+                        "<= 50 ms" if n == 10000 else None)
+            # User + system CPU of the process: what the wall would be on an
+            # idle machine, whatever else runs beside the benchmark.
+            self.record(f"inventory {label}, {n} minions (CLI CPU)", "ms", cpus)
+        walls = []
+        for _ in range(runs):
+            t0 = time.monotonic()
+            rc, out, err = m.cli("report", "states", "--id", "nginx", "--last", "--out", "json",
+                                 "--limit", str(n))
+            walls.append((time.monotonic() - t0) * 1000)
+            if rc != 0 or len(json.loads(out)) != n:
+                raise BenchError(f"brine report states: exit {rc}: {err.strip()[:300]}")
+        self.record(f"report states --id nginx --last, {n} minions (CLI wall)", "ms", walls)
+
     def plan(self):
         """(group, figures) in order; --only runs one group."""
         if self.quick:
@@ -1336,7 +1456,8 @@ class Suite:
                     ("store-failover", lambda: self.store_failover(1, 100)),
                     ("apply", lambda: self.state_apply(3)),
                     ("swarm-apply", lambda: self.swarm_state_apply(100, 1, 0)),
-                    ("cluster", lambda: self.cluster_figures([1000], 3, 3, 1))]
+                    ("cluster", lambda: self.cluster_figures([1000], 3, 3, 1)),
+                    ("inventory", lambda: self.inventory(2000, 5))]
         return [("client", lambda: self.client_start(200)),
                 ("micro", lambda: self.microbench(20, 5)),
                 ("auth", lambda: self.auth_storm(1000, 3)),
@@ -1356,7 +1477,8 @@ class Suite:
                 ("swarm-apply", lambda: self.swarm_state_apply(1000, 3, 12)),
                 # 9,000, not 10,000: HAProxy holds two descriptors a minion,
                 # and this machine's hard limit is 20,000 a process.
-                ("cluster", lambda: self.cluster_figures([1000, 9000], 5, 10, 3))]
+                ("cluster", lambda: self.cluster_figures([1000, 9000], 5, 10, 3)),
+                ("inventory", lambda: self.inventory(10000, 15))]
 
     def run(self):
         started = time.monotonic()
@@ -1394,7 +1516,8 @@ class Suite:
 
 
 GROUPS = ["client", "micro", "auth", "accept", "swarm", "grains", "real", "failover-real", "failover-swarm",
-          "hot", "publish-hold", "store", "store-failover", "apply", "swarm-apply", "cluster"]
+          "hot", "publish-hold", "store", "store-failover", "apply", "swarm-apply", "cluster",
+          "inventory"]
 
 
 def main():

@@ -696,6 +696,16 @@ std::vector<std::string> globs(const option& opt) {
   return out;
 }
 
+std::vector<std::string> pillar_key_globs(const option& opt) {
+  constexpr std::string_view expected = "a list of globs of pillar keys (a.b for nested keys)";
+  if (opt.value.IsNull()) return {};
+  if (opt.value.IsScalar()) return {opt.value.Scalar()};
+  if (!opt.value.IsSequence()) opt.fail(expected);
+  std::vector<std::string> out;
+  for_each_item(opt, [&](size_t, const option& item) { out.push_back(text(item, "a glob")); });
+  return out;
+}
+
 // One fingerprint or a list of them (one per master); empty, null or [] is none.
 std::vector<std::string> fingerprints(const option& opt) {
   if (!opt.value.IsSequence()) {
@@ -928,6 +938,7 @@ const option_table<master_config>& master_options() {
       {"pillar_merge_lists", set(&c::pillar_merge_lists, boolean)},
       {"pillarenv", set(&c::pillarenv, plain_text)},
       {"publisher_acl", set(&c::publisher_acl, any_map)},
+      {"inventory_pillar_keys", set(&c::inventory_pillar_keys, pillar_key_globs)},
       {"store", set(&c::store, store_url)},
       {"store_password_file", set(&c::store_password_file, optional_path)},
       {"store_failover_wait", set_int(&c::store_failover_wait, 0, 3600, "seconds")},

@@ -109,6 +109,9 @@ struct master_config {
   // Salt's `publisher_acl`: local user (or glob) -> allowed function globs,
   // or {target glob: [function globs]}; as read, checked by the master.
   nlohmann::json publisher_acl = nlohmann::json::object();
+  // The pillar keys `brine inventory` may print when asked for them by
+  // name (`--fields pillar.KEY`): globs over dotted paths. Empty: none.
+  std::vector<std::string> inventory_pillar_keys;
   // Where keys, jobs, returns and minion data live: "sqlite" (cachedir/
   // jobs.db) or "postgresql://USER@HOST:PORT/DB?sslmode=..." shared by the
   // masters of a site, its password in store_password_file (mode 0600).

@@ -60,36 +60,33 @@ int check_config(const std::string& path) {
   return 0;
 }
 
-runner define_master(CLI::App& sub) {
+// `brine master` and `brine minion`: -c CONFIG, and --check-config, which
+// loads the config with `load` instead of running the daemon with `run`.
+template <class Run, class Load>
+runner define_daemon(CLI::App& sub, const char* config_help, const char* default_config, Run run,
+                     Load load) {
   struct state {
     std::string config;
     bool check = false;
   };
   auto s = std::make_shared<state>();
-  sub.add_option("-c,--config", s->config, "Master config file (YAML)")
-      ->default_val(k_master_config);
+  sub.add_option("-c,--config", s->config, config_help)->default_val(default_config);
   sub.add_flag("--check-config", s->check, k_check_config_help);
-  return [s] {
-    if (!s->check) return run_master(s->config);
-    base::load_master_config(s->config);
+  return [s, run, load] {
+    if (!s->check) return run(s->config);
+    load(s->config);
     return check_config(s->config);
   };
 }
 
+runner define_master(CLI::App& sub) {
+  return define_daemon(sub, "Master config file (YAML)", k_master_config, run_master,
+                       [](const std::string& path) { base::load_master_config(path); });
+}
+
 runner define_minion(CLI::App& sub) {
-  struct state {
-    std::string config;
-    bool check = false;
-  };
-  auto s = std::make_shared<state>();
-  sub.add_option("-c,--config", s->config, "Minion config file (YAML)")
-      ->default_val(k_minion_config);
-  sub.add_flag("--check-config", s->check, k_check_config_help);
-  return [s] {
-    if (!s->check) return run_minion(s->config);
-    base::load_minion_config(s->config);
-    return check_config(s->config);
-  };
+  return define_daemon(sub, "Minion config file (YAML)", k_minion_config, run_minion,
+                       [](const std::string& path) { base::load_minion_config(path); });
 }
 
 runner define_key(CLI::App& key_cmd) {
@@ -246,12 +243,55 @@ runner define_report(CLI::App& report_cmd) {
                    "false: leave out successful states that changed nothing");
   show->add_flag("--no-color", r.no_color, "No colours, even on a terminal");
   show->add_flag("--force-color", r.force_color, "Colours, even when not on a terminal");
-  for (auto* sub : {list, show}) sub->fallthrough();
+  auto* states = report_cmd.add_subcommand(
+      "states", "Which minions ran state ID X, and with what result: one line per state, "
+                "newest run first");
+  states->add_option("--id", r.state_id, "The state ID (__id__)")->required();
+  states->add_option("--minion", r.minion_glob, "Only minions matching this glob");
+  states->add_option("--since", r.since,
+                     "Only runs started since then: a duration back from now (30m, 2h, 7d, 1w) "
+                     "or a UTC time (2025-01-31, 2025-01-31T14:00)");
+  states->add_option("--limit", r.limit, "At most this many states")->default_val(1000);
+  states->add_flag("--last", r.last, "Only in each minion's latest run");
+  states->add_option("--out", r.out, "Output format: table, json or yaml")
+      ->default_val("table")
+      ->check(CLI::IsMember({"table", "json", "yaml"}));
+  for (auto* sub : {list, show, states}) sub->fallthrough();
 
   return [s, &report_cmd] {
     auto cfg = base::load_master_config(s->config);
     for (auto* sub : report_cmd.get_subcommands()) s->report.action = sub->get_name();
     return report_command(cfg, s->report);
+  };
+}
+
+runner define_inventory(CLI::App& inv) {
+  struct state {
+    std::string config;
+    inventory_options inventory;
+  };
+  auto s = std::make_shared<state>();
+  inventory_options& o = s->inventory;
+  inv.add_option("-c,--config", s->config, "Master config file (YAML)")
+      ->default_val(k_master_config);
+  declare_target_flags(inv, o.tgt_type);
+  inv.add_option("--delimiter", o.delimiter, "Separator of nested keys in grain and pillar targets")
+      ->default_val(":");
+  inv.add_option("--fields", o.fields,
+                 "Comma-separated fields: grain paths (os, ip4_interfaces.eth0 or "
+                 "ip4_interfaces:eth0), pillar.KEY (only keys inventory_pillar_keys allows), "
+                 "and id, key, key.fingerprint, master, connected, last_seen, last_run.status, "
+                 "last_run.started, last_run.jid, last_run.function, last_run.test (default: "
+                 "id,os,osrelease,master,last_seen,last_run.status,last_run.started)");
+  inv.add_option("--out", o.out, "Output format: table, json, yaml or csv")
+      ->default_val("table")
+      ->check(CLI::IsMember({"table", "json", "yaml", "csv"}));
+  inv.add_option("TARGET", o.target,
+                 "Which accepted minions (default all): a glob over ids, or as the target flag "
+                 "says; matched against the master's cache, not asked of the minions");
+  return [s] {
+    auto cfg = base::load_master_config(s->config);
+    return inventory_command(cfg, s->inventory);
   };
 }
 
@@ -499,6 +539,10 @@ constexpr subcommand k_subcommands[] = {
     {"job", "Read the job cache", define_job, false},
     {"report", "Read the state-run reports: list runs, show one run's states", define_report,
      false},
+    {"inventory",
+     "The accepted minions a target names, with chosen grains, connected master, last seen and "
+     "last run, from the store",
+     define_inventory, false},
     {"store", "Set up or check the master's store (SQLite or a shared PostgreSQL)", define_store,
      false},
     {"cluster", "Set up and watch a master cluster: init, status, remove-peer", define_cluster,

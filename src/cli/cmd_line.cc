@@ -42,6 +42,19 @@ std::optional<double> plain_number(std::string_view s) {
 
 }  // namespace
 
+void declare_target_flags(CLI::App& sub, std::string& tgt_type) {
+  std::vector<CLI::Option*> type_options;
+  for (const auto& f : k_target_flags) {
+    type_options.push_back(
+        sub.add_flag_callback(f.flags, [&tgt_type, type = f.type] { tgt_type = type; }, f.help));
+  }
+  for (auto* a : type_options) {
+    for (auto* b : type_options) {
+      if (a != b) a->excludes(b);
+    }
+  }
+}
+
 void declare_cmd_options(CLI::App& sub, cmd_line& line) {
   cmd_options& cmd = line.cmd;
   sub.add_option("-c,--config", line.config, "Master config file (YAML)")
@@ -68,16 +81,7 @@ void declare_cmd_options(CLI::App& sub, cmd_line& line) {
   sub.add_option("--batch-wait", cmd.batch_wait,
                  "Seconds to wait after a minion returns before its slot takes the next")
       ->check(CLI::NonNegativeNumber);
-  std::vector<CLI::Option*> type_options;
-  for (const auto& f : k_target_flags) {
-    type_options.push_back(
-        sub.add_flag_callback(f.flags, [&cmd, type = f.type] { cmd.tgt_type = type; }, f.help));
-  }
-  for (auto* a : type_options) {
-    for (auto* b : type_options) {
-      if (a != b) a->excludes(b);
-    }
-  }
+  declare_target_flags(sub, cmd.tgt_type);
   sub.add_option("--delimiter", cmd.delimiter,
                  "Separator of nested keys in grain and pillar targets")
       ->default_val(":");

@@ -22,6 +22,11 @@ struct cmd_line {
   cmd_options cmd;                 // target, fun and words filled by finish()
 };
 
+// Declares Salt's target type flags (-E, -L, -G, -P, -I, -J, -S, -N, -C; at
+// most one) on `sub`, each setting `tgt_type`: brine cmd's and brine
+// inventory's.
+void declare_target_flags(CLI::App& sub, std::string& tgt_type);
+
 // Declares `brine cmd`'s options on `sub`, bound to `line`.
 void declare_cmd_options(CLI::App& sub, cmd_line& line);
 

@@ -54,7 +54,8 @@ struct job_options {
 int job_command(const base::master_config& cfg, const job_options& o);
 
 struct report_options {
-  std::string action;  // list, show
+  std::string action;  // list, show, states
+  std::string state_id;  // states
   std::string jid;     // show
   std::string minion;  // show
   // list
@@ -71,6 +72,18 @@ struct report_options {
   bool force_color = false;
 };
 int report_command(const base::master_config& cfg, const report_options& o);
+
+struct inventory_options {
+  std::string target;             // empty: every accepted minion
+  std::string tgt_type = "glob";  // as brine cmd's target flags set it
+  std::string delimiter = ":";
+  std::string fields;  // comma-separated; empty: inventory::k_default_fields
+  std::string out = "table";  // table, json, yaml, csv
+};
+// `brine inventory`: the accepted minions a target names, with the fields
+// asked for, from the store (never from the minions). Exit 3 for a bad
+// field, target or a pillar key inventory_pillar_keys does not allow.
+int inventory_command(const base::master_config& cfg, const inventory_options& o);
 
 // `brine report list --since TEXT` as unix milliseconds: a duration back from
 // `now_ms` (30m, 2h, 7d, 1w, 1h30m) or a UTC time (2025-01-31,

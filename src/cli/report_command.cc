@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/highstate_output.h"
+#include "cli/inventory.h"
 #include "cli/output.h"
 #include "report/report.h"
 #include "store/store.h"
@@ -161,6 +162,65 @@ int show(store::store& db, const report_options& o) {
   return 0;
 }
 
+std::string result_text(const std::optional<bool>& result) {
+  return result ? (*result ? "True" : "False") : "None";
+}
+
+int states(store::store& db, const report_options& o) {
+  store::state_query q;
+  q.id = o.state_id;
+  q.minion = o.minion_glob;
+  if (!o.since.empty()) {
+    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    q.since_ms = since_ms(o.since, now);
+  }
+  q.limit = o.limit;
+  q.last = o.last;
+  auto rows = db.list_state_results(q);
+  if (o.out == "json" || o.out == "yaml") {
+    ojson out = ojson::array();
+    for (const auto& r : rows) {
+      ojson row;
+      row["jid"] = r.jid;
+      row["minion"] = r.minion;
+      row["fun"] = r.fun;
+      row["started_ms"] = r.started_ms;
+      row["started"] = utc_ms(r.started_ms);
+      row["test"] = r.test;
+      row["id"] = r.state_id;
+      row["function"] = r.function;
+      row["name"] = r.name;
+      row["sls"] = r.sls;
+      row["result"] = r.result ? ojson(*r.result) : ojson(nullptr);
+      row["changes"] = r.changes;
+      out.push_back(std::move(row));
+    }
+    if (o.out == "json") {
+      std::cout << out.dump(4, ' ', false, ojson::error_handler_t::replace) << "\n";
+    } else {
+      std::cout << yaml_out("states", plain(out));
+    }
+    return 0;
+  }
+  if (rows.empty()) {
+    std::cout << "no run of state " << o.state_id << " in " << db.name()
+              << (q.minion.empty() && !q.since_ms ? "" : " matches") << "\n";
+    return 0;
+  }
+  std::vector<std::vector<std::string>> cells;
+  cells.push_back({"JID", "MINION", "STARTED (UTC)", "FUNCTION", "NAME", "RESULT", "CHANGES",
+                   "SLS"});
+  for (const auto& r : rows) {
+    cells.push_back({r.jid, r.minion, utc_ms(r.started_ms), r.function, r.name,
+                     result_text(r.result) + (r.test ? " (test)" : ""),
+                     r.changes ? "yes" : "no", r.sls});
+  }
+  std::cout << inventory::table(cells);
+  return 0;
+}
+
 bool all_digits(std::string_view s) {
   return !s.empty() &&
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
@@ -240,6 +300,7 @@ int64_t since_ms(const std::string& text, int64_t now_ms) {
 int report_command(const base::master_config& cfg, const report_options& o) {
   auto db = open_store(cfg, true);
   if (o.action == "show") return show(*db, o);
+  if (o.action == "states") return states(*db, o);
   return list(*db, o);
 }
 

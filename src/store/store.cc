@@ -169,6 +169,23 @@ std::vector<minion_data_record> store::load_minion_data(const std::vector<std::s
   return out;
 }
 
+std::vector<minion_data_record> store::query_minion_data(const minion_data_query& q) {
+  auto rows = load_minion_data();
+  for (auto& r : rows) {
+    if (!q.pillar) r.pillar.reset();
+    if (!q.grains || !r.grains) continue;
+    nlohmann::json cut = nlohmann::json::object();
+    if (r.grains->is_object()) {
+      for (const auto& k : *q.grains) {
+        auto it = r.grains->find(k);
+        if (it != r.grains->end() && !it->is_null()) cut[k] = std::move(*it);
+      }
+    }
+    r.grains = std::move(cut);
+  }
+  return rows;
+}
+
 std::vector<member_record> store::heartbeat(const member_record& me) { return {me}; }
 
 std::vector<member_record> store::members() { return {}; }

@@ -100,6 +100,48 @@ struct report_query {
   // Only each minion's latest report (the inventory's "last run"); the
   // other filters then apply to that one report.
   bool last = false;
+  // Without timings and errors (left empty): the inventory's last run needs
+  // neither, and parsing them was most of reading 10,000 reports.
+  bool brief = false;
+};
+
+// Which of the minion data cache query_minion_data() reads: the inventory
+// asks for the few grains it prints or targets on, not for every minion's
+// whole grains (about 4 KiB each).
+struct minion_data_query {
+  // The top-level grain keys to read: each record's grains hold those of
+  // them that the minion has (a key whose value is null counts as absent);
+  // nullopt: the whole grains. A minion whose grains were never sent has
+  // none either way.
+  std::optional<std::vector<std::string>> grains;
+  bool pillar = true;  // false: every record's pillar is nullopt
+};
+
+// One state of a stored report, as the report_states index holds it (the
+// states of a report are indexed when the report is added).
+struct state_result_record {
+  std::string jid;
+  std::string minion;
+  std::string fun;  // the run's function (state.apply, ...)
+  int64_t started_ms = 0;
+  bool test = false;
+  std::string state_id;  // __id__
+  std::string function;  // "pkg.installed"
+  std::string name;
+  std::string sls;
+  std::optional<bool> result;  // nullopt: None (test=True: would change)
+  bool changes = false;
+};
+
+// Which states list_state_results() gives: those of state ID `id` in the
+// reports matching the other filters, newest run first (then jid, minion
+// descending; within a run, by tag).
+struct state_query {
+  std::string id;
+  std::string minion;  // a glob over minion ids, as report_query's
+  std::optional<int64_t> since_ms;
+  size_t limit = 1000;
+  bool last = false;  // only in each minion's latest report
 };
 
 // A change to one minion's cached data: the fields set are written.
@@ -295,6 +337,10 @@ class store {
   virtual size_t add_reports(const std::vector<report::report>& batch) = 0;
   // Without their returns (`ret` null), newest first, at most q.limit.
   virtual std::vector<report::report> list_reports(const report_query& q) = 0;
+  // The states of ID q.id in the stored reports: read from an index of
+  // (state ID, start), not by parsing the reports' returns. Reports stored
+  // by a brine before that index are not in it.
+  virtual std::vector<state_result_record> list_state_results(const state_query& q) = 0;
   // One report with its return.
   virtual std::optional<report::report> get_report(const std::string& jid,
                                                    const std::string& minion) = 0;
@@ -312,6 +358,9 @@ class store {
   virtual std::vector<minion_data_record> load_minion_data() = 0;
   // The records of these ids (those stored); the default reads them all.
   virtual std::vector<minion_data_record> load_minion_data(const std::vector<std::string>& ids);
+  // What q asks for of every minion (the inventory); the default reads
+  // everything and cuts it down.
+  virtual std::vector<minion_data_record> query_minion_data(const minion_data_query& q);
   // Forgets a minion's data (its key was deleted).
   virtual void delete_minion_data(const std::string& id) = 0;
 
@@ -367,7 +416,7 @@ struct options {
 std::unique_ptr<store> open(const options& o);
 
 // The schema version of a PostgreSQL database created by this build.
-inline constexpr int k_postgres_schema_version = 4;
+inline constexpr int k_postgres_schema_version = 5;
 
 // Opens (creating if needed) the SQLite database at `path` in WAL mode.
 // A new file is created with mode 0600; ":memory:" gives a private in-memory

@@ -28,6 +28,9 @@ struct list_term {
 struct data_term {
   bool pillar = false;  // else grains
   subdict_matcher matcher;
+  // The top-level key it reads (the text before the first delimiter);
+  // empty when it may read any (`*:...`).
+  std::string top_key;
 };
 struct cidr_term {
   cidr_matcher matcher;
@@ -64,6 +67,9 @@ struct expression::program {
   uint32_t root = 0;
   bool uses_grains = false;
   bool uses_pillar = false;
+  // Top-level grain keys read, sorted, unique; all_grains: any may be.
+  std::vector<std::string> grain_keys;
+  bool all_grains = false;
   // Ids of the list terms that are not right after a `not`, sorted, unique.
   std::vector<std::string> listed;
 

@@ -178,8 +178,12 @@ term make_term(type t, std::string_view pattern, char delimiter) {
     case type::pillar_pcre: {
       bool pillar = t == type::pillar || t == type::pillar_pcre;
       bool regex_values = t == type::grain_pcre || t == type::pillar_pcre;
-      data_term d{pillar, subdict_matcher(pattern, delimiter, regex_values)};
+      data_term d{pillar, subdict_matcher(pattern, delimiter, regex_values), {}};
       if (!d.matcher.defect().empty()) throw std::invalid_argument(d.matcher.defect());
+      // The matcher walks from the key before the first delimiter, unless
+      // that key is `*` (every entry of the top level).
+      std::string_view top = pattern.substr(0, pattern.find(delimiter));
+      if (top != "*") d.top_key = std::string(top);
       return d;
     }
     case type::ipcidr:
@@ -196,8 +200,16 @@ term make_term(type t, std::string_view pattern, char delimiter) {
 uint32_t expression::program::add_term(detail::term t) {
   if (const auto* d = std::get_if<detail::data_term>(&t)) {
     (d->pillar ? uses_pillar : uses_grains) = true;
+    if (!d->pillar) {
+      if (d->top_key.empty()) {
+        all_grains = true;
+      } else {
+        grain_keys.push_back(d->top_key);
+      }
+    }
   } else if (std::holds_alternative<detail::cidr_term>(t)) {
     uses_grains = true;
+    grain_keys.insert(grain_keys.end(), {"ipv4", "ipv6"});
   }
   terms.push_back(std::move(t));
   return static_cast<uint32_t>(terms.size() - 1);
@@ -280,6 +292,7 @@ expression expression::parse(std::string_view text, type t, const nodegroups& gr
   };
   collect(collect, p->root, false);
   sort_unique(p->listed);
+  sort_unique(p->grain_keys);
   return expression(std::move(p));
 }
 
@@ -298,6 +311,10 @@ const std::string& expression::text() const { return p_->text; }
 type expression::kind() const { return p_->kind; }
 bool expression::uses_grains() const { return p_->uses_grains; }
 bool expression::uses_pillar() const { return p_->uses_pillar; }
+std::optional<std::vector<std::string>> expression::grain_keys() const {
+  if (p_->all_grains) return std::nullopt;
+  return p_->grain_keys;
+}
 const std::vector<std::string>& expression::listed() const { return p_->listed; }
 
 match_result match(const expression& e, const cache_view& cache, bool greedy) {

@@ -125,6 +125,10 @@ class expression {
   // Whether matching reads grains (G@ P@ S@) or pillar (I@ J@) at all.
   bool uses_grains() const;
   bool uses_pillar() const;
+  // The top-level grain keys matching reads, sorted; nullopt when it may
+  // read any (a `*:` term). Grains holding only these keys match as the
+  // whole grains do, so a reader of a store need fetch no more.
+  std::optional<std::vector<std::string>> grain_keys() const;
   // Ids named by its list terms (type::list, L@, a nodegroup of ids), sorted;
   // as Salt, not those of a list right after `not`.
   const std::vector<std::string>& listed() const;

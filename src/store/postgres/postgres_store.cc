@@ -189,6 +189,24 @@ ALTER TABLE masters
   ADD COLUMN stats          text    NOT NULL DEFAULT '{}',
   ADD COLUMN removed        boolean NOT NULL DEFAULT false;
 )sql",
+    // 4 -> 5: every state of every report by its state ID, as SQLite's
+    // version 6 (see there). result NULL: None.
+    R"sql(
+CREATE TABLE report_states (
+  state_id text COLLATE "C" NOT NULL,
+  started  bigint           NOT NULL,
+  jid      text COLLATE "C" NOT NULL,
+  minion   text COLLATE "C" NOT NULL,
+  tag      text COLLATE "C" NOT NULL,
+  function text             NOT NULL,
+  name     text             NOT NULL,
+  sls      text             NOT NULL,
+  result   boolean,
+  changes  boolean          NOT NULL,
+  PRIMARY KEY (state_id, started, jid, minion, tag)
+);
+CREATE INDEX report_states_by_report ON report_states (jid, minion);
+)sql",
 };
 
 // The tables `brine store check` counts.
@@ -907,7 +925,8 @@ enum class multi {
   minion_rows,
   minion_update,
   add_reports,
-  last_reports
+  last_reports,
+  report_states
 };
 
 std::string multi_sql(multi kind, size_t rows) {
@@ -950,6 +969,12 @@ std::string multi_sql(multi kind, size_t rows) {
              values_list(rows, {"text", "text", "bigint"}) +
              " ON CONFLICT (minion) DO UPDATE SET jid = EXCLUDED.jid, started = EXCLUDED.started "
              "WHERE (EXCLUDED.started, EXCLUDED.jid) > (last_reports.started, last_reports.jid)";
+    case multi::report_states:
+      return "INSERT INTO report_states (state_id, started, jid, minion, tag, function, name, sls, "
+             "result, changes) VALUES " +
+             values_list(rows, {"text", "bigint", "text", "text", "text", "text", "text", "text",
+                                "boolean", "boolean"}) +
+             " ON CONFLICT DO NOTHING";
   }
   return "";
 }
@@ -970,6 +995,8 @@ const char* multi_name(multi kind) {
       return "add_reports";
     case multi::last_reports:
       return "last_reports";
+    case multi::report_states:
+      return "report_states";
   }
   return "";
 }
@@ -1141,6 +1168,10 @@ constexpr statement k_purge_reports{
     "purge_reports",
     "DELETE FROM reports r WHERE r.started < $1::bigint AND NOT EXISTS (SELECT 1 FROM "
     "last_reports l WHERE l.jid = r.jid AND l.minion = r.minion)"};
+constexpr statement k_purge_report_states{
+    "purge_report_states",
+    "DELETE FROM report_states s WHERE s.started < $1::bigint AND NOT EXISTS (SELECT 1 FROM "
+    "reports r WHERE r.jid = s.jid AND r.minion = s.minion)"};
 
 // `header` then one line per item, split into payloads that each fit a
 // notification (an item too long for any is left out: the rows stay the
@@ -1451,6 +1482,7 @@ class postgres_store final : public store {
   void put_minion_data(const std::vector<minion_data_update>& batch) override;
   std::vector<minion_data_record> load_minion_data() override;
   std::vector<minion_data_record> load_minion_data(const std::vector<std::string>& ids) override;
+  std::vector<minion_data_record> query_minion_data(const minion_data_query& q) override;
   std::vector<member_record> heartbeat(const member_record& me) override;
   std::vector<member_record> members() override;
   bool remove_member(const std::string& name) override;
@@ -1461,12 +1493,14 @@ class postgres_store final : public store {
 
   size_t add_reports(const std::vector<report::report>& batch) override;
   std::vector<report::report> list_reports(const report_query& q) override;
+  std::vector<state_result_record> list_state_results(const state_query& q) override;
   std::optional<report::report> get_report(const std::string& jid,
                                            const std::string& minion) override;
   size_t purge_reports_before(int64_t cutoff_ms) override;
 
  private:
-  report::report read_report(const result& r, int row, bool with_ret) const;
+  // brief: without timings and errors (report_query::brief).
+  report::report read_report(const result& r, int row, bool with_ret, bool brief = false) const;
   // A statement made at run time, prepared once per connection under `name`.
   const statement& dynamic(const std::string& name, std::string sql);
   int read_version();
@@ -2300,6 +2334,7 @@ size_t postgres_store::add_reports(const std::vector<report::report>& batch) {
   transaction txn(db_, what);
   // minion -> (started, jid) of its newest new report in this batch.
   std::map<std::string, std::pair<int64_t, std::string>> latest;
+  std::set<std::pair<std::string, std::string>> fresh;  // (jid, minion) stored now
   size_t added = 0;
   for_each_chunk(rows.size(), [&](size_t at, size_t n) {
     params p;
@@ -2326,6 +2361,7 @@ size_t postgres_store::add_reports(const std::vector<report::report>& batch) {
     auto res = db_.run(multi_row(multi::add_reports, n), p, what);
     for (int row = 0; row < res.rows(); ++row) {
       ++added;
+      fresh.emplace(res.text(row, 0), res.text(row, 1));
       std::pair<int64_t, std::string> at_started{res.integer(row, 2), res.text(row, 0)};
       auto [it, inserted] = latest.try_emplace(res.text(row, 1), at_started);
       if (!inserted && at_started > it->second) it->second = std::move(at_started);
@@ -2341,11 +2377,37 @@ size_t postgres_store::add_reports(const std::vector<report::report>& batch) {
     }
     db_.run(multi_row(multi::last_reports, n), p, what);
   });
+  // The states of the new reports, for list_state_results().
+  struct indexed {
+    const report::report* r;
+    report::state_line s;
+  };
+  std::vector<indexed> states;
+  for (const auto* r : rows) {
+    if (!fresh.contains({r->jid, r->minion})) continue;
+    for (auto& s : report::states_of(r->ret)) states.push_back({r, std::move(s)});
+  }
+  for_each_chunk(states.size(), [&](size_t at, size_t n) {
+    params p;
+    for (size_t i = at; i < at + n; ++i) {
+      const auto& [r, s] = states[i];
+      p.text(s.id).int8(r->started_ms).text(r->jid).text(r->minion).text(s.tag);
+      p.text(s.function).text(s.name).text(s.sls);
+      if (s.result) {
+        p.boolean(*s.result);
+      } else {
+        p.null();
+      }
+      p.boolean(s.changes);
+    }
+    db_.run(multi_row(multi::report_states, n), p, what);
+  });
   txn.commit();
   return added;
 }
 
-report::report postgres_store::read_report(const result& r, int row, bool with_ret) const {
+report::report postgres_store::read_report(const result& r, int row, bool with_ret,
+                                           bool brief) const {
   report::report out;
   out.jid = r.text(row, 0);
   out.minion = r.text(row, 1);
@@ -2366,6 +2428,7 @@ report::report postgres_store::read_report(const result& r, int row, bool with_r
   out.counts = {static_cast<size_t>(r.integer(row, 9)), static_cast<size_t>(r.integer(row, 10)),
                 static_cast<size_t>(r.integer(row, 11)), static_cast<size_t>(r.integer(row, 12)),
                 static_cast<size_t>(r.integer(row, 13))};
+  if (brief) return out;
   auto timings = report::parse_timings(r.text(row, 14));
   if (!timings) c_->fail(where + ": column timings is not a map of timings");
   out.timings = std::move(*timings);
@@ -2438,7 +2501,7 @@ std::vector<report::report> postgres_store::list_reports(const report_query& q) 
   auto r = db_.run(dynamic(name, std::move(sql)), p, "cannot list reports");
   std::vector<report::report> out;
   out.reserve(static_cast<size_t>(r.rows()));
-  for (int row = 0; row < r.rows(); ++row) out.push_back(read_report(r, row, false));
+  for (int row = 0; row < r.rows(); ++row) out.push_back(read_report(r, row, false, q.brief));
   return out;
 }
 
@@ -2453,7 +2516,78 @@ std::optional<report::report> postgres_store::get_report(const std::string& jid,
 
 size_t postgres_store::purge_reports_before(int64_t cutoff_ms) {
   ready();
-  return db_.run(k_purge_reports, params().int8(cutoff_ms), "cannot purge reports").affected();
+  const std::string what = "cannot purge reports";
+  transaction txn(db_, what);
+  auto purged = db_.run(k_purge_reports, params().int8(cutoff_ms), what).affected();
+  db_.run(k_purge_report_states, params().int8(cutoff_ms), what);
+  txn.commit();
+  return purged;
+}
+
+std::vector<state_result_record> postgres_store::list_state_results(const state_query& q) {
+  ready();
+  std::string name = "list_state_results";
+  std::string sql =
+      "SELECT s.jid, s.minion, r.fun, s.started, r.test, s.state_id, s.function, s.name, s.sls, "
+      "s.result, s.changes FROM report_states s JOIN reports r ON r.jid = s.jid AND "
+      "r.minion = s.minion";
+  if (q.last) {
+    name += "_last";
+    sql += " JOIN last_reports l ON l.jid = s.jid AND l.minion = s.minion";
+  }
+  params p;
+  int n = 0;
+  auto param = [&](const char* type) { return "$" + std::to_string(++n) + "::" + type; };
+  sql += " WHERE s.state_id = " + param("text");
+  p.text(q.id);
+  if (!q.minion.empty()) {
+    name += "_glob";
+    sql += " AND s.minion ~ " + param("text");
+    p.text(posix_regex(q.minion));
+  }
+  if (q.since_ms) {
+    name += "_since";
+    sql += " AND s.started >= " + param("bigint");
+    p.int8(*q.since_ms);
+  }
+  sql += " ORDER BY s.state_id DESC, s.started DESC, s.jid DESC, s.minion DESC, s.tag DESC LIMIT " +
+         param("bigint");
+  p.int8(static_cast<int64_t>(
+      std::min<uint64_t>(q.limit, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))));
+  auto r = db_.run(dynamic(name, std::move(sql)), p, "cannot list the results of state " + q.id);
+  std::vector<state_result_record> out;
+  out.reserve(static_cast<size_t>(r.rows()));
+  for (int row = 0; row < r.rows(); ++row) {
+    state_result_record s;
+    s.jid = r.text(row, 0);
+    s.minion = r.text(row, 1);
+    s.fun = r.text(row, 2);
+    s.started_ms = r.integer(row, 3);
+    s.test = r.boolean(row, 4);
+    s.state_id = r.text(row, 5);
+    s.function = r.text(row, 6);
+    s.name = r.text(row, 7);
+    s.sls = r.text(row, 8);
+    if (!r.is_null(row, 9)) s.result = r.boolean(row, 9);
+    s.changes = r.boolean(row, 10);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<minion_data_record> postgres_store::query_minion_data(const minion_data_query& q) {
+  if (!q.grains) return store::query_minion_data(q);
+  ready();
+  // The chosen top-level grains only, cut in the database: the rows that
+  // travel are a few dozen bytes a minion, not the whole grains.
+  std::string sql = std::string(
+                        "SELECT id, CASE WHEN grains IS NULL THEN NULL ELSE (SELECT "
+                        "coalesce(json_object_agg(e.key, e.value), '{}') FROM json_each(grains::json) e "
+                        "WHERE e.key = ANY ($1::text[]) AND json_typeof(e.value) <> 'null') END, ") +
+                    (q.pillar ? "pillar" : "NULL") + ", last_seen, master FROM minion_data ORDER BY id";
+  auto r = db_.run(dynamic(q.pillar ? "query_minion_data_pillar" : "query_minion_data", std::move(sql)),
+                   params().array(*q.grains), "cannot read the minion data cache");
+  return read_minion_data(r);
 }
 
 std::vector<file_pin> postgres_store::load_file_pins() {

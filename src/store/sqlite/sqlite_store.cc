@@ -146,6 +146,48 @@ CREATE TABLE file_pins (
   PRIMARY KEY (remote, saltenv)
 );
 )sql",
+    // 5 -> 6: every state of every report by its state ID, so that "which
+    // minions ran state X, and with what result" reads an index range, not
+    // every report's return. result: 1, 0, or NULL for None. Reports of
+    // earlier versions are not indexed (they age out with keep_reports).
+    R"sql(
+CREATE TABLE report_states (
+  state_id TEXT    NOT NULL,
+  started  INTEGER NOT NULL,
+  jid      TEXT    NOT NULL,
+  minion   TEXT    NOT NULL,
+  tag      TEXT    NOT NULL,
+  function TEXT    NOT NULL,
+  name     TEXT    NOT NULL,
+  sls      TEXT    NOT NULL,
+  result   INTEGER,
+  changes  INTEGER NOT NULL,
+  PRIMARY KEY (state_id, started, jid, minion, tag)
+) WITHOUT ROWID;
+-- Purging goes by report.
+CREATE INDEX report_states_by_report ON report_states (jid, minion);
+-- Each minion's top-level grains one row each, (key '' marks a minion whose
+-- grains are cached), rewritten when its grains change: the inventory reads
+-- the few grains it needs of every minion without parsing anyone's whole
+-- grains (~4 KiB). And presence without the grains: last_seen and master
+-- lie after the grains in a row, on its overflow pages.
+CREATE TABLE minion_grains (
+  key   TEXT NOT NULL,
+  id    TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (key, id)
+) WITHOUT ROWID;
+CREATE INDEX minion_grains_by_id ON minion_grains (id);
+CREATE INDEX minion_data_presence ON minion_data (id, last_seen, master);
+INSERT INTO minion_grains (key, id, value)
+  SELECT '', id, '' FROM minion_data WHERE grains IS NOT NULL;
+INSERT INTO minion_grains (key, id, value)
+  SELECT e.key, m.id, CASE e.type WHEN 'text' THEN json_quote(e.value)
+                                  WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'
+                                  WHEN 'null' THEN 'null' ELSE e.value END
+  FROM minion_data m, json_each(m.grains) e
+  WHERE m.grains IS NOT NULL AND json_type(m.grains) = 'object' AND e.key <> '';
+)sql",
 };
 
 // What to do about a failure, for the codes where the cause is usually outside
@@ -261,6 +303,10 @@ class query {
   }
   query& bind(int index, double value) {
     check(sqlite3_bind_double(stmt_, index, value));
+    return *this;
+  }
+  query& bind_null(int index) {
+    check(sqlite3_bind_null(stmt_, index));
     return *this;
   }
 
@@ -525,16 +571,19 @@ class sqlite_store final : public store {
   void put_file_pins(const std::vector<std::string>& remotes,
                      const std::vector<file_pin>& pins) override;
   std::vector<minion_data_record> load_minion_data() override;
+  std::vector<minion_data_record> query_minion_data(const minion_data_query& q) override;
   void delete_minion_data(const std::string& id) override;
 
   size_t add_reports(const std::vector<report::report>& batch) override;
   std::vector<report::report> list_reports(const report_query& q) override;
+  std::vector<state_result_record> list_state_results(const state_query& q) override;
   std::optional<report::report> get_report(const std::string& jid,
                                            const std::string& minion) override;
   size_t purge_reports_before(int64_t cutoff_ms) override;
 
  private:
-  report::report read_report(const query& q, bool with_ret) const;
+  // brief: without timings and errors (report_query::brief).
+  report::report read_report(const query& q, bool with_ret, bool brief = false) const;
   template <class Json = nlohmann::json>
   Json parse_json(const std::string& text, std::string_view row, std::string_view column) const;
   job_record read_job(const query& q) const;
@@ -866,7 +915,12 @@ void sqlite_store::put_minion_data(const std::vector<minion_data_update>& batch)
   const std::string what = "cannot store the data of " + std::to_string(batch.size()) + " minions";
   write_transaction txn(conn_, what);
   query row(conn_, "INSERT OR IGNORE INTO minion_data (id) VALUES (?1)", what);
-  query grains(conn_, "UPDATE minion_data SET grains = ?2 WHERE id = ?1", what);
+  // Unchanged grains (a minion reconnecting) rewrite nothing.
+  query grains(conn_, "UPDATE minion_data SET grains = ?2 WHERE id = ?1 AND grains IS NOT ?2",
+               what);
+  query drop_keys(conn_, "DELETE FROM minion_grains WHERE id = ?1", what);
+  query add_key(conn_, "INSERT OR REPLACE INTO minion_grains (key, id, value) VALUES (?1, ?2, ?3)",
+                what);
   query pillar(conn_, "UPDATE minion_data SET pillar = ?2 WHERE id = ?1", what);
   query seen(conn_, "UPDATE minion_data SET last_seen = ?2, master = ?3 WHERE id = ?1", what);
   // Gone from this master: unless it went to another meanwhile.
@@ -881,6 +935,19 @@ void sqlite_store::put_minion_data(const std::vector<minion_data_update>& batch)
       std::string text = to_json_text(*u.grains);
       grains.bind(1, u.id).bind(2, text);
       grains.run();
+      if (grains.changes() > 0) {
+        drop_keys.bind(1, u.id).run();
+        add_key.bind(1, std::string_view("")).bind(2, u.id).bind(3, std::string_view(""));
+        add_key.run();
+        if (u.grains->is_object()) {
+          for (const auto& [key, value] : u.grains->items()) {
+            if (key.empty()) continue;
+            std::string value_text = to_json_text(value);
+            add_key.bind(1, key).bind(2, u.id).bind(3, value_text);
+            add_key.run();
+          }
+        }
+      }
     }
     if (u.pillar) {
       std::string text = to_json_text(*u.pillar);
@@ -913,10 +980,74 @@ std::vector<minion_data_record> sqlite_store::load_minion_data() {
   return out;
 }
 
+std::vector<minion_data_record> sqlite_store::query_minion_data(const minion_data_query& q) {
+  if (!q.grains) {
+    auto rows = load_minion_data();
+    if (!q.pillar) {
+      for (auto& r : rows) r.pillar.reset();
+    }
+    return rows;
+  }
+  const std::string what = "cannot read the minion data cache";
+  // One snapshot for the three reads.
+  query(conn_, "BEGIN", what).run();
+  struct end_read {
+    connection& c;
+    ~end_read() { sqlite3_exec(c.handle(), "COMMIT", nullptr, nullptr, nullptr); }
+  } end{conn_};
+  std::vector<minion_data_record> out;
+  std::unordered_map<std::string, size_t> at;
+  {
+    // minion_data_presence covers it: no grains are read.
+    query rows(conn_, "SELECT id, last_seen, master FROM minion_data ORDER BY id", what);
+    while (rows.step()) {
+      minion_data_record r;
+      r.id = rows.text(0);
+      r.last_seen = rows.integer(1);
+      r.master = rows.text(2);
+      at.emplace(r.id, out.size());
+      out.push_back(std::move(r));
+    }
+  }
+  {
+    // The chosen keys and the '' marker of cached grains, from
+    // minion_grains' primary key.
+    nlohmann::json keys = nlohmann::json::array({""});
+    for (const auto& k : *q.grains) keys.push_back(k);
+    std::string keys_text = keys.dump();
+    query rows(conn_,
+               "SELECT key, id, value FROM minion_grains WHERE key IN (SELECT value FROM "
+               "json_each(?1))",
+               what);
+    rows.bind(1, keys_text);
+    while (rows.step()) {
+      auto it = at.find(rows.text(1));
+      if (it == at.end()) continue;
+      minion_data_record& r = out[it->second];
+      if (!r.grains) r.grains = nlohmann::json::object();
+      std::string key = rows.text(0);
+      if (key.empty()) continue;
+      auto value = parse_json(rows.text(2), "minion data of " + r.id, "grains");
+      if (!value.is_null()) (*r.grains)[key] = std::move(value);
+    }
+  }
+  if (q.pillar) {
+    query rows(conn_, "SELECT id, pillar FROM minion_data WHERE pillar IS NOT NULL", what);
+    while (rows.step()) {
+      auto it = at.find(rows.text(0));
+      if (it == at.end()) continue;
+      out[it->second].pillar = parse_json(rows.text(1), "minion data of " + rows.text(0), "pillar");
+    }
+  }
+  return out;
+}
+
 void sqlite_store::delete_minion_data(const std::string& id) {
-  query(conn_, "DELETE FROM minion_data WHERE id = ?1", "cannot forget the data of minion " + id)
-      .bind(1, id)
-      .run();
+  const std::string what = "cannot forget the data of minion " + id;
+  write_transaction txn(conn_, what);
+  query(conn_, "DELETE FROM minion_data WHERE id = ?1", what).bind(1, id).run();
+  query(conn_, "DELETE FROM minion_grains WHERE id = ?1", what).bind(1, id).run();
+  txn.commit();
 }
 
 std::vector<file_pin> sqlite_store::load_file_pins() {
@@ -965,6 +1096,11 @@ size_t sqlite_store::add_reports(const std::vector<report::report>& batch) {
              "ON CONFLICT (minion) DO UPDATE SET jid = excluded.jid, started = excluded.started "
              "WHERE (excluded.started, excluded.jid) > (last_reports.started, last_reports.jid)",
              what);
+  query state(conn_,
+              "INSERT OR IGNORE INTO report_states (state_id, started, jid, minion, tag, "
+              "function, name, sls, result, changes) "
+              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+              what);
   size_t added = 0;
   for (const auto& r : batch) {
     std::string timings = report::timings_text(r.timings);
@@ -992,12 +1128,29 @@ size_t sqlite_store::add_reports(const std::vector<report::report>& batch) {
     ++added;
     last.bind(1, r.minion).bind(2, r.jid).bind(3, r.started_ms);
     last.run();
+    for (const auto& st : report::states_of(r.ret)) {
+      state.bind(1, st.id)
+          .bind(2, r.started_ms)
+          .bind(3, r.jid)
+          .bind(4, r.minion)
+          .bind(5, st.tag)
+          .bind(6, st.function)
+          .bind(7, st.name)
+          .bind(8, st.sls);
+      if (st.result) {
+        state.bind(9, int64_t{*st.result ? 1 : 0});
+      } else {
+        state.bind_null(9);
+      }
+      state.bind(10, int64_t{st.changes ? 1 : 0});
+      state.run();
+    }
   }
   txn.commit();
   return added;
 }
 
-report::report sqlite_store::read_report(const query& q, bool with_ret) const {
+report::report sqlite_store::read_report(const query& q, bool with_ret, bool brief) const {
   report::report r;
   r.jid = q.text(0);
   r.minion = q.text(1);
@@ -1018,6 +1171,7 @@ report::report sqlite_store::read_report(const query& q, bool with_ret) const {
   r.counts = {static_cast<size_t>(q.integer(9)), static_cast<size_t>(q.integer(10)),
               static_cast<size_t>(q.integer(11)), static_cast<size_t>(q.integer(12)),
               static_cast<size_t>(q.integer(13))};
+  if (brief) return r;
   auto timings = report::parse_timings(q.text(14));
   if (!timings) conn_.fail_message(row + ": column timings is not a map of timings");
   r.timings = std::move(*timings);
@@ -1072,7 +1226,7 @@ std::vector<report::report> sqlite_store::list_reports(const report_query& q) {
   stmt.bind(1, glob.prefix).bind(2, glob.prefix).bind(3, end).bind(4, pattern).bind(5, status);
   stmt.bind(6, q.since_ms.value_or(0)).bind(7, bounded);
   std::vector<report::report> out;
-  while (stmt.step()) out.push_back(read_report(stmt, false));
+  while (stmt.step()) out.push_back(read_report(stmt, false, q.brief));
   return out;
 }
 
@@ -1096,8 +1250,54 @@ size_t sqlite_store::purge_reports_before(int64_t cutoff_ms) {
           what);
   q.bind(1, cutoff_ms).run();
   auto purged = static_cast<size_t>(q.changes());
+  query(conn_,
+        "DELETE FROM report_states WHERE started < ?1 AND NOT EXISTS (SELECT 1 FROM reports r "
+        "WHERE r.jid = report_states.jid AND r.minion = report_states.minion)",
+        what)
+      .bind(1, cutoff_ms)
+      .run();
   txn.commit();
   return purged;
+}
+
+std::vector<state_result_record> sqlite_store::list_state_results(const state_query& q) {
+  std::string sql =
+      "SELECT s.jid, s.minion, r.fun, s.started, r.test, s.state_id, s.function, s.name, s.sls, "
+      "s.result, s.changes FROM report_states s JOIN reports r ON r.jid = s.jid AND "
+      "r.minion = s.minion";
+  if (q.last) {
+    sql += " JOIN last_reports l ON l.jid = s.jid AND l.minion = s.minion";
+  }
+  sql += " WHERE s.state_id = ?1";
+  if (!q.minion.empty()) sql += " AND s.minion GLOB ?2";
+  if (q.since_ms) sql += " AND s.started >= ?3";
+  // The primary key's order read backwards: LIMIT stops the read.
+  sql += " ORDER BY s.state_id DESC, s.started DESC, s.jid DESC, s.minion DESC, s.tag DESC "
+         "LIMIT ?4";
+  auto interned = dynamic_sql_.insert(std::move(sql)).first;
+  query stmt(conn_, *interned, "cannot list the results of state " + q.id);
+  auto bounded = static_cast<int64_t>(
+      std::min<uint64_t>(q.limit, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+  std::string pattern = sqlite_glob(q.minion);
+  stmt.bind(1, q.id).bind(2, pattern).bind(3, q.since_ms.value_or(0));
+  stmt.bind(4, bounded);
+  std::vector<state_result_record> out;
+  while (stmt.step()) {
+    state_result_record r;
+    r.jid = stmt.text(0);
+    r.minion = stmt.text(1);
+    r.fun = stmt.text(2);
+    r.started_ms = stmt.integer(3);
+    r.test = stmt.integer(4) != 0;
+    r.state_id = stmt.text(5);
+    r.function = stmt.text(6);
+    r.name = stmt.text(7);
+    r.sls = stmt.text(8);
+    if (!stmt.is_null(9)) r.result = stmt.integer(9) != 0;
+    r.changes = stmt.integer(10) != 0;
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 #undef BRINE_REPORT_COLUMNS

@@ -428,6 +428,7 @@ TEST_F(postgres_test, a_version_1_database_gets_the_report_tables) {
   open_store()->add_job(make_job("j1", 1));
   psql(
       "SET ROLE brine; DROP TABLE reports; DROP TABLE last_reports; DROP TABLE file_pins; "
+      "DROP TABLE report_states; "
       "ALTER TABLE masters DROP COLUMN cluster_id, DROP COLUMN peer, DROP COLUMN "
       "cluster_finger, DROP COLUMN finger, DROP COLUMN proof, DROP COLUMN seen, DROP COLUMN "
       "stats, DROP COLUMN removed; UPDATE brine_schema SET version = 1");

@@ -976,6 +976,18 @@ TEST_P(store_test, last_report_per_minion) {
   // A tie in start goes to the later jid.
   s->add_reports({make_report("j2b", "web2", 2000, run_status::failed)});
   EXPECT_EQ(last({.status = run_status::failed}), (v{"web2@j2b"}));
+  // brief: the same reports without timings and errors.
+  auto full = s->list_reports({.minion = "web2", .last = true});
+  auto brief = s->list_reports({.minion = "web2", .last = true, .brief = true});
+  ASSERT_EQ(full.size(), 1u);
+  ASSERT_EQ(brief.size(), 1u);
+  EXPECT_FALSE(full[0].errors.empty());
+  EXPECT_FALSE(full[0].timings.empty());
+  EXPECT_TRUE(brief[0].errors.empty());
+  EXPECT_TRUE(brief[0].timings.empty());
+  EXPECT_EQ(brief[0].status, full[0].status);
+  EXPECT_EQ(brief[0].started_ms, full[0].started_ms);
+  EXPECT_EQ(brief[0].counts.total, full[0].counts.total);
 }
 
 TEST_P(store_test, report_purge_keeps_each_minions_latest) {
@@ -996,6 +1008,137 @@ TEST_P(store_test, report_purge_keeps_each_minions_latest) {
   EXPECT_EQ(s->purge_reports_before(3500), 1u);
   EXPECT_EQ(keys_of(s->list_reports({})), (v{"web2@j4", "web1@j3"}));
   EXPECT_EQ(keys_of(s->list_reports({.last = true})), (v{"web2@j4", "web1@j3"}));
+}
+
+// A run of two states under one ID (pkg and service) and one other.
+report::report nginx_run(const std::string& jid, const std::string& minion, int64_t started,
+                         std::optional<bool> service_result, bool changed) {
+  auto r = make_report(jid, minion, started, report::run_status::changed);
+  r.ret = nlohmann::ordered_json::object();
+  r.ret["pkg_|-nginx_|-nginx_|-installed"] = {
+      {"result", true},    {"changes", nlohmann::json::object()},
+      {"__id__", "nginx"}, {"__sls__", "web"},
+      {"name", "nginx"},   {"__run_num__", 0}};
+  nlohmann::json service = {
+      {"changes", changed ? nlohmann::json{{"nginx", true}} : nlohmann::json::object()},
+      {"__id__", "nginx"},
+      {"__sls__", "web"},
+      {"name", "nginx"},
+      {"__run_num__", 1}};
+  service["result"] = service_result ? nlohmann::json(*service_result) : nlohmann::json();
+  r.ret["service_|-nginx_|-nginx_|-running"] = service;
+  r.ret["file_|-motd_|-/etc/motd_|-managed"] = {
+      {"result", true}, {"__id__", "motd"}, {"__sls__", "base"}, {"__run_num__", 2}};
+  return r;
+}
+
+TEST_P(store_test, state_results_by_state_id) {
+  auto s = open_store();
+  s->add_reports({nginx_run("j1", "web1", 1000, true, true),
+                  nginx_run("j1", "web2", 1001, false, false),
+                  nginx_run("j2", "web1", 2000, std::nullopt, true),
+                  make_report("j2", "db1", 2000, report::run_status::unchanged)});
+  // A re-sent return indexes nothing twice.
+  s->add_reports({nginx_run("j1", "web1", 1000, false, false)});
+  auto keys = [&](state_query q) {
+    std::vector<std::string> out;
+    for (const auto& r : s->list_state_results(q)) {
+      out.push_back(r.minion + "@" + r.jid + ":" + r.function + "=" +
+                    (r.result ? (*r.result ? "True" : "False") : "None") + (r.changes ? "+" : ""));
+    }
+    return out;
+  };
+  using v = std::vector<std::string>;
+  // Newest run first; within a run, by tag (descending: the index's order).
+  EXPECT_EQ(keys({.id = "nginx"}),
+            (v{"web1@j2:service.running=None+", "web1@j2:pkg.installed=True",
+               "web2@j1:service.running=False", "web2@j1:pkg.installed=True",
+               "web1@j1:service.running=True+", "web1@j1:pkg.installed=True"}));
+  EXPECT_EQ(keys({.id = "motd", .minion = "web2"}), (v{"web2@j1:file.managed=True"}));
+  EXPECT_EQ(keys({.id = "nginx", .minion = "web[2-9]", .since_ms = 1001}),
+            (v{"web2@j1:service.running=False", "web2@j1:pkg.installed=True"}));
+  EXPECT_EQ(keys({.id = "nginx", .since_ms = 1500, .limit = 1}),
+            (v{"web1@j2:service.running=None+"}));
+  EXPECT_EQ(keys({.id = "nginx", .last = true}),
+            (v{"web1@j2:service.running=None+", "web1@j2:pkg.installed=True",
+               "web2@j1:service.running=False", "web2@j1:pkg.installed=True"}));
+  // make_report's states are ids a and b; nobody ran "nope".
+  EXPECT_EQ(keys({.id = "a"}), (v{"db1@j2:test.nop=True"}));
+  EXPECT_EQ(keys({.id = "nope"}), v{});
+  auto rows = s->list_state_results({.id = "nginx", .minion = "web2", .limit = 1});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].fun, "state.apply");
+  EXPECT_EQ(rows[0].started_ms, 1001);
+  EXPECT_EQ(rows[0].name, "nginx");
+  EXPECT_EQ(rows[0].sls, "web");
+  EXPECT_EQ(rows[0].state_id, "nginx");
+  // Purged with their reports; each minion's latest stays.
+  EXPECT_EQ(s->purge_reports_before(1500), 1u);  // web1@j1
+  EXPECT_EQ(keys({.id = "nginx", .minion = "web1"}),
+            (v{"web1@j2:service.running=None+", "web1@j2:pkg.installed=True"}));
+  EXPECT_EQ(keys({.id = "nginx", .minion = "web2"}).size(), 2u);
+}
+
+TEST_P(store_test, minion_data_query_reads_chosen_grains) {
+  auto s = open_store();
+  json grains = {{"os", "Debian"},
+                 {"osrelease", "12"},
+                 {"nothing", nullptr},
+                 {"ip4_interfaces", {{"eth0", {"10.0.0.1"}}}},
+                 {"cpu_flags", {"fpu", "vme"}}};
+  minion_data_update a;
+  a.id = "a";
+  a.grains = grains;
+  a.pillar = json{{"secret", "x"}};
+  a.last_seen = 100;
+  a.master = "m1";
+  minion_data_update b;  // never sent grains
+  b.id = "b";
+  b.last_seen = 50;
+  b.master = "m1";
+  s->put_minion_data({a, b});
+  auto rows = s->query_minion_data(
+      {.grains = std::vector<std::string>{"os", "ip4_interfaces", "nothing", "absent"},
+       .pillar = false});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].id, "a");
+  ASSERT_TRUE(rows[0].grains.has_value());
+  EXPECT_EQ(*rows[0].grains,
+            (json{{"os", "Debian"}, {"ip4_interfaces", {{"eth0", {"10.0.0.1"}}}}}));
+  EXPECT_FALSE(rows[0].pillar.has_value());
+  EXPECT_EQ(rows[0].last_seen, 100);
+  EXPECT_EQ(rows[0].master, "m1");
+  EXPECT_EQ(rows[1].id, "b");
+  EXPECT_FALSE(rows[1].grains.has_value());
+  // One key; none (grains cached but nothing asked: still cached).
+  rows = s->query_minion_data({.grains = std::vector<std::string>{"osrelease"}});
+  EXPECT_EQ(*rows[0].grains, (json{{"osrelease", "12"}}));
+  EXPECT_EQ(*rows[0].pillar, (json{{"secret", "x"}}));
+  rows = s->query_minion_data({.grains = std::vector<std::string>{}, .pillar = false});
+  EXPECT_EQ(*rows[0].grains, json::object());
+  EXPECT_FALSE(rows[1].grains.has_value());
+  // A key the backend cannot name in a path still reads.
+  rows = s->query_minion_data({.grains = std::vector<std::string>{"o\"s", "os"}});
+  EXPECT_EQ(*rows[0].grains, (json{{"os", "Debian"}}));
+  // Everything.
+  rows = s->query_minion_data({});
+  EXPECT_EQ(*rows[0].grains, grains);
+  // New grains replace the old ones key by key; the same grains again
+  // change nothing; a forgotten minion is gone.
+  a.grains = json{{"os", "Ubuntu"}, {"kernel", "Linux"}};
+  s->put_minion_data({a});
+  s->put_minion_data({a});
+  rows = s->query_minion_data({.grains = std::vector<std::string>{"os", "osrelease", "kernel"}});
+  EXPECT_EQ(*rows[0].grains, (json{{"os", "Ubuntu"}, {"kernel", "Linux"}}));
+  b.grains = json::object();
+  s->put_minion_data({b});
+  rows = s->query_minion_data({.grains = std::vector<std::string>{"os"}});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(*rows[1].grains, json::object());
+  s->delete_minion_data("a");
+  rows = s->query_minion_data({.grains = std::vector<std::string>{"os"}});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].id, "b");
 }
 
 TEST(store_glob, translations) {

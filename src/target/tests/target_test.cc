@@ -425,6 +425,33 @@ TEST(target_expression, reports_what_it_reads) {
   EXPECT_FALSE(expression::parse("web*", type::glob).uses_grains());
 }
 
+TEST(target_expression, names_the_top_level_grains_it_reads) {
+  using keys = std::optional<std::vector<std::string>>;
+  EXPECT_EQ(expression::parse("G@os:Debian and G@osmajorrelease:11 and G@ip4_interfaces:eth0:10.*",
+                              type::compound)
+                .grain_keys(),
+            (keys{{"ip4_interfaces", "os", "osmajorrelease"}}));
+  EXPECT_EQ(expression::parse("S@10.0.0.0/8 or G%@os%Debian", type::compound).grain_keys(),
+            (keys{{"ipv4", "ipv6", "os"}}));
+  EXPECT_EQ(expression::parse("kernel:Lin.*", type::grain_pcre).grain_keys(), (keys{{"kernel"}}));
+  EXPECT_EQ(expression::parse("web* and I@role:db", type::compound).grain_keys(),
+            (keys{std::vector<std::string>{}}));
+  EXPECT_EQ(expression::parse("G@*:Debian", type::compound).grain_keys(), std::nullopt);
+  // Grains cut down to those keys match as the whole grains do.
+  json grains = {{"os", "Debian"},
+                 {"osmajorrelease", 11},
+                 {"ip4_interfaces", {{"eth0", {"10.1.2.3"}}}},
+                 {"kernel", "Linux"}};
+  auto e = expression::parse("G@os:Debian and G@osmajorrelease:11 and G@ip4_interfaces:eth0:10.*",
+                             type::compound);
+  json cut = json::object();
+  auto keys_read = e.grain_keys();
+  ASSERT_TRUE(keys_read.has_value());
+  for (const auto& k : *keys_read) cut[k] = grains[k];
+  EXPECT_TRUE(e.matches("m", {packed::document(grains).root(), {}}, false));
+  EXPECT_TRUE(e.matches("m", {packed::document(cut).root(), {}}, false));
+}
+
 TEST(target_expression, a_minion_checks_its_own_grains) {
   json grains = {{"os", "Debian"}, {"roles", {"web"}}};
   auto e = expression::parse("G@os:debian and G@roles:w*", type::compound);

@@ -1,0 +1,240 @@
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "base/error.h"
+#include "cli/commands.h"
+#include "cli/inventory.h"
+#include "cli/output.h"
+#include "packed/packed.h"
+#include "store/store.h"
+#include "target/target.h"
+
+namespace brine::cli {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+// "2025-01-31 14:00:00" (UTC); empty for 0 (never).
+std::string utc_text(int64_t ms, bool with_ms) {
+  if (ms == 0) return "";
+  auto secs = static_cast<time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+  struct tm tm {};
+  ::gmtime_r(&secs, &tm);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  std::string out = buf;
+  if (with_ms) {
+    std::snprintf(buf, sizeof buf, ".%03d", static_cast<int>(((ms % 1000) + 1000) % 1000));
+    out += buf;
+  }
+  return out;
+}
+
+// One accepted minion as the store holds it.
+struct minion {
+  std::string id;
+  const store::key_record* key = nullptr;
+  const store::minion_data_record* data = nullptr;
+  const report::report* last_run = nullptr;
+  packed::document grains;  // the grains read (those the fields and target need)
+  packed::document pillar;
+};
+
+// The minions for target::match: accepted ones only, with what was read.
+class minions_view : public target::cache_view {
+ public:
+  explicit minions_view(const std::vector<minion>& all) : all_(all) {}
+  void for_each(const visitor& fn) const override {
+    for (const auto& m : all_) fn(m.id, {m.grains.root(), m.pillar.root()});
+  }
+
+ private:
+  const std::vector<minion>& all_;
+};
+
+// A built-in field's value; `human`: as table and CSV print it (times as
+// UTC text), else as JSON and YAML do (unix seconds, milliseconds).
+json builtin_value(const std::string& name, const minion& m, bool human) {
+  if (name == "id") return m.id;
+  if (name == "key") return m.key ? store::to_string(m.key->state) : "";
+  if (name == "key.fingerprint") return m.key ? m.key->fingerprint : "";
+  std::string master = m.data ? m.data->master : "";
+  if (name == "master") return master;
+  if (name == "connected") return !master.empty();
+  if (name == "last_seen") {
+    int64_t s = m.data ? m.data->last_seen : 0;
+    if (human) return utc_text(s * 1000, false);
+    return s == 0 ? json(nullptr) : json(s);
+  }
+  const report::report* r = m.last_run;
+  if (!r) return nullptr;
+  if (name == "last_run.status") return report::to_string(r->status);
+  if (name == "last_run.started")
+    return human ? json(utc_text(r->started_ms, true)) : json(r->started_ms);
+  if (name == "last_run.jid") return r->jid;
+  if (name == "last_run.function") return r->fun;
+  if (name == "last_run.test") return r->test;
+  throw std::logic_error("inventory: built-in field " + name + " has no value");
+}
+
+json value_of(const inventory::field& f, const minion& m, bool human) {
+  switch (f.from) {
+    case inventory::source::builtin:
+      return builtin_value(f.path.front(), m, human);
+    case inventory::source::grain:
+      return m.data && m.data->grains ? inventory::lookup(*m.data->grains, f.path) : json(nullptr);
+    case inventory::source::pillar:
+      return m.data && m.data->pillar ? inventory::lookup(*m.data->pillar, f.path) : json(nullptr);
+  }
+  return nullptr;
+}
+
+json plain(const ojson& o) {
+  return json::parse(o.dump(-1, ' ', false, ojson::error_handler_t::replace));
+}
+
+int inventory_run(const base::master_config& cfg, const inventory_options& o) {
+  auto fields = inventory::parse_fields(o.fields.empty() ? inventory::k_default_fields : o.fields);
+
+  // Pillar is shown only when named, and only the keys the master's
+  // configuration lets the inventory print.
+  bool want_pillar = false;
+  for (const auto& f : fields) {
+    if (f.from != inventory::source::pillar) continue;
+    want_pillar = true;
+    if (!inventory::pillar_allowed(f.path, cfg.inventory_pillar_keys)) {
+      throw inventory::usage_error(
+          "field '" + f.name + "': pillar key '" + f.name.substr(7) +
+          "' is not in inventory_pillar_keys of " + cfg.source +
+          "; pillar may hold secrets, so the inventory prints only the keys listed there "
+          "(e.g. inventory_pillar_keys: [role, 'dns.*'])");
+    }
+  }
+
+  auto kind = target::parse_type(o.tgt_type);
+  if (!kind) throw inventory::usage_error("unknown target type '" + o.tgt_type + "'");
+  std::optional<target::expression> expr;
+  try {
+    expr = target::expression::parse(o.target.empty() ? "*" : o.target, *kind,
+                                     target::nodegroups_from_json(cfg.nodegroups),
+                                     o.delimiter.empty() ? ':' : o.delimiter.front());
+  } catch (const target::error& e) {
+    throw inventory::usage_error(e.what());
+  }
+
+  // Only the top-level grains the fields and the target read.
+  store::minion_data_query q;
+  q.pillar = want_pillar || expr->uses_pillar();
+  std::set<std::string> grain_keys;
+  for (const auto& f : fields) {
+    if (f.from == inventory::source::grain) grain_keys.insert(f.path.front());
+  }
+  if (auto keys = expr->grain_keys()) {
+    grain_keys.insert(keys->begin(), keys->end());
+    q.grains = std::vector<std::string>(grain_keys.begin(), grain_keys.end());
+  }
+  bool want_runs = std::any_of(fields.begin(), fields.end(), [](const inventory::field& f) {
+    return f.from == inventory::source::builtin && f.path.front().starts_with("last_run.");
+  });
+
+  auto db = open_store(cfg, true);
+  auto keys = db->load_keys();
+  auto data = db->query_minion_data(q);
+  std::vector<report::report> runs;
+  if (want_runs) {
+    store::report_query rq;
+    rq.last = true;
+    rq.brief = true;
+    rq.limit = std::numeric_limits<size_t>::max();
+    runs = db->list_reports(rq);
+  }
+
+  std::map<std::string_view, const store::key_record*> accepted;
+  for (const auto& k : keys) {
+    if (k.state == store::key_state::accepted) accepted.emplace(k.id, &k);
+  }
+  std::map<std::string_view, const store::minion_data_record*> data_of;
+  for (const auto& d : data) data_of.emplace(d.id, &d);
+  std::map<std::string_view, const report::report*> run_of;
+  for (const auto& r : runs) run_of.emplace(r.minion, &r);
+
+  std::vector<minion> all;
+  all.reserve(accepted.size());
+  for (const auto& [id, key] : accepted) {
+    minion m;
+    m.id = std::string(id);
+    m.key = key;
+    if (auto it = data_of.find(id); it != data_of.end()) {
+      m.data = it->second;
+      if (expr->uses_grains() && m.data->grains) m.grains = packed::document(*m.data->grains);
+      if (expr->uses_pillar() && m.data->pillar) m.pillar = packed::document(*m.data->pillar);
+    }
+    if (auto it = run_of.find(id); it != run_of.end()) m.last_run = it->second;
+    all.push_back(std::move(m));
+  }
+  // Answered from the cache, not by the minions: a minion whose grains
+  // (pillar) are not cached does not match a grain (pillar) term.
+  auto matched = target::match(*expr, minions_view(all), false);
+  std::vector<const minion*> rows;
+  for (const auto& m : all) {
+    if (std::binary_search(matched.minions.begin(), matched.minions.end(), m.id)) {
+      rows.push_back(&m);
+    }
+  }
+
+  if (o.out == "json" || o.out == "yaml") {
+    ojson out = ojson::array();
+    for (const auto* m : rows) {
+      ojson row = ojson::object();
+      for (const auto& f : fields) row[f.name] = value_of(f, *m, false);
+      out.push_back(std::move(row));
+    }
+    if (o.out == "json") {
+      std::cout << out.dump(4, ' ', false, ojson::error_handler_t::replace) << "\n";
+    } else {
+      std::cout << yaml_out("minions", plain(out));
+    }
+    return 0;
+  }
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::string> header;
+  for (const auto& f : fields) header.push_back(f.name);
+  cells.push_back(header);
+  for (const auto* m : rows) {
+    std::vector<std::string> line;
+    for (const auto& f : fields) line.push_back(inventory::cell_text(value_of(f, *m, true)));
+    cells.push_back(std::move(line));
+  }
+  if (o.out == "csv") {
+    for (const auto& line : cells) std::cout << inventory::csv_row(line);
+    return 0;
+  }
+  if (rows.empty()) {
+    std::cout << "no minions match\n";
+    return 0;
+  }
+  std::cout << inventory::table(cells);
+  return 0;
+}
+
+}  // namespace
+
+int inventory_command(const base::master_config& cfg, const inventory_options& o) {
+  try {
+    return inventory_run(cfg, o);
+  } catch (const inventory::usage_error& e) {
+    std::cerr << "brine inventory: " << e.what() << "\n";
+    return 3;
+  }
+}
+
+}  // namespace brine::cli
