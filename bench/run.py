@@ -608,6 +608,63 @@ class Suite:
             r.stop()
             m.stop()
 
+    def scheduled_runs(self, n, period, windows):
+        """Scheduled runs (the minions' `schedule`): n swarm minions with one
+        job, test.ping every `period` s, each run granted and recorded by the
+        master. Run starts per second come from the runs' own records, the
+        jids the master minted when it granted them (its clock, to the
+        microsecond), over `windows` whole periods once every minion has been
+        connected for a period: the peak and the mean, with the spread (each
+        minion's offset from its id) and without (`--schedule-no-spread`:
+        every minion at offset 0, as a fleet started together runs unspread,
+        Salt's way)."""
+        import calendar
+
+        def jid_time(jid):
+            return calendar.timegm(time.strptime(jid[:14], "%Y%m%d%H%M%S")) + int(jid[14:]) / 1e6
+
+        for spread in (True, False):
+            prefix = f"bench-sched{n}-"
+            m = Master(self.brine, self.work)
+            s = None
+            label = "spread by id" if spread else "no spread"
+            try:
+                opts = ["--schedule", f"test.ping:{period}", "--connect-rate", "2000"]
+                if not spread:
+                    opts.append("--schedule-no-spread")
+                s = Swarm(self.brine, m, n, prefix=prefix, options=opts)
+                s.wait_connected(300)
+                start = int(time.time()) + period + 1
+                end = start + windows * period
+                wait_for(lambda: time.time() > end + 3, end - time.time() + 30,
+                         "the measured periods", interval=0.5)
+                rc, out, err = m.cli("job", "list", "--limit", str(n * (windows + 4) * 2),
+                                     "--function", "test.ping", timeout=300)
+                if rc != 0:
+                    raise BenchError(f"brine job list: exit {rc}: {err.strip()[:300]}")
+                starts = [jid_time(line.split()[0]) for line in out.splitlines()
+                          if "(schedule swarm)" in line]
+                starts = [t for t in starts if start <= t < end]
+                hist = [0] * (end - start)
+                for t in starts:
+                    hist[int(t - start)] += 1
+                expected = n * windows
+                if len(starts) < expected * 0.98:
+                    raise BenchError(f"scheduled runs ({label}): {len(starts)} of the {expected} "
+                                     f"expected in {windows} periods ({s.last_report()})")
+                mean = sum(hist) / len(hist)
+                self.record(f"scheduled runs, {n} swarm minions every {period} s, {label}: "
+                            "peak starts per second", "1/s", [max(hist)])
+                self.record(f"scheduled runs, {n} swarm minions every {period} s, {label}: "
+                            "mean starts per second", "1/s", [mean])
+                self.record(f"scheduled runs, {n} swarm minions every {period} s, {label}: "
+                            "peak / mean", "ratio", [max(hist) / mean],
+                            target="<= 1.5" if spread else None)
+            finally:
+                if s:
+                    s.stop()
+                m.stop()
+
     def swarm_state_apply(self, n, rounds, idle_wait):
         """`brine cmd '*' state.apply` across n swarm minions (`brine swarm
         --states`) of a 20-state tree from the master's file server: file
@@ -1456,6 +1513,7 @@ class Suite:
                     ("store-failover", lambda: self.store_failover(1, 100)),
                     ("apply", lambda: self.state_apply(3)),
                     ("swarm-apply", lambda: self.swarm_state_apply(100, 1, 0)),
+                    ("schedule", lambda: self.scheduled_runs(1000, 10, 1)),
                     ("cluster", lambda: self.cluster_figures([1000], 3, 3, 1)),
                     ("inventory", lambda: self.inventory(2000, 5))]
         return [("client", lambda: self.client_start(200)),
@@ -1475,6 +1533,7 @@ class Suite:
                 ("store-failover", lambda: self.store_failover(3, 1000)),
                 ("apply", lambda: self.state_apply(10)),
                 ("swarm-apply", lambda: self.swarm_state_apply(1000, 3, 12)),
+                ("schedule", lambda: self.scheduled_runs(10000, 60, 2)),
                 # 9,000, not 10,000: HAProxy holds two descriptors a minion,
                 # and this machine's hard limit is 20,000 a process.
                 ("cluster", lambda: self.cluster_figures([1000, 9000], 5, 10, 3)),
@@ -1516,8 +1575,8 @@ class Suite:
 
 
 GROUPS = ["client", "micro", "auth", "accept", "swarm", "grains", "real", "failover-real", "failover-swarm",
-          "hot", "publish-hold", "store", "store-failover", "apply", "swarm-apply", "cluster",
-          "inventory"]
+          "hot", "publish-hold", "store", "store-failover", "apply", "swarm-apply", "schedule",
+          "cluster", "inventory"]
 
 
 def main():

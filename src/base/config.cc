@@ -587,6 +587,172 @@ std::vector<gitfs_remote_config> gitfs_remotes(const option& opt) {
   return out;
 }
 
+// Salt's `schedule`: job name -> {function, args (job_args), kwargs
+// (job_kwargs), seconds, minutes, hours, days, splay (seconds, or {start,
+// end}), run_on_start, maxrunning, enabled}, and a top-level `enabled`.
+// Salt's calendar keys (when, cron, once, range, ...) are refused by name:
+// brine's runs are periodic, spread by the minion's id.
+size_t edit_distance(std::string_view a, std::string_view b);
+
+std::vector<schedule_job> schedule_jobs(const option& opt, bool& all_enabled) {
+  if (opt.value.IsNull()) return {};
+  if (!opt.value.IsMap()) opt.fail("a mapping of job name to {function: ..., minutes: ...}");
+  static const std::vector<std::string_view> keys = {
+      "function", "args",  "job_args",     "kwargs",     "job_kwargs", "seconds", "minutes",
+      "hours",    "days",  "splay",        "run_on_start", "maxrunning", "enabled"};
+  static const std::vector<std::string_view> salt_only = {
+      "when",   "cron",       "once",          "once_fmt",          "until",
+      "after",  "range",      "returner",      "return_config",     "return_kwargs",
+      "return_job", "skip_during_range", "run_after_skip_range", "jid_include",
+      "metadata", "splay_start", "seconds_range", "name", "skip_explicit"};
+  std::vector<schedule_job> out;
+  for (const auto& kv : opt.value) {
+    int line = kv.first.Mark().line + 1;
+    if (!kv.first.IsScalar() || kv.first.Scalar().empty()) {
+      fail_at(opt.source, line, "schedule: a job name must be a word, got " + describe(kv.first));
+    }
+    const std::string& name = kv.first.Scalar();
+    if (name == "enabled") {
+      all_enabled = boolean(option{opt.source, "schedule: enabled", line, kv.second});
+      continue;
+    }
+    std::string prefix = fmt::format("schedule job {}", show(name));
+    if (!kv.second.IsMap()) {
+      fail_at(opt.source, line,
+              fmt::format("{} must be a mapping such as {{function: state.apply, minutes: 30}}, "
+                          "got {}",
+                          prefix, describe(kv.second)));
+    }
+    schedule_job job;
+    job.name = name;
+    job.line = line;
+    bool has_interval = false;
+    std::map<std::string, int> seen;
+    for (const auto& p : kv.second) {
+      int key_line = p.first.Mark().line + 1;
+      std::string key = p.first.IsScalar() ? p.first.Scalar() : describe(p.first);
+      std::string key_name = fmt::format("{}: {}", prefix, key);
+      option o{opt.source, key_name, key_line, p.second};
+      if (std::find(salt_only.begin(), salt_only.end(), key) != salt_only.end()) {
+        fail_at(opt.source, key_line,
+                fmt::format("{}: {} is a Salt schedule key brine does not take; give the "
+                            "interval with seconds, minutes, hours or days (runs are spread "
+                            "over it by the minion's id)",
+                            prefix, show(key)));
+      }
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+        std::string_view best;
+        size_t best_distance = 3;
+        for (auto k : keys) {
+          size_t d = edit_distance(key, k);
+          if (d < best_distance) {
+            best = k;
+            best_distance = d;
+          }
+        }
+        std::string hint = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
+        fail_at(opt.source, key_line,
+                fmt::format("{}: unknown key {}{}; a job takes function, args (or job_args), "
+                            "kwargs (or job_kwargs), seconds, minutes, hours, days, splay, "
+                            "run_on_start, maxrunning and enabled",
+                            prefix, show(key), hint));
+      }
+      // args and job_args (Salt's two spellings) are one key.
+      std::string canonical = key == "job_args" ? "args" : key == "job_kwargs" ? "kwargs" : key;
+      if (auto [it, fresh] = seen.emplace(canonical, key_line); !fresh) {
+        fail_at(opt.source, key_line,
+                fmt::format("{}: {} is set twice (first on line {}); keep one", prefix, show(key),
+                            it->second));
+      }
+      if (key == "function") {
+        std::string f = text(o, "a function name such as state.apply");
+        if (f.find('.') == std::string::npos || f.front() == '.' || f.back() == '.') {
+          o.fail("MODULE.FUNCTION, such as state.apply or test.ping");
+        }
+        job.function = f;
+      } else if (canonical == "args") {
+        if (p.second.IsScalar()) {
+          job.args = nlohmann::json::array({as_data(o)});
+        } else if (p.second.IsSequence()) {
+          job.args = as_data(o);
+        } else if (!p.second.IsNull()) {
+          o.fail("a list of arguments");
+        }
+      } else if (canonical == "kwargs") {
+        if (p.second.IsMap()) {
+          job.kwargs = as_data(o);
+        } else if (!p.second.IsNull()) {
+          o.fail("a mapping of keyword arguments");
+        }
+      } else if (key == "seconds" || key == "minutes" || key == "hours" || key == "days") {
+        uint64_t unit = key == "seconds" ? 1 : key == "minutes" ? 60 : key == "hours" ? 3600 : 86400;
+        std::string s = p.second.IsScalar() ? p.second.Scalar() : "";
+        uint64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size() ||
+            v > 366ull * 86400 / unit) {
+          fail_at(opt.source, key_line,
+                  fmt::format("{} must be a whole number of {} >= 0 (the interval is their "
+                              "sum with the job's other units; at most a year), got {}; write "
+                              "e.g. {}: 30",
+                              key_name, key, describe(p.second), key));
+        }
+        job.seconds += v * unit;
+        has_interval = true;
+      } else if (key == "splay") {
+        if (p.second.IsMap()) {
+          for (const auto& e : p.second) {
+            std::string ek = e.first.IsScalar() ? e.first.Scalar() : "";
+            option eo{opt.source, key_name + " " + ek, key_line, e.second};
+            if (ek == "start") {
+              job.splay_start = static_cast<uint32_t>(integer(eo, 0, 86400, "seconds"));
+            } else if (ek == "end") {
+              job.splay_end = static_cast<uint32_t>(integer(eo, 0, 86400, "seconds"));
+            } else {
+              fail_at(opt.source, key_line,
+                      fmt::format("{} takes start and end (seconds), got {}", key_name,
+                                  show(ek.empty() ? describe(e.first) : ek)));
+            }
+          }
+          if (job.splay_end < job.splay_start) {
+            fail_at(opt.source, key_line,
+                    fmt::format("{}: end ({}) must not be less than start ({})", key_name,
+                                job.splay_end, job.splay_start));
+          }
+        } else {
+          job.splay_end = static_cast<uint32_t>(integer(o, 0, 86400, "seconds"));
+        }
+      } else if (key == "run_on_start") {
+        job.run_on_start = boolean(o);
+      } else if (key == "maxrunning") {
+        job.maxrunning = static_cast<uint32_t>(integer(o, 1, 1000));
+      } else if (key == "enabled") {
+        job.enabled = boolean(o);
+      }
+    }
+    if (job.function.empty()) {
+      fail_at(opt.source, line,
+              fmt::format("{} has no function; add function: MODULE.FUNCTION (e.g. "
+                          "function: state.apply)",
+                          prefix));
+    }
+    if (!has_interval) {
+      fail_at(opt.source, line,
+              fmt::format("{} has no interval; add seconds, minutes, hours or days (e.g. "
+                          "minutes: 30)",
+                          prefix));
+    }
+    if (job.seconds == 0) {
+      fail_at(opt.source, line,
+              fmt::format("{}: its interval is 0 seconds; give seconds, minutes, hours or days "
+                          "a count above 0",
+                          prefix));
+    }
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
 std::string merging_strategy(const option& opt) {
   constexpr std::string_view expected = "one of smart, recurse, aggregate, overwrite, none";
   std::string v = text(opt, expected);
@@ -947,6 +1113,10 @@ const option_table<master_config>& master_options() {
       {"cluster_port", set_int(&c::cluster_port, 1, 65535)},
       {"cluster_pki_dir", set(&c::cluster_pki_dir, required_path)},
       {"cluster_advertise", set(&c::cluster_advertise, plain_text)},
+      {"max_concurrent_runs", set_int(&c::max_concurrent_runs, 0, k_u32_max)},
+      {"run_retry_after", set_int(&c::run_retry_after, 1, 3600, "seconds")},
+      {"schedule_harmonic", set(&c::schedule_harmonic, boolean)},
+      {"schedule_harmonic_base", set_int(&c::schedule_harmonic_base, 1, 86400, "seconds")},
   };
   return table;
 }
@@ -1008,6 +1178,10 @@ const option_table<minion_config>& minion_options() {
        set_int(&c::max_frame_bytes, k_min_frame_bytes, k_max_frame_bytes, "bytes")},
       {"log_file", set(&c::log_file, log_file)},
       {"log_level", set(&c::log_level, log_level)},
+      {"schedule",
+       [](c& config, const option& opt) {
+         config.schedule = schedule_jobs(opt, config.schedule_enabled);
+       }},
   };
   return table;
 }

@@ -46,6 +46,25 @@ struct gitfs_remote_config {
   std::optional<std::string> passphrase;
 };
 
+// One job of the minion's `schedule` (Salt's names): `function` with `args`
+// and `kwargs` every `seconds` (Salt's seconds, minutes, hours and days
+// added up), each run a random [splay_start, splay_end] seconds after its
+// slot; `maxrunning` runs of it at once at most (a run due while that many
+// run is skipped); `run_on_start`: once right after the minion starts too.
+struct schedule_job {
+  std::string name;
+  std::string function;
+  nlohmann::json args = nlohmann::json::array();
+  nlohmann::json kwargs = nlohmann::json::object();
+  uint64_t seconds = 0;
+  uint32_t splay_start = 0;
+  uint32_t splay_end = 0;
+  bool run_on_start = false;
+  uint32_t maxrunning = 1;
+  bool enabled = true;
+  int line = 0;  // of the job's name in the config file, for messages
+};
+
 // Relative paths in a config file are resolved against the directory of that
 // file, so that a whole installation can live in one folder.
 struct master_config {
@@ -134,6 +153,15 @@ struct master_config {
   // interface when it is a single address, else this host's name.
   std::string cluster_advertise;
   bool clustered() const { return !cluster_id.empty(); }
+  // Scheduled runs (minions' `schedule`): at most this many state runs that
+  // this master granted may be in flight at once (0: no limit); a minion
+  // asking beyond it is told to retry after about run_retry_after seconds
+  // (jittered). With schedule_harmonic, each minion's intervals are rounded
+  // to the nearest schedule_harmonic_base * 2^k seconds and told to it.
+  uint32_t max_concurrent_runs = 0;
+  uint32_t run_retry_after = 10;
+  bool schedule_harmonic = false;
+  uint32_t schedule_harmonic_base = 900;
 };
 
 // master_type: str | failover | disable (masterless: no master connection)
@@ -205,6 +233,10 @@ struct minion_config {
   uint64_t max_frame_bytes = 16 * 1024 * 1024;
   std::string log_file;
   spdlog::level::level_enum log_level = spdlog::level::info;
+  // Salt's `schedule`: jobs run periodically, in name order; `enabled:
+  // false` at the top of the mapping turns them all off.
+  std::vector<schedule_job> schedule;
+  bool schedule_enabled = true;
 };
 
 // Parse and validate. Throw base::error with one line such as

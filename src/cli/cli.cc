@@ -374,6 +374,36 @@ runner define_fileserver(CLI::App& fs_cmd) {
   };
 }
 
+runner define_schedule(CLI::App& schedule_cmd) {
+  struct state {
+    std::string config;
+    schedule_options plan;
+    std::string type_flag;
+  };
+  auto s = std::make_shared<state>();
+  schedule_cmd.add_option("-c,--config", s->config, "Master config file (YAML)")
+      ->default_val(k_master_config);
+  schedule_cmd.require_subcommand(1);
+  schedule_cmd.fallthrough();
+  auto* plan = schedule_cmd.add_subcommand(
+      "plan",
+      "The runs the minions' schedules (as they reported them to the master) start per minute");
+  plan->add_option("TARGET", s->plan.target, "Minions (a glob over ids; default all)");
+  plan->add_option("--tgt-type", s->plan.tgt_type,
+                   "Target type: glob, pcre, list, grain, grain_pcre, pillar, compound, ...")
+      ->default_val("glob");
+  plan->add_option("--minutes", s->plan.minutes, "How many minutes from now (1..10080)")
+      ->default_val(60);
+  plan->add_option("--out", s->plan.out, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->default_val("table");
+  plan->fallthrough();
+  return [s] {
+    auto cfg = base::load_master_config(s->config);
+    return schedule_command(cfg, s->plan);
+  };
+}
+
 runner define_events(CLI::App& events_cmd) {
   struct state {
     std::string config;
@@ -452,6 +482,8 @@ runner define_swarm(CLI::App& swarm_cmd) {
     swarm::swarm_options opts;
     std::string sources;
     std::string masters = "127.0.0.1:4506";
+    std::string schedule;
+    bool no_spread = false;
   };
   auto s = std::make_shared<state>();
   swarm::swarm_options& o = s->opts;
@@ -502,6 +534,16 @@ runner define_swarm(CLI::App& swarm_cmd) {
                      "have every execution function of a real minion, acting on this machine; "
                      "salt:// files come from the master into one cache for the swarm "
                      "(KEYS_DIR/PREFIXfiles). Default: test.* only");
+  swarm_cmd.add_option("--schedule", s->schedule,
+                       "FUN:SECONDS: every minion runs FUN every SECONDS as a scheduled job "
+                       "(granted and recorded by the master; state.apply and state.highstate "
+                       "without --states are simulated)");
+  swarm_cmd.add_flag("--schedule-no-spread", s->no_spread,
+                     "Every minion's scheduled runs at offset 0 of the interval (all at once), "
+                     "instead of spread by its id");
+  swarm_cmd.add_option("--schedule-run-ms", o.schedule_run_ms,
+                       "How long a simulated state run takes (milliseconds)")
+      ->default_val(0);
   swarm_cmd.add_option("--log-level", o.log_level, "Log level of the minions")
       ->default_val("error");
   return [s] {
@@ -517,6 +559,24 @@ runner define_swarm(CLI::App& swarm_cmd) {
       }
       return out;
     };
+    if (!s->schedule.empty()) {
+      auto colon = s->schedule.rfind(':');
+      uint64_t seconds = 0;
+      try {
+        if (colon == std::string::npos) throw std::invalid_argument("no colon");
+        size_t used = 0;
+        seconds = std::stoull(s->schedule.substr(colon + 1), &used);
+        if (used != s->schedule.size() - colon - 1 || seconds == 0 || seconds > 86400 * 366) {
+          throw std::invalid_argument("bad seconds");
+        }
+      } catch (const std::exception&) {
+        throw base::error("--schedule must be FUN:SECONDS (e.g. test.ping:60), got " +
+                          s->schedule);
+      }
+      s->opts.schedule_function = s->schedule.substr(0, colon);
+      s->opts.schedule_seconds = static_cast<uint32_t>(seconds);
+      s->opts.schedule_spread = !s->no_spread;
+    }
     s->opts.source_addresses = split(s->sources);
     s->opts.masters = split(s->masters);
     return swarm::run_swarm(s->opts);
@@ -549,6 +609,8 @@ constexpr subcommand k_subcommands[] = {
      false},
     {"fileserver", "The master's file server: update pins the gitfs remotes' revisions",
      define_fileserver, false},
+    {"schedule", "Scheduled runs: plan shows the runs the minions' schedules start per minute",
+     define_schedule, false},
     {"events", "Print the master's events as they happen", define_events, false},
     {"call",
      "Run a function on this host with the minion's identity, grains and pillar (salt-call)",

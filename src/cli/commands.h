@@ -128,6 +128,16 @@ struct fileserver_options {
 // their revisions in the store, for every master of it.
 int fileserver_command(const base::master_config& cfg, const fileserver_options& o);
 
+struct schedule_options {
+  std::string target = "*";
+  std::string tgt_type = "glob";
+  uint32_t minutes = 60;
+  std::string out = "table";
+};
+// `brine schedule plan`: the runs the targeted minions' schedules start per
+// minute, as the running master knows them.
+int schedule_command(const base::master_config& cfg, const schedule_options& o);
+
 struct store_options {
   std::string action;  // migrate, check
   bool json = false;

@@ -86,6 +86,7 @@ int job_command(const base::master_config& cfg, const job_options& o) {
                           {"target", j.target},
                           {"tgt_type", j.tgt_type},
                           {"created", utc(j.created)},
+                          {"user", j.user},
                           {"minions", j.minions},
                           {"returned", std::move(returned)},
                           {"undelivered", st.undelivered},
@@ -108,6 +109,8 @@ int job_command(const base::master_config& cfg, const job_options& o) {
       std::cout << j.jid << "  " << utc(j.created) << "  " << j.fun << "  " << j.tgt_type << ":"
                 << j.target << "  " << db->count_returns(j.jid) << "/" << targets << " returned";
       if (undelivered) std::cout << ", " << undelivered << " undelivered";
+      // A minion's scheduled run: which of its schedule's jobs.
+      if (j.user.starts_with("schedule:")) std::cout << "  (schedule " << j.user.substr(9) << ")";
       std::cout << "\n";
     }
     if (o.out == "json") std::cout << listed.dump(4) << "\n";

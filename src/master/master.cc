@@ -77,6 +77,7 @@ master::master(base::master_config cfg)
       returns_(*store_, events_),
       deliveries_(sessions_, *store_, events_),
       jobs_(io_, cfg_, keys_, cache_, deliveries_, *store_, events_),
+      schedules_(cfg_, jobs_),
       pillar_(cfg_, jobs_.nodegroups(), cache_),
       files_(cfg_, *store_),
       api_(io_, cfg_, cluster_key_ ? *cluster_key_ : identity_, keys_, sessions_, deliveries_,
@@ -116,6 +117,26 @@ master::master(base::master_config cfg)
               [this](const nlohmann::json&, std::function<void(nlohmann::json)> reply) {
                 files_.update(std::move(reply));
               });
+  api_.handle("schedule_plan",
+              [this](const nlohmann::json& body, std::function<void(nlohmann::json)> reply) {
+                std::vector<std::string> ids;
+                try {
+                  ids = jobs_.resolve(body.value("target", "*"), body.value("tgt_type", "glob"))
+                            .minions;
+                } catch (const std::exception& e) {
+                  return reply({{"ok", false}, {"error", e.what()}, {"bad_target", true}});
+                }
+                uint64_t minutes = body.value("minutes", uint64_t{60});
+                if (minutes < 1 || minutes > 10080) {
+                  return reply({{"ok", false},
+                                {"error", "minutes must be 1..10080 (a week), got " +
+                                              std::to_string(minutes)}});
+                }
+                int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count();
+                reply(schedules_.plan(ids, now_ms - now_ms % 60000, minutes));
+              });
   sessions_.listen();
   api_.listen();
   sessions_.set_handlers({
@@ -123,7 +144,10 @@ master::master(base::master_config cfg)
         cache_.seen(s->id, base::unix_now(), true);
         deliveries_.on_ready(s);
       },
-      [this](const std::shared_ptr<session>& s) { cache_.seen(s->id, base::unix_now(), false); },
+      [this](const std::shared_ptr<session>& s) {
+        cache_.seen(s->id, base::unix_now(), false);
+        schedules_.on_gone(s->id);
+      },
       [this](const std::shared_ptr<session>& s, proto::message&& m) {
         on_minion_message(s, std::move(m));
       },
@@ -158,8 +182,15 @@ void master::on_minion_message(const std::shared_ptr<session>& s, proto::message
     case proto::msg_type::file_request:
       files_.serve(s, std::move(m));
       return;
+    case proto::msg_type::schedule:
+      schedules_.on_schedule(s, m);
+      return;
+    case proto::msg_type::run_request:
+      schedules_.on_run_request(s, std::move(m));
+      return;
     case proto::msg_type::job_return:
       ++returns_received_;
+      schedules_.on_return(s->id, jid);
       deliveries_.on_acknowledged(s->id, jid);
       returns_.on_return(s, std::move(m));
       return;

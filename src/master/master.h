@@ -18,6 +18,7 @@
 #include "master/publisher.h"
 #include "master/reports.h"
 #include "master/returns.h"
+#include "master/schedule_service.h"
 #include "master/store_sync.h"
 #include "master/store_worker.h"
 #include "net/tls.h"
@@ -69,6 +70,7 @@ class master {
   returns returns_;
   delivery deliveries_;
   publisher jobs_;
+  schedule_service schedules_;
   pillar_service pillar_;
   file_service files_;
   local_api api_;

@@ -21,6 +21,10 @@ using store::key_state;
 
 namespace {
 
+// What this master takes beyond the first protocol, listed in every
+// auth_reply accepted (docs/protocol.md).
+json accepted_features() { return json::array({std::string(proto::k_feature_schedule)}); }
+
 // A minion id as Salt allows it: printable, no path separators, bounded.
 bool valid_minion_id(const std::string& id) {
   if (id.empty() || id.size() > 255) return false;
@@ -387,9 +391,9 @@ void minion_sessions::on_call_message(const session_ptr& s, proto::message&& m) 
 
 void minion_sessions::authenticate(const session_ptr& s, key_state state, uint64_t request_id) {
   auto reply = [&] {
-    s->conn->send({msg_type::auth_reply,
-                   request_id,
-                   {{"status", store::to_string(state)}, {"message", auth_message(state)}}});
+    json body = {{"status", store::to_string(state)}, {"message", auth_message(state)}};
+    if (state == key_state::accepted) body["features"] = accepted_features();
+    s->conn->send({msg_type::auth_reply, request_id, std::move(body)});
   };
   if (state == key_state::accepted || state == key_state::pending) {
     session_ptr old;
@@ -462,7 +466,9 @@ void minion_sessions::on_message(const session_ptr& s, proto::message&& m) {
       if (d.state == key_state::accepted && s->accepted) {
         s->conn->send({msg_type::auth_reply,
                        m.id,
-                       {{"status", "accepted"}, {"message", auth_message(d.state)}}});
+                       {{"status", "accepted"},
+                        {"message", auth_message(d.state)},
+                        {"features", accepted_features()}}});
         return;
       }
       authenticate(s, d.state, m.id);
@@ -486,6 +492,8 @@ void minion_sessions::on_message(const session_ptr& s, proto::message&& m) {
     case msg_type::grains:
     case msg_type::pillar_request:
     case msg_type::file_request:
+    case msg_type::schedule:
+    case msg_type::run_request:
       if (handlers_.minion_message) handlers_.minion_message(s, std::move(m));
       return;
     case msg_type::pong:

@@ -236,4 +236,36 @@ void publisher::publish(const json& body, recorded on_recorded,
   });
 }
 
+void publisher::record_run(
+    const std::string& minion, const std::string& name, const std::string& fun, json args,
+    json kwargs, std::function<void(const std::string& jid, const std::string& error)> done) {
+  if (gate_) {
+    if (std::string why = gate_(); !why.empty()) return done("", why);
+  }
+  store::job_record job;
+  job.jid = jids_.next();
+  job.fun = fun;
+  job.args = std::move(args);
+  job.kwargs = std::move(kwargs);
+  job.target = minion;
+  job.tgt_type = "list";
+  job.user = "schedule:" + name;
+  job.minions = {minion};
+  job.master = name_;
+  job.created = base::unix_now();
+  job.deliver_by = job.created;
+  store_.post([this, job = std::move(job), done = std::move(done)](store::store& db) {
+    try {
+      db.add_job(job);
+      // Nothing to deliver: the minion asked for it.
+      db.settle_job(job.jid);
+    } catch (const std::exception& e) {
+      return done("", std::string("the run could not be recorded: ") + e.what());
+    }
+    ++published_;
+    events_.publish("brine/job/" + job.jid + "/new", new_job_event(job));
+    done(job.jid, "");
+  });
+}
+
 }  // namespace brine::master

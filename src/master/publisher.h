@@ -56,6 +56,15 @@ class publisher {
   void publish(const nlohmann::json& body, recorded on_recorded,
                std::function<void(const std::string& jid)> on_jid = nullptr);
 
+  // A minion's scheduled run (schedule_service): records a job for it alone
+  // (target its id, tgt_type list, user "schedule:NAME"), settled at once,
+  // as no publish goes out (the minion runs it when told the jid); its
+  // return and report follow as a published job's do. `done` runs on the
+  // store thread with the jid, or with "" and why not.
+  void record_run(const std::string& minion, const std::string& name, const std::string& fun,
+                  nlohmann::json args, nlohmann::json kwargs,
+                  std::function<void(const std::string& jid, const std::string& error)> done);
+
   // Empty when publisher_acl lets `user` run `fun` on all of `minions`; else
   // why not.
   std::string acl_refusal(const std::string& user, const std::string& fun,

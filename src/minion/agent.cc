@@ -10,6 +10,7 @@
 #include <asio/strand.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
+#include <algorithm>
 #include <optional>
 #include <string_view>
 
@@ -650,15 +651,29 @@ void agent::on_message(proto::message&& m) {
       std::string message = m.body.value("message", "");
       if (status == "accepted") {
         if (st != auth_state::accepted) {
+          bool schedules = false;
           {
             std::lock_guard lock(mu_);
             auth_ = auth_state::accepted;
             said_pending_ = false;
+            features_.clear();
+            if (auto f = m.body.find("features"); f != m.body.end() && f->is_array()) {
+              for (const auto& x : *f) {
+                if (x.is_string()) features_.push_back(x.get<std::string>());
+              }
+            }
+            schedules = std::find(features_.begin(), features_.end(),
+                                  proto::k_feature_schedule) != features_.end();
           }
           spdlog::info("minion {}: authenticated with master {}", cfg_.id, address_);
           // Grains first: the master targets by them.
           if (deps_.grains) {
             if (auto frame = deps_.grains()) conn->send(std::move(frame));
+          }
+          // Then the schedule, to a master that takes it (an older one
+          // would close the connection on the unknown type).
+          if (deps_.schedule && !cfg_.returns_only) {
+            if (auto frame = deps_.schedule(); frame && schedules) conn->send(std::move(frame));
           }
           set_state(agent_state::accepted);
         }
@@ -708,7 +723,11 @@ void agent::on_message(proto::message&& m) {
       on_publish(conn, std::move(m));
       return;
     case msg_type::file_reply:
+    case msg_type::run_reply:
       deliver_reply(std::move(m));
+      return;
+    case msg_type::schedule_periods:
+      if (deps_.on_schedule_periods) deps_.on_schedule_periods(m.body);
       return;
     case msg_type::return_ack:
       deps_.spool.forget(m.body.value("jid", ""));
@@ -801,6 +820,37 @@ void agent::on_publish(const std::shared_ptr<net::connection>& conn, proto::mess
                  asio::bind_cancellation_slot(signal->slot(), [signal](std::exception_ptr e) {
                    net::log_exception("job", e);
                  }));
+}
+
+bool agent::supports(std::string_view feature) const {
+  std::lock_guard lock(mu_);
+  return auth_ == auth_state::accepted &&
+         std::find(features_.begin(), features_.end(), feature) != features_.end();
+}
+
+asio::awaitable<void> agent::run_scheduled(std::shared_ptr<agent> self, proto::message m) {
+  std::string jid = m.body.value("jid", "");
+  // Recorded as taken on, so that a publish of the same jid (a restarted
+  // master reopening it) is acknowledged and not run again.
+  if (!self->deps_.history.insert(jid)) co_return;
+  auto strand = asio::make_strand(self->executor_);
+  if (self->deps_.jobs == nullptr || self->deps_.functions.instant(m.body.value("fun", ""))) {
+    co_await asio::co_spawn(strand, run_job(self, std::move(m)), asio::use_awaitable);
+    co_return;
+  }
+  modules::running_job info{jid, m.body.value("fun", ""), m.body.value("args", json::array()),
+                            m.body.value("kwargs", json::object()),
+                            std::chrono::duration<double>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count()};
+  auto signal = self->deps_.jobs->add(std::move(info), strand);
+  try {
+    co_await asio::co_spawn(strand, run_job(self, std::move(m)),
+                            asio::bind_cancellation_slot(signal->slot(), asio::use_awaitable));
+  } catch (const std::system_error& e) {
+    // Killed (saltutil.kill_job): as a published job's kill, nothing more.
+    spdlog::info("minion {}: scheduled job {} ended: {}", self->cfg_.id, jid, e.what());
+  }
 }
 
 bool agent::send(const net::frame_ptr& frame) {

@@ -123,6 +123,11 @@ class agent : public std::enable_shared_from_this<agent> {
     modules::minion_context* context = nullptr;
     // Jobs register here while they run (saltutil.running, kill_job).
     job_table* jobs = nullptr;
+    // The schedule message, sent after the grains to a master that takes
+    // scheduled runs (auth_reply's features); empty or null: none.
+    std::function<net::frame_ptr()> schedule;  // may be empty
+    // A master told the periods this minion's scheduled jobs run at.
+    std::function<void(const nlohmann::json& body)> on_schedule_periods;  // may be empty
   };
 
   enum class outcome {
@@ -187,6 +192,14 @@ class agent : public std::enable_shared_from_this<agent> {
   static asio::awaitable<nlohmann::json> file_request(std::shared_ptr<agent> link,
                                                       nlohmann::json request,
                                                       std::chrono::steady_clock::duration limit);
+  // Whether the master listed `feature` in its auth_reply (false until it
+  // accepts this minion on the current connection).
+  bool supports(std::string_view feature) const;
+  // Runs a scheduled job the master granted (`m`: a publish body with the
+  // jid it recorded) as a published one runs: once (jid history), listed
+  // and killable while it runs, its return spooled and sent to this link's
+  // master. Returns when the return is handed on.
+  static asio::awaitable<void> run_scheduled(std::shared_ptr<agent> self, proto::message m);
   // Jobs received since start (repeat publishes of a running job included).
   uint64_t jobs_received() const { return jobs_received_.load(std::memory_order_relaxed); }
 
@@ -221,6 +234,7 @@ class agent : public std::enable_shared_from_this<agent> {
   enum class auth_state { waiting, pending, accepted, refused } auth_ = auth_state::waiting;
   std::chrono::steady_clock::time_point last_rx_;
   bool said_pending_ = false;
+  std::vector<std::string> features_;  // the current connection's master's
   uint64_t failures_ = 0;  // connects failed in a row (the agent's strand only)
   bool said_spool_full_ = false;
   std::shared_ptr<asio::steady_timer> wake_;

@@ -125,6 +125,14 @@ std::shared_ptr<agent> master_set::accepted_member() const {
   return nullptr;
 }
 
+std::shared_ptr<agent> master_set::accepted_member(std::string_view feature) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [addr, l] : links_) {
+    if (l.r == role::member && l.a->supports(feature)) return l.a;
+  }
+  return nullptr;
+}
+
 void master_set::give_up(const std::string& why) {
   spdlog::error("minion {}: {}", cfg_.link.id, why);
   if (deps_.on_give_up) deps_.on_give_up(why);

@@ -87,6 +87,8 @@ class master_set {
   // A member link whose master accepts this minion now (the first in the
   // set's order), or null: where salt:// requests go.
   std::shared_ptr<agent> accepted_member() const;
+  // The first such link whose master takes `feature` (auth_reply), or null.
+  std::shared_ptr<agent> accepted_member(std::string_view feature) const;
   uint64_t jobs_received() const { return jobs_received_.load(std::memory_order_relaxed); }
 
  private:

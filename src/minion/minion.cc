@@ -16,6 +16,7 @@
 #include "base/memory.h"
 #include "fileserver/remote.h"
 #include "minion/master_pillar.h"
+#include "minion/scheduled_runs.h"
 #include "apply/state_functions.h"
 #include "state/state_mod.h"
 #include "states/registry.h"
@@ -143,6 +144,14 @@ minion::minion(base::minion_config cfg)
   };
   link.context = context_.get();
   link.jobs = &context_->jobs();
+  const bool scheduled = cfg_.schedule_enabled && !cfg_.schedule.empty() &&
+                         cfg_.master_type != base::master_mode::disabled;
+  if (scheduled) {
+    link.schedule = [frame = schedule_message(cfg_.schedule)] { return frame; };
+    link.on_schedule_periods = [this](const nlohmann::json& body) {
+      if (scheduler_) apply_schedule_periods(*scheduler_, body);
+    };
+  }
   masters_ = std::make_unique<master_set>(
       io_.get_executor(), settings_from(cfg_),
       master_set::deps{link, nullptr, [this](const std::string&) {
@@ -152,6 +161,15 @@ minion::minion(base::minion_config cfg)
                          masters_->stop();
                          io_.stop();
                        }});
+  if (scheduled) {
+    scheduler_ = std::make_shared<schedule::scheduler>(
+        io_.get_executor(), cfg_.id, cfg_.schedule,
+        scheduled_run_hooks(*masters_, std::chrono::seconds(cfg_.job_timeout)));
+  } else if (!cfg_.schedule.empty() && cfg_.schedule_enabled) {
+    spdlog::warn("config {}: schedule is ignored with master_type: disable: a scheduled run is "
+                 "granted and recorded by a master",
+                 cfg_.source);
+  }
   if (cfg_.master_type != base::master_mode::disabled && cfg_.file_client == "remote") {
     base::ensure_dir(cfg_.cachedir + "/files", 0700, "cachedir");
     context_->set_files(std::make_unique<fileserver::remote_client>(
@@ -235,10 +253,19 @@ int minion::run() {
   signals.async_wait([this](std::error_code ec, int sig) {
     if (ec) return;
     spdlog::info("signal {}: stopping", sig);
+    if (scheduler_) scheduler_->stop();
     masters_->stop();
     io_.stop();
   });
   if (!masterless) masters_->start();
+  if (scheduler_) {
+    for (const auto& t : scheduler_->timings()) {
+      if (t.period_ms == 0) continue;
+      spdlog::info("minion {}: schedule job {}: every {} s, at {:.3f} s into each interval",
+                   cfg_.id, t.name, t.period_ms / 1000, t.offset_ms / 1000.0);
+    }
+    scheduler_->start();
+  }
   asio::co_spawn(io_, trim_when_idle(), net::logged("memory trim"));
   std::thread second([this] { io_.run(); });
   io_.run();

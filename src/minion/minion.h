@@ -12,6 +12,7 @@
 #include "minion/jid_history.h"
 #include "minion/master_set.h"
 #include "minion/spool.h"
+#include "schedule/scheduler.h"
 #include "modules/registry.h"
 #include "states/registry.h"
 #include "net/tls.h"
@@ -52,6 +53,8 @@ class minion {
   spool spool_;
   jid_history history_;
   std::unique_ptr<master_set> masters_;
+  // The `schedule` option's jobs; null when there are none (or masterless).
+  std::shared_ptr<schedule::scheduler> scheduler_;
   // Salt's minion-side check of a greedy publish against its own grains.
   bool targeted(const nlohmann::json& publish) const;
 

@@ -34,6 +34,21 @@ enum class msg_type : uint16_t {
   // cluster_finger, proof}: who the sender is, proved with the cluster key;
   // the first message each way (docs/protocol.md, "Peer links").
   peer_hello = 16,
+  // Scheduled runs (docs/protocol.md, "Scheduled runs"); sent only to a
+  // master whose auth_reply lists the `schedule` feature.
+  // minion → master: {jobs: [{name, fun, seconds, splay, enabled}]}: its
+  // schedule, after its grains on each acceptance.
+  schedule = 17,
+  // master → minion: {harmonic_base, periods: {name: seconds}}: the periods
+  // the minion's jobs are to run at (the answer to `schedule`).
+  schedule_periods = 18,
+  // minion → master: {name, fun, args, kwargs, slot, timeout}: may this
+  // scheduled run start now? Answered by run_reply with the same id.
+  run_request = 19,
+  // master → minion: {jid} (go: the job is recorded) or {retry_after,
+  // reason} (admission refused for now; ask again after about that many
+  // seconds).
+  run_reply = 20,
   // Local API (Unix socket, CLI ↔ master).
   api_request = 100,  // {op, ...}
   api_reply = 101,    // {ok, error?, ...}
@@ -51,6 +66,12 @@ inline constexpr std::string_view k_not_targeted = "not targeted";
 // for the pillar and nothing else; it never replaces the minion's session.
 inline constexpr std::string_view k_purpose_returns = "returns";
 inline constexpr std::string_view k_purpose_call = "call";
+
+// auth_reply's `features` (a list, absent from older masters): what the
+// master takes beyond the first protocol. A minion sends a message of a
+// feature only to a master that lists it (an older master would close the
+// connection on an unknown type).
+inline constexpr std::string_view k_feature_schedule = "schedule";
 
 std::optional<msg_type> to_msg_type(uint64_t raw);
 std::string_view to_string(msg_type t);

@@ -12,6 +12,7 @@
 #include <asio/redirect_error.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
 #include <asio/strand.hpp>
 #include <asio/use_awaitable.hpp>
 #include <atomic>
@@ -29,6 +30,8 @@
 #include "base/yaml_json.h"
 #include "minion/context.h"
 #include "minion/master_set.h"
+#include "minion/scheduled_runs.h"
+#include "schedule/scheduler.h"
 #include "net/connection.h"
 #include "state/state_mod.h"
 #include "states/registry.h"
@@ -226,6 +229,48 @@ double unix_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// A state run without states: one succeeding state after `run_ms`, in
+// Salt's return shape (what report::summarise reads).
+struct simulated_state_run {
+  uint32_t run_ms;
+
+  asio::awaitable<modules::outcome> operator()(modules::call) const {
+    auto t0 = std::chrono::system_clock::now();
+    if (run_ms > 0) {
+      asio::steady_timer timer(co_await asio::this_coro::executor,
+                               std::chrono::milliseconds(run_ms));
+      co_await timer.async_wait(asio::use_awaitable);
+    }
+    co_return modules::outcome{simulated_return(t0, run_ms)};
+  }
+
+  static nlohmann::json simulated_return(std::chrono::system_clock::time_point t0,
+                                         uint32_t run_ms) {
+    std::time_t secs = std::chrono::system_clock::to_time_t(t0);
+    std::tm tm{};
+    ::localtime_r(&secs, &tm);
+    char start[32];
+    std::strftime(start, sizeof start, "%H:%M:%S", &tm);
+    nlohmann::json state = {{"name", "swarm"},
+                            {"changes", nlohmann::json::object()},
+                            {"result", true},
+                            {"comment", "simulated by brine swarm"},
+                            {"__id__", "swarm"},
+                            {"__run_num__", 0},
+                            {"__sls__", "swarm"},
+                            {"start_time", std::string(start) + ".000000"},
+                            {"duration", static_cast<double>(run_ms)}};
+    return {{"test_|-swarm_|-swarm_|-succeed_without_changes", std::move(state)}};
+  }
+};
+
+void register_simulated_state_runs(modules::registry& functions, uint32_t run_ms) {
+  for (const char* name : {"state.apply", "state.highstate"}) {
+    functions.add(name, simulated_state_run{run_ms},
+                  "brine swarm: a simulated state run (one state, succeeding)");
+  }
+}
+
 }  // namespace
 
 int run_swarm(const swarm_options& o) {
@@ -281,6 +326,7 @@ int run_swarm(const swarm_options& o) {
     shared = make_shared_part(o, masters, functions);
   } else {
     modules::register_test_module(functions);
+    if (!o.schedule_function.empty()) register_simulated_state_runs(functions, o.schedule_run_ms);
   }
   shared_trust trust(o.master_finger);
   publish_tracker publishes(o.count);
@@ -332,7 +378,18 @@ int run_swarm(const swarm_options& o) {
   // Before the sets, so that the sets (whose jobs use them) go first.
   std::vector<std::unique_ptr<sim_context>> contexts;  // with `states` only
   std::vector<std::unique_ptr<minion::master_set>> sets;
+  std::vector<std::shared_ptr<schedule::scheduler>> schedulers;  // with a schedule only
+  std::vector<base::schedule_job> schedule_jobs;
+  if (!o.schedule_function.empty()) {
+    base::schedule_job j;
+    j.name = "swarm";
+    j.function = o.schedule_function;
+    j.seconds = o.schedule_seconds;
+    schedule_jobs.push_back(std::move(j));
+  }
   identities.reserve(o.count);
+  // The links' hooks point into it: no reallocation.
+  schedulers.reserve(schedule_jobs.empty() ? 0 : o.count);
   contexts.reserve(shared ? o.count : 0);
   spools.reserve(o.count);
   histories.reserve(o.count);
@@ -376,14 +433,35 @@ int run_swarm(const swarm_options& o) {
       link.jobs = &ctx->jobs();
       link.on_pillar = [ctx](nlohmann::ordered_json pillar) { ctx->set_pillar(std::move(pillar)); };
     }
+    std::shared_ptr<schedule::scheduler>* sched = nullptr;
+    if (!schedule_jobs.empty()) {
+      schedulers.emplace_back();
+      sched = &schedulers.back();
+      link.schedule = [frame = minion::schedule_message(schedule_jobs)] { return frame; };
+      link.on_schedule_periods = [sched](const nlohmann::json& body) {
+        if (*sched) minion::apply_schedule_periods(**sched, body);
+      };
+    }
+    std::string id = s.link.id;
     sets.push_back(std::make_unique<minion::master_set>(
         io.get_executor(), std::move(s), minion::master_set::deps{link, on_serving, nullptr}));
     if (ctx) ctx->set_masters(sets.back().get());
+    if (sched) {
+      *sched = std::make_shared<schedule::scheduler>(
+          io.get_executor(), id, schedule_jobs,
+          minion::scheduled_run_hooks(*sets.back(), std::chrono::seconds(3600)),
+          schedule::scheduler::options{o.schedule_spread});
+    }
   }
 
+  if (schedulers.size() != 0 && schedulers.size() != sets.size()) {
+    throw base::error("swarm: internal: a scheduler per minion");
+  }
+  for (auto& s : schedulers) s->start();
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](std::error_code ec, int) {
     if (ec) return;
+    for (auto& s : schedulers) s->stop();
     for (auto& s : sets) s->stop();
     io.stop();
   });
@@ -418,6 +496,15 @@ int run_swarm(const swarm_options& o) {
     }
     std::string line =
         fmt::format("connected={} pending={} refused={} connecting={}", c[0], c[1], c[2], c[3]);
+    if (!schedulers.empty()) {
+      uint64_t started = 0, deferred = 0, skipped = 0;
+      for (const auto& s : schedulers) {
+        started += s->runs_started();
+        deferred += s->runs_deferred();
+        skipped += s->runs_skipped();
+      }
+      line += fmt::format(" runs={} deferred={} skipped={}", started, deferred, skipped);
+    }
     if (masters.size() > 1) {
       line += " masters";
       for (const auto& m : masters) line += fmt::format(" {}={}", m.text(), per_master[m.text()]);
@@ -436,6 +523,7 @@ int run_swarm(const swarm_options& o) {
     std::printf("t=%.1fs %s\n", t, counts().c_str());
     std::fflush(stdout);
     if (o.seconds > 0 && t >= o.seconds) {
+      for (auto& s : schedulers) s->stop();
       for (auto& s : sets) s->stop();
       io.stop();
       return;

@@ -33,6 +33,17 @@ struct swarm_options {
   // (<keys_dir>/<id_prefix>files). Off: only test.* (nothing touches this
   // machine).
   bool states = false;
+  // Scheduled runs: every minion has one schedule job, `swarm`, running
+  // schedule_function every schedule_seconds, spread over the interval by
+  // its id (schedule_spread false: every minion at offset 0, all at once, as
+  // minions started together run unspread). state.apply and
+  // state.highstate without `states` are simulated: a Salt-shaped return of
+  // one state after schedule_run_ms, so the master grants, records and
+  // reports them as real state runs.
+  std::string schedule_function;
+  uint32_t schedule_seconds = 0;
+  bool schedule_spread = true;
+  uint32_t schedule_run_ms = 0;
 };
 
 // Runs `count` simulated minions in this process against real masters: each

@@ -59,7 +59,7 @@ STATE_KEYS = {"name", "changes", "result", "comment", "__sls__", "__run_num__", 
 
 
 class Swarm:
-    def __init__(self, cluster, count=COUNT, prefix="sw-", extra=(), masters=None):
+    def __init__(self, cluster, count=COUNT, prefix="sw-", extra=(), masters=None, seconds=120):
         """Against `cluster`'s master, or `masters` (a MasterSet) when given."""
         if masters is not None:
             self.keys = os.path.join(masters.dir, "swarm-keys")
@@ -70,7 +70,7 @@ class Swarm:
         self.proc = subprocess.Popen(
             [BRINE_BIN, "swarm", "--master", master_arg, "--count", str(count),
              "--id-prefix", prefix, "--keys-dir", self.keys, "--acceptance-wait-time", "1",
-             "--seconds", "120", *extra],
+             "--seconds", str(seconds), *extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.out, self.err = [], []
         self.readers = []

@@ -1202,5 +1202,116 @@ TEST(MasterConfig, ClusterMistakesNameTheOptionAndTheFix) {
   EXPECT_NE(e.find("cluster_peers"), std::string::npos) << e;
 }
 
+TEST(MinionConfig, ScheduleAsSaltWritesIt) {
+  auto c = parse_minion_config(
+      "schedule:\n"
+      "  highstate:\n"
+      "    function: state.apply\n"
+      "    minutes: 30\n"
+      "    splay: 60\n"
+      "    maxrunning: 2\n"
+      "    run_on_start: true\n"
+      "  uptime:\n"
+      "    function: cmd.run\n"
+      "    hours: 1\n"
+      "    seconds: 30\n"
+      "    job_args: [uptime]\n"
+      "    job_kwargs: {python_shell: true}\n"
+      "    splay: {start: 5, end: 10}\n"
+      "    enabled: false\n",
+      k_minion);
+  ASSERT_EQ(c.schedule.size(), 2u);
+  EXPECT_TRUE(c.schedule_enabled);
+  const auto& h = c.schedule[0];
+  EXPECT_EQ(h.name, "highstate");
+  EXPECT_EQ(h.function, "state.apply");
+  EXPECT_EQ(h.seconds, 1800u);
+  EXPECT_EQ(h.splay_start, 0u);
+  EXPECT_EQ(h.splay_end, 60u);
+  EXPECT_EQ(h.maxrunning, 2u);
+  EXPECT_TRUE(h.run_on_start);
+  EXPECT_TRUE(h.enabled);
+  EXPECT_EQ(h.line, 2);
+  const auto& u = c.schedule[1];
+  EXPECT_EQ(u.seconds, 3630u);
+  EXPECT_EQ(u.args, nlohmann::json::array({"uptime"}));
+  EXPECT_EQ(u.kwargs, (nlohmann::json{{"python_shell", true}}));
+  EXPECT_EQ(u.splay_start, 5u);
+  EXPECT_EQ(u.splay_end, 10u);
+  EXPECT_FALSE(u.enabled);
+  EXPECT_EQ(u.maxrunning, 1u);  // Salt's default
+  EXPECT_FALSE(u.run_on_start);
+
+  auto off = parse_minion_config("schedule:\n  enabled: false\n  a: {function: test.ping, seconds: 5}\n",
+                                 k_minion);
+  EXPECT_FALSE(off.schedule_enabled);
+  EXPECT_EQ(off.schedule.size(), 1u);
+  EXPECT_TRUE(parse_minion_config("schedule:\n", k_minion).schedule.empty());
+}
+
+TEST(MinionConfig, ScheduleErrorsNameTheJobTheKeyAndTheFix) {
+  std::string e = minion_error("schedule:\n  highstate:\n    function: state.apply\n    minuts: 30\n");
+  EXPECT_EQ(e, std::string("config ") + k_minion + ": line 4: schedule job highstate: unknown key minuts (did "
+               "you mean 'minutes'?); a job takes function, args (or job_args), kwargs (or "
+               "job_kwargs), seconds, minutes, hours, days, splay, run_on_start, maxrunning and "
+               "enabled");
+  e = minion_error("schedule:\n  highstate:\n    function: state.apply\n    minutes: -5\n");
+  EXPECT_EQ(e, std::string("config ") + k_minion + ": line 4: schedule job highstate: minutes must be a whole "
+               "number of minutes >= 0 (the interval is their sum with the job's other units; at "
+               "most a year), got -5; write e.g. minutes: 30");
+  e = minion_error("schedule:\n  hs:\n    function: state.apply\n");
+  EXPECT_EQ(e, std::string("config ") + k_minion + ": line 2: schedule job hs has no interval; add seconds, "
+               "minutes, hours or days (e.g. minutes: 30)");
+  e = minion_error("schedule:\n  hs:\n    minutes: 5\n");
+  EXPECT_EQ(e, std::string("config ") + k_minion + ": line 2: schedule job hs has no function; add function: "
+               "MODULE.FUNCTION (e.g. function: state.apply)");
+  e = minion_error("schedule:\n  hs:\n    function: state.apply\n    seconds: 0\n");
+  EXPECT_NE(e.find("line 2: schedule job hs: its interval is 0 seconds"), std::string::npos) << e;
+  e = minion_error("schedule:\n  hs:\n    function: state.apply\n    cron: '*/5 * * * *'\n");
+  EXPECT_NE(e.find("line 4: schedule job hs: cron is a Salt schedule key brine does not take"),
+            std::string::npos)
+      << e;
+  e = minion_error("schedule:\n  hs:\n    function: stateapply\n    minutes: 5\n");
+  EXPECT_NE(e.find("line 3: schedule job hs: function must be MODULE.FUNCTION"), std::string::npos)
+      << e;
+  e = minion_error("schedule:\n  hs:\n    function: state.apply\n    minutes: 5\n    maxrunning: 0\n");
+  EXPECT_NE(e.find("line 5: schedule job hs: maxrunning must be an integer 1..1000, got 0"),
+            std::string::npos)
+      << e;
+  e = minion_error(
+      "schedule:\n  hs:\n    function: state.apply\n    minutes: 5\n    splay: {start: 9, end: 3}\n");
+  EXPECT_NE(e.find("line 5: schedule job hs: splay: end (3) must not be less than start (9)"),
+            std::string::npos)
+      << e;
+  e = minion_error("schedule:\n  hs:\n    function: state.apply\n    minutes: 5\n    args: 1\n    job_args: [2]\n");
+  EXPECT_NE(e.find("line 6: schedule job hs: job_args is set twice (first on line 5)"),
+            std::string::npos)
+      << e;
+  e = minion_error("schedule:\n  hs: state.apply\n");
+  EXPECT_NE(e.find("line 2: schedule job hs must be a mapping"), std::string::npos) << e;
+  e = minion_error("schedule: [a]\n");
+  EXPECT_NE(e.find("line 1: schedule must be a mapping of job name"), std::string::npos) << e;
+}
+
+TEST(MasterConfig, ScheduledRunOptions) {
+  auto d = parse_master_config("", k_master);
+  EXPECT_EQ(d.max_concurrent_runs, 0u);
+  EXPECT_EQ(d.run_retry_after, 10u);
+  EXPECT_FALSE(d.schedule_harmonic);
+  EXPECT_EQ(d.schedule_harmonic_base, 900u);
+  auto c = parse_master_config(
+      "max_concurrent_runs: 50\nrun_retry_after: 3\nschedule_harmonic: true\n"
+      "schedule_harmonic_base: 600\n",
+      k_master);
+  EXPECT_EQ(c.max_concurrent_runs, 50u);
+  EXPECT_EQ(c.run_retry_after, 3u);
+  EXPECT_TRUE(c.schedule_harmonic);
+  EXPECT_EQ(c.schedule_harmonic_base, 600u);
+  EXPECT_NE(master_error("run_retry_after: 0\n").find("run_retry_after must be an integer 1..3600"),
+            std::string::npos);
+  EXPECT_NE(master_error("schedule_harmonic_base: 0\n").find("schedule_harmonic_base must be"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace brine::base
