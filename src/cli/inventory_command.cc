@@ -25,18 +25,7 @@ namespace {
 // "2025-01-31 14:00:00" (UTC); empty for 0 (never).
 std::string utc_text(int64_t ms, bool with_ms) {
   if (ms == 0) return "";
-  auto secs = static_cast<time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-  struct tm tm {};
-  ::gmtime_r(&secs, &tm);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-  std::string out = buf;
-  if (with_ms) {
-    std::snprintf(buf, sizeof buf, ".%03d", static_cast<int>(((ms % 1000) + 1000) % 1000));
-    out += buf;
-  }
-  return out;
+  return utc_time(ms, with_ms ? time_unit::milliseconds : time_unit::seconds);
 }
 
 // One accepted minion as the store holds it.

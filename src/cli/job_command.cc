@@ -18,14 +18,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string utc(int64_t t) {
-  time_t secs = static_cast<time_t>(t);
-  struct tm tm {};
-  ::gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
-}
+std::string utc(int64_t t) { return utc_time(t * 1000, time_unit::seconds); }
 
 // Where a job stands: each return in the key order the minion made it (as the
 // store keeps it; values only when asked for), the minions it never reached

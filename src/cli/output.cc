@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <ctime>
 
 #include "base/error.h"
 #include "base/python.h"
@@ -62,6 +63,24 @@ void walk(std::string& out, const nlohmann::json& v, int indent) {
 }
 
 }  // namespace
+
+std::string utc_time(int64_t unix_ms, time_unit shown) {
+  // Floor division: a time before 1970 keeps its milliseconds positive.
+  int64_t ms = ((unix_ms % 1000) + 1000) % 1000;
+  auto secs = static_cast<time_t>((unix_ms - ms) / 1000);
+  struct tm tm {};
+  ::gmtime_r(&secs, &tm);
+  char buf[48];
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d", tm.tm_year + 1900,
+                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min);
+  if (shown != time_unit::minutes) {
+    n += std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), ":%02d", tm.tm_sec);
+  }
+  if (shown == time_unit::milliseconds) {
+    std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), ".%03d", static_cast<int>(ms));
+  }
+  return buf;
+}
 
 std::string nested_at(const nlohmann::json& value, int indent) {
   std::string out;

@@ -1,11 +1,18 @@
 #pragma once
 
+#include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace brine::cli {
+
+// How much of a time utc_time() prints.
+enum class time_unit { minutes, seconds, milliseconds };
+
+// A UTC time of unix milliseconds as the CLI prints it: "2025-01-31 14:00",
+// "2025-01-31 14:00:00" or "2025-01-31 14:00:00.123".
+std::string utc_time(int64_t unix_ms, time_unit shown);
 
 // Salt's "nested" outputter: `id:` then the value indented by four spaces;
 // maps as `----------` and `key:` lines, lists as `- item`, booleans as

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/error.h"
 #include "cli/commands.h"
@@ -24,16 +25,15 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-// "2025-01-31 14:00:00.123" (UTC) of unix milliseconds.
-std::string utc_ms(int64_t ms) {
-  auto secs = static_cast<time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-  struct tm tm {};
-  ::gmtime_r(&secs, &tm);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d.%03d", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(((ms % 1000) + 1000) % 1000));
-  return buf;
+std::string utc_ms(int64_t ms) { return utc_time(ms, time_unit::milliseconds); }
+
+// --since as unix milliseconds, from now; nullopt when not given.
+std::optional<int64_t> since_option(const std::string& since) {
+  if (since.empty()) return std::nullopt;
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  return since_ms(since, now);
 }
 
 // "0.3 ms", "850 ms", "12.4 s", "3 min 5 s".
@@ -95,12 +95,7 @@ int list(store::store& db, const report_options& o) {
     }
     q.status = s;
   }
-  if (!o.since.empty()) {
-    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count();
-    q.since_ms = since_ms(o.since, now);
-  }
+  q.since_ms = since_option(o.since);
   q.limit = o.limit;
   q.last = o.last;
   auto reports = db.list_reports(q);
@@ -170,12 +165,7 @@ int states(store::store& db, const report_options& o) {
   store::state_query q;
   q.id = o.state_id;
   q.minion = o.minion_glob;
-  if (!o.since.empty()) {
-    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count();
-    q.since_ms = since_ms(o.since, now);
-  }
+  q.since_ms = since_option(o.since);
   q.limit = o.limit;
   q.last = o.last;
   auto rows = db.list_state_results(q);

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "cli/api_client.h"
 #include "cli/commands.h"
+#include "cli/output.h"
 
 namespace brine::cli {
 
@@ -14,14 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string hh_mm(int64_t unix_s) {
-  time_t secs = static_cast<time_t>(unix_s);
-  struct tm tm {};
-  ::gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm);
-  return buf;
-}
+std::string hh_mm(int64_t unix_s) { return utc_time(unix_s * 1000, time_unit::minutes); }
 
 std::string duration(uint64_t s) {
   if (s % 86400 == 0) return std::to_string(s / 86400) + "d";
@@ -41,8 +35,7 @@ int schedule_command(const base::master_config& cfg, const schedule_options& o) 
                       cfg.source + ")");
   }
   json reply = client->request(
-      "schedule_plan",
-      {{"target", o.target}, {"tgt_type", o.tgt_type}, {"minutes", o.minutes}},
+      "schedule_plan", {{"target", o.target}, {"tgt_type", o.tgt_type}, {"minutes", o.minutes}},
       std::chrono::seconds(60));
   if (!reply.value("ok", false)) {
     std::cerr << "brine: " << reply.value("error", std::string("schedule plan failed")) << "\n";
@@ -53,8 +46,8 @@ int schedule_command(const base::master_config& cfg, const schedule_options& o) 
     return 0;
   }
   const int64_t start = reply.value("start", int64_t{0});
-  std::cout << "schedules of " << reply.value("minions", 0) << " of "
-            << reply.value("targeted", 0) << " targeted minions (the others reported none)";
+  std::cout << "schedules of " << reply.value("minions", 0) << " of " << reply.value("targeted", 0)
+            << " targeted minions (the others reported none)";
   if (reply.value("harmonic", false)) {
     std::cout << "; harmonic periods from " << duration(reply.value("harmonic_base", 0));
   }
@@ -74,15 +67,16 @@ int schedule_command(const base::master_config& cfg, const schedule_options& o) 
     std::printf("%s  %6llu  %s\n", hh_mm(start + static_cast<int64_t>(i) * 60).c_str() + 11,
                 static_cast<unsigned long long>(runs[i]), std::string(bar, '#').c_str());
   }
-  std::printf("\npeak %llu runs/min at %s, mean %.1f, peak/mean %.2f; max_concurrent_runs %s, "
-              "%llu in flight now\n",
-              static_cast<unsigned long long>(peak),
-              hh_mm(start + reply.value("peak_at", int64_t{0}) * 60).c_str() + 11,
-              reply.value("mean", 0.0), reply.value("peak_over_mean", 0.0),
-              reply.value("max_concurrent_runs", 0) == 0
-                  ? "none"
-                  : std::to_string(reply.value("max_concurrent_runs", 0)).c_str(),
-              static_cast<unsigned long long>(reply.value("in_flight", uint64_t{0})));
+  std::printf(
+      "\npeak %llu runs/min at %s, mean %.1f, peak/mean %.2f; max_concurrent_runs %s, "
+      "%llu in flight now\n",
+      static_cast<unsigned long long>(peak),
+      hh_mm(start + reply.value("peak_at", int64_t{0}) * 60).c_str() + 11, reply.value("mean", 0.0),
+      reply.value("peak_over_mean", 0.0),
+      reply.value("max_concurrent_runs", 0) == 0
+          ? "none"
+          : std::to_string(reply.value("max_concurrent_runs", 0)).c_str(),
+      static_cast<unsigned long long>(reply.value("in_flight", uint64_t{0})));
   return 0;
 }
 

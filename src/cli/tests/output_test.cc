@@ -5,6 +5,16 @@
 namespace brine::cli {
 namespace {
 
+TEST(output, utc_times_to_the_unit_asked_for) {
+  // 2025-01-31 14:05:09.123 UTC
+  int64_t ms = 1738332309123;
+  EXPECT_EQ(utc_time(ms, time_unit::minutes), "2025-01-31 14:05");
+  EXPECT_EQ(utc_time(ms, time_unit::seconds), "2025-01-31 14:05:09");
+  EXPECT_EQ(utc_time(ms, time_unit::milliseconds), "2025-01-31 14:05:09.123");
+  // Before 1970 the milliseconds still count forward from the second.
+  EXPECT_EQ(utc_time(-1, time_unit::milliseconds), "1969-12-31 23:59:59.999");
+}
+
 TEST(output, nested_scalars_like_salt) {
   EXPECT_EQ(nested("m1", true), "m1:\n    True\n");
   EXPECT_EQ(nested("m1", nullptr), "m1:\n    None\n");
