@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "minion/figures.h"
 #include "minion/jid_history.h"
 #include "minion/job_table.h"
 #include "minion/spool.h"
@@ -123,6 +124,8 @@ class agent : public std::enable_shared_from_this<agent> {
     modules::minion_context* context = nullptr;
     // Jobs register here while they run (saltutil.running, kill_job).
     job_table* jobs = nullptr;
+    // The daemon's figures (status.metrics); null in brine swarm.
+    minion::figures* figures = nullptr;
   };
 
   enum class outcome {
