@@ -101,11 +101,11 @@ struct server::impl {
       r = self->answer(request{method ? method : "", path});
     } catch (const std::exception& e) {
       spdlog::error("http: {} {}: {}", method ? method : "", path, e.what());
-      r = response{500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() +
-                                                         "\n"};
+      r = response{500, "text/plain; charset=utf-8",
+                   std::string("internal error: ") + e.what() + "\n"};
     }
-    MHD_Response* resp = self->mhd->MHD_create_response_from_buffer(
-        r.body.size(), r.body.data(), MHD_RESPMEM_MUST_COPY);
+    MHD_Response* resp = self->mhd->MHD_create_response_from_buffer(r.body.size(), r.body.data(),
+                                                                    MHD_RESPMEM_MUST_COPY);
     if (resp == nullptr) return MHD_NO;
     self->mhd->MHD_add_response_header(resp, "Content-Type", r.content_type.c_str());
     if (!r.allow.empty()) self->mhd->MHD_add_response_header(resp, "Allow", r.allow.c_str());
@@ -152,9 +152,8 @@ server::server(const std::string& address, uint16_t port, handler h, const std::
   // at most, each given 10 s of silence before it is dropped.
   impl_->daemon = impl_->mhd->MHD_start_daemon(
       MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, nullptr, nullptr, &impl::on_request,
-      impl_.get(), MHD_OPTION_EXTERNAL_LOGGER, &log_mhd, nullptr, MHD_OPTION_LISTEN_SOCKET,
-      s.fd, MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-      MHD_OPTION_END);
+      impl_.get(), MHD_OPTION_EXTERNAL_LOGGER, &log_mhd, nullptr, MHD_OPTION_LISTEN_SOCKET, s.fd,
+      MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
   if (impl_->daemon == nullptr) {
     throw base::error("cannot serve HTTP on " + where + ": libmicrohttpd did not start; " + fix);
   }

@@ -14,16 +14,16 @@ using metrics::seconds_buckets;
 // PostgreSQL failover).
 std::vector<double> store_buckets() {
   return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-          0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
+          0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
 }
 
 }  // namespace
 
 figures::figures(metrics::registry& r)
     : registry(r),
-      handshakes(r.add_counter_family(
-          "brine_handshakes_total", "TLS handshakes of minion connections, by result.",
-          {"result"})),
+      handshakes(r.add_counter_family("brine_handshakes_total",
+                                      "TLS handshakes of minion connections, by result.",
+                                      {"result"})),
       handshakes_ok(handshakes.with({"ok"})),
       handshakes_failed(handshakes.with({"failed"})),
       handshakes_in_flight(r.add_gauge("brine_handshakes_in_flight",
@@ -56,17 +56,17 @@ figures::figures(metrics::registry& r)
           "Compiles on the master, by kind (pillar: a minion's pillar; state: a catalog "
           "compiled for a minion).",
           {"kind"}, seconds_buckets())),
-      state_run_seconds(r.add_histogram_family(
-          "brine_state_run_duration_seconds",
-          "Wall duration of the state runs stored as reports, by status.", {"status"},
-          seconds_buckets())),
+      state_run_seconds(
+          r.add_histogram_family("brine_state_run_duration_seconds",
+                                 "Wall duration of the state runs stored as reports, by status.",
+                                 {"status"}, seconds_buckets())),
       file_requests(r.add_counter("brine_fileserver_requests_total",
                                   "salt:// file server requests answered.")),
       file_bytes(r.add_counter("brine_fileserver_bytes_total",
                                "File bytes the salt:// file server sent.")),
       store_seconds(r.add_histogram_family("brine_store_operation_duration_seconds",
-                                           "Store calls on the store thread, by operation.",
-                                           {"op"}, store_buckets())),
+                                           "Store calls on the store thread, by operation.", {"op"},
+                                           store_buckets())),
       store_add_returns(store_seconds.with({"add_returns"})),
       store_add_reports(store_seconds.with({"add_reports"})),
       store_task(store_seconds.with({"task"})) {

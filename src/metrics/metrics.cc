@@ -60,8 +60,8 @@ histogram::histogram(std::vector<double> bounds) : bounds_(std::move(bounds)) {
 void histogram::observe(double v) noexcept {
   // The first bound at or above v (Prometheus buckets are `le`); NaN counts
   // in +Inf only.
-  size_t i = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) -
-                                 bounds_.begin());
+  size_t i =
+      static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
   if (std::isnan(v)) i = bounds_.size();
   shard& s = shards_[detail::shard_index()];
   s.counts[k_pad + i].fetch_add(1, std::memory_order_relaxed);
@@ -90,8 +90,8 @@ std::vector<double> exponential_buckets(double start, double factor, size_t n) {
 }
 
 std::vector<double> seconds_buckets() {
-  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-          1,     2.5,    5,     10,   30,    60,   120, 300,  900, 3600};
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+          2.5,   5,      10,    30,   60,    120,  300, 900,  3600};
 }
 
 std::string escape_label_value(std::string_view v) {
@@ -207,9 +207,9 @@ gauge& registry::add_gauge(std::string name, std::string help) {
   return add_gauge_family(std::move(name), std::move(help), {}).with(std::vector<std::string>{});
 }
 
-histogram& registry::add_histogram(std::string name, std::string help,
-                                   std::vector<double> bounds) {
-  return add_histogram_family(std::move(name), std::move(help), {}, std::move(bounds)).with(std::vector<std::string>{});
+histogram& registry::add_histogram(std::string name, std::string help, std::vector<double> bounds) {
+  return add_histogram_family(std::move(name), std::move(help), {}, std::move(bounds))
+      .with(std::vector<std::string>{});
 }
 
 void registry::add_collector(std::string name, std::string help, kind k,
@@ -222,9 +222,8 @@ void registry::add_collector(std::string name, std::string help, kind k,
 namespace {
 
 // {a="x",b="y"}, with `extra` (a histogram's le) last; nothing when empty.
-std::string label_set(const std::vector<std::string>& names,
-                      const std::vector<std::string>& values, std::string_view extra_name = {},
-                      std::string_view extra_value = {}) {
+std::string label_set(const std::vector<std::string>& names, const std::vector<std::string>& values,
+                      std::string_view extra_name = {}, std::string_view extra_value = {}) {
   if (names.empty() && extra_name.empty()) return {};
   std::string out = "{";
   for (size_t i = 0; i < names.size(); ++i) {
@@ -302,7 +301,8 @@ std::string registry::expose() const {
       e->histograms->each([&](const std::vector<std::string>& values, const histogram& h) {
         auto snap = h.read();
         for (size_t i = 0; i < snap.bounds.size(); ++i) {
-          line(e->name + "_bucket", label_set(e->labels, values, "le", format_value(snap.bounds[i])),
+          line(e->name + "_bucket",
+               label_set(e->labels, values, "le", format_value(snap.bounds[i])),
                static_cast<double>(snap.cumulative[i]));
         }
         line(e->name + "_bucket", label_set(e->labels, values, "le", "+Inf"),
@@ -326,8 +326,9 @@ nlohmann::json registry::snapshot() const {
     if (e->collect) {
       for (const auto& s : e->collect()) add(s.label_values, s.value);
     } else if (e->counters) {
-      e->counters->each(
-          [&](const std::vector<std::string>& values, const counter& c) { add(values, c.value()); });
+      e->counters->each([&](const std::vector<std::string>& values, const counter& c) {
+        add(values, c.value());
+      });
     } else if (e->gauges) {
       e->gauges->each(
           [&](const std::vector<std::string>& values, const gauge& g) { add(values, g.value()); });

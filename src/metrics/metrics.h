@@ -10,11 +10,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 // Counters, gauges and histograms, and their Prometheus text exposition.
 // The hot paths of a master (a return, a publish, a handshake) count here,
@@ -74,7 +73,7 @@ class histogram {
   void observe(double v) noexcept;
 
   struct snapshot {
-    std::vector<double> bounds;       // without +Inf
+    std::vector<double> bounds;        // without +Inf
     std::vector<uint64_t> cumulative;  // one per bound, then +Inf: the count
     double sum = 0;
     uint64_t count() const { return cumulative.back(); }

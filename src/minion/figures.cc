@@ -17,9 +17,9 @@ figures::figures(metrics::registry& r)
           {"reason"})),
       returns_sent(r.add_counter("brine_minion_returns_sent_total",
                                  "Returns sent to masters (re-sends from the spool included).")),
-      returns_acknowledged(r.add_counter(
-          "brine_minion_returns_acknowledged_total",
-          "Returns a master acknowledged as stored (and the spool forgot).")),
+      returns_acknowledged(
+          r.add_counter("brine_minion_returns_acknowledged_total",
+                        "Returns a master acknowledged as stored (and the spool forgot).")),
       master_connections(r.add_counter(
           "brine_minion_master_connections_total",
           "Connections to a master that it accepted; beyond one per master, reconnects.")),
@@ -31,10 +31,10 @@ figures::figures(metrics::registry& r)
       connect_failures(r.add_counter(
           "brine_minion_connect_failures_total",
           "Attempts to reach a master that failed (connection, TLS handshake, authentication).")),
-      state_run_seconds(r.add_histogram_family(
-          "brine_minion_state_run_duration_seconds",
-          "Wall time of the state runs of this minion, by status.", {"status"},
-          metrics::seconds_buckets())) {
+      state_run_seconds(
+          r.add_histogram_family("brine_minion_state_run_duration_seconds",
+                                 "Wall time of the state runs of this minion, by status.",
+                                 {"status"}, metrics::seconds_buckets())) {
   for (const char* reason : {"spool_full", "not_targeted"}) job_refusals.with({reason});
   for (const char* reason : {"lost", "silent"}) master_disconnects.with({reason});
   for (const char* s : {"unchanged", "changed", "failed"}) state_run_seconds.with({s});

@@ -1,5 +1,3 @@
-#include "http/server.h"
-
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -10,6 +8,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "http/server.h"
 
 namespace brine::http {
 namespace {
@@ -27,7 +26,8 @@ std::string fetch(uint16_t port, const std::string& request) {
   EXPECT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
   std::string out;
   char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+    out.append(buf, static_cast<size_t>(n));
   ::close(fd);
   return out;
 }
@@ -47,7 +47,8 @@ TEST(HttpServer, AnswersGet) {
   std::atomic<int> calls{0};
   server s("127.0.0.1", 0, answer_metrics(calls), "fix it");
   ASSERT_NE(s.port(), 0);
-  std::string got = fetch(s.port(), "GET /metrics?x=1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  std::string got =
+      fetch(s.port(), "GET /metrics?x=1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
   EXPECT_NE(got.find("Content-Type: text/plain; version=0.0.4\r\n"), std::string::npos) << got;
   EXPECT_EQ(got.substr(got.size() - 11), "brine_up 1\n");
@@ -59,11 +60,13 @@ TEST(HttpServer, AnswersOtherPathsAndMethods) {
   server s("127.0.0.1", 0, answer_metrics(calls), "fix it");
   std::string nf = fetch(s.port(), "GET /nope HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(nf.rfind("HTTP/1.1 404", 0), 0u) << nf;
-  std::string post = fetch(
-      s.port(), "POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  std::string post =
+      fetch(s.port(),
+            "POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(post.rfind("HTTP/1.1 405", 0), 0u) << post;
   EXPECT_NE(post.find("Allow: GET, HEAD\r\n"), std::string::npos) << post;
-  std::string head = fetch(s.port(), "HEAD /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  std::string head =
+      fetch(s.port(), "HEAD /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
   EXPECT_EQ(head.find("brine_up"), std::string::npos) << head;
 }
@@ -78,7 +81,8 @@ TEST(HttpServer, PortInUseNamesTheFix) {
   } catch (const base::error& e) {
     std::string m = e.what();
     EXPECT_NE(m.find("cannot listen on 127.0.0.1:" + std::to_string(first.port())),
-              std::string::npos) << m;
+              std::string::npos)
+        << m;
     EXPECT_NE(m.find("Address already in use"), std::string::npos) << m;
     EXPECT_NE(m.find("set metrics_port in master.conf"), std::string::npos) << m;
   }
