@@ -21,25 +21,29 @@
 // minion, CPU per catalog; the heap a compiled catalog keeps; templates
 // rendered per second over the fixture trees.
 //
-//   build/release/bench/brine_microbench [--rounds N] [--pillar-rounds N] [--only target|pillar|state]
+//   build/release/bench/brine_microbench [--rounds N] [--pillar-rounds N] [--only target|pillar|state|metrics]
 //     [--filter TEXT]   (only the target expressions containing TEXT: for perf record)
 #include <malloc.h>
 #include <time.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/yaml_json.h"
+#include "metrics/metrics.h"
 #include "pillar/pillar.h"
 #include "support/temp_dir.h"
 #include "target/target.h"
@@ -415,6 +419,42 @@ state_minion fixture_minion(const std::filesystem::path& tree, const json& grain
 // CPU per catalog, as Salt's state.show_lowstate does it; the heap a
 // compiled catalog (its lowstate) keeps; and templates rendered per second
 // (slsutil.renderer of every sls of the fixture trees).
+// The master's hot-path figures: ns per counter increment and histogram
+// observation with 1 and 2 threads at once (the machine's cores), against
+// one std::atomic that every thread adds to (what the figures replace: the
+// master's old returns counter).
+void bench_metrics(const options& o) {
+  auto per_op_ns = [](int threads, const std::function<void()>& op) {
+    constexpr int k_ops = 2000000;
+    std::vector<std::thread> ts;
+    auto t0 = clock_type::now();
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&op] {
+        for (int i = 0; i < k_ops; ++i) op();
+      });
+    }
+    for (auto& t : ts) t.join();
+    return ms_since(t0) * 1e6 / k_ops;  // wall per op of one thread
+  };
+  brine::metrics::registry r;
+  auto& counter = r.add_counter("brine_bench_total", "bench");
+  auto& hist = r.add_histogram("brine_bench_seconds", "bench", brine::metrics::seconds_buckets());
+  std::atomic<uint64_t> shared{0};
+  for (int threads : {1, 2}) {
+    json c = json::array(), h = json::array(), a = json::array();
+    for (int round = 0; round < o.rounds; ++round) {
+      c.push_back(per_op_ns(threads, [&counter] { counter.inc(); }));
+      h.push_back(per_op_ns(threads, [&hist] { hist.observe(0.003); }));
+      a.push_back(per_op_ns(threads, [&shared] { shared.fetch_add(1); }));
+    }
+    emit({{"bench", "metrics"}, {"threads", threads}, {"counter_ns", c}, {"histogram_ns", h},
+          {"shared_atomic_ns", a}});
+  }
+  if (counter.value() == 0 || hist.read().count() == 0 || shared == 0) {
+    std::cerr << "brine_microbench: the metrics counted nothing\n";
+  }
+}
+
 int bench_states(const options& o) {
   namespace fs = std::filesystem;
   const fs::path root = BRINE_STATE_FIXTURES;
@@ -508,7 +548,7 @@ int bench_states(const options& o) {
 
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
-            << " [--minions N] [--rounds N] [--pillar-rounds N] [--only target|pillar|state]"
+            << " [--minions N] [--rounds N] [--pillar-rounds N] [--only target|pillar|state|metrics]"
                " [--filter TEXT] [--grains-dir DIR]\n";
   return 2;
 }
@@ -527,7 +567,8 @@ int main(int argc, char** argv) {
       o.rounds = std::atoi(v.c_str());
     } else if (a == "--pillar-rounds") {
       o.pillar_rounds = std::atoi(v.c_str());
-    } else if (a == "--only" && (v == "target" || v == "pillar" || v == "state")) {
+    } else if (a == "--only" &&
+               (v == "target" || v == "pillar" || v == "state" || v == "metrics")) {
       o.only = v;
     } else if (a == "--filter") {
       o.filter = v;
@@ -548,6 +589,7 @@ int main(int argc, char** argv) {
     if (o.only.empty() || o.only == "target") bench_grains_memory(f);
     if (o.only.empty() || o.only == "pillar") failures += bench_pillar(f, o);
     if (o.only.empty() || o.only == "state") failures += bench_states(o);
+    if (o.only.empty() || o.only == "metrics") bench_metrics(o);
     return failures > 0 ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "brine_microbench: " << e.what() << '\n';

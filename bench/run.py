@@ -1369,6 +1369,14 @@ class Suite:
                 self.record(f"state render+compile, '{d['tree']}' tree, CPU per catalog with "
                             "the shared parse and YAML caches emptied first (a first compile)",
                             "ms", d["cpu_ms"])
+            elif d["bench"] == "metrics":
+                t = d["threads"]
+                self.record(f"metrics: counter increment, {t} threads at once", "ns",
+                            d["counter_ns"])
+                self.record(f"metrics: histogram observation, {t} threads at once", "ns",
+                            d["histogram_ns"])
+                self.record(f"metrics: one shared std::atomic add, {t} threads at once (for "
+                            "comparison)", "ns", d["shared_atomic_ns"])
             elif d["bench"] == "template_render":
                 self.record(f"templates rendered (slsutil.renderer, {d['templates']} renders of "
                             "the fixture trees' sls)", "1/s", [d["templates_per_s"]])

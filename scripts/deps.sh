@@ -32,6 +32,10 @@ packages=(
   # revision pinned in the store): libgit2 reads the bare clones in process;
   # its headers to build, libgit2.so.1.5 (libgit2-1.5) loaded at run time.
   libgit2-dev
+  # The master's Prometheus endpoint (metrics_port; later its HTTP API):
+  # GNU libmicrohttpd, its header to build, libmicrohttpd.so.12
+  # (libmicrohttpd12) loaded at run time.
+  libmicrohttpd-dev
   # The store that survives its primary (tests/integration/pgfailover.py):
   # pg_auto_failover's monitor extension for this PostgreSQL and pg_autoctl,
   # which keep a synchronous standby and promote it when the primary dies.

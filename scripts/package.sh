@@ -9,7 +9,7 @@
 # checked by tests/integration/test_package.py), conffiles and maintainer
 # scripts are plain files in packaging/deb/, and nothing in the CMake build
 # has to know about Debian. Depends comes from dpkg-shlibdeps on the
-# binaries; libpq5 and libgit2-1.5, which brine dlopens only when a config
+# binaries; libpq5, libgit2-1.5 and libmicrohttpd12, which brine dlopens only when a config
 # asks for them, are Suggests (packaging/deb/control.in).
 set -euo pipefail
 cd "$(dirname "$0")/.."

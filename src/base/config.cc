@@ -1079,6 +1079,8 @@ const option_table<master_config>& master_options() {
       {"worker_threads", set_int(&c::worker_threads, 0, 64)},
       {"max_concurrent_handshakes", set_int(&c::max_concurrent_handshakes, 1, k_u32_max)},
       {"handshake_timeout", set_int(&c::handshake_timeout, 1, k_u32_max, "seconds")},
+      {"metrics_port", set_int(&c::metrics_port, 0, 65535)},
+      {"metrics_interface", set(&c::metrics_interface, ip_address)},
       // Bounded so that idle + cnt * intvl, in milliseconds, fits TCP_USER_TIMEOUT.
       {"tcp_keepalive", set(&c::tcp_keepalive, boolean)},
       {"tcp_keepalive_idle", set_int(&c::tcp_keepalive_idle, 1, 86400, "seconds")},
@@ -1310,6 +1312,10 @@ master_config parse_master_config(const std::string& yaml, const std::string& so
     if (p.port == k_no_port) p.port = config.cluster_port;
   }
   if (config.cluster_pki_dir.empty()) config.cluster_pki_dir = config.pki_dir + "/cluster";
+  if (config.metrics_port == 0 && seen.contains("metrics_interface")) {
+    spdlog::warn("config {}: line {}: metrics_interface is ignored while metrics_port is 0 (off)",
+                 source, seen.at("metrics_interface"));
+  }
   if (!config.clustered()) {
     for (const char* name : {"cluster_peers", "cluster_pki_dir", "cluster_advertise"}) {
       if (seen.contains(name)) {

@@ -87,6 +87,10 @@ struct master_config {
   uint32_t worker_threads = 0;          // 0: one per core, at most 4
   uint32_t max_concurrent_handshakes = 256;
   uint32_t handshake_timeout = 10;      // seconds
+  // The Prometheus endpoint (http://metrics_interface:metrics_port/metrics);
+  // 0: off. Loopback by default: the figures name minions and masters.
+  uint16_t metrics_port = 0;
+  std::string metrics_interface = "127.0.0.1";
   // Dead-minion detection (Salt's minion option names): after idle seconds of
   // silence, a probe every intvl seconds, dead after cnt unanswered probes.
   bool tcp_keepalive = true;

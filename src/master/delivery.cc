@@ -198,6 +198,15 @@ size_t delivery::waiting() const {
   return n;
 }
 
+size_t delivery::held() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [jid, entry] : jobs_) {
+    for (const auto& [id, st] : entry->waiting) n += st == state::held ? 1 : 0;
+  }
+  return n;
+}
+
 asio::awaitable<void> delivery::sweep_loop(const std::atomic<bool>& stopping) {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   for (;;) {

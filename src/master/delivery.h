@@ -91,6 +91,8 @@ class delivery {
 
   // (jid, minion) pairs waiting now, for tests and figures.
   size_t waiting() const;
+  // Of those, the publishes held for minions that are not connected.
+  size_t held() const;
 
  private:
   enum class state : uint8_t { held, sent };

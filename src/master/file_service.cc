@@ -60,9 +60,11 @@ std::vector<fileserver::gitfs_pin> to_gitfs_pins(const std::vector<store::file_p
   return out;
 }
 
-file_service::file_service(const base::master_config& cfg, store_worker& store)
+file_service::file_service(const base::master_config& cfg, store_worker& store,
+                           figures& figures)
     : store_(store),
-      max_reply_bytes_(std::min<uint64_t>(k_max_reply_bytes, cfg.max_frame_bytes / 2)) {
+      max_reply_bytes_(std::min<uint64_t>(k_max_reply_bytes, cfg.max_frame_bytes / 2)),
+      figures_(figures) {
   std::vector<fileserver::backend*> order;
   for (const auto& name : cfg.fileserver_backend) {
     if (name == "roots") {
@@ -368,6 +370,15 @@ void file_service::serve(const std::shared_ptr<session>& s, proto::message reque
                        f.value("path", "?"), err);
         }
       }
+    }
+    figures_.file_requests.inc();
+    if (auto files = reply.find("files"); files != reply.end() && files->is_array()) {
+      uint64_t bytes = 0;
+      for (const auto& f : *files) {
+        auto data = f.is_object() ? f.find("data") : f.end();
+        if (data != f.end() && data->is_binary()) bytes += data->get_binary().size();
+      }
+      figures_.file_bytes.inc(bytes);
     }
     s->conn->send({proto::msg_type::file_reply, request.id, std::move(reply)});
   });

@@ -14,6 +14,7 @@
 #include "fileserver/backend.h"
 #include "fileserver/gitfs.h"
 #include "fileserver/roots.h"
+#include "master/figures.h"
 #include "proto/message.h"
 #include "store/store.h"
 
@@ -44,7 +45,8 @@ class file_service {
  public:
   // Throws base::error when fileserver_backend lists gitfs without
   // gitfs_remotes, or a remote is malformed.
-  file_service(const base::master_config& cfg, store_worker& store);
+  // Counts requests and file bytes into `figures`.
+  file_service(const base::master_config& cfg, store_worker& store, figures& figures);
   ~file_service();
 
   // Answers `request` (a file_request of the minion of `s`) with a
@@ -94,6 +96,7 @@ class file_service {
   base::backoff retry_wait_{std::chrono::seconds(1), std::chrono::seconds(60)};
   std::mutex timer_mu_;  // retry_timer_ and stopping_
   bool stopping_ = false;
+  figures& figures_;
   asio::thread_pool pool_{2};              // joined first, while the backends still live
   asio::steady_timer retry_timer_{pool_};  // after pool_: destroyed before it
 };
@@ -102,3 +105,4 @@ class file_service {
 std::vector<fileserver::gitfs_pin> to_gitfs_pins(const std::vector<store::file_pin>& rows);
 
 }  // namespace brine::master
+

@@ -36,6 +36,26 @@ std::string jid_generator::format(int64_t unix_micros) {
   return buf;
 }
 
+std::optional<int64_t> jid_generator::unix_micros(std::string_view jid) {
+  if (jid.size() != 20) return std::nullopt;
+  int64_t f[7] = {};
+  const int widths[7] = {4, 2, 2, 2, 2, 2, 6};
+  size_t at = 0;
+  for (int i = 0; i < 7; ++i) {
+    for (int k = 0; k < widths[i]; ++k, ++at) {
+      char c = jid[at];
+      if (c < '0' || c > '9') return std::nullopt;
+      f[i] = f[i] * 10 + (c - '0');
+    }
+  }
+  using namespace std::chrono;
+  year_month_day ymd{year{static_cast<int>(f[0])}, month{static_cast<unsigned>(f[1])},
+                     day{static_cast<unsigned>(f[2])}};
+  if (!ymd.ok() || f[3] > 23 || f[4] > 59 || f[5] > 60) return std::nullopt;
+  int64_t secs = sys_days{ymd}.time_since_epoch().count() * 86400 + f[3] * 3600 + f[4] * 60 + f[5];
+  return secs * 1000000 + f[6];
+}
+
 bool jid_generator::valid(const std::string& jid) {
   if (jid.size() != 20) return false;
   for (char c : jid) {

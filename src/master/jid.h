@@ -3,7 +3,9 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace brine::master {
 
@@ -23,6 +25,9 @@ class jid_generator {
   std::string next();
   static std::string format(int64_t unix_micros);
   static bool valid(const std::string& jid);
+  // format()'s inverse: when `jid` was minted, in microseconds since the
+  // epoch; nullopt when it is not a valid jid.
+  static std::optional<int64_t> unix_micros(std::string_view jid);
 
  private:
   std::mutex mu_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/error.h"
 #include "base/fs.h"
 #include "cluster/identity.h"
 #include "store/store.h"
@@ -28,7 +29,8 @@ namespace {
 // saying so; anything else (a wrong password, a newer schema) stops the start.
 std::unique_ptr<store_worker> open_store(const base::master_config& cfg, const std::string& origin,
                                          pki::key_registry& keys,
-                                         std::unique_ptr<store::change_feed>& feed, int& slot) {
+                                         std::unique_ptr<store::change_feed>& feed, int& slot,
+                                         figures& figures) {
   base::ensure_dir(cfg.cachedir, 0700, "cachedir");
   store::options o;
   o.url = cfg.store;
@@ -56,7 +58,7 @@ std::unique_ptr<store_worker> open_store(const base::master_config& cfg, const s
     spdlog::info("store {}: shared with other masters; this master is {} (jid slot {})", db->name(),
                  origin, slot);
   }
-  return std::make_unique<store_worker>(std::move(db));
+  return std::make_unique<store_worker>(std::move(db), &figures);
 }
 
 }  // namespace
@@ -71,15 +73,15 @@ master::master(base::master_config cfg)
                                               cluster_key_ ? *cluster_key_ : identity_, "master")),
       keys_({cfg_.auto_accept, cfg_.autosign_file, cfg_.autoreject_file}),
       name_(base::host_name() + ":" + std::to_string(cfg_.port)),
-      store_(open_store(cfg_, name_, keys_, feed_, slot_)),
+      store_(open_store(cfg_, name_, keys_, feed_, slot_, figures_)),
       cache_(*store_, name_),
-      sessions_(io_, cfg_, *tls_, keys_, *store_, events_),
+      sessions_(io_, cfg_, *tls_, keys_, *store_, events_, figures_),
       returns_(*store_, events_),
       deliveries_(sessions_, *store_, events_),
       jobs_(io_, cfg_, keys_, cache_, deliveries_, *store_, events_),
       schedules_(cfg_, jobs_),
-      pillar_(cfg_, jobs_.nodegroups(), cache_),
-      files_(cfg_, *store_),
+      pillar_(cfg_, jobs_.nodegroups(), cache_, figures_.compile_seconds.with({"pillar"})),
+      files_(cfg_, *store_, figures_),
       api_(io_, cfg_, cluster_key_ ? *cluster_key_ : identity_, keys_, sessions_, deliveries_,
            jobs_, events_, cache_) {
   base::ensure_dir(cfg_.sock_dir, 0700, "sock_dir");
@@ -87,7 +89,11 @@ master::master(base::master_config cfg)
   if (!cfg_.publisher_acl.empty()) ::chmod(cfg_.sock_dir.c_str(), 0755);
   jobs_.set_identity(slot_, name_);
   store_->set_reporter([this](store::store& db, const std::vector<store::return_record>& batch) {
-    return reports_.make(db, batch);
+    auto made = reports_.make(db, batch);
+    for (const auto& r : made) {
+      figures_.state_run_seconds.with({report::to_string(r.status)}).observe(r.duration_ms / 1000);
+    }
+    return made;
   });
   if (cfg_.clustered()) {
     if (!feed_) {
@@ -99,7 +105,7 @@ master::master(base::master_config cfg)
         cluster_node::deps{io_, *store_, deliveries_, sessions_, events_}, cfg_, name_,
         *cluster_key_, identity_,
         cluster_node::counters{[this] { return jobs_.published(); },
-                               [this] { return returns_received_.load(); },
+                               [this] { return figures_.returns_received.value(); },
                                [this] { return files_.revision(); }});
     // Before serving: a master holding another cluster key refuses here.
     cluster_->join();
@@ -139,6 +145,7 @@ master::master(base::master_config cfg)
               });
   sessions_.listen();
   api_.listen();
+  serve_metrics();
   sessions_.set_handlers({
       [this](const std::shared_ptr<session>& s) {
         cache_.seen(s->id, base::unix_now(), true);
@@ -153,6 +160,63 @@ master::master(base::master_config cfg)
       },
   });
   reopen();
+}
+
+void master::serve_metrics() {
+  using metrics::kind;
+  using metrics::sample;
+  metrics_.add_collector("brine_connected_minions",
+                         "Minions connected to this master with an accepted key.", kind::gauge, {},
+                         [this] {
+                           return std::vector<sample>{
+                               {{}, static_cast<double>(sessions_.connected())}};
+                         });
+  metrics_.add_collector("brine_keys", "Minion keys, by state.", kind::gauge, {"state"}, [this] {
+    auto c = keys_.counts();
+    return std::vector<sample>{{{"accepted"}, static_cast<double>(c.accepted)},
+                               {{"pending"}, static_cast<double>(c.pending)},
+                               {{"rejected"}, static_cast<double>(c.rejected)},
+                               {{"denied"}, static_cast<double>(c.denied)}};
+  });
+  metrics_.add_collector("brine_jobs_published_total", "Jobs this master recorded and sent.",
+                         kind::counter, {}, [this] {
+                           return std::vector<sample>{{{}, static_cast<double>(jobs_.published())}};
+                         });
+  metrics_.add_collector(
+      "brine_publishes_refused_total",
+      "Publishes this master answered with an error (no minion matched, publisher_acl, the "
+      "store down).",
+      kind::counter, {},
+      [this] { return std::vector<sample>{{{}, static_cast<double>(jobs_.refused())}}; });
+  metrics_.add_collector(
+      "brine_held_publishes",
+      "Publishes held for targeted minions that are not connected, waiting for them until the "
+      "job's delivery deadline.",
+      kind::gauge, {},
+      [this] { return std::vector<sample>{{{}, static_cast<double>(deliveries_.held())}}; });
+  metrics_.add_collector(
+      "brine_unacknowledged_publishes",
+      "Publishes sent to connected minions and not acknowledged yet.", kind::gauge, {}, [this] {
+        size_t waiting = deliveries_.waiting(), held = deliveries_.held();
+        return std::vector<sample>{{{}, static_cast<double>(waiting > held ? waiting - held : 0)}};
+      });
+  if (cfg_.metrics_port == 0) return;
+  try {
+    metrics_server_ = std::make_unique<http::server>(
+      cfg_.metrics_interface, cfg_.metrics_port,
+      [this](const http::request& r) -> http::response {
+        if (r.path != "/metrics") {
+          return {404, "text/plain; charset=utf-8", "not found: the figures are at /metrics\n"};
+        }
+        if (r.method != "GET" && r.method != "HEAD") {
+          return {405, "text/plain; charset=utf-8", "/metrics answers GET\n", "GET, HEAD"};
+        }
+        return {200, std::string(metrics::k_content_type), metrics_.expose()};
+      },
+      "set metrics_port in " + cfg_.source + " to a free port (0: off)");
+  } catch (const base::error& e) {
+    throw base::error("metrics_port " + std::to_string(cfg_.metrics_port) + ": " + e.what());
+  }
 }
 
 void master::on_minion_message(const std::shared_ptr<session>& s, proto::message&& m) {
@@ -189,7 +253,14 @@ void master::on_minion_message(const std::shared_ptr<session>& s, proto::message
       schedules_.on_run_request(s, std::move(m));
       return;
     case proto::msg_type::job_return:
-      ++returns_received_;
+      figures_.returns_received.inc();
+      if (auto minted = jid_generator::unix_micros(jid)) {
+        auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+        figures_.return_latency.observe(static_cast<double>(std::max<int64_t>(now - *minted, 0)) /
+                                        1e6);
+      }
       schedules_.on_return(s->id, jid);
       deliveries_.on_acknowledged(s->id, jid);
       returns_.on_return(s, std::move(m));
@@ -206,6 +277,7 @@ void master::on_minion_message(const std::shared_ptr<session>& s, proto::message
       } else {
         spdlog::warn("minion {} refused job {}: {}", s->id, jid, reason);
       }
+      figures_.refusal(reason).inc();
       deliveries_.on_refused(s->id, jid, reason);
       return;
     }
@@ -286,6 +358,13 @@ master::~master() = default;
 int master::run() {
   spdlog::info("master listening on {}:{} (fingerprint {}); local API {}", cfg_.interface,
                sessions_.port(), identity_.fingerprint(), api_.path());
+  if (metrics_server_) {
+    spdlog::info("metrics on http://{}:{}/metrics",
+                 cfg_.metrics_interface.find(':') == std::string::npos
+                     ? cfg_.metrics_interface
+                     : "[" + cfg_.metrics_interface + "]",
+                 metrics_server_->port());
+  }
 
   asio::signal_set signals(io_, SIGINT, SIGTERM);
   signals.async_wait([this](std::error_code ec, int sig) {

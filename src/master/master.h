@@ -10,6 +10,7 @@
 #include "master/cluster_node.h"
 #include "master/delivery.h"
 #include "master/event_bus.h"
+#include "master/figures.h"
 #include "master/local_api.h"
 #include "master/minion_cache.h"
 #include "master/minion_sessions.h"
@@ -21,6 +22,8 @@
 #include "master/schedule_service.h"
 #include "master/store_sync.h"
 #include "master/store_worker.h"
+#include "http/server.h"
+#include "metrics/metrics.h"
 #include "net/tls.h"
 #include "pki/key_registry.h"
 #include "pki/keys.h"
@@ -50,7 +53,12 @@ class master {
   void reopen();
   void stop();
 
+  // The figures served on metrics_port; first, as every part counts into them.
+  void serve_metrics();
+
   base::master_config cfg_;
+  metrics::registry metrics_;
+  figures figures_{metrics_};
   asio::io_context io_;
   pki::keypair identity_;
   // A cluster member presents the cluster's key to minions (cluster_pki_dir)
@@ -76,8 +84,9 @@ class master {
   local_api api_;
   std::unique_ptr<cluster_node> cluster_;  // a cluster member only
   std::unique_ptr<store_sync> sync_;  // a shared store only
-  std::atomic<uint64_t> returns_received_{0};
   std::atomic<bool> stopping_{false};
+  // Last: stopped first, while everything its collectors read still lives.
+  std::unique_ptr<http::server> metrics_server_;
 };
 
 }  // namespace brine::master

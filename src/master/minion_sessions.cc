@@ -67,13 +67,14 @@ std::vector<uint8_t> error_frame(const std::string& message) {
 
 minion_sessions::minion_sessions(asio::io_context& io, const base::master_config& cfg,
                                  const net::tls_context& tls, pki::key_registry& keys,
-                                 store_worker& store, event_bus& events)
+                                 store_worker& store, event_bus& events, figures& figures)
     : io_(io),
       cfg_(cfg),
       tls_(tls),
       keys_(keys),
       store_(store),
       events_(events),
+      figures_(figures),
       acceptor_(io),
       handshakes_(cfg.max_concurrent_handshakes),
       keepalive_{cfg.tcp_keepalive, static_cast<int>(cfg.tcp_keepalive_idle),
@@ -182,6 +183,7 @@ asio::awaitable<void> minion_sessions::accept_loop() {
             connections_.load());
       }
       socket.close(ec);
+      figures_.connections_refused.inc();
       continue;
     }
     if (std::exchange(at_limit_, false)) {
@@ -204,9 +206,14 @@ asio::awaitable<void> minion_sessions::handle(asio::ip::tcp::socket socket,
   const std::string peer = stream->peer();
   const auto limit = std::chrono::seconds(cfg_.handshake_timeout);
 
+  figures_.handshakes_waiting.inc();
   co_await handshakes_.acquire();
+  figures_.handshakes_waiting.dec();
+  figures_.handshakes_in_flight.inc();
   auto hs = co_await net::with_deadline(stream->handshake(), limit);
+  figures_.handshakes_in_flight.dec();
   handshakes_.release();
+  (!hs || *hs ? figures_.handshakes_failed : figures_.handshakes_ok).inc();
   if (!hs || *hs) {
     std::string why = !hs ? "no handshake within " + std::to_string(cfg_.handshake_timeout) + " s"
                       : stream->last_error().empty() ? hs->message()
@@ -322,6 +329,7 @@ void minion_sessions::admit(asio::any_io_executor executor, std::unique_ptr<net:
         if (auto self = weak.lock()) on_closed(self, ec, detail);
       });
   auto d = keys_.present(id, pubkey, fingerprint, base::unix_now());
+  if (d.new_key) figures_.key_signups.with({store::to_string(d.state)}).inc();
   persist(d.changes);
   events_.publish("brine/auth", {{"id", id},
                                  {"fingerprint", fingerprint},
@@ -462,6 +470,7 @@ void minion_sessions::on_message(const session_ptr& s, proto::message&& m) {
     case msg_type::auth: {
       // A pending minion asks again every acceptance_wait_time.
       auto d = keys_.present(s->id, s->pubkey, s->fingerprint, base::unix_now());
+      if (d.new_key) figures_.key_signups.with({store::to_string(d.state)}).inc();
       persist(d.changes);
       if (d.state == key_state::accepted && s->accepted) {
         s->conn->send({msg_type::auth_reply,

@@ -15,6 +15,7 @@
 
 #include "base/config.h"
 #include "master/event_bus.h"
+#include "master/figures.h"
 #include "master/store_worker.h"
 #include "net/async_semaphore.h"
 #include "net/connection.h"
@@ -69,7 +70,8 @@ class minion_sessions {
   };
 
   minion_sessions(asio::io_context& io, const base::master_config& cfg, const net::tls_context& tls,
-                  pki::key_registry& keys, store_worker& store, event_bus& events);
+                  pki::key_registry& keys, store_worker& store, event_bus& events,
+                  figures& figures);
 
   // Binds the minion port; throws base::error naming the fix.
   void listen();
@@ -118,6 +120,7 @@ class minion_sessions {
   pki::key_registry& keys_;
   store_worker& store_;
   event_bus& events_;
+  figures& figures_;
   handlers handlers_;
   asio::ip::tcp::acceptor acceptor_;
   // Bounds concurrent TLS handshakes: an auth storm queues (accepted sockets

@@ -5,6 +5,7 @@
 #include <asio/post.hpp>
 
 #include "base/error.h"
+#include "master/figures.h"
 #include "net/connection.h"
 #include "proto/frame.h"
 #include "state/pillar_salt.h"
@@ -12,8 +13,8 @@
 namespace brine::master {
 
 pillar_service::pillar_service(const base::master_config& cfg, const target::nodegroups& groups,
-                               minion_cache& cache)
-    : cfg_(cfg), cache_(cache) {
+                               minion_cache& cache, metrics::histogram& compile_time)
+    : cfg_(cfg), cache_(cache), compile_time_(compile_time) {
   options_.roots = cfg.pillar_roots;
   options_.merging_strategy = cfg.pillar_source_merging_strategy;
   options_.merge_lists = cfg.pillar_merge_lists;
@@ -85,7 +86,10 @@ void pillar_service::compile_and_send(const std::shared_ptr<session>& s, bool re
   auto compiler = current(reload);
   // The cached grains as they are packed: matched in place, not copied.
   packed::document grains = cache_.packed_grains(s->id);
-  auto pillar = deliverable(compiler->compile_shared(s->id, grains.root()), s->id, "");
+  auto start = std::chrono::steady_clock::now();
+  auto compiled = compiler->compile_shared(s->id, grains.root());
+  compile_time_.observe(seconds_since(start));
+  auto pillar = deliverable(std::move(compiled), s->id, "");
   cache_.set_pillar(s->id, std::move(pillar.kept));
   s->conn->send(net::make_frame({proto::msg_type::pillar, 0, std::move(pillar.body)}));
 }
@@ -94,8 +98,10 @@ void pillar_service::serve_call(const std::shared_ptr<session>& s, const nlohman
                                 uint64_t request_id) {
   asio::post(worker_, [this, s, grains, request_id] {
     auto compiler = current(true);
-    auto pillar =
-        deliverable(compiler->compile_shared(s->id, &grains), s->id, " (for brine call)");
+    auto start = std::chrono::steady_clock::now();
+    auto compiled = compiler->compile_shared(s->id, &grains);
+    compile_time_.observe(seconds_since(start));
+    auto pillar = deliverable(std::move(compiled), s->id, " (for brine call)");
     s->conn->send(net::make_frame({proto::msg_type::pillar, request_id, std::move(pillar.body)}));
   });
 }

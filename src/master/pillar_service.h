@@ -11,6 +11,7 @@
 #include "base/config.h"
 #include "master/minion_cache.h"
 #include "master/minion_sessions.h"
+#include "metrics/metrics.h"
 #include "modules/registry.h"
 #include "pillar/pillar.h"
 
@@ -29,8 +30,9 @@ namespace brine::master {
 class pillar_service {
  public:
   // Throws base::error for bad pillar options in `cfg`.
+  // `compile_time` observes each compile's seconds.
   pillar_service(const base::master_config& cfg, const target::nodegroups& groups,
-                 minion_cache& cache);
+                 minion_cache& cache, metrics::histogram& compile_time);
   ~pillar_service();
 
   // Compiles the pillar of the minion of `s` and sends it. `reload`: read the
@@ -58,6 +60,7 @@ class pillar_service {
   std::mutex mu_;
   std::shared_ptr<const pillar::compiler> compiler_;
   std::chrono::steady_clock::time_point loaded_;
+  metrics::histogram& compile_time_;
   asio::thread_pool worker_{1};  // last: joined first, while the rest still lives
 };
 

@@ -126,6 +126,10 @@ std::vector<std::string> publisher::connected_elsewhere(const std::vector<std::s
 
 void publisher::publish(const json& body, recorded on_recorded,
                         std::function<void(const std::string& jid)> on_jid) {
+  on_recorded = [this, answer = std::move(on_recorded)](const json& r) {
+    if (!r.value("ok", false)) refused_.fetch_add(1, std::memory_order_relaxed);
+    answer(r);
+  };
   std::string target = body.value("target", "");
   std::string tgt_type = body.value("tgt_type", "glob");
   std::string fun = body.value("fun", "");

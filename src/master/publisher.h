@@ -94,6 +94,8 @@ class publisher {
   }
   // Jobs recorded and sent since the master started.
   uint64_t published() const { return published_; }
+  // Publishes answered with an error (no target, publisher_acl, the store).
+  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
 
   // The publish frame of a recorded job (also for jobs reloaded after a
   // restart).
@@ -113,6 +115,7 @@ class publisher {
   event_bus& events_;
   jid_generator jids_;
   std::atomic<uint64_t> published_{0};
+  std::atomic<uint64_t> refused_{0};
   std::function<std::string()> gate_;
   std::function<bool(const std::string&)> member_alive_;
   std::string name_ = "local";

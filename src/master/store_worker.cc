@@ -7,8 +7,28 @@
 
 namespace brine::master {
 
-store_worker::store_worker(std::unique_ptr<store::store> db)
-    : db_(std::move(db)), thread_([this] { loop(); }) {}
+store_worker::store_worker(std::unique_ptr<store::store> db, figures* figures)
+    : db_(std::move(db)), figures_(figures), thread_([this] { loop(); }) {}
+
+namespace {
+
+// Observes the seconds from its making to its end into `h`, if any.
+class timed {
+ public:
+  explicit timed(metrics::histogram* h)
+      : h_(h), start_(h ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point()) {}
+  ~timed() {
+    if (h_) h_->observe(seconds_since(start_));
+  }
+  timed(const timed&) = delete;
+  timed& operator=(const timed&) = delete;
+
+ private:
+  metrics::histogram* h_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
 
 store_worker::~store_worker() { stop(); }
 
@@ -103,6 +123,7 @@ void store_worker::loop() {
     bool failed = false;
     while (!durable.empty()) {
       try {
+        timed t(figures_ ? &figures_->store_task : nullptr);
         durable.front()(*db_);
         durable.pop_front();
       } catch (const std::exception& e) {
@@ -115,6 +136,7 @@ void store_worker::loop() {
     }
     for (auto& t : tasks) {
       try {
+        timed timer(figures_ ? &figures_->store_task : nullptr);
         t(*db_);
       } catch (const std::exception& e) {
         spdlog::error("job cache: {}", e.what());
@@ -122,7 +144,10 @@ void store_worker::loop() {
     }
     if (!returns.empty()) {
       try {
-        db_->add_returns(returns);
+        {
+          timed t(figures_ ? &figures_->store_add_returns : nullptr);
+          db_->add_returns(returns);
+        }
         if (backoff.count() > 0) {
           spdlog::info("job cache: {} returns stored after the store came back", returns.size());
         }
@@ -164,6 +189,7 @@ void store_worker::loop() {
     }
     if (!reports.empty()) {
       try {
+        timed t(figures_ ? &figures_->store_add_reports : nullptr);
         db_->add_reports(reports);
       } catch (const std::exception& e) {
         // Their returns are stored and acknowledged, so no minion re-sends

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "master/figures.h"
 #include "report/report.h"
 #include "store/store.h"
 
@@ -23,7 +24,8 @@ namespace brine::master {
 // drains what is queued and joins.
 class store_worker {
  public:
-  explicit store_worker(std::unique_ptr<store::store> db);
+  // `figures`, when given, times each store call (tests leave it out).
+  explicit store_worker(std::unique_ptr<store::store> db, figures* figures = nullptr);
   ~store_worker();
 
   // Runs `fn` on the store thread, in order with other posted work.
@@ -45,6 +47,7 @@ class store_worker {
   void loop();
 
   std::unique_ptr<store::store> db_;
+  figures* figures_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void(store::store&)>> tasks_;

@@ -17,6 +17,7 @@
 #include "base/backoff.h"
 #include "base/config.h"
 #include "net/deadline.h"
+#include "report/report.h"
 
 namespace brine::minion {
 
@@ -25,6 +26,32 @@ using proto::msg_type;
 using namespace std::chrono_literals;
 
 namespace {
+
+// A state run's status from its return, as the master's reports say it:
+// failed when the run or any state failed, changed when a state changed
+// something, else unchanged.
+const char* state_run_status(const modules::outcome& out) {
+  if (!out.success || out.retcode != 0 || !out.ret.is_object()) return "failed";
+  bool changed = false;
+  for (const auto& [key, state] : out.ret.items()) {
+    if (!state.is_object()) return "failed";
+    auto result = state.find("result");
+    if (result != state.end() && result->is_boolean() && !result->get<bool>()) return "failed";
+    auto changes = state.find("changes");
+    if (changes != state.end() && !changes->empty()) changed = true;
+  }
+  return changed ? "changed" : "unchanged";
+}
+
+void count_job(figures& f, const std::string& fun, const modules::outcome& out,
+               std::chrono::steady_clock::time_point started) {
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  f.jobs_run.inc();
+  f.job_seconds.observe(seconds);
+  if (report::is_state_run(fun)) f.state_run_seconds.with({state_run_status(out)}).observe(seconds);
+}
+
 
 constexpr auto k_connect_timeout = 10s;
 // Longer than the connect: in an auth storm a master queues handshakes, and a
@@ -183,6 +210,9 @@ void agent::set_state(agent_state s) {
     std::lock_guard lock(mu_);
     old = std::exchange(state_, s);
   }
+  if (deps_.figures && old != s && s == agent_state::accepted) {
+    deps_.figures->master_connections.inc();
+  }
   if (old != s && deps_.on_state) deps_.on_state(*this, old, s);
 }
 
@@ -280,6 +310,13 @@ asio::awaitable<bool> agent::run_persistent() {
   while (!stopping_) {
     outcome o = co_await serve_once(k_connect_timeout);
     if (stopping_ || o == outcome::stopped) break;
+    if (deps_.figures) {
+      if (o == outcome::lost || o == outcome::silent) {
+        deps_.figures->master_disconnects.with({o == outcome::lost ? "lost" : "silent"}).inc();
+      } else if (o == outcome::connect_failed) {
+        deps_.figures->connect_failures.inc();
+      }
+    }
     std::chrono::milliseconds wait;
     switch (o) {
       case outcome::lost:
@@ -731,6 +768,7 @@ void agent::on_message(proto::message&& m) {
       return;
     case msg_type::return_ack:
       deps_.spool.forget(m.body.value("jid", ""));
+      if (deps_.figures) deps_.figures->returns_acknowledged.inc();
       if (deps_.on_acked) deps_.on_acked(*this);
       return;
     case msg_type::pillar: {
@@ -752,6 +790,7 @@ void agent::on_message(proto::message&& m) {
 void agent::on_publish(const std::shared_ptr<net::connection>& conn, proto::message&& m) {
   std::string jid = m.body.value("jid", "");
   jobs_received_.fetch_add(1, std::memory_order_relaxed);
+  if (deps_.figures) deps_.figures->jobs_received.inc();
   if (deps_.on_publish) deps_.on_publish(jid);
   if (deps_.history.contains(jid)) {
     // A repeat (a held publish delivered again, another master, a
@@ -777,6 +816,7 @@ void agent::on_publish(const std::shared_ptr<net::connection>& conn, proto::mess
           cfg_.id, why, cfg_.source);
     }
     conn->send({msg_type::job_refused, 0, {{"jid", jid}, {"reason", why}}});
+    if (deps_.figures) deps_.figures->job_refusals.with({"spool_full"}).inc();
     return;
   }
   {
@@ -789,6 +829,7 @@ void agent::on_publish(const std::shared_ptr<net::connection>& conn, proto::mess
     conn->send({msg_type::job_refused,
                 0,
                 {{"jid", jid}, {"reason", std::string(proto::k_not_targeted)}}});
+    if (deps_.figures) deps_.figures->job_refusals.with({"not_targeted"}).inc();
     return;
   }
   if (!deps_.history.insert(jid)) {
@@ -873,6 +914,7 @@ bool agent::send_return(const encoded_return& bytes) {
   if (!conn) return false;
   conn->send(std::make_shared<const std::vector<uint8_t>>(
       proto::encode_frame(msg_type::job_return, 0, bytes)));
+  if (deps_.figures) deps_.figures->returns_sent.inc();
   return true;
 }
 
@@ -888,7 +930,9 @@ asio::awaitable<void> agent::run_job(std::shared_ptr<agent> self, proto::message
   c.timeout = a.cfg_.job_timeout;
   spdlog::debug("minion {}: job {} from {}: {}", a.cfg_.id, c.jid, a.address_, c.fun);
   c.context = a.deps_.context;
+  const auto started = std::chrono::steady_clock::now();
   modules::outcome out = co_await modules::execute(a.deps_.functions, c);
+  if (a.deps_.figures) count_job(*a.deps_.figures, c.fun, out, started);
   if (a.deps_.jobs) a.deps_.jobs->remove(c.jid);
   // Encoded once: the spool keeps these bytes and the frame carries them.
   spooled_return r{c.jid, a.address_,
@@ -914,3 +958,4 @@ asio::awaitable<void> agent::run_job(std::shared_ptr<agent> self, proto::message
 }
 
 }  // namespace brine::minion
+

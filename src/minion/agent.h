@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "minion/figures.h"
 #include "minion/jid_history.h"
 #include "minion/job_table.h"
 #include "minion/spool.h"
@@ -128,6 +129,8 @@ class agent : public std::enable_shared_from_this<agent> {
     std::function<net::frame_ptr()> schedule;  // may be empty
     // A master told the periods this minion's scheduled jobs run at.
     std::function<void(const nlohmann::json& body)> on_schedule_periods;  // may be empty
+    // The daemon's figures (status.metrics); null in brine swarm.
+    minion::figures* figures = nullptr;
   };
 
   enum class outcome {

@@ -146,4 +146,10 @@ fileserver::client& context::files() {
   return modules::minion_context::files();
 }
 
+nlohmann::json context::metrics() const {
+  return metrics_ ? metrics_->snapshot() : nlohmann::json();
+}
+
+std::string context::metrics_text() const { return metrics_ ? metrics_->expose() : std::string(); }
+
 }  // namespace brine::minion

@@ -10,6 +10,7 @@
 
 #include "base/config.h"
 #include "fileserver/client.h"
+#include "metrics/metrics.h"
 #include "minion/job_table.h"
 #include "modules/context.h"
 #include "modules/registry.h"
@@ -50,6 +51,8 @@ class context : public modules::minion_context {
   std::vector<modules::running_job> running() const override { return jobs_.list(); }
   bool kill_job(const std::string& jid) override { return jobs_.kill(jid); }
   fileserver::client& files() override;
+  nlohmann::json metrics() const override;
+  std::string metrics_text() const override;
 
   // The pillar as compiled, in Salt's key order; `compiled_here`: by this
   // process (masterless), not sent by a master.
@@ -58,6 +61,9 @@ class context : public modules::minion_context {
   // Where salt:// goes (set once, before any job runs); unset: the
   // file_roots of the configuration, read in place (masterless).
   void set_files(std::unique_ptr<fileserver::client> files) { files_ = std::move(files); }
+  // The daemon's figures (set once, before any job runs); unset in brine
+  // call.
+  void set_metrics(const metrics::registry* r) { metrics_ = r; }
 
  private:
   nlohmann::json collect() const;
@@ -73,6 +79,7 @@ class context : public modules::minion_context {
   std::shared_ptr<const nlohmann::ordered_json> ordered_pillar_;
   bool pillar_compiled_here_ = false;
   std::unique_ptr<fileserver::client> files_;
+  const metrics::registry* metrics_ = nullptr;
 };
 
 // Where versions before brine call asked the master kept the pillar

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <asio/co_spawn.hpp>
+#include <asio/post.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <asio/use_awaitable.hpp>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/fs.h"
 #include "base/memory.h"
@@ -27,6 +29,8 @@ namespace brine::minion {
 namespace {
 // Quiet time after which an idle minion trims its resident code pages.
 constexpr std::chrono::seconds k_idle_before_trim{5};
+// How often the figures are copied to cachedir/metrics.json (when they moved).
+constexpr std::chrono::seconds k_figures_interval{10};
 // How long the minion remembers the jids it ran (a master holds a publish
 // at most a day), and at most how many.
 constexpr int k_jid_retention_hours = 25;
@@ -152,6 +156,26 @@ minion::minion(base::minion_config cfg)
       if (scheduler_) apply_schedule_periods(*scheduler_, body);
     };
   }
+  link.figures = &figures_;
+  context_->set_metrics(&metrics_);
+  metrics_.add_collector("brine_minion_spool_bytes",
+                         "Bytes of the returns held in the spool until a master acknowledges "
+                         "them (bounded by spool_max_bytes).",
+                         metrics::kind::gauge, {}, [this] {
+                           return std::vector<metrics::sample>{
+                               {{}, static_cast<double>(spool_.bytes())}};
+                         });
+  metrics_.add_collector("brine_minion_spool_returns",
+                         "Returns held in the spool until a master acknowledges them.",
+                         metrics::kind::gauge, {}, [this] {
+                           return std::vector<metrics::sample>{
+                               {{}, static_cast<double>(spool_.size())}};
+                         });
+  metrics_.add_collector("brine_minion_jobs_running", "Jobs running now.", metrics::kind::gauge,
+                         {}, [this] {
+                           return std::vector<metrics::sample>{
+                               {{}, static_cast<double>(context_->jobs().list().size())}};
+                         });
   masters_ = std::make_unique<master_set>(
       io_.get_executor(), settings_from(cfg_),
       master_set::deps{link, nullptr, [this](const std::string&) {
@@ -267,6 +291,7 @@ int minion::run() {
     scheduler_->start();
   }
   asio::co_spawn(io_, trim_when_idle(), net::logged("memory trim"));
+  asio::co_spawn(io_, keep_figures(), net::logged("figures"));
   std::thread second([this] { io_.run(); });
   io_.run();
   second.join();
@@ -298,6 +323,45 @@ asio::awaitable<void> minion::trim_when_idle() {
     spdlog::debug("idle: released {} KiB of start-up code pages from {} mappings", r.bytes / 1024,
                   r.mappings);
     trimmed = true;
+  }
+}
+
+namespace {
+
+// Built outside the coroutine: g++ 12 miscompiles brace-initialised json
+// inside coroutines.
+std::string figures_copy(const metrics::registry& r, const std::string& text) {
+  nlohmann::json copy = nlohmann::json::object();
+  copy["time"] = base::unix_now();
+  copy["figures"] = r.snapshot();
+  copy["prometheus"] = text;
+  return copy.dump();
+}
+
+}  // namespace
+
+asio::awaitable<void> minion::keep_figures() {
+  // brine call runs in a process of its own: status.metrics there reads
+  // this copy (with its time). Written only when a figure moved, on the
+  // blocking pool.
+  asio::steady_timer timer(io_);
+  std::string last;
+  for (;;) {
+    std::string text = metrics_.expose();
+    if (text != last) {
+      std::string data = figures_copy(metrics_, text);
+      last = std::move(text);
+      asio::post(blocking_, [path = cfg_.cachedir + "/" + std::string(modules::k_metrics_copy),
+                             data = std::move(data)] {
+        try {
+          base::write_file_atomic(path, data, 0600);
+        } catch (const std::exception& e) {
+          spdlog::debug("figures: {}", e.what());
+        }
+      });
+    }
+    timer.expires_after(k_figures_interval);
+    co_await timer.async_wait(asio::use_awaitable);
   }
 }
 

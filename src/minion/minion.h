@@ -8,7 +8,9 @@
 #include <string>
 
 #include "base/config.h"
+#include "metrics/metrics.h"
 #include "minion/context.h"
+#include "minion/figures.h"
 #include "minion/jid_history.h"
 #include "minion/master_set.h"
 #include "minion/spool.h"
@@ -41,8 +43,13 @@ class minion {
   asio::awaitable<std::shared_ptr<const nlohmann::json>> fetch_pillar();
   static net::frame_ptr grains_message(const std::shared_ptr<const nlohmann::json>& grains);
   asio::awaitable<void> trim_when_idle();
+  asio::awaitable<void> keep_figures();
 
   base::minion_config cfg_;
+  // The daemon's figures (status.metrics), and every k_figures_interval a
+  // copy in cachedir/metrics.json for brine call, which runs apart.
+  metrics::registry metrics_;
+  figures figures_{metrics_};
   asio::io_context io_;
   asio::thread_pool blocking_{1};
   pki::keypair identity_;

@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,11 @@
 namespace brine::modules {
 
 class registry;
+
+// The copy of its figures a minion daemon keeps in its cachedir (JSON:
+// `time`, `figures`, `prometheus`), which status.metrics reads where no
+// daemon runs in the process (brine call).
+inline constexpr std::string_view k_metrics_copy = "metrics.json";
 
 // One job the minion is running, as saltutil.running shows it.
 struct running_job {
@@ -73,6 +79,13 @@ class minion_context {
   // Cancels the job `jid` (its children are killed); false if it is not
   // running.
   virtual bool kill_job(const std::string& jid) = 0;
+
+  // The minion daemon's own figures (status.metrics): its metrics as a map
+  // (metrics::registry::snapshot) and as Prometheus text; null and empty
+  // where no daemon runs in this process (brine call, which reads the
+  // snapshot the daemon leaves in its cachedir instead).
+  virtual nlohmann::json metrics() const { return nullptr; }
+  virtual std::string metrics_text() const { return {}; }
 
  private:
   std::once_flag files_once_;

@@ -171,6 +171,7 @@ key_decision key_registry::decide(const std::string& id, const std::string& pubk
     if (!known) {
       e.denied.push_back(record(key_state::denied));
       d.changes.push_back({key_change::kind::put, e.denied.back()});
+      d.new_key = true;
     }
     return d;
   }
@@ -189,7 +190,33 @@ key_decision key_registry::decide(const std::string& id, const std::string& pubk
   e.main = record(s);
   d.state = s;
   d.changes.push_back({key_change::kind::put, *e.main});
+  d.new_key = true;
   return d;
+}
+
+key_counts key_registry::counts() const {
+  std::lock_guard lock(mu_);
+  key_counts c;
+  for (const auto& [id, e] : keys_) {
+    if (e.main) {
+      switch (e.main->state) {
+        case key_state::pending:
+          ++c.pending;
+          break;
+        case key_state::accepted:
+          ++c.accepted;
+          break;
+        case key_state::rejected:
+          ++c.rejected;
+          break;
+        case key_state::denied:
+          ++c.denied;
+          break;
+      }
+    }
+    c.denied += e.denied.size();
+  }
+  return c;
 }
 
 key_op_result key_registry::accept(const std::string& glob, bool include_rejected,

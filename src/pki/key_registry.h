@@ -30,6 +30,18 @@ struct key_change {
 struct key_decision {
   store::key_state state = store::key_state::pending;
   std::vector<key_change> changes;
+  // A key this registry had not seen: a new id's, or another key for a
+  // known id (denied). The master counts these as sign-ups.
+  bool new_key = false;
+};
+
+// How many keys are in each state (denied keys beside an id's main key
+// included).
+struct key_counts {
+  size_t pending = 0;
+  size_t accepted = 0;
+  size_t rejected = 0;
+  size_t denied = 0;
 };
 
 struct key_op_result {
@@ -79,6 +91,7 @@ class key_registry {
   key_op_result remove(const std::string& glob);
 
   std::vector<store::key_record> list() const;
+  key_counts counts() const;
   // Every key of `id` (its main key first, then denied ones).
   std::vector<store::key_record> list_of(const std::string& id) const;
   // The accepted key of `id`, if any.

@@ -144,6 +144,7 @@ class Package(unittest.TestCase):
         suggests = [s.strip() for s in c["Suggests"].split(",")]
         self.assertIn("libpq5", suggests)
         self.assertIn("libgit2-1.5", suggests)
+        self.assertIn("libmicrohttpd12", suggests)
         self.assertRegex(c["Built-Using"], r"glibc \(= [^)]+\)")
         self.assertGreater(int(c["Installed-Size"]), 1000)
         self.assertIn("Description", c)

@@ -125,6 +125,8 @@ TEST(MasterConfig, Defaults) {
   EXPECT_EQ(c.tcp_keepalive_cnt, 3u);
   EXPECT_EQ(c.tcp_keepalive_intvl, 20u);
   EXPECT_EQ(c.publish_hold, 60u);
+  EXPECT_EQ(c.metrics_port, 0u);
+  EXPECT_EQ(c.metrics_interface, "127.0.0.1");
 }
 
 TEST(MinionConfig, Defaults) {
@@ -188,6 +190,8 @@ tcp_keepalive_idle: 300
 tcp_keepalive_cnt: 9
 tcp_keepalive_intvl: 75
 publish_hold: 300
+metrics_port: 9100
+metrics_interface: "::"
 )",
                                         k_master);
   EXPECT_EQ(c.interface, "::1");
@@ -211,6 +215,8 @@ publish_hold: 300
   EXPECT_EQ(c.tcp_keepalive_cnt, 9u);
   EXPECT_EQ(c.tcp_keepalive_intvl, 75u);
   EXPECT_EQ(c.publish_hold, 300u);
+  EXPECT_EQ(c.metrics_port, 9100u);
+  EXPECT_EQ(c.metrics_interface, "::");
 }
 
 TEST(MinionConfig, EveryOption) {
@@ -469,6 +475,11 @@ struct bad_value {
 TEST(MasterConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
   const std::vector<bad_value> cases = {
       {"port: 70000", "line 1: port must be an integer 1..65535, got 70000"},
+      {"metrics_port: 65536", "line 1: metrics_port must be an integer 0..65535, got 65536"},
+      {"metrics_port: -1", "line 1: metrics_port must be an integer 0..65535, got -1"},
+      {"metrics_interface: localhost",
+       "line 1: metrics_interface must be an IPv4 or IPv6 address (not a host name), got "
+       "localhost"},
       {"\n# comment\nport: 0", "line 3: port must be an integer 1..65535, got 0"},
       {"port: 12abc", "line 1: port must be an integer 1..65535, got 12abc"},
       {"port: -1", "line 1: port must be an integer 1..65535, got -1"},

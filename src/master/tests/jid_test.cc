@@ -51,5 +51,16 @@ TEST(jid, slots_keep_masters_apart) {
   EXPECT_EQ(seen.size(), 40000u);
 }
 
+TEST(jid, time_read_back) {
+  for (int64_t micros : {int64_t{0}, int64_t{1700000000123456}, int64_t{951782400000001}}) {
+    EXPECT_EQ(jid_generator::unix_micros(jid_generator::format(micros)), micros);
+  }
+  EXPECT_EQ(jid_generator::unix_micros("20240229235959999999"), int64_t{1709251199999999});
+  EXPECT_FALSE(jid_generator::unix_micros("2024022923595999999"));   // 19 digits
+  EXPECT_FALSE(jid_generator::unix_micros("2024022923595999999x"));
+  EXPECT_FALSE(jid_generator::unix_micros("20230229000000000000"));  // no 29 February
+  EXPECT_FALSE(jid_generator::unix_micros("20240101250000000000"));  // hour 25
+}
+
 }  // namespace
 }  // namespace brine::master

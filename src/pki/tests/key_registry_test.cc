@@ -52,6 +52,25 @@ TEST(key_registry, different_key_for_known_id_is_denied) {
   }
 }
 
+TEST(key_registry, new_keys_and_counts_per_state) {
+  key_registry r({});
+  EXPECT_TRUE(r.present("m1", "PEM1", "fp1", 1).new_key);
+  EXPECT_FALSE(r.present("m1", "PEM1", "fp1", 2).new_key);
+  EXPECT_TRUE(r.present("m2", "PEM2", "fp2", 1).new_key);
+  EXPECT_TRUE(r.present("m3", "PEM3", "fp3", 1).new_key);
+  r.accept("m2", false, false, 2);
+  r.reject("m3", false, false, 2);
+  EXPECT_FALSE(r.present("m2", "PEM2", "fp2", 3).new_key);
+  // Another key for a known id: new, and denied.
+  EXPECT_TRUE(r.present("m2", "PEMx", "fpx", 3).new_key);
+  EXPECT_FALSE(r.present("m2", "PEMx", "fpx", 4).new_key);
+  auto c = r.counts();
+  EXPECT_EQ(c.pending, 1u);
+  EXPECT_EQ(c.accepted, 1u);
+  EXPECT_EQ(c.rejected, 1u);
+  EXPECT_EQ(c.denied, 1u);
+}
+
 TEST(key_registry, rejected_never_returns_to_pending) {
   key_registry r({});
   r.present("m1", "PEM1", "fp1", 1);
