@@ -137,7 +137,10 @@ class ChaosTest(unittest.TestCase):
 
         pairs = returned = 0
         reasons = collections.Counter()
-        returns_of = {}  # token -> set of minions that returned
+        # token -> minion -> how many of the token's jobs that minion returned:
+        # a token is in two jobs when a master recorded it and died before
+        # answering the CLI, which then published it on the other master.
+        returns_of = {}
         for m, jid, token, fun in published:
             job = settlement[(m.name, jid)]
             self.assertEqual(sorted(job["minions"]), MINIONS)
@@ -149,10 +152,11 @@ class ChaosTest(unittest.TestCase):
             pairs += len(MINIONS)
             returned += len(rets)
             reasons.update(job["undelivered"].values())
-            returns_of[token] = rets
+            for mid in rets:
+                returns_of.setdefault(token, collections.Counter())[mid] += 1
 
-        # What the minions ran: each token at most once per minion, and only
-        # for jobs with that minion's return.
+        # What the minions ran: each token at most once per job of it that
+        # has that minion's return, and only for such jobs.
         ran_total = 0
         for mid in MINIONS:
             path = os.path.join(ms.minion_dir(mid), "ran.txt")
@@ -161,12 +165,13 @@ class ChaosTest(unittest.TestCase):
                 with open(path) as f:
                     lines = f.read().split()
             counts = collections.Counter(lines)
-            twice = [t for t, c in counts.items() if c > 1]
-            self.assertEqual(twice, [], "%s ran these jobs more than once" % mid)
-            for t in counts:
+            for t, c in counts.items():
                 self.assertIn(t, returns_of, "%s ran %s, a job no master admits to" % (mid, t))
                 self.assertIn(mid, returns_of[t], "%s ran %s but its return is not stored"
                               % (mid, t))
+                self.assertLessEqual(c, returns_of[t][mid],
+                                     "%s ran %s %d times, more than the %d jobs of it with "
+                                     "its return" % (mid, t, c, returns_of[t][mid]))
             ran_total += len(lines)
 
         print("chaos: %d jobs published (%d publishes refused while a master was down), "
