@@ -780,6 +780,22 @@ std::string plain_text(const option& opt) {
   return text(opt, "a word");
 }
 
+// Where state runs compile: on each minion (Salt's way) or on the master.
+std::string state_compile(const option& opt) {
+  constexpr std::string_view expected = "minion or master";
+  std::string v = text(opt, expected);
+  if (v != "minion" && v != "master") opt.fail(expected);
+  return v;
+}
+
+// A target expression (checked by the master, which knows the syntax).
+std::string target_text(const option& opt) {
+  constexpr std::string_view expected = "a compound target such as 'G@os:Debian and web*'";
+  std::string v = text(opt, expected);
+  if (v.empty()) opt.fail(expected);
+  return v;
+}
+
 // A cluster's name: a word of letters, digits, `-`, `_` and `.`, as it
 // appears in messages and the store.
 std::string cluster_id(const option& opt) {
@@ -1119,6 +1135,11 @@ const option_table<master_config>& master_options() {
       {"run_retry_after", set_int(&c::run_retry_after, 1, 3600, "seconds")},
       {"schedule_harmonic", set(&c::schedule_harmonic, boolean)},
       {"schedule_harmonic_base", set_int(&c::schedule_harmonic_base, 1, 86400, "seconds")},
+      {"state_compile", set(&c::state_compile, state_compile)},
+      {"state_compile_target", set(&c::state_compile_target, target_text)},
+      {"compile_threads", set_int(&c::compile_threads, 0, 256)},
+      {"catalog_cache_max_bytes",
+       set_int(&c::catalog_cache_max_bytes, 0, uint64_t{1} << 40, "bytes")},
   };
   return table;
 }

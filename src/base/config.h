@@ -166,6 +166,16 @@ struct master_config {
   uint32_t run_retry_after = 10;
   bool schedule_harmonic = false;
   uint32_t schedule_harmonic_base = 900;
+  // Compile masters: with state_compile "master", the state runs of the
+  // minions state_compile_target names (a compound target over the grains
+  // and pillar they send) compile here, on compile_threads threads (0: one
+  // per core), answered from a catalog cache of at most
+  // catalog_cache_max_bytes (0: none). "minion" (the default): every minion
+  // compiles its own, as Salt does.
+  std::string state_compile = "minion";
+  std::string state_compile_target = "*";
+  uint32_t compile_threads = 0;
+  uint64_t catalog_cache_max_bytes = 256ull << 20;
 };
 
 // master_type: str | failover | disable (masterless: no master connection)

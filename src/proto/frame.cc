@@ -8,6 +8,8 @@ std::optional<msg_type> to_msg_type(uint64_t raw) {
   switch (raw) {
     case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11:
     case 12: case 13: case 14: case 15: case 16: case 17: case 18: case 19: case 20:
+    case 21:
+    case 22:
     case 100: case 101: case 102: case 103:
       return static_cast<msg_type>(raw);
     default:
@@ -37,6 +39,10 @@ std::string_view to_string(msg_type t) {
     case msg_type::schedule_periods: return "schedule_periods";
     case msg_type::run_request: return "run_request";
     case msg_type::run_reply: return "run_reply";
+    case msg_type::compile_request:
+      return "compile_request";
+    case msg_type::compile_reply:
+      return "compile_reply";
     case msg_type::api_request: return "api_request";
     case msg_type::api_reply: return "api_reply";
     case msg_type::api_event: return "api_event";

@@ -49,6 +49,15 @@ enum class msg_type : uint16_t {
   // reason} (admission refused for now; ask again after about that many
   // seconds).
   run_reply = 20,
+  // Compile masters (docs/protocol.md, "Compile masters"); sent only to a
+  // master whose auth_reply lists the `compile` feature.
+  // minion → master: {fun, mods, saltenv, exclude, grains, pillar (MessagePack
+  // bytes, in order), pillar_compiled_here, opts, jid}: compile this run.
+  compile_request = 21,
+  // master → minion: {kind: chunks|errors|no_top|minion, chunks (MessagePack
+  // bytes), files: [{saltenv, path, hash, size, mode}], errors, reason,
+  // cached}: the answer to the compile_request of that id.
+  compile_reply = 22,
   // Local API (Unix socket, CLI ↔ master).
   api_request = 100,  // {op, ...}
   api_reply = 101,    // {ok, error?, ...}
@@ -72,6 +81,7 @@ inline constexpr std::string_view k_purpose_call = "call";
 // feature only to a master that lists it (an older master would close the
 // connection on an unknown type).
 inline constexpr std::string_view k_feature_schedule = "schedule";
+inline constexpr std::string_view k_feature_compile = "compile";
 
 std::optional<msg_type> to_msg_type(uint64_t raw);
 std::string_view to_string(msg_type t);
