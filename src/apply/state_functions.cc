@@ -1,5 +1,6 @@
 #include "apply/state_functions.h"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <asio/steady_timer.hpp>
@@ -9,13 +10,14 @@
 
 #include "apply/runner.h"
 #include "base/error.h"
+#include "catalog/request.h"
 #include "fileserver/pinned.h"
 #include "modules/context.h"
 #include "modules/data.h"
+#include "state/bridge.h"
 #include "state/high.h"
 #include "state/highstate.h"
 #include "state/state_mod.h"
-#include "state/bridge.h"
 
 namespace brine::apply {
 
@@ -175,6 +177,16 @@ class run_context : public modules::minion_context {
   }
   std::vector<modules::running_job> running() const override { return inner_.running(); }
   bool kill_job(const std::string& jid) override { return inner_.kill_job(jid); }
+  asio::awaitable<std::optional<nlohmann::json>> compile_on_master(
+      nlohmann::json request) override {
+    co_return co_await inner_.compile_on_master(std::move(request));
+  }
+  // The files a compile master's catalog names, at the hashes it sent.
+  void seed_files(const std::vector<catalog::file_ref>& refs) {
+    std::map<std::string, std::vector<fileserver::entry>> by_env;
+    for (const auto& r : refs) by_env[r.saltenv].push_back({r.path, r.hash, r.size, r.mode});
+    for (auto& [env, entries] : by_env) files_.seed(env, std::move(entries));
+  }
 
  private:
   modules::minion_context& inner_;
@@ -224,20 +236,6 @@ asio::awaitable<compiled> compile(const call& c, modules::minion_context& ctx,
   co_return std::move(*result);
 }
 
-settings settings_for(const call& c, modules::minion_context& ctx, const states::registry& st,
-                      std::shared_ptr<state::compiler> compiler = nullptr) {
-  settings s;
-  s.compiler = std::move(compiler);
-  s.states = &st;
-  s.functions = &ctx.functions();
-  s.context = &ctx;
-  s.test = test_mode(c, ctx);
-  s.failhard = truthy(ctx.opts().value("failhard", nlohmann::json(false)));
-  s.jid = c.jid;
-  s.timeout = c.timeout;
-  return s;
-}
-
 // Salt's call_highstate answer when the top files give this minion nothing.
 json no_top() {
   json r = json::object();
@@ -252,6 +250,79 @@ json no_top() {
   return out;
 }
 
+// Compile masters: the run's catalog from a master that compiles for this
+// minion, compiled from exactly what a compile here would read (its grains,
+// the run's pillar, its options, the master's files); nullopt: compile here
+// (no such master, none answered, or it answered that this run compiles on
+// the minion).
+asio::awaitable<std::optional<catalog::reply>> master_catalog(const call& c, run_context& ctx,
+                                                              std::optional<std::string> mods,
+                                                              const json& exclude) {
+  catalog::request r;
+  r.fun = c.fun;
+  r.mods = std::move(mods);
+  r.saltenv = mods_of(arg(c, 99, "saltenv"));
+  r.exclude = nlohmann::json::parse(exclude.dump());
+  r.grains = *ctx.grains();
+  r.pillar = *ctx.ordered_pillar();
+  r.pillar_compiled_here = ctx.pillar_compiled_here();
+  r.opts = ctx.opts();
+  r.jid = c.jid;
+  auto body = co_await ctx.compile_on_master(catalog::to_body(r));
+  if (!body) co_return std::nullopt;
+  std::string why;
+  auto reply = catalog::reply_from_body(*body, why);
+  if (!reply) {
+    spdlog::warn("minion {}: job {}: the master's compile_reply is malformed ({}); compiling here",
+                 ctx.id(), c.jid, why);
+    co_return std::nullopt;
+  }
+  if (reply->what == catalog::reply::kind::minion) {
+    spdlog::debug("minion {}: job {}: compiling here: {}", ctx.id(), c.jid, reply->reason);
+    co_return std::nullopt;
+  }
+  spdlog::debug("minion {}: job {}: catalog compiled by the master{}", ctx.id(), c.jid,
+                reply->cached ? " (from its cache)" : "");
+  co_return reply;
+}
+
+// A master's catalog as the run's: its files seeded, the state tree
+// brought here only when a template will render (file.managed's includes
+// and imports read it), as a compile here would have.
+asio::awaitable<std::optional<outcome>> take_catalog(catalog::reply& cat, run_context& ctx) {
+  if (cat.what == catalog::reply::kind::errors) {
+    co_return finish(json::parse(cat.errors.dump()), k_compiler_error);
+  }
+  if (cat.what == catalog::reply::kind::no_top) co_return finish(no_top(), k_state_failure);
+  ctx.seed_files(cat.files);
+  bool templates = false;
+  for (const auto& chunk : cat.chunks) {
+    if (auto t = chunk.find("template"); t != chunk.end() && !t->is_null()) templates = true;
+  }
+  if (templates) {
+    try {
+      co_await state::state_tree(ctx);
+    } catch (const std::exception& e) {
+      co_return finish(json::array({e.what()}), k_compiler_error);
+    }
+  }
+  co_return std::nullopt;
+}
+
+settings settings_for(const call& c, modules::minion_context& ctx, const states::registry& st,
+                      std::shared_ptr<state::compiler> compiler = nullptr) {
+  settings s;
+  s.compiler = std::move(compiler);
+  s.states = &st;
+  s.functions = &ctx.functions();
+  s.context = &ctx;
+  s.test = test_mode(c, ctx);
+  s.failhard = truthy(ctx.opts().value("failhard", nlohmann::json(false)));
+  s.jid = c.jid;
+  s.timeout = c.timeout;
+  return s;
+}
+
 // state.apply / highstate / sls / test: compile, then run every chunk.
 asio::awaitable<outcome> apply_states(call c, const states::registry* st,
                                       std::optional<std::string> mods, bool force_test) {
@@ -261,7 +332,15 @@ asio::awaitable<outcome> apply_states(call c, const states::registry* st,
   // The run's context (with pillar=) from the compile on: the templates
   // of the sls files and those of file.managed see the same minion.
   run_context run_ctx(ctx, pillar_for(c, ctx));
-  compiled comp = co_await compile(c, run_ctx, mods, arg(c, 99, "exclude"));
+  json exclude = arg(c, 99, "exclude");
+  if (auto cat = co_await master_catalog(c, run_ctx, mods, exclude)) {
+    if (auto done = co_await take_catalog(*cat, run_ctx)) co_return std::move(*done);
+    runner r(settings_for(c, run_ctx, *st));
+    json ret = co_await r.run(std::move(cat->chunks));
+    int rc = any_failed(ret) ? k_state_failure : 0;
+    co_return finish(std::move(ret), rc);
+  }
+  compiled comp = co_await compile(c, run_ctx, mods, exclude);
   if (!comp.error.empty()) co_return finish(json::array({comp.error}), k_compiler_error);
   if (!comp.plan.errors.is_null()) co_return finish(comp.plan.errors, k_compiler_error);
   if (comp.plan.no_top) co_return finish(no_top(), k_state_failure);
@@ -305,12 +384,20 @@ asio::awaitable<outcome> sls_id(call c, const states::registry* st) {
   }
   if (auto refused = co_await wait_for_turn(c, ctx)) co_return std::move(*refused);
   run_context run_ctx(ctx, pillar_for(c, ctx));
-  compiled comp = co_await compile(c, run_ctx, mods, json());
-  if (!comp.error.empty()) co_return finish(json::array({comp.error}), k_compiler_error);
-  if (!comp.plan.errors.is_null()) co_return finish(comp.plan.errors, k_compiler_error);
   std::string want = id.is_string() ? id.get<std::string>() : state::py_str(id);
-  runner r(settings_for(c, run_ctx, *st, std::move(comp.compiler)));
-  json ret = co_await r.run_id(std::move(comp.plan.chunks), want);
+  json ret;
+  if (auto cat = co_await master_catalog(c, run_ctx, mods, json())) {
+    if (auto done = co_await take_catalog(*cat, run_ctx)) co_return std::move(*done);
+    // no_top cannot come of an sls compile.
+    runner r(settings_for(c, run_ctx, *st));
+    ret = co_await r.run_id(std::move(cat->chunks), want);
+  } else {
+    compiled comp = co_await compile(c, run_ctx, mods, json());
+    if (!comp.error.empty()) co_return finish(json::array({comp.error}), k_compiler_error);
+    if (!comp.plan.errors.is_null()) co_return finish(comp.plan.errors, k_compiler_error);
+    runner r(settings_for(c, run_ctx, *st, std::move(comp.compiler)));
+    ret = co_await r.run_id(std::move(comp.plan.chunks), want);
+  }
   if (ret.empty()) {
     std::string env = mods_of(arg(c, 99, "saltenv")).value_or("base");
     co_return finish(json::array({"No matches for ID '" + want + "' found in SLS '" + *mods +

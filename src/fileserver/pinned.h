@@ -32,12 +32,17 @@ class pinned_client : public client {
   std::vector<std::string> dirs_of(const std::string& saltenv) const override {
     return inner_.dirs_of(saltenv);
   }
+  // Files of `saltenv` whose hashes the run already knows (a compile
+  // master sent them with the catalog): cache() of only such files asks
+  // for no listing; any other path lists the saltenv as before.
+  void seed(const std::string& saltenv, std::vector<entry> files);
 
  private:
   client& inner_;
   std::mutex mu_;
   std::optional<std::vector<std::string>> envs_;
   std::map<std::string, std::shared_ptr<const manifest>> listed_;
+  std::map<std::string, std::shared_ptr<const manifest>> seeded_;
 };
 
 }  // namespace brine::fileserver

@@ -761,6 +761,7 @@ void agent::on_message(proto::message&& m) {
       return;
     case msg_type::file_reply:
     case msg_type::run_reply:
+    case msg_type::compile_reply:
       deliver_reply(std::move(m));
       return;
     case msg_type::schedule_periods:

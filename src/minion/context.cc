@@ -122,6 +122,11 @@ asio::awaitable<std::shared_ptr<const nlohmann::json>> context::fresh_pillar() {
   co_return co_await hooks_.fetch_pillar();
 }
 
+asio::awaitable<std::optional<nlohmann::json>> context::compile_on_master(nlohmann::json request) {
+  if (!hooks_.compile) co_return std::nullopt;
+  co_return co_await hooks_.compile(std::move(request));
+}
+
 std::shared_ptr<const nlohmann::ordered_json> context::ordered_pillar() const {
   std::lock_guard lock(mu_);
   return ordered_pillar_;

@@ -32,6 +32,8 @@ class context : public modules::minion_context {
     std::function<bool(std::string& why)> request_pillar;
     // pillar.items: a pillar compiled for it now (none: the kept one).
     std::function<asio::awaitable<std::shared_ptr<const nlohmann::json>>()> fetch_pillar;
+    // A state run's catalog from a compile master (none: compile here).
+    std::function<asio::awaitable<std::optional<nlohmann::json>>(nlohmann::json)> compile;
   };
 
   // Collects the grains now (blocking: the resolver, /proc, /sys).
@@ -48,6 +50,7 @@ class context : public modules::minion_context {
   void refresh_grains() override;
   bool refresh_pillar(std::string& why) override;
   asio::awaitable<std::shared_ptr<const nlohmann::json>> fresh_pillar() override;
+  asio::awaitable<std::optional<nlohmann::json>> compile_on_master(nlohmann::json request) override;
   std::vector<modules::running_job> running() const override { return jobs_.list(); }
   bool kill_job(const std::string& jid) override { return jobs_.kill(jid); }
   fileserver::client& files() override;

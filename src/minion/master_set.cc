@@ -133,6 +133,15 @@ std::shared_ptr<agent> master_set::accepted_member(std::string_view feature) con
   return nullptr;
 }
 
+std::vector<std::shared_ptr<agent>> master_set::accepted_members(std::string_view feature) const {
+  std::vector<std::shared_ptr<agent>> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [addr, l] : links_) {
+    if (l.r == role::member && l.a->supports(feature)) out.push_back(l.a);
+  }
+  return out;
+}
+
 void master_set::give_up(const std::string& why) {
   spdlog::error("minion {}: {}", cfg_.link.id, why);
   if (deps_.on_give_up) deps_.on_give_up(why);

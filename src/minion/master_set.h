@@ -89,6 +89,9 @@ class master_set {
   std::shared_ptr<agent> accepted_member() const;
   // The first such link whose master takes `feature` (auth_reply), or null.
   std::shared_ptr<agent> accepted_member(std::string_view feature) const;
+  // Every member link whose master accepts this minion and lists `feature`,
+  // in address order.
+  std::vector<std::shared_ptr<agent>> accepted_members(std::string_view feature) const;
   uint64_t jobs_received() const { return jobs_received_.load(std::memory_order_relaxed); }
 
  private:

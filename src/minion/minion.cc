@@ -12,6 +12,7 @@
 #include <asio/use_awaitable.hpp>
 #include <thread>
 
+#include "apply/state_functions.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/fs.h"
@@ -19,7 +20,7 @@
 #include "fileserver/remote.h"
 #include "minion/master_pillar.h"
 #include "minion/scheduled_runs.h"
-#include "apply/state_functions.h"
+#include "schedule/spread.h"
 #include "state/state_mod.h"
 #include "states/registry.h"
 #include "target/target.h"
@@ -89,6 +90,44 @@ struct master_files {
   }
 };
 
+// Compile masters: a state run's catalog from a master that compiles for
+// this minion. Each minion starts at its own master of those that list
+// the feature (a hash of its id: the same master every run, so its catalog
+// cache answers, and the minions spread over the masters), and tries the
+// others when that one does not answer; none: the run compiles here. A
+// member function object held by the context's hooks, as master_files is
+// by the file client (the coroutine refers to it); `masters` is set
+// before any job runs.
+constexpr std::chrono::seconds k_compile_request_limit{120};
+
+struct master_compile {
+  const std::unique_ptr<master_set>* masters;
+  std::string id;
+
+  asio::awaitable<std::optional<nlohmann::json>> operator()(nlohmann::json request) const {
+    if (!*masters) co_return std::nullopt;
+    auto links = (*masters)->accepted_members(proto::k_feature_compile);
+    if (links.empty()) co_return std::nullopt;
+    size_t first = schedule::fqdn_rand(id, "compile", links.size());
+    for (size_t i = 0; i < links.size(); ++i) {
+      const auto& link = links[(first + i) % links.size()];
+      auto reply = co_await link->request(proto::msg_type::compile_request, request,
+                                          k_compile_request_limit);
+      if (reply && reply->type == proto::msg_type::compile_reply) {
+        spdlog::debug("minion {}: master {} answered the compile request", id, link->address());
+        co_return std::move(reply->body);
+      }
+      spdlog::warn("minion {}: master {} did not answer a compile request ({}); {}", id,
+                   link->address(),
+                   reply ? "it answered " + std::string(proto::to_string(reply->type))
+                         : "connection lost, or no answer within " +
+                               std::to_string(k_compile_request_limit.count()) + " s",
+                   i + 1 < links.size() ? "asking the next master" : "compiling here");
+    }
+    co_return std::nullopt;
+  }
+};
+
 }  // namespace
 
 minion::minion(base::minion_config cfg)
@@ -122,7 +161,7 @@ minion::minion(base::minion_config cfg)
                        why = "no master is connected to compile the pillar";
                        return false;
                      },
-                     [this] { return fetch_pillar(); }});
+                     [this] { return fetch_pillar(); }, master_compile{&masters_, cfg_.id}});
   grains_frame_ = grains_message(context_->grains());
   spdlog::debug("minion {}: grains collected in {:.1f} ms ({} bytes)", cfg_.id,
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)

@@ -3,11 +3,11 @@
 #include <asio/awaitable.hpp>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "fileserver/client.h"
 
@@ -73,6 +73,15 @@ class minion_context {
   // master for one each time; the kept pillar() where no one can be asked.
   virtual asio::awaitable<std::shared_ptr<const nlohmann::json>> fresh_pillar() {
     co_return pillar();
+  }
+
+  // Compile masters: a state run's catalog compiled by a master that
+  // compiles for this minion (its auth_reply lists the `compile` feature).
+  // `request` and the answer are the bodies of catalog/request.h. nullopt:
+  // no master compiles for it, or none answered; the run compiles here.
+  virtual asio::awaitable<std::optional<nlohmann::json>> compile_on_master(nlohmann::json request) {
+    (void)request;
+    co_return std::nullopt;
   }
 
   virtual std::vector<running_job> running() const = 0;
