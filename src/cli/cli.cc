@@ -80,8 +80,14 @@ runner define_daemon(CLI::App& sub, const char* config_help, const char* default
 }
 
 runner define_master(CLI::App& sub) {
-  return define_daemon(sub, "Master config file (YAML)", k_master_config, run_master,
-                       [](const std::string& path) { base::load_master_config(path); });
+  return define_daemon(
+      sub, "Master config file (YAML)", k_master_config, run_master, [](const std::string& path) {
+        auto cfg = base::load_master_config(path);
+        // What the master checks as it starts, beyond the file's syntax.
+        if (cfg.state_compile == "master") {
+          master::compile_target(cfg, target::nodegroups_from_json(cfg.nodegroups));
+        }
+      });
 }
 
 runner define_minion(CLI::App& sub) {

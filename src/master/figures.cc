@@ -56,6 +56,15 @@ figures::figures(metrics::registry& r)
           "Compiles on the master, by kind (pillar: a minion's pillar; state: a catalog "
           "compiled for a minion).",
           {"kind"}, seconds_buckets())),
+      catalog_lookups(r.add_counter_family(
+          "brine_catalog_cache_lookups_total",
+          "Compile requests of state runs (state_compile: master) by catalog cache result: hit "
+          "(answered without compiling) or miss (compiled).",
+          {"result"})),
+      catalogs_to_minion(r.add_counter(
+          "brine_catalogs_compiled_on_minion_total",
+          "Compile requests answered 'compile on the minion': not named by "
+          "state_compile_target, or a template calls a function that runs on the minion.")),
       state_run_seconds(
           r.add_histogram_family("brine_state_run_duration_seconds",
                                  "Wall duration of the state runs stored as reports, by status.",
@@ -76,6 +85,8 @@ figures::figures(metrics::registry& r)
   for (const char* r : {"spool_full", "not_targeted", "other"}) job_refusals.with({r});
   for (const char* s : {"unchanged", "changed", "failed"}) state_run_seconds.with({s});
   compile_seconds.with({"pillar"});
+  compile_seconds.with({"state"});
+  for (const char* r : {"hit", "miss"}) catalog_lookups.with({r});
 }
 
 metrics::counter& figures::refusal(std::string_view reason) {

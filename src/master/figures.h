@@ -41,6 +41,11 @@ struct figures {
   // Compiles on the master, by kind: pillar today (pillar_service), state
   // catalogs when the master compiles them (compile masters).
   metrics::family<metrics::histogram>& compile_seconds;
+  // Compile masters: catalog cache lookups by result (hit, miss), and
+  // compile requests answered "compile on the minion" (not named by
+  // state_compile_target, or a template that needs the minion).
+  metrics::family<metrics::counter>& catalog_lookups;
+  metrics::counter& catalogs_to_minion;
   // State runs stored as reports, by status (changed, unchanged, failed).
   metrics::family<metrics::histogram>& state_run_seconds;
   // salt:// requests answered and the file bytes they carried.

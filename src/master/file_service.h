@@ -63,6 +63,9 @@ class file_service {
   // gitfs remote's base saltenv (12 digits) and how many refs are pinned;
   // "" without gitfs.
   std::string revision() const;
+  // The backends in fileserver_backend's order, for the compile master
+  // (thread-safe, as every backend).
+  fileserver::backend& backend() { return *backend_; }
 
  private:
   // Reads the pins on the store thread, then applies them on the pool

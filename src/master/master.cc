@@ -82,12 +82,15 @@ master::master(base::master_config cfg)
       schedules_(cfg_, jobs_),
       pillar_(cfg_, jobs_.nodegroups(), cache_, figures_.compile_seconds.with({"pillar"})),
       files_(cfg_, *store_, figures_),
+      compiles_(cfg_, jobs_.nodegroups(), files_.backend(), figures_),
       api_(io_, cfg_, cluster_key_ ? *cluster_key_ : identity_, keys_, sessions_, deliveries_,
            jobs_, events_, cache_) {
   base::ensure_dir(cfg_.sock_dir, 0700, "sock_dir");
   // Other users reach the socket only when a publisher_acl lets them in.
   if (!cfg_.publisher_acl.empty()) ::chmod(cfg_.sock_dir.c_str(), 0755);
   jobs_.set_identity(slot_, name_);
+  schedules_.set_compiles([this] { return compiles_.in_flight(); });
+  compiles_.set_scheduled([this](const std::string& jid) { return schedules_.holds(jid); });
   store_->set_reporter([this](store::store& db, const std::vector<store::return_record>& batch) {
     auto made = reports_.make(db, batch);
     for (const auto& r : made) {
@@ -200,6 +203,22 @@ void master::serve_metrics() {
         size_t waiting = deliveries_.waiting(), held = deliveries_.held();
         return std::vector<sample>{{{}, static_cast<double>(waiting > held ? waiting - held : 0)}};
       });
+  metrics_.add_collector(
+      "brine_catalog_cache_bytes",
+      "Bytes the catalog cache holds (state_compile: master): each distinct catalog once, and "
+      "each minion's keys.",
+      kind::gauge, {}, [this] {
+        return std::vector<sample>{{{}, static_cast<double>(compiles_.cache_counts().bytes)}};
+      });
+  metrics_.add_collector(
+      "brine_catalog_cache_entries",
+      "Catalog cache entries by kind: keys (one per minion and request) and catalogs (distinct "
+      "contents).",
+      kind::gauge, {"kind"}, [this] {
+        auto c = compiles_.cache_counts();
+        return std::vector<sample>{{{"keys"}, static_cast<double>(c.keys)},
+                                   {{"catalogs"}, static_cast<double>(c.catalogs)}};
+      });
   if (cfg_.metrics_port == 0) return;
   try {
     metrics_server_ = std::make_unique<http::server>(
@@ -251,6 +270,9 @@ void master::on_minion_message(const std::shared_ptr<session>& s, proto::message
       return;
     case proto::msg_type::run_request:
       schedules_.on_run_request(s, std::move(m));
+      return;
+    case proto::msg_type::compile_request:
+      compiles_.serve(s, std::move(m));
       return;
     case proto::msg_type::job_return:
       figures_.returns_received.inc();

@@ -7,14 +7,16 @@
 #include <optional>
 
 #include "base/config.h"
+#include "http/server.h"
 #include "master/cluster_node.h"
+#include "master/compile_service.h"
 #include "master/delivery.h"
 #include "master/event_bus.h"
 #include "master/figures.h"
+#include "master/file_service.h"
 #include "master/local_api.h"
 #include "master/minion_cache.h"
 #include "master/minion_sessions.h"
-#include "master/file_service.h"
 #include "master/pillar_service.h"
 #include "master/publisher.h"
 #include "master/reports.h"
@@ -22,7 +24,6 @@
 #include "master/schedule_service.h"
 #include "master/store_sync.h"
 #include "master/store_worker.h"
-#include "http/server.h"
 #include "metrics/metrics.h"
 #include "net/tls.h"
 #include "pki/key_registry.h"
@@ -81,6 +82,7 @@ class master {
   schedule_service schedules_;
   pillar_service pillar_;
   file_service files_;
+  compile_service compiles_;
   local_api api_;
   std::unique_ptr<cluster_node> cluster_;  // a cluster member only
   std::unique_ptr<store_sync> sync_;  // a shared store only

@@ -23,7 +23,13 @@ namespace {
 
 // What this master takes beyond the first protocol, listed in every
 // auth_reply accepted (docs/protocol.md).
-json accepted_features() { return json::array({std::string(proto::k_feature_schedule)}); }
+// What an accepted minion may send beyond the first protocol: scheduled
+// runs always, compile requests when this master compiles (state_compile).
+json accepted_features(const base::master_config& cfg) {
+  json f = json::array({std::string(proto::k_feature_schedule)});
+  if (cfg.state_compile == "master") f.push_back(std::string(proto::k_feature_compile));
+  return f;
+}
 
 // A minion id as Salt allows it: printable, no path separators, bounded.
 bool valid_minion_id(const std::string& id) {
@@ -400,7 +406,7 @@ void minion_sessions::on_call_message(const session_ptr& s, proto::message&& m) 
 void minion_sessions::authenticate(const session_ptr& s, key_state state, uint64_t request_id) {
   auto reply = [&] {
     json body = {{"status", store::to_string(state)}, {"message", auth_message(state)}};
-    if (state == key_state::accepted) body["features"] = accepted_features();
+    if (state == key_state::accepted) body["features"] = accepted_features(cfg_);
     s->conn->send({msg_type::auth_reply, request_id, std::move(body)});
   };
   if (state == key_state::accepted || state == key_state::pending) {
@@ -477,7 +483,7 @@ void minion_sessions::on_message(const session_ptr& s, proto::message&& m) {
                        m.id,
                        {{"status", "accepted"},
                         {"message", auth_message(d.state)},
-                        {"features", accepted_features()}}});
+                        {"features", accepted_features(cfg_)}}});
         return;
       }
       authenticate(s, d.state, m.id);
@@ -503,6 +509,7 @@ void minion_sessions::on_message(const session_ptr& s, proto::message&& m) {
     case msg_type::file_request:
     case msg_type::schedule:
     case msg_type::run_request:
+    case msg_type::compile_request:
       if (handlers_.minion_message) handlers_.minion_message(s, std::move(m));
       return;
     case msg_type::pong:

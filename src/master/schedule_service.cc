@@ -110,14 +110,16 @@ void schedule_service::on_run_request(const std::shared_ptr<session>& s, proto::
   if (counted) {
     std::lock_guard lock(mu_);
     expire_places(std::chrono::steady_clock::now());
-    if (in_flight_.size() + reserved_ >= cfg_.max_concurrent_runs) {
+    size_t busy = in_flight_.size() + reserved_ + (compiles_ ? compiles_() : 0);
+    if (busy >= cfg_.max_concurrent_runs) {
       ++deferred_;
       double wait = jittered_retry(cfg_.run_retry_after);
-      spdlog::debug("schedule: minion {} job {}: {} state runs in flight (max_concurrent_runs); "
-                    "retry after {:.1f} s",
-                    s->id, name, in_flight_.size() + reserved_, wait);
+      spdlog::debug(
+          "schedule: minion {} job {}: {} state runs and compiles in flight "
+          "(max_concurrent_runs); retry after {:.1f} s",
+          s->id, name, busy, wait);
       answer_retry(wait, "max_concurrent_runs (" + std::to_string(cfg_.max_concurrent_runs) +
-                             ") state runs in flight");
+                             ") state runs and compiles in flight");
       return;
     }
     ++reserved_;
@@ -158,6 +160,11 @@ void schedule_service::on_return(const std::string& minion, const std::string& j
 void schedule_service::on_gone(const std::string& minion) {
   std::lock_guard lock(mu_);
   std::erase_if(in_flight_, [&](const auto& kv) { return kv.second.minion == minion; });
+}
+
+bool schedule_service::holds(const std::string& jid) {
+  std::lock_guard lock(mu_);
+  return in_flight_.contains(jid);
 }
 
 size_t schedule_service::in_flight() {

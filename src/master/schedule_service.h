@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -46,6 +47,12 @@ class schedule_service {
   // master knows) start in each minute of `minutes` from `start_ms`.
   nlohmann::json plan(const std::vector<std::string>& ids, int64_t start_ms, size_t minutes);
   size_t in_flight();
+  // Whether `jid` is a scheduled state run this master granted that is
+  // still in flight (its compile is already counted as that run).
+  bool holds(const std::string& jid);
+  // Compiles on this master that count as runs in flight for admission
+  // (compile masters: those of published state runs).
+  void set_compiles(std::function<size_t()> in_flight) { compiles_ = std::move(in_flight); }
 
  private:
   struct known_job {
@@ -67,6 +74,7 @@ class schedule_service {
   std::unordered_map<std::string, std::vector<known_job>> schedules_;  // by minion id
   std::unordered_map<std::string, place> in_flight_;                  // by jid
   size_t reserved_ = 0;  // granted, not recorded yet
+  std::function<size_t()> compiles_;
   uint64_t granted_ = 0;
   uint64_t deferred_ = 0;
 };
