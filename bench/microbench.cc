@@ -21,7 +21,11 @@
 // minion, CPU per catalog; the heap a compiled catalog keeps; templates
 // rendered per second over the fixture trees.
 //
-//   build/release/bench/brine_microbench [--rounds N] [--pillar-rounds N] [--only target|pillar|state|metrics]
+// Compile masters: catalogs per CPU second on one thread, cold, warm and
+// from the catalog cache, and the cache's memory per minion (bench_catalog).
+//
+//   build/release/bench/brine_microbench [--rounds N] [--pillar-rounds N] [--only
+//   target|pillar|state|metrics|catalog]
 //     [--filter TEXT]   (only the target expressions containing TEXT: for perf record)
 #include <malloc.h>
 #include <time.h>
@@ -43,13 +47,15 @@
 #include <vector>
 
 #include "base/yaml_json.h"
+#include "catalog/service.h"
+#include "fileserver/roots.h"
 #include "metrics/metrics.h"
-#include "pillar/pillar.h"
-#include "support/temp_dir.h"
-#include "target/target.h"
 #include "modules/registry.h"
+#include "pillar/pillar.h"
 #include "state/bridge.h"
 #include "state/highstate.h"
+#include "support/temp_dir.h"
+#include "target/target.h"
 
 namespace {
 
@@ -447,7 +453,10 @@ void bench_metrics(const options& o) {
       h.push_back(per_op_ns(threads, [&hist] { hist.observe(0.003); }));
       a.push_back(per_op_ns(threads, [&shared] { shared.fetch_add(1); }));
     }
-    emit({{"bench", "metrics"}, {"threads", threads}, {"counter_ns", c}, {"histogram_ns", h},
+    emit({{"bench", "metrics"},
+          {"threads", threads},
+          {"counter_ns", c},
+          {"histogram_ns", h},
           {"shared_atomic_ns", a}});
   }
   if (counter.value() == 0 || hist.read().count() == 0 || shared == 0) {
@@ -548,12 +557,94 @@ int bench_states(const options& o) {
 
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
-            << " [--minions N] [--rounds N] [--pillar-rounds N] [--only target|pillar|state|metrics]"
+            << " [--minions N] [--rounds N] [--pillar-rounds N] [--only "
+               "target|pillar|state|metrics|catalog]"
                " [--filter TEXT] [--grains-dir DIR]\n";
   return 2;
 }
 
 }  // namespace
+
+// Compile masters: the catalog service over the bench tree (a roots
+// backend, as a master's file_roots) for `minions` Debian 12 minions of one
+// role (their ids differ, their chunks do not), on one thread: the CPU of a
+// catalog compiled cold (the catalog cache and the compile caches emptied
+// first), of one compiled on a miss with warm compile caches, and of a hit
+// (the saltenvs' revisions read, the key hashed, the cached catalog
+// decoded); the cache's bytes per minion when minions share a catalog, and
+// the size of one catalog (what a minion costs when its catalog is its own).
+int bench_catalog(const options& o) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(BRINE_STATE_FIXTURES) / "bench";
+  json grains = brine::base::yaml_to_json(YAML::LoadFile(o.grains_dir + "/debian-12.yaml"));
+  state_minion sm = fixture_minion(root, grains);
+  brine::test::temp_dir tmp("brine-bench-catalog");
+  std::map<std::string, std::vector<std::string>> file_roots;
+  for (const auto& [env, dirs] : sm.opts.file_roots) file_roots[env] = dirs;
+  brine::fileserver::roots files(file_roots, std::chrono::milliseconds(0));
+  brine::catalog::settings s;
+  s.tree_dir = tmp.path() + "/tree";
+  s.threads = 1;
+  brine::catalog::service svc(s, files);
+  auto request_for = [&](size_t i) {
+    brine::catalog::request r;
+    r.fun = "state.apply";
+    std::string id = "minion" + std::to_string(i);
+    r.grains = grains;
+    r.grains["id"] = id;
+    r.pillar = sm.minion.pillar;
+    r.pillar_compiled_here = true;
+    r.opts = {{"id", id}, {"file_client", "remote"}};
+    return r;
+  };
+  const size_t n = std::min<size_t>(o.minions, 1000);
+  std::vector<brine::catalog::request> requests;
+  for (size_t i = 0; i < n; ++i) requests.push_back(request_for(i));
+  auto check = [](const brine::catalog::service::answer& a, bool hit) {
+    if (a.body.value("kind", "") != "chunks" || a.hit != hit) {
+      throw std::runtime_error("catalog: the bench tree did not compile as expected: " +
+                               a.body.dump().substr(0, 300));
+    }
+  };
+  std::vector<double> cold;
+  for (int i = 0; i < std::max(5, o.rounds / 2); ++i) {
+    svc.clear_cache();
+    brine::state::forget_compile_caches();
+    double c0 = cpu_ms_now();
+    check(svc.compile_now("minion0", requests[0]), false);
+    cold.push_back(cpu_ms_now() - c0);
+  }
+  svc.clear_cache();
+  double c0 = cpu_ms_now();
+  for (size_t i = 0; i < n; ++i)
+    check(svc.compile_now("minion" + std::to_string(i), requests[i]), false);
+  double miss_ms = cpu_ms_now() - c0;
+  c0 = cpu_ms_now();
+  for (size_t i = 0; i < n; ++i)
+    check(svc.compile_now("minion" + std::to_string(i), requests[i]), true);
+  double hit_ms = cpu_ms_now() - c0;
+  auto counts = svc.cache_counts();
+  auto one = svc.compile_now("minion0", requests[0]);
+  size_t chunks = 0;
+  std::string why;
+  if (auto body = brine::catalog::reply_from_body(one.body, why)) chunks = body->chunks.size();
+  double catalog_bytes =
+      static_cast<double>(counts.bytes - counts.keys * brine::catalog::cache::k_key_overhead) /
+      static_cast<double>(std::max<uint64_t>(counts.catalogs, 1));
+  emit({{"bench", "catalog"},
+        {"tree", "bench"},
+        {"chunks", chunks},
+        {"minions", n},
+        {"cold_cpu_ms", cold},
+        {"miss_cpu_ms", miss_ms / static_cast<double>(n)},
+        {"hit_cpu_ms", hit_ms / static_cast<double>(n)},
+        {"miss_per_core_s", static_cast<double>(n) / (miss_ms / 1000)},
+        {"hit_per_core_s", static_cast<double>(n) / (hit_ms / 1000)},
+        {"catalogs", counts.catalogs},
+        {"cache_bytes_per_minion", static_cast<double>(counts.bytes) / static_cast<double>(n)},
+        {"catalog_bytes", catalog_bytes}});
+  return 0;
+}
 
 int main(int argc, char** argv) {
   options o;
@@ -567,8 +658,8 @@ int main(int argc, char** argv) {
       o.rounds = std::atoi(v.c_str());
     } else if (a == "--pillar-rounds") {
       o.pillar_rounds = std::atoi(v.c_str());
-    } else if (a == "--only" &&
-               (v == "target" || v == "pillar" || v == "state" || v == "metrics")) {
+    } else if (a == "--only" && (v == "target" || v == "pillar" || v == "state" || v == "metrics" ||
+                                 v == "catalog")) {
       o.only = v;
     } else if (a == "--filter") {
       o.filter = v;
@@ -590,6 +681,7 @@ int main(int argc, char** argv) {
     if (o.only.empty() || o.only == "pillar") failures += bench_pillar(f, o);
     if (o.only.empty() || o.only == "state") failures += bench_states(o);
     if (o.only.empty() || o.only == "metrics") bench_metrics(o);
+    if (o.only.empty() || o.only == "catalog") failures += bench_catalog(o);
     return failures > 0 ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "brine_microbench: " << e.what() << '\n';

@@ -1377,6 +1377,19 @@ class Suite:
                             d["histogram_ns"])
                 self.record(f"metrics: one shared std::atomic add, {t} threads at once (for "
                             "comparison)", "ns", d["shared_atomic_ns"])
+            elif d["bench"] == "catalog":
+                n = d["minions"]
+                self.record(f"compile master: catalog compiled cold, '{d['tree']}' tree "
+                            f"({d['chunks']} chunks; catalog cache and compile caches emptied), "
+                            "CPU", "ms", d["cold_cpu_ms"])
+                self.record(f"compile master: catalogs per core-second on a cache miss, {n} "
+                            "minions of one role", "1/s", [d["miss_per_core_s"]])
+                self.record(f"compile master: catalogs per core-second from the cache, {n} "
+                            "minions", "1/s", [d["hit_per_core_s"]])
+                self.record(f"compile master: catalog cache per minion, {n} minions sharing "
+                            f"{d['catalogs']} catalog(s)", "B", [d["cache_bytes_per_minion"]])
+                self.record("compile master: one catalog in the cache (a minion whose catalog "
+                            "is its own costs this and 256 B)", "KiB", [d["catalog_bytes"] / 1024])
             elif d["bench"] == "template_render":
                 self.record(f"templates rendered (slsutil.renderer, {d['templates']} renders of "
                             "the fixture trees' sls)", "1/s", [d["templates_per_s"]])
