@@ -164,7 +164,7 @@ class ScheduleTest(ClusterTestCase):
             self.assertGreaterEqual(s2 + 0.05, e1, "state runs overlap: %r" % ends)
         # Turned away and asked again, not dropped.
         deferred = sum(m.count(r"run deferred by the master \(master 127\.0\.0\.1:\d+: "
-                               r"max_concurrent_runs \(1\) state runs in flight\)")
+                               r"max_concurrent_runs \(1\) state runs and compiles in flight\)")
                        for m in c.minions.values())
         self.assertGreater(deferred, 0)
         # Every granted run returned (jobs recorded == reports).
