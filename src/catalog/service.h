@@ -1,9 +1,5 @@
 #pragma once
 
-// A standard header before Asio's: Asio decides whether it allocates with
-// aligned_alloc from a libstdc++ macro, and a file that included Asio first
-// would pair its frames' allocations differently from the rest (ASan:
-// alloc-dealloc-mismatch).
 #include <asio/thread_pool.hpp>
 #include <atomic>
 #include <cstddef>
