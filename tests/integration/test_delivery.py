@@ -5,6 +5,7 @@ minion's spool for the master that published the job (or go to any master),
 a full spool that refuses jobs with a reason, and jobs a restarted master
 still owes."""
 
+import calendar
 import json
 import os
 import re
@@ -14,6 +15,11 @@ import time
 import unittest
 
 from harness import (BRINE_BIN, ClusterTestCase, MasterSet, tail, wait_for, wait_log)
+
+
+def utc_seconds(text):
+    """A job record's UTC time ("2026-11-28 06:55:57") as unix seconds."""
+    return calendar.timegm(time.strptime(text, "%Y-%m-%d %H:%M:%S"))
 
 
 def async_jid(out):
@@ -95,9 +101,17 @@ class HeldPublishTest(ClusterTestCase):
         rc, out, err = c.brine("cmd", "--async", "m1", "test.ping")
         self.assertEqual(rc, 0, err)
         jid = async_jid(out)
-        self.assertEqual(c.job(jid)["running"], ["m1"])
+        # The hold is in the job's own record: delivery is due publish_hold
+        # after the publish (rounded up to the second). Until then the minion
+        # is running; a loaded machine may read the job after that already.
+        job = c.job(jid)
+        held = utc_seconds(job["deliver_by"]) - utc_seconds(job["created"])
+        self.assertIn(held, (2, 3), job)
+        if not job["undelivered"]:
+            self.assertEqual(job["running"], ["m1"])
         wait_for(lambda: c.job(jid)["undelivered"] == {"m1": "not connected"}, 5,
                  "m1 recorded as undelivered after publish_hold")
+        self.assertEqual(c.job(jid)["running"], [])
 
     def test_master_restart_keeps_holding_open_jobs(self):
         c = self.cluster(master_opts={"publish_hold": 30})
