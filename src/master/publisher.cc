@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
 #include <cmath>
 #include <map>
 #include <string_view>
@@ -203,39 +204,76 @@ void publisher::publish(const json& body, recorded on_recorded,
   auto frame = frame_of(job);
   deliveries_.reserve({job.jid, frame, deadline}, job.minions);
 
-  store_.post([this, job = std::move(job), frame, on_recorded,
-               missing = std::move(matched.missing)](store::store& db) mutable {
+  store_.post([this, r = recording{std::move(job), frame, on_recorded, std::move(matched.missing)}](
+                  store::store& db) mutable {
     try {
-      db.add_job(job);
+      db.add_job(r.job);
+    } catch (const store::outcome_unknown& e) {
+      spdlog::warn("publish: {}; asking the store again until it answers", e.what());
+      ask_whether_recorded(std::move(r), e.what());
+      return;
     } catch (const std::exception& e) {
-      deliveries_.cancel(job.jid);
-      on_recorded(error_body(std::string("the job could not be recorded, so it was not sent: ") +
-                             e.what()));
+      deliveries_.cancel(r.job.jid);
+      r.on_recorded(error_body(std::string("the job could not be recorded, so it was not sent: ") +
+                               e.what()));
       return;
     }
-    ++published_;
-    events_.publish("brine/job/" + job.jid + "/new", new_job_event(job));
-    // Sending is I/O work: off the store thread.
-    asio::post(io_, [this, job = std::move(job), frame, on_recorded, missing = std::move(missing)] {
-      auto targets = deliveries_.release(job.jid);
-      json connected = json::array();
-      std::unordered_set<std::string_view> here;
-      for (const auto& s : targets) {
-        connected.push_back(s->id);
-        here.insert(s->id);
-      }
-      std::vector<std::string> others;
-      for (const auto& id : job.minions) {
-        if (!here.contains(id)) others.push_back(id);
-      }
-      for (auto& id : connected_elsewhere(others)) connected.push_back(std::move(id));
-      on_recorded({{"ok", true},
-                   {"jid", job.jid},
-                   {"minions", job.minions},
+    go_on(std::move(r));
+  });
+}
+
+void publisher::go_on(recording r) {
+  ++published_;
+  events_.publish("brine/job/" + r.job.jid + "/new", new_job_event(r.job));
+  // Sending is I/O work: off the store thread.
+  asio::post(io_, [this, r = std::move(r)] {
+    auto targets = deliveries_.release(r.job.jid);
+    json connected = json::array();
+    std::unordered_set<std::string_view> here;
+    for (const auto& s : targets) {
+      connected.push_back(s->id);
+      here.insert(s->id);
+    }
+    std::vector<std::string> others;
+    for (const auto& id : r.job.minions) {
+      if (!here.contains(id)) others.push_back(id);
+    }
+    for (auto& id : connected_elsewhere(others)) connected.push_back(std::move(id));
+    r.on_recorded({{"ok", true},
+                   {"jid", r.job.jid},
+                   {"minions", r.job.minions},
                    {"connected", connected},
-                   {"missing", missing},
-                   {"deliver_by", job.deliver_by}});
-      for (const auto& s : targets) s->conn->send(frame);
+                   {"missing", r.missing},
+                   {"deliver_by", r.job.deliver_by}});
+    for (const auto& s : targets) s->conn->send(r.frame);
+  });
+}
+
+void publisher::ask_whether_recorded(recording r, std::string why) {
+  auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(500));
+  timer->async_wait([this, timer, r = std::move(r),
+                     why = std::move(why)](const std::error_code& ec) mutable {
+    if (ec) return;  // the master is stopping
+    store_.post([this, r = std::move(r), why = std::move(why)](store::store& db) mutable {
+      const std::string jid = r.job.jid;
+      try {
+        if (db.get_job(jid)) {
+          spdlog::info("publish: job {} was recorded after all; sending it", jid);
+          return go_on(std::move(r));
+        }
+        deliveries_.cancel(jid);
+        r.on_recorded(error_body("the job could not be recorded, so it was not sent: job " + jid +
+                                 " is not in the store, which answered again after: " + why));
+        return;
+      } catch (const std::exception& e) {
+        if (base::unix_now() < r.job.deliver_by) return ask_whether_recorded(std::move(r), why);
+        spdlog::error(
+            "publish: whether job {} was recorded is still unknown at its delivery "
+            "deadline ({}); it is not sent from here",
+            jid, e.what());
+      }
+      deliveries_.cancel(jid);
+      r.on_recorded(error_body(why + "; it was not sent from here before its delivery deadline"));
     });
   });
 }
@@ -263,6 +301,10 @@ void publisher::record_run(
       db.add_job(job);
       // Nothing to deliver: the minion asked for it.
       db.settle_job(job.jid);
+    } catch (const store::outcome_unknown& e) {
+      // Not run, then: a row that did land is settled when a master
+      // reopens it (its deadline is its creation).
+      return done("", std::string("the run was not started: ") + e.what());
     } catch (const std::exception& e) {
       return done("", std::string("the run could not be recorded: ") + e.what());
     }

@@ -104,6 +104,25 @@ class publisher {
   static nlohmann::json new_job_event(const store::job_record& job);
 
  private:
+  // A publish being recorded: what it needs to go on once the store says.
+  struct recording {
+    store::job_record job;
+    net::frame_ptr frame;
+    recorded on_recorded;
+    std::vector<std::string> missing;
+  };
+  // On the store thread, the job recorded: announces it, answers the
+  // client and sends it (on an I/O thread).
+  void go_on(recording r);
+  // add_job's answer was lost and the store did not answer again in time
+  // (store::outcome_unknown): asks the store whether the job's row exists
+  // every 500 ms until it answers, keeping the job reserved (nothing sent,
+  // nothing settled) meanwhile, then goes on as recorded or answers "not
+  // recorded". At the job's delivery deadline it stops asking and says the
+  // outcome is unknown: nothing more is sent from here, and a row that did
+  // land is settled by whichever master reopens it.
+  void ask_whether_recorded(recording r, std::string why);
+
   asio::io_context& io_;
   const base::master_config& cfg_;
   pki::key_registry& keys_;

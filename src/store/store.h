@@ -286,7 +286,11 @@ class store {
   virtual void write_keys(const std::vector<key_write>& batch) = 0;
 
   // A jid already stored is kept as it is (a publish forwarded twice is
-  // stored once). A new job is not settled.
+  // stored once). A new job is not settled. When the write reached the
+  // server but its answer was lost (the connection died during the
+  // COMMIT), the row, read once the store answers again, says whether the
+  // job was recorded: base::error if it was not; outcome_unknown if the
+  // store did not answer again in time to tell (get_job() tells later).
   virtual void add_job(const job_record& job) = 0;
   // Newest first, at most `limit`.
   virtual std::vector<job_record> list_jobs(size_t limit) = 0;
@@ -390,6 +394,15 @@ class store {
 class unreachable : public base::error {
  public:
   using base::error::error;
+};
+
+// add_job's write reached the server and its answer was lost, and the
+// server did not answer again within the failover wait: the job may be
+// recorded (and other masters may be delivering it) or not. Never undone:
+// whether its row exists, once the store answers, is the outcome.
+class outcome_unknown : public unreachable {
+ public:
+  using unreachable::unreachable;
 };
 
 // Where a store is and who writes to it.

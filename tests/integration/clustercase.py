@@ -6,9 +6,12 @@ import json
 import os
 import re
 import shutil
+import signal
+import subprocess
+import threading
 import unittest
 
-from harness import SLACK, MasterSet, free_port, wait_for, write_config
+from harness import BRINE_BIN, SLACK, MasterSet, free_port, wait_for, write_config
 from haproxy import LoadBalancer, require_haproxy
 from pgserver import PostgresServer, require_postgres
 
@@ -70,6 +73,30 @@ class ClusterTestCase(unittest.TestCase):
         options.update(opts)
         for mid in ids:
             ms.add_minion(mid, masters=["127.0.0.1:%d" % lb.port], **options)
+
+    def start_swarm(self, ms, lb, count, prefix):
+        """`brine swarm` of `count` minions named PREFIX… that know only the
+        balancer (their keys accepted by auto_accept); stopped at cleanup.
+        Returns the list its output lines are appended to."""
+        proc = subprocess.Popen(
+            [BRINE_BIN, "swarm", "--master", "127.0.0.1:%d" % lb.port, "--count", str(count),
+             "--id-prefix", prefix, "--keys-dir", os.path.join(ms.dir, "swarm-keys"),
+             "--acceptance-wait-time", "1", "--seconds", str(int(300 * SLACK))],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
+        lines = []
+        reader = threading.Thread(target=lambda: [lines.append(l) for l in proc.stdout],
+                                  daemon=True)
+        reader.start()
+
+        def stop():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
+            reader.join(timeout=5)
+            proc.stdout.close()
+        self.addCleanup(stop)
+        return lines
 
     def served_by(self, ms, mid, since=None):
         """The master whose log last shows `mid` connecting (after `since`,

@@ -788,18 +788,39 @@ class session {
   // for. A server down for longer fails calls at once again.
   bool riding_out() const { return lost_at_ && clock_type::now() < *lost_at_ + c_->failover_wait; }
 
+  // Whether the last call failed because the server refused its write as
+  // read-only (SQLSTATE 25006, a standby now) with the connection still up:
+  // a statement that certainly did not commit.
+  bool write_refused() const { return write_refused_; }
+
   void close() {
     if (conn_) c_->pq->PQfinish(conn_);
     conn_ = nullptr;
   }
 
+  // Connects and prepares `s`, and finds a connection that the server
+  // closed while it was idle (a failover, a restart, a terminated backend:
+  // its end of file is waiting to be read) gone now, so that a lost
+  // connection after this is one that `s` itself may have reached the
+  // server on. Throws unreachable when nothing could be sent.
+  void ready_to_send(const statement& s, std::string_view what) {
+    PGconn* conn = get();
+    pollfd p{c_->pq->PQsocket(conn), POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0 &&
+        (c_->pq->PQconsumeInput(conn) == 0 || c_->pq->PQstatus(conn) != CONNECTION_OK)) {
+      std::string message = pq::clean_message(c_->pq->PQerrorMessage(conn));
+      close();
+      lost_at_ = clock_type::now();
+      c_->fail_unreachable(std::string(what) + ": lost the connection to " + c_->endpoint +
+                           " while it was idle (" + message + ")");
+    }
+    prepare(s, what);
+  }
+
   // Runs a prepared statement (prepared on first use on this connection).
   result run(const statement& s, const params& p, std::string_view what) {
     PGconn* conn = get();
-    if (prepared_.count(s.name) == 0) {
-      check(c_->pq->PQprepare(conn, s.name, s.sql, 0, nullptr), what);
-      prepared_.insert(s.name);
-    }
+    prepare(s, what);
     return check(
         c_->pq->PQexecPrepared(conn, s.name, p.size(), p.values(), p.lengths(), p.formats(), 0),
         what);
@@ -821,11 +842,18 @@ class session {
   }
 
  private:
+  void prepare(const statement& s, std::string_view what) {
+    if (prepared_.count(s.name) != 0) return;
+    check(c_->pq->PQprepare(get(), s.name, s.sql, 0, nullptr), what);
+    prepared_.insert(s.name);
+  }
+
   result check(PGresult* r, std::string_view what) {
     auto status = r ? c_->pq->PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result(*c_, r);
     std::string message;
     bool not_primary = false;
+    write_refused_ = false;
     if (r) {
       // 25006: a write on a node that is a standby now (demoted after a
       // failover); 57P01..57P03: the server is shutting down or restarting.
@@ -833,6 +861,10 @@ class session {
       const char* state = c_->pq->PQresultErrorField(r, PG_DIAG_SQLSTATE);
       not_primary = state != nullptr && (std::string_view(state) == "25006" ||
                                          std::string_view(state).substr(0, 4) == "57P0");
+      // Not 57P0x: a backend terminated while it waited for its synchronous
+      // standby has committed, and says 57P01.
+      write_refused_ = state != nullptr && std::string_view(state) == "25006" &&
+                       c_->pq->PQstatus(conn_) == CONNECTION_OK;
       const char* primary = c_->pq->PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
       message =
           primary ? pq::first_line(primary) : pq::clean_message(c_->pq->PQresultErrorMessage(r));
@@ -859,6 +891,7 @@ class session {
   PGconn* conn_ = nullptr;
   backoff backoff_;
   std::optional<clock_type::time_point> lost_at_;
+  bool write_refused_ = false;
   std::unordered_set<std::string> prepared_;
 };
 
@@ -1039,12 +1072,8 @@ constexpr statement k_add_job{
     ", settled) VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, "
     "$8::text, $9::text, $10::bigint, $11::bigint, false) ON CONFLICT (jid) DO NOTHING "
     "RETURNING 1) SELECT pg_notify('brine_jobs', $12::text) FROM j"};
-// A job that was never sent has neither returns nor a settled flag.
-constexpr statement k_forget_jobs{
-    "forget_jobs",
-    "DELETE FROM jobs j WHERE j.jid = ANY($1::text[]) AND NOT j.settled AND NOT EXISTS "
-    "(SELECT 1 FROM returns r WHERE r.jid = j.jid) AND NOT EXISTS "
-    "(SELECT 1 FROM undelivered u WHERE u.jid = j.jid)"};
+constexpr statement k_job_exists{"job_exists",
+                                 "SELECT EXISTS (SELECT 1 FROM jobs WHERE jid = $1::text)"};
 constexpr statement k_list_jobs{"list_jobs",
                                 "SELECT " BRINE_JOB_COLUMNS
                                 " FROM jobs ORDER BY created DESC, jid DESC LIMIT $1::bigint"};
@@ -1510,6 +1539,8 @@ class postgres_store final : public store {
   void ready();
   const statement& multi_row(multi kind, size_t rows);
   void insert_job(const job_record& job);
+  // Whether `jid` has its row (add_job's outcome after a lost answer).
+  bool job_exists(const std::string& jid);
   // The writes that are the same when done twice, once; their public
   // versions run them through ride_out().
   void put_key_once(const key_record& key);
@@ -1557,11 +1588,6 @@ class postgres_store final : public store {
   std::shared_ptr<const config> c_;
   session db_;
   bool schema_ok_ = false;
-  // Jobs whose add_job failed after its statement may have reached the
-  // server (the connection was lost before the answer): the publisher said
-  // "not recorded, not sent", so a row that did land is deleted as soon as
-  // the store answers again, before any master could deliver it.
-  std::set<std::string> doubtful_jobs_;
   // Generated multi-row statements by name; nodes keep their strings in place.
   std::unordered_map<std::string, std::pair<std::string, statement>> multi_;
 };
@@ -1585,12 +1611,6 @@ int postgres_store::read_version() {
 }
 
 void postgres_store::ready() {
-  if (!doubtful_jobs_.empty()) {
-    std::vector<std::string> jids(doubtful_jobs_.begin(), doubtful_jobs_.end());
-    auto r = db_.run(k_forget_jobs, params().array(jids),
-                     "cannot delete " + std::to_string(jids.size()) + " jobs reported unrecorded");
-    doubtful_jobs_.clear();
-  }
   if (schema_ok_) return;
   auto problem = postgres_schema_problem(read_version(), k_postgres_schema_version);
   if (!problem.empty()) c_->fail(problem);
@@ -1825,19 +1845,46 @@ std::string postgres_store::job_payload(const job_record& job) const {
 }
 
 void postgres_store::add_job(const job_record& job) {
-  // ON CONFLICT DO NOTHING: a publish forwarded twice stores the job once,
-  // and one sent again after a lost connection (its first INSERT may have
-  // committed) too. Past the failover wait the caller is told the job is
-  // not recorded, and that is made true (doubtful_jobs_).
+  // ON CONFLICT DO NOTHING: a publish forwarded twice stores the job once.
+  // An INSERT whose connection died after it was sent has an unknown
+  // outcome: it is one autocommitted statement, so it may have committed,
+  // and notified brine_jobs with it, and other members may be delivering
+  // the job already. It is neither sent again nor undone: once the store
+  // answers (riding out a failover), the row says what happened, and the
+  // caller is told that. A connection found gone before the INSERT was
+  // sent (ready_to_send) sent nothing, so the INSERT is simply tried again.
+  const std::string what = "cannot store job " + job.jid;
+  std::optional<std::string> cut;  // why the outcome is unknown
+  const std::string prefix = "store " + c_->name + ": ";
   try {
     ride_out([&] {
       ready();
-      insert_job(job);
+      if (cut) {
+        if (job_exists(job.jid)) return;
+        c_->fail("job " + job.jid + " was not recorded: " + *cut +
+                 "; the store, reached again, does not hold it");
+      }
+      db_.ready_to_send(k_add_job, what);
+      try {
+        insert_job(job);
+      } catch (const unreachable& e) {
+        if (db_.write_refused()) throw;  // not committed: sent again
+        std::string_view message = e.what();
+        if (message.starts_with(prefix)) message.remove_prefix(prefix.size());
+        cut = std::string(message);
+        throw;
+      }
     });
-  } catch (const unreachable&) {
-    doubtful_jobs_.insert(job.jid);
-    throw;
+  } catch (const unreachable& e) {
+    if (!cut) throw;
+    throw outcome_unknown(prefix + "whether job " + job.jid + " was recorded is unknown: " + *cut +
+                          ", and the store has not answered again since; `brine job " + "show " +
+                          job.jid + "` tells once it does (last error: " + e.what() + ")");
   }
+}
+
+bool postgres_store::job_exists(const std::string& jid) {
+  return db_.run(k_job_exists, params().text(jid), "cannot read job " + jid).boolean(0, 0);
 }
 
 void postgres_store::insert_job(const job_record& job) {
@@ -1856,7 +1903,6 @@ void postgres_store::insert_job(const job_record& job) {
               .int8(job.deliver_by)
               .text(job_payload(job)),
           "cannot store job " + job.jid);
-  doubtful_jobs_.erase(job.jid);
 }
 
 job_record postgres_store::read_job(const result& r, int row) const {
@@ -2580,13 +2626,15 @@ std::vector<minion_data_record> postgres_store::query_minion_data(const minion_d
   ready();
   // The chosen top-level grains only, cut in the database: the rows that
   // travel are a few dozen bytes a minion, not the whole grains.
-  std::string sql = std::string(
-                        "SELECT id, CASE WHEN grains IS NULL THEN NULL ELSE (SELECT "
-                        "coalesce(json_object_agg(e.key, e.value), '{}') FROM json_each(grains::json) e "
-                        "WHERE e.key = ANY ($1::text[]) AND json_typeof(e.value) <> 'null') END, ") +
-                    (q.pillar ? "pillar" : "NULL") + ", last_seen, master FROM minion_data ORDER BY id";
-  auto r = db_.run(dynamic(q.pillar ? "query_minion_data_pillar" : "query_minion_data", std::move(sql)),
-                   params().array(*q.grains), "cannot read the minion data cache");
+  std::string sql =
+      std::string(
+          "SELECT id, CASE WHEN grains IS NULL THEN NULL ELSE (SELECT "
+          "coalesce(json_object_agg(e.key, e.value), '{}') FROM json_each(grains::json) e "
+          "WHERE e.key = ANY ($1::text[]) AND json_typeof(e.value) <> 'null') END, ") +
+      (q.pillar ? "pillar" : "NULL") + ", last_seen, master FROM minion_data ORDER BY id";
+  auto r =
+      db_.run(dynamic(q.pillar ? "query_minion_data_pillar" : "query_minion_data", std::move(sql)),
+              params().array(*q.grains), "cannot read the minion data cache");
   return read_minion_data(r);
 }
 

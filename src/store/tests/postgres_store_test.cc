@@ -311,34 +311,143 @@ TEST_F(postgres_test, several_hosts_reach_the_one_that_takes_writes) {
   EXPECT_EQ(ro->load_keys("k1").size(), 1u);
 }
 
-TEST_F(postgres_test, a_write_rides_out_a_lost_connection_and_an_unrecorded_job_stays_so) {
+TEST_F(postgres_test, a_write_rides_out_a_lost_connection) {
   auto s = open_store();
   const std::string others =
       "SELECT count(*) FROM (SELECT pg_terminate_backend(pid, 5000) FROM "
       "pg_stat_activity WHERE datname = '" +
       db_ + "' AND pid <> pg_backend_pid()) t";
-  // The connection dies under the call: it connects again (a failover's
-  // promoted standby, here the same server) and the write is done.
+  // The connection dies while idle: it connects again (a failover's
+  // promoted standby, here the same server) and the write is done; a job
+  // whose INSERT was never sent is simply sent on the new connection.
   EXPECT_EQ(psql(others), "1");
   s->add_job(make_job("j1", 1));
   s->settle_job("j1");
+  EXPECT_EQ(psql(others), "1");
   s->put_key(make_key("k1", "aa:01", key_state::pending));
   EXPECT_TRUE(s->get_job("j1").has_value());
+  EXPECT_EQ(s->load_keys("k1").size(), 1u);
+}
 
-  // A job whose INSERT committed but whose answer was lost, with no server
-  // to ask again within the wait: the publisher is told "not recorded",
-  // so the row is deleted when the store answers again.
+// The backend of this database waiting on `wait_event` (the store's, in
+// the middle of a statement), terminated; fails the test after 10 s.
+void terminate_waiting(test::pg_server& pg, const std::string& db, const std::string& wait_event) {
+  const std::string find = "SELECT pid FROM pg_stat_activity WHERE datname = '" + db +
+                           "' AND wait_event = '" + wait_event + "'";
+  auto deadline = clock_type::now() + 10s;
+  std::string pid;
+  while ((pid = pg.psql(find, db)).empty()) {
+    ASSERT_LT(clock_type::now(), deadline) << "no backend waited on " << wait_event;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(pg.psql("SELECT pg_terminate_backend(" + pid + ", 5000)", db), "t");
+}
+
+TEST_F(postgres_test, a_job_whose_answer_was_lost_is_what_its_row_says_once_the_store_answers) {
+  auto o = opts();
+  o.failover_wait = 10s;
+  auto other = open_store("other");
+  auto feed = other->changes();
+
+  // Committed, answer lost: a synchronous standby that never comes holds
+  // the COMMIT after it is on disk; terminating the backend then ends the
+  // wait (the transaction has committed locally) and the connection. (The
+  // test server turns synchronous_commit off; this database's sessions
+  // turn it on.)
+  psql("ALTER DATABASE " + db_ + " SET synchronous_commit = on");
+  struct reset_sync {
+    test::pg_server& pg;
+    ~reset_sync() {
+      pg.psql("ALTER SYSTEM RESET synchronous_standby_names");
+      pg.psql("SELECT pg_reload_conf()");
+    }
+  } reset{*pg_};
+  pg_->psql("ALTER SYSTEM SET synchronous_standby_names = 'brine_test_nobody'");
+  pg_->psql("SELECT pg_reload_conf()");
+  auto deadline = clock_type::now() + 10s;
+  while (pg_->psql("SHOW synchronous_standby_names") != "brine_test_nobody") {
+    ASSERT_LT(clock_type::now(), deadline) << "the server did not reload its configuration";
+    std::this_thread::sleep_for(20ms);
+  }
+  auto s = open(o);
+  std::string error;
+  std::thread committed([&] {
+    try {
+      s->add_job(make_job("j1", 1));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  terminate_waiting(*pg_, db_, "SyncRep");
+  // (Before the join: should nothing have been terminated, this ends the
+  // wait.)
+  pg_->psql("ALTER SYSTEM RESET synchronous_standby_names");
+  pg_->psql("SELECT pg_reload_conf()");
+  committed.join();
+  // The row is there: the publish was recorded, and the caller is told so.
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(s->get_job("j1").has_value());
+
+  // Cut off before its COMMIT: a trigger holds the INSERT of j2 until the
+  // backend is terminated. The row is not there: the caller is told the
+  // job was not recorded, with the reason, and not "try again".
+  psql(
+      "CREATE FUNCTION brine_test_stall() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+      "IF NEW.jid LIKE 'stall%' THEN PERFORM pg_sleep(60); END IF; RETURN NEW; END $$");
+  psql(
+      "CREATE TRIGGER brine_test_stall BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION "
+      "brine_test_stall()");
+  std::thread cut([&] {
+    try {
+      s->add_job(make_job("stall1", 2));
+      error = "";
+    } catch (const unreachable& e) {
+      error = std::string("unreachable: ") + e.what();
+    } catch (const base::error& e) {
+      error = e.what();
+    }
+  });
+  terminate_waiting(*pg_, db_, "PgSleep");
+  cut.join();
+  EXPECT_NE(error.find("job stall1 was not recorded: cannot store job stall1: "), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("the store, reached again, does not hold it"), std::string::npos) << error;
+  EXPECT_FALSE(s->get_job("stall1").has_value());
+
+  // With no wait for the store to answer again, the outcome stays unknown:
+  // said so, and nothing is undone (get_job tells later).
   auto quick = opts();
   quick.failover_wait = 0ms;
   auto q = open(quick);
-  psql(
-      "INSERT INTO jobs (jid, fun, args, kwargs, target, tgt_type, \"user\", minions, master, "
-      "created, deliver_by) VALUES ('j2', 'test.ping', '[]', '{}', '*', 'glob', '', '[\"m1\"]', "
-      "'test', 2, 0)");
-  EXPECT_EQ(psql(others), "2");
-  EXPECT_TRUE(throws_unreachable([&] { q->add_job(make_job("j2", 2)); }));
-  EXPECT_FALSE(q->get_job("j2").has_value());
-  EXPECT_TRUE(q->get_job("j1").has_value());  // settled: never touched
+  std::thread unknown([&] {
+    try {
+      q->add_job(make_job("stall2", 3));
+      error = "";
+    } catch (const outcome_unknown& e) {
+      error = e.what();
+    } catch (const std::exception& e) {
+      error = std::string("not outcome_unknown: ") + e.what();
+    }
+  });
+  terminate_waiting(*pg_, db_, "PgSleep");
+  unknown.join();
+  EXPECT_NE(error.find("whether job stall2 was recorded is unknown"), std::string::npos) << error;
+  EXPECT_NE(error.find("brine job show stall2"), std::string::npos) << error;
+  EXPECT_FALSE(q->get_job("stall2").has_value());
+
+  // The other members heard of j1 once: its row's notification, and none
+  // for the jobs that were not recorded.
+  s->add_job(make_job("j3", 4));
+  auto got = collect(*feed, [](const std::vector<change>& all) {
+    return std::any_of(all.begin(), all.end(), [](const change& c) {
+      return c.what == change::kind::job && c.jid == "j3";
+    });
+  });
+  std::vector<std::string> jobs;
+  for (const auto& c : got) {
+    if (c.what == change::kind::job) jobs.push_back(c.jid);
+  }
+  EXPECT_EQ(jobs, (std::vector<std::string>{"j1", "j3"}));
 }
 
 TEST_F(postgres_test, connection_refused_names_host_and_port) {
