@@ -209,7 +209,14 @@ void publisher::publish(const json& body, recorded on_recorded,
     try {
       db.add_job(r.job);
     } catch (const store::outcome_unknown& e) {
+      // The store was waited for store_failover_wait already: the client
+      // is answered now, before its own request times out, and the job goes
+      // out later only if its row turns out to exist.
       spdlog::warn("publish: {}; asking the store again until it answers", e.what());
+      r.on_recorded(error_body(
+          std::string("the job could not be recorded for certain, so it was not sent: ") +
+          e.what() + "; if the store holds it once it answers again, it is sent then"));
+      r.on_recorded = [](const json&) {};
       ask_whether_recorded(std::move(r), e.what());
       return;
     } catch (const std::exception& e) {
@@ -261,9 +268,8 @@ void publisher::ask_whether_recorded(recording r, std::string why) {
           spdlog::info("publish: job {} was recorded after all; sending it", jid);
           return go_on(std::move(r));
         }
+        spdlog::info("publish: job {} was not recorded after all; it is not sent", jid);
         deliveries_.cancel(jid);
-        r.on_recorded(error_body("the job could not be recorded, so it was not sent: job " + jid +
-                                 " is not in the store, which answered again after: " + why));
         return;
       } catch (const std::exception& e) {
         if (base::unix_now() < r.job.deliver_by) return ask_whether_recorded(std::move(r), why);
@@ -273,7 +279,6 @@ void publisher::ask_whether_recorded(recording r, std::string why) {
             jid, e.what());
       }
       deliveries_.cancel(jid);
-      r.on_recorded(error_body(why + "; it was not sent from here before its delivery deadline"));
     });
   });
 }

@@ -115,11 +115,11 @@ class publisher {
   // client and sends it (on an I/O thread).
   void go_on(recording r);
   // add_job's answer was lost and the store did not answer again in time
-  // (store::outcome_unknown): asks the store whether the job's row exists
-  // every 500 ms until it answers, keeping the job reserved (nothing sent,
-  // nothing settled) meanwhile, then goes on as recorded or answers "not
-  // recorded". At the job's delivery deadline it stops asking and says the
-  // outcome is unknown: nothing more is sent from here, and a row that did
+  // (store::outcome_unknown; the client has been told so): asks the store
+  // whether the job's row exists every 500 ms until it answers, keeping the
+  // job reserved (nothing sent, nothing settled) meanwhile, then sends it
+  // if it was recorded and drops it if not. At the job's delivery deadline
+  // it stops asking: nothing more is sent from here, and a row that did
   // land is settled by whichever master reopens it.
   void ask_whether_recorded(recording r, std::string why);
 
