@@ -12,22 +12,9 @@ import struct
 import subprocess
 import time
 
+from ports import free_port
+
 DNSMASQ = shutil.which("dnsmasq") or "/usr/sbin/dnsmasq"
-
-
-def free_udp_tcp_port():
-    """A port free for both UDP and TCP on 127.0.0.1 a moment ago."""
-    for _ in range(50):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
-            t.bind(("127.0.0.1", 0))
-            port = t.getsockname()[1]
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-                try:
-                    u.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-            return port
-    raise AssertionError("no port free for both UDP and TCP")
 
 
 def srv_query(port, name, timeout=0.5):
@@ -58,7 +45,7 @@ class Dnsmasq:
         self.workdir = workdir
         self.domains = list(domains)
         self.ttl = ttl
-        self.port = free_udp_tcp_port()
+        self.port = free_port(udp=True)
         self.proc = None
         self.log_path = os.path.join(workdir, "dnsmasq.log")
         self.start(srv, hosts)

@@ -22,6 +22,8 @@ import struct
 import subprocess
 import tempfile
 import time
+
+from ports import free_port  # noqa: F401 (the suites import it from here)
 import unittest
 
 BRINE_BIN = os.environ.get("BRINE_BIN", "/work/main/build/debug/src/app/brine")
@@ -41,11 +43,6 @@ CLI_TIMEOUT = 30
 FINGERPRINT_RE = r"[0-9a-f]{2}(?::[0-9a-f]{2}){31}"
 
 
-def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(predicate, timeout, what):

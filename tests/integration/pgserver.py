@@ -31,6 +31,8 @@ import tempfile
 import time
 import unittest
 
+from ports import free_port
+
 # Bound on initdb, a start (until it accepts connections) and a stop.
 TIMEOUT = 60
 
@@ -73,10 +75,6 @@ def require_postgres():
     raise unittest.SkipTest(why)
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def server_user(directory):
@@ -160,7 +158,7 @@ class PostgresServer:
         attempts = 1 if self.port else 5
         for attempt in range(attempts):
             if not self.port:
-                self.port = _free_port()
+                self.port = free_port()
             rc, out = self._pg_ctl("start", "-w", "-l", self.log_path,
                                    "-o", self._server_options())
             if rc == 0:
