@@ -217,7 +217,7 @@ void publisher::publish(const json& body, recorded on_recorded,
           std::string("the job could not be recorded for certain, so it was not sent: ") +
           e.what() + "; if the store holds it once it answers again, it is sent then"));
       r.on_recorded = [](const json&) {};
-      ask_whether_recorded(std::move(r), e.what());
+      ask_whether_recorded(std::move(r));
       return;
     } catch (const std::exception& e) {
       deliveries_.cancel(r.job.jid);
@@ -256,12 +256,11 @@ void publisher::go_on(recording r) {
   });
 }
 
-void publisher::ask_whether_recorded(recording r, std::string why) {
+void publisher::ask_whether_recorded(recording r) {
   auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(500));
-  timer->async_wait([this, timer, r = std::move(r),
-                     why = std::move(why)](const std::error_code& ec) mutable {
+  timer->async_wait([this, timer, r = std::move(r)](const std::error_code& ec) mutable {
     if (ec) return;  // the master is stopping
-    store_.post([this, r = std::move(r), why = std::move(why)](store::store& db) mutable {
+    store_.post([this, r = std::move(r)](store::store& db) mutable {
       const std::string jid = r.job.jid;
       try {
         if (db.get_job(jid)) {
@@ -272,7 +271,7 @@ void publisher::ask_whether_recorded(recording r, std::string why) {
         deliveries_.cancel(jid);
         return;
       } catch (const std::exception& e) {
-        if (base::unix_now() < r.job.deliver_by) return ask_whether_recorded(std::move(r), why);
+        if (base::unix_now() < r.job.deliver_by) return ask_whether_recorded(std::move(r));
         spdlog::error(
             "publish: whether job {} was recorded is still unknown at its delivery "
             "deadline ({}); it is not sent from here",

@@ -121,7 +121,7 @@ class publisher {
   // if it was recorded and drops it if not. At the job's delivery deadline
   // it stops asking: nothing more is sent from here, and a row that did
   // land is settled by whichever master reopens it.
-  void ask_whether_recorded(recording r, std::string why);
+  void ask_whether_recorded(recording r);
 
   asio::io_context& io_;
   const base::master_config& cfg_;
