@@ -35,10 +35,13 @@ def stop_store():
 class ClusterTestCase(unittest.TestCase):
     databases = 0
 
-    def cluster(self, n=3, idle=60, start=True, **opts):
+    def cluster(self, n=3, idle=60, start=True, cleanup=None, **opts):
         """`n` masters of cluster `c1` on a fresh database, the cluster key
         made by `brine cluster init` on the first and copied to the others,
-        behind a load balancer with idle timeout `idle`."""
+        behind a load balancer with idle timeout `idle`. `cleanup` registers
+        their stops: self.addCleanup by default, a class's addClassCleanup
+        for a cluster made in setUpClass."""
+        cleanup = cleanup or self.addCleanup
         ClusterTestCase.databases += 1
         db = "brine_cluster_%d_%d" % (os.getpid(), ClusterTestCase.databases)
         PG.create_database(db)
@@ -49,7 +52,7 @@ class ClusterTestCase(unittest.TestCase):
         master_opts.update({"cluster_id": "c1", "cluster_pki_dir": "cluster"})
         master_opts.update(opts)
         ms = MasterSet(n, master_opts=master_opts, shared_key=False, start=False)
-        self.addCleanup(ms.stop)
+        cleanup(ms.stop)
         for m in ms.masters:
             m.options["cluster_port"] = free_port()
             write_config(m.config, m.options)
@@ -61,7 +64,7 @@ class ClusterTestCase(unittest.TestCase):
             shutil.copytree(os.path.join(ms.masters[0].dir, "cluster"),
                             os.path.join(m.dir, "cluster"))
         lb = LoadBalancer([m.port for m in ms.masters], idle_timeout=idle)
-        self.addCleanup(lb.stop)
+        cleanup(lb.stop)
         if start:
             for m in ms.masters:
                 m.start()

@@ -329,6 +329,12 @@ class Cluster(MasterCli):
     def path(self, *parts):
         return os.path.join(self.dir, *parts)
 
+    def configure(self, **opts):
+        """Adds master options and writes the config again (read at the
+        master's next start)."""
+        self.master_options.update(opts)
+        write_config(self.config, self.master_options)
+
     # -- master
 
     def start_master(self, wait_ready=True):
@@ -393,13 +399,24 @@ class Cluster(MasterCli):
 
     def add_accepted_minion(self, mid, **opts):
         """Starts a minion, accepts its key and waits until it answers."""
+        return self.add_accepted_minions({mid: opts})[mid]
+
+    def add_accepted_minions(self, minions):
+        """add_accepted_minion() for each of `minions` ({id: options}, or ids),
+        side by side: every minion starts, then each key is accepted once the
+        master logs it pending (it logs that after storing the key), then
+        every connection is waited for."""
+        if not isinstance(minions, dict):
+            minions = {mid: {} for mid in minions}
         since = self.master.mark()
-        m = self.add_minion(mid, **opts)
-        self.wait_pending(mid)
-        rc, out, err = self.brine("key", "accept", mid)
-        assert rc == 0, "key accept %s: %d %s %s" % (mid, rc, out, err)
-        self.wait_connected(mid, since=since)
-        return m
+        started = {mid: self.add_minion(mid, **opts) for mid, opts in minions.items()}
+        for mid in minions:
+            wait_log(self.master, r"minion %s at \S+ is pending" % re.escape(mid), 15, since)
+            rc, out, err = self.brine("key", "accept", mid)
+            assert rc == 0, "key accept %s: %d %s %s" % (mid, rc, out, err)
+        for mid in minions:
+            self.wait_connected(mid, since=since)
+        return started
 
     # -- CLI
 
@@ -445,6 +462,45 @@ class ClusterTestCase(unittest.TestCase):
         c = Cluster(**kw)
         self.addCleanup(c.stop)
         return c
+
+
+class ClusterCase(unittest.TestCase):
+    """One master and its accepted minions shared by every test of a class:
+    made in setUpClass (which kills everything and fails if any step does),
+    stopped and checked in tearDownClass. Tests reach it as `self.c`.
+
+    MINIONS: the minions' ids, or {id: minion options}. master_opts: the
+    master's options. before_start() runs once the cluster's directory and
+    config exist and before the master starts (write a tree there, or add
+    options with self.c.configure()); after_start() once every minion is
+    accepted and connected."""
+
+    MINIONS = ()
+    master_opts = {}
+
+    @classmethod
+    def before_start(cls):
+        pass
+
+    @classmethod
+    def after_start(cls):
+        pass
+
+    @classmethod
+    def setUpClass(cls):
+        cls.c = Cluster(master_opts=dict(cls.master_opts), start=False)
+        try:
+            cls.before_start()
+            cls.c.start_master()
+            cls.c.add_accepted_minions(cls.MINIONS)
+            cls.after_start()
+        except BaseException:
+            cls.c.abort()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.stop()
 
 
 # ---------------------------------------------------------------------------

@@ -9,35 +9,30 @@ import shutil
 import subprocess
 import unittest
 
-from harness import BRINE_BIN, Cluster, wait_log
+from harness import BRINE_BIN, ClusterCase, wait_log
 
 USER = "nobody"  # Debian's unprivileged user; the test runs as root
 
 
 @unittest.skipUnless(os.geteuid() == 0 and shutil.which("runuser"),
                      "needs root and runuser to act as another user")
-class PublisherAcl(unittest.TestCase):
+class PublisherAcl(ClusterCase):
+
+    MINIONS = ["m1", "m2"]
+    master_opts = {"publisher_acl": {
+        USER: ["test.ping", "test.echo", {"m1": ["cmd.run"]}],
+    }}
 
     @classmethod
-    def setUpClass(cls):
+    def before_start(cls):
         pwd.getpwnam(USER)
-        cls.c = Cluster(master_opts={"publisher_acl": {
-            USER: ["test.ping", "test.echo", {"m1": ["cmd.run"]}],
-        }})
-        try:
-            for mid in ("m1", "m2"):
-                cls.c.add_accepted_minion(mid)
-            # The user reads the master config (for sock_dir) and reaches
-            # the socket; mkdtemp made the directory 0700.
-            os.chmod(cls.c.dir, 0o755)
-            os.chmod(cls.c.config, 0o644)
-        except BaseException:
-            cls.c.abort()
-            raise
 
     @classmethod
-    def tearDownClass(cls):
-        cls.c.stop()
+    def after_start(cls):
+        # The user reads the master config (for sock_dir) and reaches the
+        # socket; mkdtemp made the directory 0700.
+        os.chmod(cls.c.dir, 0o755)
+        os.chmod(cls.c.config, 0o644)
 
     def as_user(self, *args):
         p = subprocess.run(["runuser", "-u", USER, "--", BRINE_BIN, args[0], "-c", self.c.config]

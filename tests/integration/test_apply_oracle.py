@@ -7,6 +7,7 @@ the exit code. Cases brine does not match yet are listed in XFAIL with the
 reason; one of them that starts matching fails the test, so the list stays
 true."""
 
+import concurrent.futures
 import json
 import os
 import re
@@ -129,6 +130,14 @@ def clean_system(tree):
         subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+# Trees that take a lock of the machine (pkg_states' apt-get takes dpkg's)
+# besides SYSTEM_TREES, which change it: these run one sequence at a time.
+SERIAL_TREES = {"pkg_states"}
+
+# Sequences of other trees, each in its own sandbox, run this many at a time.
+WORKERS = 2
+
+
 def xfail_reason(tree, case):
     return XFAIL.get((tree, case)) or XFAIL.get((tree, "*"))
 
@@ -176,6 +185,26 @@ class OracleTest(unittest.TestCase):
             clean_system(tree)
             shutil.rmtree(work, ignore_errors=True)
 
+    def run_all(self, trees, cases):
+        """{(tree, format): run_sequence()} for every tree in both formats.
+        The sequences of trees that change the machine or take one of its
+        locks run one after another in one lane, started first (it is the
+        longest); every other sequence is a lane of its own, on whichever
+        worker is free."""
+        serial = [(t, fmt) for t in trees if t in SYSTEM_TREES or t in SERIAL_TREES
+                  for fmt in ("json", "txt")]
+        lanes = [serial] + [[(t, fmt)] for t in trees if (t, "json") not in serial
+                            for fmt in ("json", "txt")]
+
+        def run_lane(lane):
+            return {(t, fmt): self.run_sequence(t, cases[t], fmt) for t, fmt in lane}
+
+        results = {}
+        with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
+            for done in [pool.submit(run_lane, lane) for lane in lanes if lane]:
+                results.update(done.result())
+        return results
+
     def test_every_case_matches_salt(self):
         trees = sorted(d for d in os.listdir(FIXTURES)
                        if os.path.isdir(os.path.join(FIXTURES, d)))
@@ -185,16 +214,18 @@ class OracleTest(unittest.TestCase):
         if only:
             trees = [t for t in trees if t in only.split(",")]
         matched, expected_failures, failures = 0, 0, []
-        skipped = []
+        skipped, ran, cases = [], [], {}
         for tree in trees:
             why = system_tree_missing(tree)
             if why:
                 skipped.append("%s (%s)" % (tree, why))
                 continue
             with open(os.path.join(FIXTURES, tree, "cases.json")) as f:
-                cases = json.load(f)
-            results = {fmt: self.run_sequence(tree, cases, fmt) for fmt in ("json", "txt")}
-            for case in cases:
+                cases[tree] = json.load(f)
+            ran.append(tree)
+        results = self.run_all(ran, cases)
+        for tree in ran:
+            for case in cases[tree]:
                 name = case["name"]
                 salt = os.path.join(FIXTURES, tree, "salt", name)
                 with open(salt + ".rc") as f:
@@ -203,7 +234,7 @@ class OracleTest(unittest.TestCase):
                 for fmt in ("json", "txt"):
                     with open(salt + "." + fmt) as f:
                         want = f.read()
-                    rc, got, err = results[fmt][name]
+                    rc, got, err = results[tree, fmt][name]
                     if rc != want_rc:
                         problems.append("%s: exit %d, Salt %d (stderr: %s)"
                                         % (fmt, rc, want_rc, err.strip()[-300:]))

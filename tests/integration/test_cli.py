@@ -12,28 +12,19 @@ import tempfile
 import time
 import unittest
 
-from harness import BRINE_BIN, Cluster, jid_time, wait_for
+from harness import BRINE_BIN, ClusterCase, jid_time, wait_for
 
 MINIONS = ["m1", "m2", "m3", "m4"]
 
 
-class Cli(unittest.TestCase):
+class Cli(ClusterCase):
+
+    MINIONS = MINIONS
 
     @classmethod
-    def setUpClass(cls):
-        cls.c = Cluster()
-        try:
-            for mid in MINIONS:
-                cls.c.add_accepted_minion(mid)
-            # m4 is accepted but stopped: a down minion.
-            assert cls.c.minions["m4"].terminate() == 0
-        except BaseException:
-            cls.c.abort()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.stop()
+    def after_start(cls):
+        # m4 is accepted but stopped: a down minion.
+        assert cls.c.minions["m4"].terminate() == 0
 
     def cmd(self, *args):
         return self.c.brine("cmd", "--no-progress", *args, timeout=60)

@@ -13,7 +13,7 @@ import tempfile
 import time
 import unittest
 
-from harness import (BRINE_BIN, Cluster, ClusterTestCase, tail, wait_for, wait_log)
+from harness import (BRINE_BIN, ClusterCase, ClusterTestCase, tail, wait_for, wait_log)
 
 MINIONS = ["m1", "m2", "m3"]
 
@@ -48,22 +48,10 @@ def async_jid(out):
     return m.group(1)
 
 
-class SharedClusterJobs(unittest.TestCase):
+class SharedClusterJobs(ClusterCase):
     """Jobs that leave the three minions as they were share one cluster."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.c = Cluster()
-        try:
-            for mid in MINIONS:
-                cls.c.add_accepted_minion(mid)
-        except BaseException:
-            cls.c.abort()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.stop()
+    MINIONS = MINIONS
 
     def cmd(self, *args, timeout=30):
         return self.c.brine("cmd", *args, timeout=timeout)

@@ -14,8 +14,8 @@ import subprocess
 import time
 import unittest
 
-from harness import (BRINE_BIN, SLACK, Cluster, free_port, tail, wait_for, wait_log,
-                     write_config)
+from harness import (BRINE_BIN, SLACK, Cluster, ClusterCase, free_port, tail, wait_for,
+                     wait_log, write_config)
 
 MINIONS = ["m1", "m2"]
 
@@ -264,23 +264,15 @@ def scrape(port, path="/metrics", method="GET"):
         conn.close()
 
 
-class MasterEndpoint(unittest.TestCase):
+class MasterEndpoint(ClusterCase):
     """One master with metrics_port on loopback and two minions."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.metrics_port = free_port()
-        cls.c = Cluster(master_opts={"metrics_port": cls.metrics_port})
-        try:
-            for mid in MINIONS:
-                cls.c.add_accepted_minion(mid)
-        except BaseException:
-            cls.c.abort()
-            raise
+    MINIONS = MINIONS
 
     @classmethod
-    def tearDownClass(cls):
-        cls.c.stop()
+    def before_start(cls):
+        cls.metrics_port = free_port()
+        cls.c.configure(metrics_port=cls.metrics_port)
 
     def figures(self):
         status, headers, body = scrape(self.metrics_port)

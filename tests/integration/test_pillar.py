@@ -12,7 +12,7 @@ import subprocess
 import textwrap
 import unittest
 
-from harness import BRINE_BIN, Cluster, MasterSet, wait_for, write_config
+from harness import BRINE_BIN, Cluster, ClusterCase, MasterSet, wait_for, write_config
 
 SECRET = "s3cret-Pillar-Value"
 
@@ -56,31 +56,23 @@ def write_tree(root, files):
             f.write(textwrap.dedent(text).lstrip())
 
 
-class Pillar(unittest.TestCase):
+class Pillar(ClusterCase):
+
+    # auth_timeout: brine call's bound, generous for loaded test machines.
+    MINIONS = {"web1": {"grains": {"roles": ["web"]}, "auth_timeout": 20},
+               "db1": {"grains": {"roles": ["db"]}, "auth_timeout": 20}}
 
     @classmethod
-    def setUpClass(cls):
-        cls.c = Cluster(start=False)
-        try:
-            cls.root = cls.c.path("pillar")
-            write_tree(cls.root, TREE)
-            cls.c.master_options["pillar_roots"] = {"base": [cls.root]}
-            from harness import write_config
-            write_config(cls.c.config, cls.c.master_options)
-            cls.c.start_master()
-            # auth_timeout: brine call's bound, generous for loaded test machines.
-            cls.c.add_accepted_minion("web1", grains={"roles": ["web"]}, auth_timeout=20)
-            cls.c.add_accepted_minion("db1", grains={"roles": ["db"]}, auth_timeout=20)
-            for mid in ("web1", "db1"):
-                wait_for(lambda: "common" in cls.call(mid, "pillar.ls"), 15,
-                         "the pillar of %s" % mid)
-        except BaseException:
-            cls.c.abort()
-            raise
+    def before_start(cls):
+        cls.root = cls.c.path("pillar")
+        write_tree(cls.root, TREE)
+        cls.c.configure(pillar_roots={"base": [cls.root]})
 
     @classmethod
-    def tearDownClass(cls):
-        cls.c.stop()
+    def after_start(cls):
+        for mid in cls.MINIONS:
+            wait_for(lambda: "common" in cls.call(mid, "pillar.ls"), 15,
+                     "the pillar of %s" % mid)
 
     @classmethod
     def call(cls, mid, *fun_args, rc=0):

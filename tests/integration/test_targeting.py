@@ -9,7 +9,7 @@ import json
 import subprocess
 import unittest
 
-from harness import BRINE_BIN, Cluster, tail, wait_for
+from harness import BRINE_BIN, Cluster, ClusterCase, tail, wait_for
 
 # id -> custom grains (over the real core grains of this host)
 GRAINS = {
@@ -41,23 +41,15 @@ def job_count(c):
     return len(out.splitlines())
 
 
-class Targeting(unittest.TestCase):
+class Targeting(ClusterCase):
+
+    MINIONS = {mid: {"grains": grains} for mid, grains in GRAINS.items()}
+    master_opts = {"nodegroups": NODEGROUPS}
 
     @classmethod
-    def setUpClass(cls):
-        cls.c = Cluster(master_opts={"nodegroups": NODEGROUPS})
-        try:
-            for mid, grains in GRAINS.items():
-                cls.c.add_accepted_minion(mid, grains=grains)
-            for mid in GRAINS:
-                wait_cached(cls.c, mid)
-        except BaseException:
-            cls.c.abort()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.stop()
+    def after_start(cls):
+        for mid in GRAINS:
+            wait_cached(cls.c, mid)
 
 
     def targets(self, *args):
