@@ -42,6 +42,10 @@ figures::figures(metrics::registry& r)
           {"state"})),
       returns_received(r.add_counter("brine_returns_received_total",
                                      "Job returns received from minions connected here.")),
+      feed_returns(r.add_counter(
+          "brine_feed_returns_total",
+          "Job returns minions delivered to another master of the shared store (a cluster "
+          "member or a multi-master peer), learnt here from the store's change feed.")),
       return_latency(r.add_histogram(
           "brine_publish_return_latency_seconds",
           "From a job's publish (its jid) to the arrival of each of its returns here.",

@@ -33,6 +33,9 @@ struct figures {
   // Returns received from minions connected here (jobs published and
   // publishes refused are collectors over the publisher's own counts).
   metrics::counter& returns_received;
+  // Returns minions delivered to another master of the shared store, read
+  // here from the store's change feed (store_sync).
+  metrics::counter& feed_returns;
   // From a job's publish (its jid's time) to the arrival of each return.
   metrics::histogram& return_latency;
   // Publishes minions refused, by reason: spool_full (their return spool

@@ -398,7 +398,8 @@ int master::run() {
   api_.start();
   if (feed_) {
     sync_ = std::make_unique<store_sync>(
-        store_sync::deps{*store_, keys_, sessions_, deliveries_, cache_, events_, cluster_.get()},
+        store_sync::deps{*store_, keys_, sessions_, deliveries_, cache_, events_, cluster_.get(),
+                         &figures_.feed_returns},
         std::move(feed_), name_);
     sync_->on_file_pins([this] { files_.pins_changed(); });
     sync_->start();

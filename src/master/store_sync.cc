@@ -188,6 +188,7 @@ void store_sync::settle_keys(const std::vector<std::string>& ids) {
 
 void store_sync::returned(const std::string& jid, std::vector<std::string> minions,
                           std::vector<store::return_record> rets) {
+  if (d_.feed_returns) d_.feed_returns->inc(minions.size());
   // The minions have the job: holds for them end here too.
   for (const auto& id : minions) d_.deliveries.on_acknowledged(id, jid);
   std::string prefix = "brine/job/" + jid + "/ret/";

@@ -13,6 +13,7 @@
 #include "master/minion_cache.h"
 #include "master/minion_sessions.h"
 #include "master/store_worker.h"
+#include "metrics/metrics.h"
 #include "pki/key_registry.h"
 #include "store/store.h"
 
@@ -48,6 +49,8 @@ class store_sync {
     minion_cache& cache;
     event_bus& events;
     cluster_node* cluster = nullptr;  // set for a member of a cluster
+    // Counts the returns other masters received (brine_feed_returns_total).
+    metrics::counter* feed_returns = nullptr;
   };
   store_sync(deps d, std::unique_ptr<store::change_feed> feed, std::string origin);
   ~store_sync();

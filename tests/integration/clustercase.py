@@ -35,12 +35,14 @@ def stop_store():
 class ClusterTestCase(unittest.TestCase):
     databases = 0
 
-    def cluster(self, n=3, idle=60, start=True, cleanup=None, **opts):
+    def cluster(self, n=3, idle=60, start=True, cleanup=None, metrics=False, **opts):
         """`n` masters of cluster `c1` on a fresh database, the cluster key
         made by `brine cluster init` on the first and copied to the others,
         behind a load balancer with idle timeout `idle`. `cleanup` registers
         their stops: self.addCleanup by default, a class's addClassCleanup
-        for a cluster made in setUpClass."""
+        for a cluster made in setUpClass. `metrics`: each master serves
+        its Prometheus endpoint on a port of its own (options
+        "metrics_port")."""
         cleanup = cleanup or self.addCleanup
         ClusterTestCase.databases += 1
         db = "brine_cluster_%d_%d" % (os.getpid(), ClusterTestCase.databases)
@@ -55,6 +57,8 @@ class ClusterTestCase(unittest.TestCase):
         cleanup(ms.stop)
         for m in ms.masters:
             m.options["cluster_port"] = free_port()
+            if metrics:
+                m.options["metrics_port"] = free_port()
             write_config(m.config, m.options)
         rc, out, err = ms.masters[0].brine("cluster", "init")
         self.assertEqual(rc, 0, err)

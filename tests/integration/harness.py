@@ -11,6 +11,7 @@ message naming what it waited for.
 """
 
 import calendar
+import http.client
 import json
 import os
 import re
@@ -236,6 +237,24 @@ class MasterCli:
         rc, out, err = self.brine("key", "list", "--json")
         assert rc == 0, "brine key list --json: rc %d, stderr %s" % (rc, err)
         return json.loads(out)
+
+
+def scrape(port):
+    """The Prometheus text a daemon's metrics endpoint on `port` serves."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10 * SLACK)
+    try:
+        conn.request("GET", "/metrics")
+        r = conn.getresponse()
+        assert r.status == 200, r.status
+        return r.read().decode("utf-8")
+    finally:
+        conn.close()
+
+
+def figure(text, name, labels=""):
+    """The value of one sample of the Prometheus text (0 when absent)."""
+    m = re.search(r"^%s%s (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
+    return float(m.group(1)) if m else 0.0
 
 
 def tail(text, lines=30):

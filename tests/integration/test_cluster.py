@@ -16,8 +16,8 @@ import subprocess
 import threading
 import unittest
 
-from harness import (BRINE_BIN, SLACK, frame, logged_at, make_client_cert, read_frames,
-                     read_until_closed, tail, tls_context, wait_for, wait_log,
+from harness import (BRINE_BIN, SLACK, figure, frame, logged_at, make_client_cert, read_frames,
+                     read_until_closed, scrape, tail, tls_context, wait_for, wait_log,
                      write_config)
 import clustercase
 from clustercase import ClusterTestCase
@@ -33,7 +33,7 @@ class OneClusterTest(ClusterTestCase):
         robin), ten real minions and 1,000 swarm minions that know only the
         balancer; test.ping published on each master returns every one of
         them, and every master received returns."""
-        ms, lb = self.cluster(3)
+        ms, lb = self.cluster(3, metrics=True)
         ids = ["m%02d" % i for i in range(10)]
         count = int(os.environ.get("BRINE_CLUSTER_SWARM", "1000"))
         self.add_minions(ms, lb, ids)
@@ -82,6 +82,19 @@ class OneClusterTest(ClusterTestCase):
                 return rows[x["name"]]["stats"].get("returns", 0) >= expect
             wait_for(received, 10 * SLACK,
                      "%s to report the %d returns it received" % (m.name, expect))
+        # The returns the other members received reach each member through
+        # the store's change feed, and are counted there: with its own, at
+        # least every return of the three jobs (a re-sent one counts again).
+        every = 3 * (len(ids) + count)
+        for m in ms.masters:
+            def counted():
+                text = scrape(m.options["metrics_port"])
+                own = figure(text, "brine_returns_received_total")
+                feed = figure(text, "brine_feed_returns_total")
+                return (own, feed) if feed > 0 and own + feed >= every else None
+            own, feed = wait_for(counted, 10 * SLACK,
+                                 "%s to count %d returns, its own and the feed's" % (m.name, every))
+            self.assertLess(own, every, "%s received every return itself" % m.name)
         # Every member links to every other over mutual TLS on its peer port.
         for m in ms.masters:
             def linked():

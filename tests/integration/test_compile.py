@@ -9,7 +9,6 @@ minion's own; a template that calls a function of the minion's machine is
 compiled on the minion; a master-compiled run fetches only the files whose
 hashes its minion lacks."""
 
-import http.client
 import json
 import os
 import re
@@ -17,7 +16,7 @@ import shutil
 import tempfile
 import unittest
 
-from harness import SLACK, Cluster, MasterSet, free_port, wait_for
+from harness import SLACK, Cluster, MasterSet, figure, free_port, scrape, wait_for
 
 TREE = {
     "top.sls": "base:\n  '*':\n    - web\n",
@@ -109,23 +108,6 @@ def write_tree(root, files):
 def write_file(path, text):
     with open(path, "w") as f:
         f.write(text)
-
-
-def scrape(port):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10 * SLACK)
-    try:
-        conn.request("GET", "/metrics")
-        r = conn.getresponse()
-        assert r.status == 200, r.status
-        return r.read().decode("utf-8")
-    finally:
-        conn.close()
-
-
-def figure(text, name, labels=""):
-    """The value of one sample of the Prometheus text (0 when absent)."""
-    m = re.search(r"^%s%s (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
-    return float(m.group(1)) if m else 0.0
 
 
 def normalized(ret, mid, sandbox):
