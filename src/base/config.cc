@@ -22,6 +22,7 @@
 #include "base/error.h"
 #include "base/fs.h"
 #include "base/log.h"
+#include "base/schedule_option.h"
 #include "base/yaml_json.h"
 
 namespace brine::base {
@@ -1267,6 +1268,32 @@ std::string read_config(const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<schedule_job> parse_schedule(const nlohmann::json& value, const std::string& source,
+                                         bool& enabled) {
+  // JSON is YAML: the config's own checks, and their messages, serve.
+  YAML::Node node = YAML::Load(value.dump());
+  static const std::string name = "schedule";
+  try {
+    return schedule_jobs(option{source, name, 1, node}, enabled);
+  } catch (const error& e) {
+    // "config SOURCE: line 1: WHAT": a line means nothing in data.
+    std::string what = e.what();
+    std::string prefix = fmt::format("config {}: line 1: ", source);
+    if (what.starts_with(prefix)) what = what.substr(prefix.size());
+    throw error(fmt::format("{}: {}", source, what));
+  }
+}
+
+bool same_job(const schedule_job& a, const schedule_job& b) {
+  return a.name == b.name && a.function == b.function && a.args == b.args && a.kwargs == b.kwargs &&
+         a.seconds == b.seconds && a.splay_start == b.splay_start && a.splay_end == b.splay_end &&
+         a.run_on_start == b.run_on_start && a.maxrunning == b.maxrunning && a.enabled == b.enabled;
+}
+
+bool same_jobs(const std::vector<schedule_job>& a, const std::vector<schedule_job>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), same_job);
+}
 
 // Not declared in config.h yet (master_set.cc calls it): the inverse of
 // master_address::text(), for a master named in the spool. Without a port,

@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "base/fs.h"
 #include "base/memory.h"
+#include "base/schedule_option.h"
 #include "fileserver/remote.h"
 #include "minion/master_pillar.h"
 #include "minion/scheduled_runs.h"
@@ -183,14 +184,21 @@ minion::minion(base::minion_config cfg)
   link.targeted = [this](const nlohmann::json& publish) { return targeted(publish); };
   link.on_pillar = [this](nlohmann::ordered_json pillar) {
     spdlog::debug("minion {}: pillar received ({} keys)", cfg_.id, pillar.size());
+    schedule_from_pillar(pillar);
     context_->set_pillar(std::move(pillar));
   };
   link.context = context_.get();
   link.jobs = &context_->jobs();
-  const bool scheduled = cfg_.schedule_enabled && !cfg_.schedule.empty() &&
-                         cfg_.master_type != base::master_mode::disabled;
+  // Scheduled runs are granted and recorded by a master: a masterless
+  // minion has none. The jobs are the config's and the pillar's `schedule`.
+  const bool scheduled = cfg_.master_type != base::master_mode::disabled;
   if (scheduled) {
-    link.schedule = [frame = schedule_message(cfg_.schedule)] { return frame; };
+    schedule_ = effective_schedule(cfg_.schedule, cfg_.schedule_enabled, {}, true);
+    if (!schedule_.empty()) schedule_frame_ = schedule_message(schedule_);
+    link.schedule = [this] {
+      std::lock_guard lock(schedule_mu_);
+      return schedule_frame_;
+    };
     link.on_schedule_periods = [this](const nlohmann::json& body) {
       if (scheduler_) apply_schedule_periods(*scheduler_, body);
     };
@@ -226,7 +234,7 @@ minion::minion(base::minion_config cfg)
                        }});
   if (scheduled) {
     scheduler_ = std::make_shared<schedule::scheduler>(
-        io_.get_executor(), cfg_.id, cfg_.schedule,
+        io_.get_executor(), cfg_.id, schedule_,
         scheduled_run_hooks(*masters_, std::chrono::seconds(cfg_.job_timeout)));
   } else if (!cfg_.schedule.empty() && cfg_.schedule_enabled) {
     spdlog::warn("config {}: schedule is ignored with master_type: disable: a scheduled run is "
@@ -238,6 +246,48 @@ minion::minion(base::minion_config cfg)
     context_->set_files(std::make_unique<fileserver::remote_client>(
         cfg_.cachedir + "/files", master_files{masters_.get()}));
   }
+}
+
+void minion::schedule_from_pillar(const nlohmann::ordered_json& pillar) {
+  if (!scheduler_) return;
+  std::vector<base::schedule_job> from_pillar;
+  bool enabled = true;
+  if (auto it = pillar.find("schedule"); it != pillar.end()) {
+    try {
+      from_pillar =
+          base::parse_schedule(nlohmann::json::parse(it->dump()), "the pillar's schedule", enabled);
+    } catch (const std::exception& e) {
+      // The jobs the pillar gave before stay: nothing is dropped for a
+      // typo, and the log says what to fix.
+      spdlog::error(
+          "minion {}: {}; the schedule stays as it was until the pillar is fixed "
+          "(then saltutil.refresh_pillar)",
+          cfg_.id, e.what());
+      return;
+    }
+  }
+  net::frame_ptr frame;
+  std::vector<base::schedule_job> jobs;
+  {
+    std::lock_guard lock(schedule_mu_);
+    if (base::same_jobs(from_pillar, pillar_schedule_) && enabled == pillar_schedule_enabled_)
+      return;
+    pillar_schedule_ = from_pillar;
+    pillar_schedule_enabled_ = enabled;
+    jobs = effective_schedule(cfg_.schedule, cfg_.schedule_enabled, from_pillar, enabled);
+    if (base::same_jobs(jobs, schedule_)) return;
+    // A schedule that became empty is still told, so that the masters
+    // forget the jobs they planned with.
+    frame = schedule_message(jobs);
+    schedule_frame_ = jobs.empty() ? nullptr : frame;
+    schedule_ = jobs;
+    // Under the lock: two masters' pillars reach the scheduler in the
+    // order they were merged.
+    scheduler_->set_jobs(jobs);
+  }
+  spdlog::info("minion {}: schedule from the config and the pillar: {} job(s){}", cfg_.id,
+               jobs.size(), enabled ? "" : " (the pillar's schedule says enabled: false)");
+  for (const auto& a : masters_->accepted_members(proto::k_feature_schedule)) a->send(frame);
 }
 
 void minion::forget_kept_pillar() {

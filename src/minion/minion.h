@@ -60,8 +60,17 @@ class minion {
   spool spool_;
   jid_history history_;
   std::unique_ptr<master_set> masters_;
-  // The `schedule` option's jobs; null when there are none (or masterless).
+  // The jobs of the `schedule` option and the pillar's `schedule` key;
+  // null when masterless.
   std::shared_ptr<schedule::scheduler> scheduler_;
+  // A pillar arrived: its schedule, merged with the config's, becomes the
+  // scheduler's jobs, and the masters are told.
+  void schedule_from_pillar(const nlohmann::ordered_json& pillar);
+  std::mutex schedule_mu_;
+  std::vector<base::schedule_job> schedule_;         // in effect
+  std::vector<base::schedule_job> pillar_schedule_;  // as the pillar last gave it
+  bool pillar_schedule_enabled_ = true;
+  net::frame_ptr schedule_frame_;  // for each master on connecting; null: none
   // Salt's minion-side check of a greedy publish against its own grains.
   bool targeted(const nlohmann::json& publish) const;
 

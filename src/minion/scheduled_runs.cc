@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <map>
 
 namespace brine::minion {
 
@@ -77,6 +78,19 @@ schedule::scheduler::hooks scheduled_run_hooks(master_set& masters,
             return ask(m, job, slot, timeout);
           },
           [](const base::schedule_job& job, schedule::grant g) { return run(job, std::move(g)); }};
+}
+
+std::vector<base::schedule_job> effective_schedule(const std::vector<base::schedule_job>& config,
+                                                   bool config_enabled,
+                                                   const std::vector<base::schedule_job>& pillar,
+                                                   bool pillar_enabled) {
+  if (!config_enabled || !pillar_enabled) return {};
+  std::map<std::string, const base::schedule_job*> by_name;
+  for (const auto& j : pillar) by_name[j.name] = &j;
+  for (const auto& j : config) by_name[j.name] = &j;
+  std::vector<base::schedule_job> out;
+  for (const auto& [name, j] : by_name) out.push_back(*j);
+  return out;
 }
 
 net::frame_ptr schedule_message(const std::vector<base::schedule_job>& jobs) {

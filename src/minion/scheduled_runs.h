@@ -18,6 +18,13 @@ namespace brine::minion {
 // (agent::run_scheduled), its return going to that master.
 schedule::scheduler::hooks scheduled_run_hooks(master_set& masters,
                                                std::chrono::seconds job_timeout);
+// The jobs in effect (Salt's merge): the pillar's, then the config's by the
+// same name in their place, in name order; none when either side says
+// `enabled: false`.
+std::vector<base::schedule_job> effective_schedule(const std::vector<base::schedule_job>& config,
+                                                   bool config_enabled,
+                                                   const std::vector<base::schedule_job>& pillar,
+                                                   bool pillar_enabled);
 // The `schedule` message: the minion's jobs as the master plans with them.
 net::frame_ptr schedule_message(const std::vector<base::schedule_job>& jobs);
 // A master's schedule_periods, applied to `s`.

@@ -10,6 +10,7 @@
 #include <asio/use_awaitable.hpp>
 #include <random>
 
+#include "base/schedule_option.h"
 
 namespace brine::schedule {
 
@@ -37,57 +38,115 @@ int64_t unix_ms() {
 
 scheduler::scheduler(asio::any_io_executor executor, std::string id,
                      std::vector<base::schedule_job> jobs, hooks h, options o)
-    : strand_(asio::make_strand(executor)),
-      id_(std::move(id)),
-      jobs_(std::move(jobs)),
-      hooks_(std::move(h)),
-      options_(o) {
-  for (size_t i = 0; i < jobs_.size(); ++i) {
-    auto st = std::make_unique<job_state>();
-    st->index = i;
-    st->timer = std::make_shared<asio::steady_timer>(strand_);
-    states_.push_back(std::move(st));
-  }
+    : strand_(asio::make_strand(executor)), id_(std::move(id)), hooks_(std::move(h)), options_(o) {
+  std::lock_guard lock(mu_);
+  for (auto& j : jobs) entries_.push_back(make_entry(std::move(j)));
   replan();
+}
+
+std::shared_ptr<scheduler::entry> scheduler::make_entry(base::schedule_job job) {
+  auto e = std::make_shared<entry>();
+  e->job = std::move(job);
+  e->timer = std::make_shared<asio::steady_timer>(strand_);
+  return e;
 }
 
 void scheduler::replan() {
   std::vector<job_period> periods;
-  for (const auto& j : jobs_) {
-    if (!j.enabled) continue;
-    auto a = assigned_.find(j.name);
-    periods.push_back({j.name, a != assigned_.end() ? a->second : j.seconds});
+  for (const auto& e : entries_) {
+    if (!e->job.enabled) continue;
+    auto a = assigned_.find(e->job.name);
+    periods.push_back({e->job.name, a != assigned_.end() ? a->second : e->job.seconds});
   }
   auto t = schedule::timings(id_, periods, harmonic_);
-  timings_.assign(jobs_.size(), job_timing{});
   size_t k = 0;
-  for (size_t i = 0; i < jobs_.size(); ++i) {
-    if (!jobs_[i].enabled) continue;
-    timings_[i] = t[k++];
-    if (!options_.spread) timings_[i].offset_ms = 0;
+  for (auto& e : entries_) {
+    e->timing = job_timing{};
+    if (!e->job.enabled) continue;
+    e->timing = t[k++];
+    if (!options_.spread) e->timing.offset_ms = 0;
   }
 }
 
-std::vector<job_timing> scheduler::timings() const { return timings_; }
+std::vector<base::schedule_job> scheduler::jobs() const {
+  std::lock_guard lock(mu_);
+  std::vector<base::schedule_job> out;
+  for (const auto& e : entries_) out.push_back(e->job);
+  return out;
+}
+
+std::vector<job_timing> scheduler::timings() const {
+  std::lock_guard lock(mu_);
+  std::vector<job_timing> out;
+  for (const auto& e : entries_) out.push_back(e->timing);
+  return out;
+}
+
+void scheduler::spawn(const std::shared_ptr<entry>& e) {
+  asio::co_spawn(strand_, loop(shared_from_this(), e), [id = id_](std::exception_ptr ex) {
+    if (!ex) return;
+    try {
+      std::rethrow_exception(ex);
+    } catch (const std::exception& what) {
+      spdlog::error("minion {}: schedule: {}", id, what.what());
+    }
+  });
+}
 
 void scheduler::start() {
-  for (size_t i = 0; i < jobs_.size(); ++i) {
-    if (!jobs_[i].enabled) continue;
-    asio::co_spawn(strand_, loop(shared_from_this(), i), [id = id_](std::exception_ptr e) {
-      if (!e) return;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        spdlog::error("minion {}: schedule: {}", id, ex.what());
-      }
-    });
-  }
+  asio::post(strand_, [self = shared_from_this()] {
+    if (self->stopping_ || std::exchange(self->started_loops_, true)) return;
+    for (const auto& e : self->entries_) {
+      if (e->job.enabled) self->spawn(e);
+    }
+  });
 }
 
 void scheduler::stop() {
   if (stopping_.exchange(true)) return;
   asio::post(strand_, [self = shared_from_this()] {
-    for (auto& st : self->states_) st->timer->cancel();
+    for (auto& e : self->entries_) e->timer->cancel();
+  });
+}
+
+void scheduler::set_jobs(std::vector<base::schedule_job> jobs) {
+  asio::post(strand_, [self = shared_from_this(), jobs = std::move(jobs)]() mutable {
+    std::map<std::string, std::shared_ptr<entry>> old;
+    for (auto& e : self->entries_) old.emplace(e->job.name, e);
+    std::vector<std::shared_ptr<entry>> next;
+    std::vector<std::shared_ptr<entry>> fresh;
+    for (auto& j : jobs) {
+      auto it = old.find(j.name);
+      if (it != old.end() && base::same_job(it->second->job, j)) {
+        next.push_back(it->second);
+        old.erase(it);
+        continue;
+      }
+      auto e = self->make_entry(std::move(j));
+      next.push_back(e);
+      if (e->job.enabled) fresh.push_back(e);
+    }
+    // What is left was removed or changed: its loop stops waiting; runs
+    // of it under way finish.
+    for (auto& [name, e] : old) {
+      e->retired = true;
+      e->timer->cancel();
+    }
+    {
+      std::lock_guard lock(self->mu_);
+      self->entries_ = std::move(next);
+      // A new job takes its phase among the others: with harmonic
+      // periods they are worked out together, so the ones that stay are
+      // woken to theirs.
+      self->replan();
+    }
+    for (auto& e : self->entries_) {
+      ++e->generation;
+      e->timer->cancel();
+    }
+    if (self->started_loops_ && !self->stopping_) {
+      for (auto& e : fresh) self->spawn(e);
+    }
   });
 }
 
@@ -96,63 +155,67 @@ void scheduler::set_periods(std::map<std::string, uint64_t> periods, bool harmon
     if (periods == self->assigned_ && harmonic == self->harmonic_) return;
     self->assigned_ = periods;
     self->harmonic_ = harmonic;
-    self->replan();
-    for (auto& st : self->states_) {
-      ++st->generation;
-      st->timer->cancel();
+    {
+      std::lock_guard lock(self->mu_);
+      self->replan();
+    }
+    for (auto& e : self->entries_) {
+      ++e->generation;
+      e->timer->cancel();
     }
   });
 }
 
-asio::awaitable<bool> scheduler::sleep_for(job_state& st, std::chrono::milliseconds d,
+asio::awaitable<bool> scheduler::sleep_for(entry& e, std::chrono::milliseconds d,
                                            uint64_t generation) {
-  st.timer->expires_after(d);
+  e.timer->expires_after(d);
   std::error_code ec;
-  co_await st.timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  co_return !stopping_ && st.generation == generation;
+  co_await e.timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  co_return !stopping_ && !e.retired && e.generation == generation;
 }
 
-asio::awaitable<bool> scheduler::sleep_until(job_state& st, int64_t when_ms, uint64_t generation) {
+asio::awaitable<bool> scheduler::sleep_until(entry& e, int64_t when_ms, uint64_t generation) {
   // The wall clock decides (slots are wall-clock times); a steady timer
   // waits, checked again on waking in case the clock was stepped.
   for (;;) {
     int64_t left = when_ms - unix_ms();
     if (left <= 0) co_return true;
-    if (!co_await sleep_for(st, std::chrono::milliseconds(left), generation)) co_return false;
+    if (!co_await sleep_for(e, std::chrono::milliseconds(left), generation)) co_return false;
   }
 }
 
-asio::awaitable<void> scheduler::loop(std::shared_ptr<scheduler> self, size_t index) {
+asio::awaitable<void> scheduler::loop(std::shared_ptr<scheduler> self, std::shared_ptr<entry> e) {
   scheduler& s = *self;
-  job_state& st = *s.states_[index];
-  const base::schedule_job& job = s.jobs_[index];
+  const base::schedule_job& job = e->job;
+  auto gone = [&] { return s.stopping_ || e->retired; };
   bool first = true;
-  while (!s.stopping_) {
-    const uint64_t generation = st.generation;
-    const job_timing t = s.timings_[index];
+  while (!gone()) {
+    const uint64_t generation = e->generation;
+    const job_timing t = e->timing;
     int64_t slot;
     if (first && job.run_on_start) {
       slot = unix_ms();
     } else {
-      slot = next_slot(std::max(unix_ms(), st.last_slot + 1), t.period_ms, t.offset_ms);
+      slot = next_slot(std::max(unix_ms(), e->last_slot + 1), t.period_ms, t.offset_ms);
     }
     uint32_t splay = draw_splay(job.splay_start, job.splay_end);
-    if (!co_await s.sleep_until(st, slot + int64_t{splay} * 1000, generation)) {
-      if (s.stopping_) co_return;
+    if (!co_await s.sleep_until(*e, slot + int64_t{splay} * 1000, generation)) {
+      if (gone()) co_return;
       continue;  // re-planned: work the slot out again
     }
     first = false;
-    st.last_slot = slot;
-    if (st.running >= job.maxrunning) {
+    e->last_slot = slot;
+    if (e->running >= job.maxrunning) {
       ++s.skipped_;
-      spdlog::info("minion {}: schedule job {}: {} run(s) still under way (maxrunning {}); this "
-                   "run is skipped",
-                   s.id_, job.name, st.running, job.maxrunning);
+      spdlog::info(
+          "minion {}: schedule job {}: {} run(s) still under way (maxrunning {}); this "
+          "run is skipped",
+          s.id_, job.name, e->running, job.maxrunning);
       continue;
     }
     grant g;
     bool said = false;
-    while (!s.stopping_) {
+    while (!gone()) {
       g = co_await s.hooks_.ask(job, slot);
       if (g.k == grant::kind::run) break;
       std::chrono::milliseconds wait = k_no_master_wait;
@@ -171,24 +234,25 @@ asio::awaitable<void> scheduler::loop(std::shared_ptr<scheduler> self, size_t in
                      s.id_, job.name, g.detail);
       }
       // A re-plan does not drop a run that is due: it still asks.
-      co_await s.sleep_for(st, wait, st.generation);
+      co_await s.sleep_for(*e, wait, e->generation);
     }
-    if (s.stopping_) co_return;
-    ++st.running;
+    // Stopped, or the job was removed or changed while its run waited: a
+    // grant that came meanwhile is not used (the master's lease on it
+    // runs out).
+    if (gone()) co_return;
+    ++e->running;
     ++s.started_;
     spdlog::debug("minion {}: schedule job {}: run {} ({})", s.id_, job.name, g.jid, job.function);
-    asio::co_spawn(
-        s.strand_, s.hooks_.run(job, std::move(g)),
-        [self, &st](std::exception_ptr e) {
-          // Back on the strand (the completion runs there).
-          --st.running;
-          if (!e) return;
-          try {
-            std::rethrow_exception(e);
-          } catch (const std::exception& ex) {
-            spdlog::warn("minion {}: schedule: a run failed: {}", self->id_, ex.what());
-          }
-        });
+    asio::co_spawn(s.strand_, s.hooks_.run(job, std::move(g)), [self, e](std::exception_ptr ex) {
+      // Back on the strand (the completion runs there).
+      --e->running;
+      if (!ex) return;
+      try {
+        std::rethrow_exception(ex);
+      } catch (const std::exception& what) {
+        spdlog::warn("minion {}: schedule: a run failed: {}", self->id_, what.what());
+      }
+    });
   }
 }
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,9 +43,15 @@ struct grant {
 // made up: the next run is the next slot after the granted one. Nothing is
 // dropped but the runs maxrunning skips.
 //
+// The jobs may change while it runs (set_jobs: the minion's pillar holds a
+// `schedule` too): a job whose definition is unchanged keeps its place and
+// its runs; a changed or removed one stops waiting (runs under way finish),
+// and a new or changed one starts.
+//
 // Lifecycle: make_shared, start(), stop(); hooks and what they reference
 // must outlive the io_context's run. Threading: every job loop on one strand
-// of its own; set_periods() and stop() from any thread.
+// of its own; set_jobs(), set_periods(), jobs(), timings() and stop() from
+// any thread.
 class scheduler : public std::enable_shared_from_this<scheduler> {
  public:
   struct hooks {
@@ -67,13 +74,16 @@ class scheduler : public std::enable_shared_from_this<scheduler> {
 
   void start();
   void stop();
+  // Replaces the jobs (by name: unchanged ones keep running as they are).
+  void set_jobs(std::vector<base::schedule_job> jobs);
   // The periods a master assigned (seconds, by job name; jobs not named keep
   // their own), and whether they are harmonic: the slots are worked out
   // again and waiting jobs wake to them.
   void set_periods(std::map<std::string, uint64_t> periods, bool harmonic);
 
-  const std::vector<base::schedule_job>& jobs() const { return jobs_; }
-  // The jobs' places on the clock now.
+  // The jobs now, and their places on the clock (one each, in the same
+  // order; a disabled job's timing is empty).
+  std::vector<base::schedule_job> jobs() const;
   std::vector<job_timing> timings() const;
 
   uint64_t runs_started() const { return started_.load(); }
@@ -81,30 +91,38 @@ class scheduler : public std::enable_shared_from_this<scheduler> {
   uint64_t runs_deferred() const { return deferred_.load(); }
 
  private:
-  struct job_state {
-    size_t index = 0;
+  // One job and its loop's state; the loop (and its runs under way) hold
+  // it, so a job removed by set_jobs outlives its last run.
+  struct entry {
+    base::schedule_job job;
+    job_timing timing;  // the strand's (read by timings() under mu_)
     uint32_t running = 0;
     uint64_t generation = 0;  // bumped by set_periods
     int64_t last_slot = -1;
+    bool retired = false;  // removed or changed by set_jobs
     std::shared_ptr<asio::steady_timer> timer;
   };
-  static asio::awaitable<void> loop(std::shared_ptr<scheduler> self, size_t index);
-  // Sleeps until unix ms `when`; false when stopped or re-planned meanwhile.
-  asio::awaitable<bool> sleep_until(job_state& st, int64_t when_ms, uint64_t generation);
-  asio::awaitable<bool> sleep_for(job_state& st, std::chrono::milliseconds d,
-                                  uint64_t generation);
+  static asio::awaitable<void> loop(std::shared_ptr<scheduler> self, std::shared_ptr<entry> e);
+  // Sleeps until unix ms `when`; false when stopped, retired or re-planned
+  // meanwhile.
+  asio::awaitable<bool> sleep_until(entry& e, int64_t when_ms, uint64_t generation);
+  asio::awaitable<bool> sleep_for(entry& e, std::chrono::milliseconds d, uint64_t generation);
+  std::shared_ptr<entry> make_entry(base::schedule_job job);
+  void spawn(const std::shared_ptr<entry>& e);
+  // On the strand (or before start), with mu_ held.
   void replan();
 
   asio::any_io_executor strand_;
   std::string id_;
-  std::vector<base::schedule_job> jobs_;
   hooks hooks_;
   options options_;
-  // The strand's: the timings and each job's state.
-  std::vector<job_timing> timings_;
+  // Written on the strand under mu_; read there freely, elsewhere under mu_.
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<entry>> entries_;
+  // The strand's.
   std::map<std::string, uint64_t> assigned_;
   bool harmonic_ = false;
-  std::vector<std::unique_ptr<job_state>> states_;
+  bool started_loops_ = false;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> started_{0};
   std::atomic<uint64_t> skipped_{0};

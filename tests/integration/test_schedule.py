@@ -15,7 +15,7 @@ import signal
 import time
 import unittest
 
-from harness import ClusterTestCase, jid_time, wait_for, wait_log
+from harness import ClusterTestCase, jid_time, wait_for, wait_log, write_config
 from test_swarm import Swarm
 
 TREE = {
@@ -209,6 +209,76 @@ class ScheduleTest(ClusterTestCase):
         self.assertRegex(out, r"a\s+test\.ping\s+50s\s+1m\s+2")
         rc, out, err = c.brine("schedule", "plan", "--tgt-type", "compound", "G@x:y and (")
         self.assertEqual(rc, 3, out + err)
+
+    def test_a_schedule_in_the_pillar_runs_and_follows_pillar_refreshes(self):
+        """Salt's pillar `schedule`: merged with the config's (the config's
+        job wins by name), applied when the pillar arrives and again on
+        saltutil.refresh_pillar; a broken one is refused, named, and the
+        schedule in effect stays."""
+        c = self.cluster(start=False)
+        root = c.path("pillar")
+        os.makedirs(root)
+
+        def pillar(text):
+            with open(os.path.join(root, "top.sls"), "w") as f:
+                f.write("base:\n  '*':\n    - sched\n")
+            with open(os.path.join(root, "sched.sls"), "w") as f:
+                f.write(text)
+
+        pillar("schedule:\n"
+               "  fromconfig: {function: test.ping, seconds: 3600}\n"
+               "  frompillar: {function: test.echo, args: [pillared], seconds: 2}\n")
+        c.master_options["pillar_roots"] = {"base": [root]}
+        write_config(c.config, c.master_options)
+        c.start_master()
+        m = c.add_accepted_minion(
+            "m1", schedule={"fromconfig": {"function": "test.ping", "seconds": 2}})
+
+        def runs(name, function):
+            return [j for j in scheduled(c.jobs(function=function), name) if j["returned"]]
+        # Both run every 2 s: the pillar's job, and the config's under the
+        # name the pillar gave too (the config's definition wins).
+        wait_for(lambda: len(runs("frompillar", "test.echo")) >= 2
+                 and len(runs("fromconfig", "test.ping")) >= 2, 30,
+                 "the pillar's and the config's schedule jobs to run twice each")
+        jid = runs("frompillar", "test.echo")[0]["jid"]
+        self.assertEqual(c.job(jid)["returns"], {"m1": "pillared"})
+        wait_log(m, r"schedule from the config and the pillar: 2 job\(s\)")
+
+        def plan():
+            rc, out, err = c.brine("schedule", "plan", "--out", "json")
+            self.assertEqual(rc, 0, err)
+            return {j["name"]: j for j in json.loads(out)["jobs"]}
+        wait_for(lambda: set(plan()) == {"fromconfig", "frompillar"}, 10,
+                 "the master to plan with both jobs")
+        self.assertEqual(plan()["fromconfig"]["seconds"], 2)
+
+        # A broken pillar schedule: named in the log, the jobs stay.
+        since = m.mark()
+        pillar("schedule:\n  frompillar: {function: test.echo, minuts: 2}\n")
+        rc, out, err = c.brine("cmd", "m1", "saltutil.refresh_pillar")
+        self.assertEqual(rc, 0, out + err)
+        wait_log(m, r"the pillar's schedule: schedule job frompillar: unknown key minuts \(did "
+                    r"you mean 'minutes'\?\); .*; the schedule stays as it was", since=since)
+        self.assertEqual(set(plan()), {"fromconfig", "frompillar"})
+
+        # The pillar's job removed: the master is told, and it runs no more
+        # once the minion applied the change.
+        since = m.mark()
+        pillar("other: 1\n")
+        rc, out, err = c.brine("cmd", "m1", "saltutil.refresh_pillar")
+        self.assertEqual(rc, 0, out + err)
+        wait_log(m, r"schedule from the config and the pillar: 1 job\(s\)", since=since)
+        wait_for(lambda: set(plan()) == {"fromconfig"}, 10,
+                 "the master to plan without the pillar's job")
+        before = {j["jid"] for j in scheduled(c.jobs(function="test.echo"), "frompillar")}
+        # Two more runs of the config's job (4 s) and none of the removed one.
+        after_change = len(runs("fromconfig", "test.ping"))
+        wait_for(lambda: len(runs("fromconfig", "test.ping")) >= after_change + 2, 20,
+                 "two more runs of the config's job")
+        later = {j["jid"] for j in scheduled(c.jobs(function="test.echo"), "frompillar")}
+        self.assertLessEqual(len(later - before), 1, "the removed job kept running: %s"
+                             % sorted(later - before))
 
     def test_bad_schedule_stops_the_minion_naming_job_and_key(self):
         c = self.cluster()

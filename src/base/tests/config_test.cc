@@ -17,6 +17,7 @@
 
 #include "base/error.h"
 #include "base/fs.h"
+#include "base/schedule_option.h"
 
 namespace brine::base {
 
@@ -1258,6 +1259,44 @@ TEST(MinionConfig, ScheduleAsSaltWritesIt) {
   EXPECT_FALSE(off.schedule_enabled);
   EXPECT_EQ(off.schedule.size(), 1u);
   EXPECT_TRUE(parse_minion_config("schedule:\n", k_minion).schedule.empty());
+}
+
+TEST(MinionConfig, ScheduleFromThePillarIsCheckedAsTheConfigs) {
+  bool enabled = true;
+  auto jobs =
+      parse_schedule(nlohmann::json::parse(R"({"hs": {"function": "state.apply", "minutes": 30,
+                                "job_args": ["web"], "kwargs": {"test": true},
+                                "splay": {"start": 5, "end": 10}, "maxrunning": 2}})"),
+                     "the pillar's schedule", enabled);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_TRUE(enabled);
+  EXPECT_EQ(jobs[0].name, "hs");
+  EXPECT_EQ(jobs[0].function, "state.apply");
+  EXPECT_EQ(jobs[0].seconds, 1800u);
+  EXPECT_EQ(jobs[0].args, nlohmann::json::array({"web"}));
+  EXPECT_EQ(jobs[0].kwargs, nlohmann::json({{"test", true}}));
+  EXPECT_EQ(jobs[0].splay_start, 5u);
+  EXPECT_EQ(jobs[0].splay_end, 10u);
+  EXPECT_EQ(jobs[0].maxrunning, 2u);
+  parse_schedule(nlohmann::json::parse(R"({"enabled": false})"), "p", enabled);
+  EXPECT_FALSE(enabled);
+  EXPECT_TRUE(parse_schedule(nullptr, "p", enabled).empty());
+  auto error_of = [](const char* json) {
+    bool on = true;
+    try {
+      parse_schedule(nlohmann::json::parse(json), "the pillar's schedule", on);
+    } catch (const error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of(R"({"hs": {"function": "state.apply", "minuts": 5}})"),
+            "the pillar's schedule: schedule job hs: unknown key minuts (did you mean "
+            "'minutes'?); a job takes function, args (or job_args), kwargs (or job_kwargs), "
+            "seconds, minutes, hours, days, splay, run_on_start, maxrunning and enabled");
+  EXPECT_EQ(error_of(R"(["hs"])"),
+            "the pillar's schedule: schedule must be a mapping of job name to {function: ..., "
+            "minutes: ...}, got a list of 1");
 }
 
 TEST(MinionConfig, ScheduleErrorsNameTheJobTheKeyAndTheFix) {

@@ -6,6 +6,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
+#include <map>
 
 namespace brine::schedule {
 namespace {
@@ -154,6 +155,50 @@ TEST(Scheduler, AssignedPeriodsReplaceTheJobsOwn) {
   EXPECT_EQ(t[0].period_ms, 1800000);
   EXPECT_EQ(t[1].period_ms, 3600000);
   EXPECT_NE(t[0].offset_ms % 1800000, t[1].offset_ms % 1800000);
+}
+
+TEST(Scheduler, SetJobsStartsNewOnesKeepsUnchangedOnesAndStopsRemovedOnes) {
+  asio::io_context io;
+  std::map<std::string, int> runs;
+  scheduler::hooks h{[](const base::schedule_job&, int64_t) -> asio::awaitable<grant> {
+                       grant g;
+                       g.k = grant::kind::run;
+                       g.jid = "1";
+                       co_return g;
+                     },
+                     [&runs](const base::schedule_job& j, grant) -> asio::awaitable<void> {
+                       ++runs[j.name];
+                       co_return;
+                     }};
+  auto once = job("once", 3600);
+  once.run_on_start = true;
+  auto often = job("often", 1);  // a run every second
+  auto s = std::make_shared<scheduler>(io.get_executor(), "web1", std::vector{once, often}, h);
+  s->start();
+  io.run_for(2500ms);
+  EXPECT_EQ(runs["once"], 1);
+  EXPECT_GE(runs["often"], 2);
+  // "once" unchanged keeps its place (no second start-up run), "often"
+  // removed stops, "later" is new and runs on start.
+  auto later = job("later", 3600);
+  later.run_on_start = true;
+  s->set_jobs({once, later});
+  io.run_for(100ms);
+  int often_then = runs["often"];
+  io.run_for(2500ms);
+  EXPECT_EQ(runs["once"], 1);
+  EXPECT_EQ(runs["later"], 1);
+  EXPECT_EQ(runs["often"], often_then);
+  ASSERT_EQ(s->jobs().size(), 2u);
+  EXPECT_EQ(s->jobs()[1].name, "later");
+  EXPECT_EQ(s->timings()[1].period_ms, 3600000);
+  // A changed definition is a new job: run_on_start runs it again.
+  once.args = nlohmann::json::array({"changed"});
+  s->set_jobs({once});
+  io.run_for(500ms);
+  EXPECT_EQ(runs["once"], 2);
+  s->stop();
+  io.run_for(100ms);
 }
 
 }  // namespace
