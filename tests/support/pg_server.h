@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -33,19 +34,34 @@
 
 namespace brine::test {
 
-// A port on 127.0.0.1 where nothing listens (bound to port 0, then closed).
-inline int unused_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
+// A port on 127.0.0.1 free a moment ago, chosen at random below the
+// kernel's ephemeral range (as tests/integration/ports.py does): a port
+// bound to 0 comes from that range, which every outgoing connection draws
+// from too, so one could take it between the check and the server's bind.
+inline int free_loopback_port() {
+  int low = 32768;
+  if (std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range"); range) range >> low;
+  const int lowest = 10000;
+  const int highest = std::max(lowest + 1000, low);  // exclusive
+  thread_local std::mt19937 rng{std::random_device{}()};
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    int port = std::uniform_int_distribution<int>(lowest, highest - 1)(rng);
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
+  throw std::runtime_error("no free port on 127.0.0.1 in " + std::to_string(lowest) + ".." +
+                           std::to_string(highest - 1));
 }
 
+// A port on 127.0.0.1 where nothing listens.
+inline int unused_port() { return free_loopback_port(); }
 
 // The directory of PostgreSQL's server programs (initdb, postgres, psql):
 // initdb's on PATH (symlinks resolved), else the newest
@@ -207,20 +223,7 @@ class pg_server {
     initialized_ = true;
   }
 
-  static int free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      if (fd >= 0) ::close(fd);
-      throw std::runtime_error(std::string("cannot find a free port: ") + std::strerror(errno));
-    }
-    ::close(fd);
-    return ntohs(addr.sin_port);
-  }
+  static int free_port() { return free_loopback_port(); }
 
   // Starts the postmaster and waits (30 s at most) until it accepts
   // connections; false when it exited instead.
