@@ -270,8 +270,9 @@ void minion::schedule_from_pillar(const nlohmann::ordered_json& pillar) {
   std::vector<base::schedule_job> jobs;
   {
     std::lock_guard lock(schedule_mu_);
-    if (base::same_jobs(from_pillar, pillar_schedule_) && enabled == pillar_schedule_enabled_)
+    if (base::same_jobs(from_pillar, pillar_schedule_) && enabled == pillar_schedule_enabled_) {
       return;
+    }
     pillar_schedule_ = from_pillar;
     pillar_schedule_enabled_ = enabled;
     jobs = effective_schedule(cfg_.schedule, cfg_.schedule_enabled, from_pillar, enabled);
