@@ -16,7 +16,8 @@ import shutil
 import tempfile
 import unittest
 
-from harness import SLACK, Cluster, MasterSet, figure, free_port, scrape, wait_for
+from harness import (SLACK, Cluster, ClusterCase, MasterSet, figure, free_port, scrape,
+                     wait_for)
 
 TREE = {
     "top.sls": "base:\n  '*':\n    - web\n",
@@ -127,36 +128,30 @@ def normalized(ret, mid, sandbox):
     return out
 
 
-class CompileMaster(unittest.TestCase):
+class CompileMaster(ClusterCase):
     """c1's runs compile on the master; m1's on m1 (state_compile_target)."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.metrics_port = free_port()
-        cls.c = Cluster(master_opts={
-            "metrics_port": cls.metrics_port,
-            "state_compile": "master",
-            "state_compile_target": "c*",
-            "file_roots": {"base": ["srv"]},
-            "pillar_roots": {"base": ["pillar"]},
-        }, start=False)
-        try:
-            write_tree(cls.c.path("srv"), TREE)
-            write_tree(cls.c.path("pillar"), PILLAR)
-            cls.c.start_master()
-            cls.sandboxes = {}
-            for mid in ("c1", "m1"):
-                sandbox = cls.c.path("sandbox-" + mid)
-                os.makedirs(sandbox)
-                cls.sandboxes[mid] = sandbox
-                cls.c.add_accepted_minion(mid, grains={"sandbox": sandbox}, log_level="debug")
-        except BaseException:
-            cls.c.abort()
-            raise
+    master_opts = {
+        "state_compile": "master",
+        "state_compile_target": "c*",
+        "file_roots": {"base": ["srv"]},
+        "pillar_roots": {"base": ["pillar"]},
+    }
 
     @classmethod
-    def tearDownClass(cls):
-        cls.c.stop()
+    def before_start(cls):
+        cls.metrics_port = free_port()
+        cls.c.configure(metrics_port=cls.metrics_port)
+        write_tree(cls.c.path("srv"), TREE)
+        write_tree(cls.c.path("pillar"), PILLAR)
+        cls.sandboxes = {}
+        minions = {}
+        for mid in ("c1", "m1"):
+            sandbox = cls.c.path("sandbox-" + mid)
+            os.makedirs(sandbox)
+            cls.sandboxes[mid] = sandbox
+            minions[mid] = {"grains": {"sandbox": sandbox}, "log_level": "debug"}
+        cls.MINIONS = minions
 
     def figures(self):
         return scrape(self.metrics_port)
