@@ -1269,10 +1269,10 @@ std::string read_config(const std::string& path) {
 
 }  // namespace
 
-std::vector<schedule_job> parse_schedule(const nlohmann::json& value, const std::string& source,
+std::vector<schedule_job> parse_schedule(const std::string& json_text, const std::string& source,
                                          bool& enabled) {
   // JSON is YAML: the config's own checks, and their messages, serve.
-  YAML::Node node = YAML::Load(value.dump());
+  YAML::Node node = YAML::Load(json_text);
   static const std::string name = "schedule";
   try {
     return schedule_jobs(option{source, name, 1, node}, enabled);

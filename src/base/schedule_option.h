@@ -1,6 +1,5 @@
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -9,10 +8,10 @@
 namespace brine::base {
 
 // The jobs of a Salt `schedule` mapping that came as data (the minion's
-// pillar key `schedule`), checked as the config file's option is (config.cc
-// holds both); a top-level `enabled: false` sets `enabled` false. Throws
-// base::error that names `source` and the fix.
-std::vector<schedule_job> parse_schedule(const nlohmann::json& value, const std::string& source,
+// pillar key `schedule`, as JSON text), checked as the config file's option
+// is (config.cc holds both); a top-level `enabled: false` sets `enabled`
+// false. Throws base::error that names `source` and the fix.
+std::vector<schedule_job> parse_schedule(const std::string& json_text, const std::string& source,
                                          bool& enabled);
 
 // Whether two jobs are defined alike (the line they came from aside).

@@ -254,8 +254,7 @@ void minion::schedule_from_pillar(const nlohmann::ordered_json& pillar) {
   bool enabled = true;
   if (auto it = pillar.find("schedule"); it != pillar.end()) {
     try {
-      from_pillar =
-          base::parse_schedule(nlohmann::json::parse(it->dump()), "the pillar's schedule", enabled);
+      from_pillar = base::parse_schedule(it->dump(), "the pillar's schedule", enabled);
     } catch (const std::exception& e) {
       // The jobs the pillar gave before stay: nothing is dropped for a
       // typo, and the log says what to fix.

@@ -236,10 +236,10 @@ asio::awaitable<void> scheduler::loop(std::shared_ptr<scheduler> self, std::shar
       // A re-plan does not drop a run that is due: it still asks.
       co_await s.sleep_for(*e, wait, e->generation);
     }
-    // Stopped, or the job was removed or changed while its run waited: a
-    // grant that came meanwhile is not used (the master's lease on it
-    // runs out).
-    if (gone()) co_return;
+    // Stopped while it waited. A run the master granted is run even if its
+    // job was removed or changed meanwhile: the master recorded it, and
+    // its record is to end with a return.
+    if (s.stopping_ || g.k != grant::kind::run) co_return;
     ++e->running;
     ++s.started_;
     spdlog::debug("minion {}: schedule job {}: run {} ({})", s.id_, job.name, g.jid, job.function);

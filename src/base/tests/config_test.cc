@@ -1263,11 +1263,10 @@ TEST(MinionConfig, ScheduleAsSaltWritesIt) {
 
 TEST(MinionConfig, ScheduleFromThePillarIsCheckedAsTheConfigs) {
   bool enabled = true;
-  auto jobs =
-      parse_schedule(nlohmann::json::parse(R"({"hs": {"function": "state.apply", "minutes": 30,
+  auto jobs = parse_schedule(R"({"hs": {"function": "state.apply", "minutes": 30,
                                 "job_args": ["web"], "kwargs": {"test": true},
-                                "splay": {"start": 5, "end": 10}, "maxrunning": 2}})"),
-                     "the pillar's schedule", enabled);
+                                "splay": {"start": 5, "end": 10}, "maxrunning": 2}})",
+                             "the pillar's schedule", enabled);
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_TRUE(enabled);
   EXPECT_EQ(jobs[0].name, "hs");
@@ -1278,13 +1277,13 @@ TEST(MinionConfig, ScheduleFromThePillarIsCheckedAsTheConfigs) {
   EXPECT_EQ(jobs[0].splay_start, 5u);
   EXPECT_EQ(jobs[0].splay_end, 10u);
   EXPECT_EQ(jobs[0].maxrunning, 2u);
-  parse_schedule(nlohmann::json::parse(R"({"enabled": false})"), "p", enabled);
+  parse_schedule(R"({"enabled": false})", "p", enabled);
   EXPECT_FALSE(enabled);
-  EXPECT_TRUE(parse_schedule(nullptr, "p", enabled).empty());
+  EXPECT_TRUE(parse_schedule("null", "p", enabled).empty());
   auto error_of = [](const char* json) {
     bool on = true;
     try {
-      parse_schedule(nlohmann::json::parse(json), "the pillar's schedule", on);
+      parse_schedule(json, "the pillar's schedule", on);
     } catch (const error& e) {
       return std::string(e.what());
     }

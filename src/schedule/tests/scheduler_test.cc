@@ -201,5 +201,35 @@ TEST(Scheduler, SetJobsStartsNewOnesKeepsUnchangedOnesAndStopsRemovedOnes) {
   io.run_for(100ms);
 }
 
+TEST(Scheduler, ARunGrantedWhileItsJobWasRemovedStillRuns) {
+  // The master recorded the run when it granted it: the record is to end
+  // with a return, so the run goes ahead although set_jobs removed the job.
+  asio::io_context io;
+  int runs = 0;
+  scheduler::hooks h{[](const base::schedule_job&, int64_t) -> asio::awaitable<grant> {
+                       asio::steady_timer t(co_await asio::this_coro::executor, 300ms);
+                       co_await t.async_wait(asio::use_awaitable);
+                       grant g;
+                       g.k = grant::kind::run;
+                       g.jid = "1";
+                       co_return g;
+                     },
+                     [&runs](const base::schedule_job&, grant) -> asio::awaitable<void> {
+                       ++runs;
+                       co_return;
+                     }};
+  auto j = job("once", 3600);
+  j.run_on_start = true;
+  auto s = std::make_shared<scheduler>(io.get_executor(), "web1", std::vector{j}, h);
+  s->start();
+  io.run_for(100ms);  // asking
+  s->set_jobs({});
+  io.run_for(1s);
+  EXPECT_EQ(runs, 1);
+  EXPECT_TRUE(s->jobs().empty());
+  s->stop();
+  io.run_for(100ms);
+}
+
 }  // namespace
 }  // namespace brine::schedule
