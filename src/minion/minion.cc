@@ -10,6 +10,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <asio/use_awaitable.hpp>
+#include <cstdlib>
 #include <thread>
 
 #include "apply/state_functions.h"
@@ -17,6 +18,7 @@
 #include "base/error.h"
 #include "base/fs.h"
 #include "base/memory.h"
+#include "base/on_pool.h"
 #include "base/schedule_option.h"
 #include "fileserver/remote.h"
 #include "minion/master_pillar.h"
@@ -33,6 +35,8 @@ namespace {
 constexpr std::chrono::seconds k_idle_before_trim{5};
 // How often the figures are copied to cachedir/metrics.json (when they moved).
 constexpr std::chrono::seconds k_figures_interval{10};
+// How long a stopping minion waits for a state compile it abandoned.
+constexpr std::chrono::seconds k_pool_work_limit{20};
 // How long the minion remembers the jids it ran (a master holds a publish
 // at most a day), and at most how many.
 constexpr int k_jid_retention_hours = 25;
@@ -385,6 +389,15 @@ int minion::run() {
   io_.run();
   second.join();
   blocking_.join();
+  // A job stopped mid-compile still has its compile on the state pool,
+  // calling into context_: it ends before the members it uses do.
+  if (!base::pool_work::wait_idle(k_pool_work_limit)) {
+    spdlog::warn(
+        "minion {}: a state compile still runs {} s after the stop; exiting without "
+        "waiting for it",
+        cfg_.id, k_pool_work_limit.count());
+    std::_Exit(exit_code_);
+  }
   spdlog::info("minion stopped");
   return exit_code_;
 }
