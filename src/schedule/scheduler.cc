@@ -123,6 +123,9 @@ void scheduler::set_jobs(std::vector<base::schedule_job> jobs) {
         continue;
       }
       auto e = self->make_entry(std::move(j));
+      // A changed definition of the same name: its runs under way still
+      // count against maxrunning.
+      if (it != old.end()) e->running = it->second->running;
       next.push_back(e);
       if (e->job.enabled) fresh.push_back(e);
     }
@@ -205,12 +208,12 @@ asio::awaitable<void> scheduler::loop(std::shared_ptr<scheduler> self, std::shar
     }
     first = false;
     e->last_slot = slot;
-    if (e->running >= job.maxrunning) {
+    if (*e->running >= job.maxrunning) {
       ++s.skipped_;
       spdlog::info(
           "minion {}: schedule job {}: {} run(s) still under way (maxrunning {}); this "
           "run is skipped",
-          s.id_, job.name, e->running, job.maxrunning);
+          s.id_, job.name, *e->running, job.maxrunning);
       continue;
     }
     grant g;
@@ -240,12 +243,12 @@ asio::awaitable<void> scheduler::loop(std::shared_ptr<scheduler> self, std::shar
     // job was removed or changed meanwhile: the master recorded it, and
     // its record is to end with a return.
     if (s.stopping_ || g.k != grant::kind::run) co_return;
-    ++e->running;
+    ++*e->running;
     ++s.started_;
     spdlog::debug("minion {}: schedule job {}: run {} ({})", s.id_, job.name, g.jid, job.function);
     asio::co_spawn(s.strand_, s.hooks_.run(job, std::move(g)), [self, e](std::exception_ptr ex) {
       // Back on the strand (the completion runs there).
-      --e->running;
+      --*e->running;
       if (!ex) return;
       try {
         std::rethrow_exception(ex);

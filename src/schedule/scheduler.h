@@ -45,8 +45,9 @@ struct grant {
 //
 // The jobs may change while it runs (set_jobs: the minion's pillar holds a
 // `schedule` too): a job whose definition is unchanged keeps its place and
-// its runs; a changed or removed one stops waiting (runs under way finish),
-// and a new or changed one starts.
+// its runs; a changed or removed one stops waiting (runs under way finish,
+// and a changed one's count against its new definition's maxrunning), and
+// a new or changed one starts.
 //
 // Lifecycle: make_shared, start(), stop(); hooks and what they reference
 // must outlive the io_context's run. Threading: every job loop on one strand
@@ -96,7 +97,10 @@ class scheduler : public std::enable_shared_from_this<scheduler> {
   struct entry {
     base::schedule_job job;
     job_timing timing;  // the strand's (read by timings() under mu_)
-    uint32_t running = 0;
+    // Runs of the job's name under way: shared with the entry that
+    // replaces a changed definition, so that maxrunning counts them too
+    // (Salt counts a schedule's running jobs by its name).
+    std::shared_ptr<uint32_t> running = std::make_shared<uint32_t>(0);
     uint64_t generation = 0;  // bumped by set_periods
     int64_t last_slot = -1;
     bool retired = false;  // removed or changed by set_jobs

@@ -231,5 +231,29 @@ TEST(Scheduler, ARunGrantedWhileItsJobWasRemovedStillRuns) {
   io.run_for(100ms);
 }
 
+TEST(Scheduler, MaxrunningCountsTheRunsOfAChangedDefinitionOfItsName) {
+  // Salt counts a schedule's running jobs by its name: a definition changed
+  // (the pillar's schedule moved) while a run of the old one is under way
+  // does not start a second run beside it.
+  asio::io_context io;
+  fake_master m;
+  m.run_time = 1500ms;
+  auto j = job("slow", 3600);
+  j.run_on_start = true;
+  auto s = std::make_shared<scheduler>(io.get_executor(), "web1", std::vector{j}, hooks_for(m));
+  s->start();
+  io.run_for(200ms);
+  ASSERT_EQ(m.running, 1);
+  j.args = nlohmann::json::array({"changed"});
+  s->set_jobs({j});  // run_on_start again: due at once, but one is under way
+  io.run_for(2s);
+  EXPECT_EQ(m.runs, 1);
+  EXPECT_EQ(m.most_running, 1);
+  EXPECT_EQ(s->runs_skipped(), 1u);
+  EXPECT_EQ(m.running, 0);
+  s->stop();
+  io.run_for(100ms);
+}
+
 }  // namespace
 }  // namespace brine::schedule
