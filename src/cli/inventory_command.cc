@@ -5,9 +5,12 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "base/error.h"
+#include "cli/api_client.h"
 #include "cli/commands.h"
 #include "cli/inventory.h"
 #include "cli/output.h"
@@ -50,9 +53,24 @@ class minions_view : public target::cache_view {
   const std::vector<minion>& all_;
 };
 
-// A built-in field's value; `human`: as table and CSV print it (times as
-// UTC text), else as JSON and YAML do (unix seconds, milliseconds).
-json builtin_value(const std::string& name, const minion& m, bool human) {
+// A last_run.* field's value of `r` (null: no run reported).
+json last_run_value(const std::string& name, const report::report* r) {
+  if (!r) return nullptr;
+  if (name == "last_run.status") return report::to_string(r->status);
+  if (name == "last_run.started") return r->started_ms;
+  if (name == "last_run.jid") return r->jid;
+  if (name == "last_run.function") return r->fun;
+  if (name == "last_run.test") return r->test;
+  throw std::logic_error("inventory: built-in field " + name + " has no value");
+}
+
+bool is_last_run(const inventory::field& f) {
+  return f.from == inventory::source::builtin && f.path.front().starts_with("last_run.");
+}
+
+// A built-in field's value as JSON and YAML print it (times as unix
+// seconds and milliseconds).
+json builtin_value(const std::string& name, const minion& m) {
   if (name == "id") return m.id;
   if (name == "key") return m.key ? store::to_string(m.key->state) : "";
   if (name == "key.fingerprint") return m.key ? m.key->fingerprint : "";
@@ -61,24 +79,15 @@ json builtin_value(const std::string& name, const minion& m, bool human) {
   if (name == "connected") return !master.empty();
   if (name == "last_seen") {
     int64_t s = m.data ? m.data->last_seen : 0;
-    if (human) return utc_text(s * 1000, false);
     return s == 0 ? json(nullptr) : json(s);
   }
-  const report::report* r = m.last_run;
-  if (!r) return nullptr;
-  if (name == "last_run.status") return report::to_string(r->status);
-  if (name == "last_run.started")
-    return human ? json(utc_text(r->started_ms, true)) : json(r->started_ms);
-  if (name == "last_run.jid") return r->jid;
-  if (name == "last_run.function") return r->fun;
-  if (name == "last_run.test") return r->test;
-  throw std::logic_error("inventory: built-in field " + name + " has no value");
+  return last_run_value(name, m.last_run);
 }
 
-json value_of(const inventory::field& f, const minion& m, bool human) {
+json value_of(const inventory::field& f, const minion& m) {
   switch (f.from) {
     case inventory::source::builtin:
-      return builtin_value(f.path.front(), m, human);
+      return builtin_value(f.path.front(), m);
     case inventory::source::grain:
       return m.data && m.data->grains ? inventory::lookup(*m.data->grains, f.path) : json(nullptr);
     case inventory::source::pillar:
@@ -87,8 +96,149 @@ json value_of(const inventory::field& f, const minion& m, bool human) {
   return nullptr;
 }
 
+// A value as table and CSV print it: times as UTC text.
+json human(const inventory::field& f, json v) {
+  if (f.from != inventory::source::builtin) return v;
+  const std::string& name = f.path.front();
+  if (name == "last_seen")
+    return v.is_number() ? json(utc_text(v.get<int64_t>() * 1000, false)) : json("");
+  if (name == "last_run.started" && v.is_number()) return utc_text(v.get<int64_t>(), true);
+  return v;
+}
+
+// The rows: the matched minions' ids, and each one's values (one per
+// field, as JSON prints them), in id order.
+struct answer {
+  std::vector<std::string> ids;
+  std::vector<std::vector<json>> rows;
+};
+
+// Every last run (the store's), by minion.
+std::vector<report::report> last_runs(store::store& db) {
+  store::report_query rq;
+  rq.last = true;
+  rq.brief = true;
+  rq.limit = std::numeric_limits<size_t>::max();
+  return db.list_reports(rq);
+}
+
 json plain(const ojson& o) {
   return json::parse(o.dump(-1, ' ', false, ojson::error_handler_t::replace));
+}
+
+// What the store holds: with the master down (or one that does not answer
+// `inventory`), the CLI reads it itself.
+answer from_store(const base::master_config& cfg, const std::vector<inventory::field>& fields,
+                  const target::expression& expr, bool want_pillar, bool want_runs) {
+  // Only the top-level grains the fields and the target read.
+  store::minion_data_query q;
+  q.pillar = want_pillar || expr.uses_pillar();
+  std::set<std::string> grain_keys;
+  for (const auto& f : fields) {
+    if (f.from == inventory::source::grain) grain_keys.insert(f.path.front());
+  }
+  if (auto keys = expr.grain_keys()) {
+    grain_keys.insert(keys->begin(), keys->end());
+    q.grains = std::vector<std::string>(grain_keys.begin(), grain_keys.end());
+  }
+
+  auto db = open_store(cfg, true);
+  auto keys = db->load_keys();
+  auto data = db->query_minion_data(q);
+  std::vector<report::report> runs;
+  if (want_runs) runs = last_runs(*db);
+
+  std::map<std::string_view, const store::key_record*> accepted;
+  for (const auto& k : keys) {
+    if (k.state == store::key_state::accepted) accepted.emplace(k.id, &k);
+  }
+  std::map<std::string_view, const store::minion_data_record*> data_of;
+  for (const auto& d : data) data_of.emplace(d.id, &d);
+  std::map<std::string_view, const report::report*> run_of;
+  for (const auto& r : runs) run_of.emplace(r.minion, &r);
+
+  std::vector<minion> all;
+  all.reserve(accepted.size());
+  for (const auto& [id, key] : accepted) {
+    minion m;
+    m.id = std::string(id);
+    m.key = key;
+    if (auto it = data_of.find(id); it != data_of.end()) {
+      m.data = it->second;
+      if (expr.uses_grains() && m.data->grains) m.grains = packed::document(*m.data->grains);
+      if (expr.uses_pillar() && m.data->pillar) m.pillar = packed::document(*m.data->pillar);
+    }
+    if (auto it = run_of.find(id); it != run_of.end()) m.last_run = it->second;
+    all.push_back(std::move(m));
+  }
+  // Answered from the cache, not by the minions: a minion whose grains
+  // (pillar) are not cached does not match a grain (pillar) term.
+  auto matched = target::match(expr, minions_view(all), false);
+  answer out;
+  for (const auto& m : all) {
+    if (!std::binary_search(matched.minions.begin(), matched.minions.end(), m.id)) continue;
+    std::vector<json> row;
+    for (const auto& f : fields) row.push_back(value_of(f, m));
+    out.ids.push_back(m.id);
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+// The running master's answer, from what it holds in memory (the minion
+// data cache and the keys), and the last runs from the store; nullopt when
+// no master answers on the local socket, or it is one that does not know
+// `inventory`.
+std::optional<answer> from_master(const base::master_config& cfg, const inventory_options& o,
+                                  const std::vector<inventory::field>& fields, bool want_runs) {
+  auto client = api_client::connect(cfg.sock_dir);
+  if (!client) return std::nullopt;
+  json list = json::array();
+  for (const auto& f : fields) {
+    const char* from = f.from == inventory::source::builtin ? "builtin"
+                       : f.from == inventory::source::grain ? "grain"
+                                                            : "pillar";
+    list.push_back({{"from", from}, {"path", f.path}});
+  }
+  json body = {{"target", o.target.empty() ? "*" : o.target},
+               {"tgt_type", o.tgt_type},
+               {"delimiter", o.delimiter.empty() ? ":" : o.delimiter},
+               {"fields", std::move(list)}};
+  json reply = client->request("inventory", std::move(body));
+  if (!reply.value("ok", false)) {
+    std::string why = reply.value("error", "the master could not answer");
+    if (reply.value("bad_target", false)) throw inventory::usage_error(why);
+    if (why.starts_with("unknown local API op")) return std::nullopt;  // an older master
+    throw base::error("the master: " + why);
+  }
+  answer out;
+  out.ids = reply.at("ids").get<std::vector<std::string>>();
+  auto& rows = reply.at("rows");
+  out.rows.reserve(rows.size());
+  for (auto& r : rows) {
+    std::vector<json> values;
+    values.reserve(r.size());
+    for (auto& v : r) values.push_back(std::move(v));  // moved, not copied
+    out.rows.push_back(std::move(values));
+  }
+  if (out.ids.size() != out.rows.size()) {
+    throw base::error("the master's inventory answer has " + std::to_string(out.ids.size()) +
+                      " ids and " + std::to_string(out.rows.size()) + " rows");
+  }
+  if (want_runs) {
+    auto db = open_store(cfg, true);
+    auto runs = last_runs(*db);
+    std::unordered_map<std::string_view, const report::report*> run_of;
+    for (const auto& r : runs) run_of.emplace(r.minion, &r);
+    for (size_t i = 0; i < out.ids.size(); ++i) {
+      auto it = run_of.find(out.ids[i]);
+      const report::report* r = it == run_of.end() ? nullptr : it->second;
+      for (size_t k = 0; k < fields.size(); ++k) {
+        if (is_last_run(fields[k])) out.rows[i][k] = last_run_value(fields[k].path.front(), r);
+      }
+    }
+  }
+  return out;
 }
 
 int inventory_run(const base::master_config& cfg, const inventory_options& o) {
@@ -119,72 +269,16 @@ int inventory_run(const base::master_config& cfg, const inventory_options& o) {
   } catch (const target::error& e) {
     throw inventory::usage_error(e.what());
   }
+  const bool want_runs = std::any_of(fields.begin(), fields.end(), is_last_run);
 
-  // Only the top-level grains the fields and the target read.
-  store::minion_data_query q;
-  q.pillar = want_pillar || expr->uses_pillar();
-  std::set<std::string> grain_keys;
-  for (const auto& f : fields) {
-    if (f.from == inventory::source::grain) grain_keys.insert(f.path.front());
-  }
-  if (auto keys = expr->grain_keys()) {
-    grain_keys.insert(keys->begin(), keys->end());
-    q.grains = std::vector<std::string>(grain_keys.begin(), grain_keys.end());
-  }
-  bool want_runs = std::any_of(fields.begin(), fields.end(), [](const inventory::field& f) {
-    return f.from == inventory::source::builtin && f.path.front().starts_with("last_run.");
-  });
-
-  auto db = open_store(cfg, true);
-  auto keys = db->load_keys();
-  auto data = db->query_minion_data(q);
-  std::vector<report::report> runs;
-  if (want_runs) {
-    store::report_query rq;
-    rq.last = true;
-    rq.brief = true;
-    rq.limit = std::numeric_limits<size_t>::max();
-    runs = db->list_reports(rq);
-  }
-
-  std::map<std::string_view, const store::key_record*> accepted;
-  for (const auto& k : keys) {
-    if (k.state == store::key_state::accepted) accepted.emplace(k.id, &k);
-  }
-  std::map<std::string_view, const store::minion_data_record*> data_of;
-  for (const auto& d : data) data_of.emplace(d.id, &d);
-  std::map<std::string_view, const report::report*> run_of;
-  for (const auto& r : runs) run_of.emplace(r.minion, &r);
-
-  std::vector<minion> all;
-  all.reserve(accepted.size());
-  for (const auto& [id, key] : accepted) {
-    minion m;
-    m.id = std::string(id);
-    m.key = key;
-    if (auto it = data_of.find(id); it != data_of.end()) {
-      m.data = it->second;
-      if (expr->uses_grains() && m.data->grains) m.grains = packed::document(*m.data->grains);
-      if (expr->uses_pillar() && m.data->pillar) m.pillar = packed::document(*m.data->pillar);
-    }
-    if (auto it = run_of.find(id); it != run_of.end()) m.last_run = it->second;
-    all.push_back(std::move(m));
-  }
-  // Answered from the cache, not by the minions: a minion whose grains
-  // (pillar) are not cached does not match a grain (pillar) term.
-  auto matched = target::match(*expr, minions_view(all), false);
-  std::vector<const minion*> rows;
-  for (const auto& m : all) {
-    if (std::binary_search(matched.minions.begin(), matched.minions.end(), m.id)) {
-      rows.push_back(&m);
-    }
-  }
+  auto got = from_master(cfg, o, fields, want_runs);
+  if (!got) got = from_store(cfg, fields, *expr, want_pillar, want_runs);
 
   if (o.out == "json" || o.out == "yaml") {
     ojson out = ojson::array();
-    for (const auto* m : rows) {
+    for (const auto& values : got->rows) {
       ojson row = ojson::object();
-      for (const auto& f : fields) row[f.name] = value_of(f, *m, false);
+      for (size_t k = 0; k < fields.size(); ++k) row[fields[k].name] = values[k];
       out.push_back(std::move(row));
     }
     if (o.out == "json") {
@@ -198,16 +292,18 @@ int inventory_run(const base::master_config& cfg, const inventory_options& o) {
   std::vector<std::string> header;
   for (const auto& f : fields) header.push_back(f.name);
   cells.push_back(header);
-  for (const auto* m : rows) {
+  for (const auto& values : got->rows) {
     std::vector<std::string> line;
-    for (const auto& f : fields) line.push_back(inventory::cell_text(value_of(f, *m, true)));
+    for (size_t k = 0; k < fields.size(); ++k) {
+      line.push_back(inventory::cell_text(human(fields[k], values[k])));
+    }
     cells.push_back(std::move(line));
   }
   if (o.out == "csv") {
     for (const auto& line : cells) std::cout << inventory::csv_row(line);
     return 0;
   }
-  if (rows.empty()) {
+  if (got->rows.empty()) {
     std::cout << "no minions match\n";
     return 0;
   }

@@ -20,6 +20,7 @@ void minion_cache::load(std::vector<store::minion_data_record> rows) {
     if (r.grains) e.grains = packed::document(*r.grains);
     if (r.pillar) e.pillar = packed::document(*r.pillar);
     e.master = std::move(r.master);
+    e.last_seen = r.last_seen;
   }
 }
 
@@ -64,7 +65,9 @@ void minion_cache::set_pillar(const std::string& id, value pillar) {
 void minion_cache::seen(const std::string& id, int64_t when, bool connected) {
   {
     std::unique_lock lock(mu_);
-    auto& m = entries_[id].master;
+    auto& e = entries_[id];
+    e.last_seen = when;
+    auto& m = e.master;
     if (connected) {
       m = master_;
     } else if (m == master_) {
@@ -78,12 +81,19 @@ void minion_cache::seen(const std::string& id, int64_t when, bool connected) {
 }
 
 void minion_cache::presence(const std::string& master, const std::vector<std::string>& came,
-                            const std::vector<std::string>& went) {
+                            const std::vector<std::string>& went, int64_t when) {
   std::unique_lock lock(mu_);
-  for (const auto& id : came) entries_[id].master = master;
+  for (const auto& id : came) {
+    auto& e = entries_[id];
+    e.master = master;
+    e.last_seen = when;
+  }
   for (const auto& id : went) {
     auto it = entries_.find(id);
-    if (it != entries_.end() && it->second.master == master) it->second.master.clear();
+    if (it != entries_.end() && it->second.master == master) {
+      it->second.master.clear();
+      it->second.last_seen = when;
+    }
   }
 }
 
@@ -104,7 +114,8 @@ void minion_cache::read(const std::function<void(const lookup&)>& fn) const {
   fn([this](const std::string& id) {
     auto it = entries_.find(id);
     if (it == entries_.end()) return view{};
-    return view{it->second.grains.root(), it->second.pillar.root(), it->second.master};
+    return view{it->second.grains.root(), it->second.pillar.root(), it->second.master,
+                it->second.last_seen};
   });
 }
 

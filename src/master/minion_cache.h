@@ -47,9 +47,10 @@ class minion_cache {
   // The minion connected to this master (or left it) now.
   void seen(const std::string& id, int64_t when, bool connected);
   // What another master of the store wrote (the feed's presence change):
-  // `came` connected to `master`, `went` left it.
+  // `came` connected to `master`, `went` left it, at `when` (unix seconds,
+  // as this master heard of it: the writer's own time is in the store).
   void presence(const std::string& master, const std::vector<std::string>& came,
-                const std::vector<std::string>& went);
+                const std::vector<std::string>& went, int64_t when);
   // Its key was deleted: its data goes, here and in the store.
   void forget(const std::string& id);
 
@@ -59,6 +60,7 @@ class minion_cache {
     packed::value grains;
     packed::value pillar;
     std::string_view master;  // the master it is connected to ("": none known)
+    int64_t last_seen = 0;    // unix seconds it connected or left (0: never)
   };
   using lookup = std::function<view(const std::string& id)>;
   // Runs `fn` with a lookup valid until it returns, under the shared lock
@@ -79,6 +81,7 @@ class minion_cache {
     packed::document grains;
     packed::document pillar;
     std::string master;
+    int64_t last_seen = 0;
   };
   store_worker& store_;
   const std::string master_;

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "master/accepted_view.h"
 
 namespace brine::master {
 
@@ -72,30 +73,6 @@ publisher::publisher(asio::io_context& io, const base::master_config& cfg, pki::
     throw base::error("config " + cfg_.source + ": nodegroups: " + e.what());
   }
 }
-
-namespace {
-
-// The accepted minions with what the cache holds of them, walked under one
-// shared lock of each.
-class accepted_view : public target::cache_view {
- public:
-  accepted_view(const pki::key_registry& keys, const minion_cache& cache)
-      : keys_(keys), cache_(cache) {}
-  void for_each(const visitor& fn) const override {
-    cache_.read([&](const minion_cache::lookup& lookup) {
-      keys_.for_each_accepted([&](const std::string& id) {
-        auto v = lookup(id);
-        fn(id, target::minion_data{v.grains, v.pillar});
-      });
-    });
-  }
-
- private:
-  const pki::key_registry& keys_;
-  const minion_cache& cache_;
-};
-
-}  // namespace
 
 target::match_result publisher::resolve(const std::string& text, const std::string& tgt_type,
                                         char delimiter) const {

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "base/clock.h"
 #include "proto/frame.h"
 
 namespace brine::master {
@@ -98,7 +99,7 @@ void store_sync::apply(std::vector<store::change> changes) {
         if (d_.cluster) d_.cluster->on_job(std::move(c));
         break;
       case store::change::kind::presence:
-        if (c.origin != origin_) d_.cache.presence(c.origin, c.minions, c.left);
+        if (c.origin != origin_) d_.cache.presence(c.origin, c.minions, c.left, base::unix_now());
         break;
       case store::change::kind::acks:
         if (d_.cluster && c.origin != origin_) {

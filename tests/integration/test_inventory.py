@@ -264,6 +264,40 @@ class Inventory(unittest.TestCase):
         self.assertEqual(len(lines), 3, out)
         self.assertIn(" False ", lines[1])
 
+    def test_with_the_master_down_the_store_answers_alike(self):
+        # Last in the class (by name): it stops the master. While it runs,
+        # the master answers from memory; the proof: a config whose cachedir
+        # holds no store at all still lists every minion.
+        fields = ("id,os,osrelease,key,key.fingerprint,pillar.role,pillar.db.host,"
+                  "ip4_interfaces.eth0,last_run.status,last_run.started,last_run.jid,"
+                  "last_run.function,last_run.test")
+        queries = [["--out", "json", "--fields", fields],
+                   ["--out", "csv", "--fields", fields],
+                   ["--out", "yaml", "-G", "os:Debian", "--fields", fields],
+                   ["--out", "json", "-C", "G@os:Rocky or ubu*", "--fields", "id,osfinger"],
+                   ["--out", "json", "-I", "role:web", "--fields", "id,kernel"],
+                   ["--fields", "id,os,last_run.status"]]
+        up = [self.inventory(*q)[0] for q in queries]
+        self.assertEqual([m["id"] for m in json.loads(up[0])], sorted(MINIONS))
+        elsewhere = self.c.path("no-store.conf")
+        write_config(elsewhere, dict(self.c.master_options, cachedir=self.c.path("empty-cache")))
+        code, out, err = self.c.brine("inventory", "-c", elsewhere, "--out", "json", "--fields",
+                                      "id,os,master", config=False)
+        self.assertEqual(code, 0, out + err)
+        self.assertEqual({m["id"]: m["os"] for m in json.loads(out)},
+                         {"deb1": "Debian", "ubu1": "Ubuntu", "rocky1": "Rocky"})
+        # The master gone, the CLI reads the store itself: the same answers
+        # (master, connected and last_seen change as the minions leave it:
+        # test_default_fields_equal_the_store compares those with the store).
+        self.assertEqual(self.c.master.terminate(), 0)
+        down = [self.inventory(*q)[0] for q in queries]
+        for q, a, b in zip(queries, up, down):
+            self.assertEqual(a, b, q)
+        code, out, err = self.c.brine("inventory", "-c", elsewhere, "--fields", "id",
+                                      config=False)
+        self.assertNotEqual(code, 0, out)
+        self.c.start_master()
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -120,23 +120,35 @@ std::string master_of(const minion_cache& cache, const std::string& id) {
   return out;
 }
 
+int64_t last_seen_of(const minion_cache& cache, const std::string& id) {
+  int64_t out = -1;
+  cache.read([&](const minion_cache::lookup& lookup) { out = lookup(id).last_seen; });
+  return out;
+}
+
 TEST(minion_cache, knows_which_master_each_minion_is_connected_to) {
   test::temp_dir dir;
   store_worker store(store::open_sqlite(dir.file("master.db")));
   minion_cache cache(store, "m1");
   cache.seen("here", 1, true);
-  cache.presence("m2", {"there", "moved"}, {});
+  cache.presence("m2", {"there", "moved"}, {}, 1000);
   EXPECT_EQ(master_of(cache, "here"), "m1");
   EXPECT_EQ(master_of(cache, "there"), "m2");
   // "moved" went from m2 to this master; m2 noticing it gone later changes
   // nothing.
   cache.seen("moved", 2, true);
-  cache.presence("m2", {}, {"moved", "there"});
+  cache.presence("m2", {}, {"moved", "there"}, 1001);
   EXPECT_EQ(master_of(cache, "moved"), "m1");
   EXPECT_EQ(master_of(cache, "there"), "");
   cache.seen("here", 3, false);
   EXPECT_EQ(master_of(cache, "here"), "");
   EXPECT_EQ(master_of(cache, "nobody"), "");
+  // When each was last seen coming or going (brine inventory's last_seen),
+  // by this master or by the one the feed named.
+  EXPECT_EQ(last_seen_of(cache, "here"), 3);
+  EXPECT_EQ(last_seen_of(cache, "moved"), 2);
+  EXPECT_EQ(last_seen_of(cache, "there"), 1001);
+  EXPECT_EQ(last_seen_of(cache, "nobody"), 0);
   store.stop();
 }
 

@@ -1,0 +1,115 @@
+// The master's answer to `brine inventory` (the local API's `inventory`):
+// from the keys and the minion data cache in memory.
+
+#include "master/inventory.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace brine::master {
+namespace {
+
+using nlohmann::json;
+
+store::key_record key(std::string id, store::key_state state) {
+  store::key_record k;
+  k.id = id;
+  k.state = state;
+  k.pubkey = "-----BEGIN PUBLIC KEY-----\n";
+  k.fingerprint = "fp:" + id;
+  return k;
+}
+
+json field(const char* from, std::vector<std::string> path) {
+  return {{"from", from}, {"path", std::move(path)}};
+}
+
+struct fleet {
+  store_worker store{store::open_sqlite(":memory:")};
+  minion_cache cache{store, "m1"};
+  pki::key_registry keys{pki::key_policy{}};
+
+  fleet() {
+    keys.load({key("web1", store::key_state::accepted), key("web2", store::key_state::accepted),
+               key("db1", store::key_state::accepted), key("new1", store::key_state::pending)});
+    cache.set_grains("web1", {{"os", "Debian"},
+                              {"osrelease", "12"},
+                              {"ip4_interfaces", {{"eth0", {"10.0.0.1", "10.0.0.2"}}}}});
+    cache.set_grains("db1", {{"os", "Rocky"}, {"osrelease", "9.3"}});
+    cache.set_grains("new1", {{"os", "Debian"}});
+    cache.set_pillar("web1", std::make_shared<const json>(json{{"role", "web"}}));
+    cache.seen("web1", 1700000000, true);
+    cache.presence("m2", {"db1"}, {}, 1700000100);
+    // web2: an accepted key, nothing cached.
+  }
+  ~fleet() { store.stop(); }
+
+  json ask(const std::string& target, const std::string& tgt_type, json fields) {
+    return answer_inventory(
+        {{"target", target}, {"tgt_type", tgt_type}, {"fields", std::move(fields)}}, keys, cache,
+        {});
+  }
+};
+
+TEST(inventory, every_accepted_minion_in_id_order_with_its_fields) {
+  fleet f;
+  auto a = f.ask(
+      "*", "glob",
+      {field("builtin", {"id"}), field("grain", {"os"}), field("builtin", {"master"}),
+       field("builtin", {"connected"}), field("builtin", {"last_seen"}), field("builtin", {"key"}),
+       field("builtin", {"key.fingerprint"}), field("builtin", {"last_run.status"})});
+  ASSERT_TRUE(a.value("ok", false)) << a.dump();
+  EXPECT_EQ(a["ids"], json({"db1", "web1", "web2"}));  // not the pending new1
+  EXPECT_EQ(a["rows"][0],
+            json({"db1", "Rocky", "m2", true, 1700000100, "accepted", "fp:db1", nullptr}));
+  EXPECT_EQ(a["rows"][1],
+            json({"web1", "Debian", "m1", true, 1700000000, "accepted", "fp:web1", nullptr}));
+  // Nothing cached: no grain, no master, never seen.
+  EXPECT_EQ(a["rows"][2],
+            json({"web2", nullptr, "", false, nullptr, "accepted", "fp:web2", nullptr}));
+}
+
+TEST(inventory, paths_index_objects_and_lists_as_the_cli_does) {
+  fleet f;
+  auto a = f.ask(
+      "web1", "glob",
+      {field("grain", {"ip4_interfaces", "eth0", "1"}), field("grain", {"ip4_interfaces", "eth0"}),
+       field("grain", {"ip4_interfaces", "eth0", "2"}),
+       field("grain", {"ip4_interfaces", "eth0", "x"}), field("grain", {"os", "deeper"}),
+       field("pillar", {"role"}), field("pillar", {"nothing"})});
+  ASSERT_TRUE(a.value("ok", false)) << a.dump();
+  EXPECT_EQ(
+      a["rows"][0],
+      json({"10.0.0.2", {"10.0.0.1", "10.0.0.2"}, nullptr, nullptr, nullptr, "web", nullptr}));
+}
+
+TEST(inventory, targets_match_the_cache_and_do_not_guess) {
+  fleet f;
+  auto ids = [&](const std::string& t, const std::string& type) {
+    return f.ask(t, type, {field("builtin", {"id"})})["ids"];
+  };
+  EXPECT_EQ(ids("os:Debian", "grain"), json({"web1"}));  // web2: no grains cached
+  EXPECT_EQ(ids("G@os:Rocky or web2", "compound"), json({"db1", "web2"}));
+  EXPECT_EQ(ids("role:web", "pillar"), json({"web1"}));
+  EXPECT_EQ(ids("nomatch*", "glob"), json::array());
+}
+
+TEST(inventory, a_bad_target_or_field_is_refused_saying_what) {
+  fleet f;
+  auto a = f.ask("G@os:Debian and (", "compound", {field("builtin", {"id"})});
+  EXPECT_FALSE(a.value("ok", true));
+  EXPECT_TRUE(a.value("bad_target", false));
+  EXPECT_FALSE(a.value("error", "").empty());
+  a = f.ask("*", "nosuchtype", {field("builtin", {"id"})});
+  EXPECT_NE(a.value("error", "").find("nosuchtype"), std::string::npos) << a.dump();
+  a = f.ask("*", "glob", {field("secret", {"id"})});
+  EXPECT_NE(a.value("error", "").find("builtin, grain or pillar"), std::string::npos) << a.dump();
+  a = f.ask("*", "glob", json::array({{{"from", "grain"}, {"path", json::array()}}}));
+  EXPECT_NE(a.value("error", "").find("path"), std::string::npos) << a.dump();
+}
+
+}  // namespace
+}  // namespace brine::master
