@@ -7,6 +7,7 @@ filters and kill, the live event stream with --tag and --json, and
 import json
 import os
 import re
+import select
 import subprocess
 import tempfile
 import time
@@ -121,17 +122,23 @@ class Cli(ClusterCase):
 
     def test_events_tag_and_json(self):
         p = subprocess.Popen([BRINE_BIN, "events", "-c", self.c.config, "--tag", "brine/job/",
-                              "--json", "--seconds", "20"], stdout=subprocess.PIPE, text=True,
+                              "--json", "--seconds", "120"], stdout=subprocess.PIPE, text=True,
                              cwd=self.c.dir)
         try:
-            time.sleep(0.3)  # no readiness signal from a tail; a missed event retries below
-            jid = None
-            for _ in range(20):
+            # No readiness signal from a tail: a job published before it
+            # subscribed is missed, so jobs are published until a line comes
+            # (waited for with a deadline, never a blocking read that only
+            # the tail's end would wake).
+            line = ""
+            for _ in range(30):
                 rc, out, err = self.cmd("--show-jid", "m1", "test.ping")
-                jid = re.search(r"jid: (\d+)", out).group(1)
-                line = p.stdout.readline()
-                if line:
-                    break
+                self.assertIsNotNone(re.search(r"jid: (\d+)", out), out + err)
+                ready, _, _ = select.select([p.stdout], [], [], 2)
+                if ready:
+                    line = p.stdout.readline()
+                    if line:
+                        break
+            self.assertTrue(line, "no event line from brine events after 30 jobs")
             ev = json.loads(line)
             self.assertTrue(ev["tag"].startswith("brine/job/"), ev)
             self.assertIn("data", ev)
