@@ -1,6 +1,5 @@
 #include "master/inventory.h"
 
-#include <algorithm>
 #include <charconv>
 #include <string>
 #include <vector>
