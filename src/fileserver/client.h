@@ -9,13 +9,28 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "fileserver/roots.h"
 
 // The minion's side of salt:// (Salt's fileclient): what cp.* and the file
 // states ask for.
 namespace brine::fileserver {
+
+// The error of a file whose hash on the master is no longer the listing's:
+// the master moved to another revision of its files between the listing
+// and the fetch.
+inline constexpr std::string_view k_changed_on_master =
+    "changed on the master while it was fetched";
+
+// What tree_listed() throws when a file changed on the master since the
+// listing it was given (a pinned run cannot go on from that listing).
+class listing_moved : public base::error {
+ public:
+  using base::error::error;
+};
 
 // One requested file: where it is on this machine now, or why it is not.
 struct cached_file {
@@ -54,7 +69,11 @@ class client {
   virtual asio::awaitable<std::vector<std::string>> tree(std::string saltenv) = 0;
   // cache() and tree() with `listed`, a manifest of `saltenv` that list()
   // gave the caller: no request to list it again (a state run lists each
-  // saltenv once, see pinned.h). A client without listings ignores it.
+  // saltenv once, see pinned.h), and every file is the listing's: one that
+  // changed on the master since is an error (k_changed_on_master; tree
+  // throws listing_moved), never fetched from a newer listing. cache() and
+  // tree() with no listing list again once when that happens. A client
+  // without listings ignores it.
   virtual asio::awaitable<std::vector<cached_file>> cache_listed(
       std::string saltenv, std::vector<std::string> paths, std::shared_ptr<const manifest> listed);
   virtual asio::awaitable<std::vector<std::string>> tree_listed(

@@ -71,7 +71,7 @@ asio::awaitable<void> fetch_files(file_transport transport, std::string saltenv,
     auto h = hash_file(p.part);
     if (!h || *h != p.e.hash) {
       ::unlink(p.part.c_str());
-      (*errors)[p.e.path] = "changed on the master while it was fetched";
+      (*errors)[p.e.path] = std::string(k_changed_on_master);
       p.offset = p.e.size + 1;
       return;
     }
@@ -138,7 +138,7 @@ asio::awaitable<void> fetch_files(file_transport transport, std::string saltenv,
         continue;
       }
       if (f.value("hash", "") != it->e.hash) {
-        fail(*it, "changed on the master while it was fetched");
+        fail(*it, std::string(k_changed_on_master));
         progressed = true;
         continue;
       }

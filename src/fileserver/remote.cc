@@ -211,6 +211,10 @@ asio::awaitable<std::vector<cached_file>> shared_client::cache(std::string salte
 
 asio::awaitable<std::vector<cached_file>> shared_client::cache_listed(
     std::string saltenv, std::vector<std::string> paths, std::shared_ptr<const manifest> m) {
+  // With the caller's listing, every file is that listing's (a run reads
+  // one revision); with none, a file that changed under the listing made
+  // here is asked for again from a new one.
+  const bool pinned = m != nullptr;
   std::vector<cached_file> out(paths.size());
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!m || attempt > 0) m = co_await list(saltenv);
@@ -278,14 +282,14 @@ asio::awaitable<std::vector<cached_file>> shared_client::cache_listed(
       const entry* e = m->find(paths[i]);
       if (auto err = errors.find(paths[i]); err != errors.end()) {
         out[i].error = err->second;
-        retry = retry || err->second.starts_with("changed on the master");
+        retry = retry || err->second == k_changed_on_master;
         continue;
       }
       out[i].local = cache_->local_path(saltenv, e->path);
       out[i].hash = e->hash;
       out[i].mode = e->mode;
     }
-    if (!retry) break;
+    if (!retry || pinned) break;
   }
   co_return out;
 }
@@ -296,16 +300,33 @@ asio::awaitable<std::vector<std::string>> shared_client::tree(std::string salten
 
 asio::awaitable<std::vector<std::string>> shared_client::tree_listed(std::string saltenv,
                                                              std::shared_ptr<const manifest> m) {
-  if (!m) m = co_await list(saltenv);
-  std::vector<std::string> small;
-  for (const auto& e : m->files) {
-    if (e.size <= k_prefetch_limit) small.push_back(e.path);
-  }
-  auto got = co_await cache_listed(saltenv, std::move(small), m);
-  for (const auto& f : got) {
-    if (!f.error.empty()) {
-      throw base::error("file server: salt://" + f.path + "?saltenv=" + saltenv + ": " + f.error);
+  // As cache_listed(): pinned to the caller's listing; with none, listed
+  // again once when a file changed under the listing made here.
+  const bool pinned = m != nullptr;
+  for (int attempt = 0;; ++attempt) {
+    if (!m || (!pinned && attempt > 0)) m = co_await list(saltenv);
+    std::vector<std::string> small;
+    for (const auto& e : m->files) {
+      if (e.size <= k_prefetch_limit) small.push_back(e.path);
     }
+    auto got = co_await cache_listed(saltenv, std::move(small), m);
+    const cached_file* failed = nullptr;
+    bool moved = false;
+    for (const auto& f : got) {
+      if (f.error.empty() || moved) continue;
+      moved = f.error == k_changed_on_master;
+      if (failed == nullptr || moved) failed = &f;
+    }
+    if (failed == nullptr) break;
+    if (moved && !pinned && attempt == 0) continue;
+    std::string why =
+        "file server: salt://" + failed->path + "?saltenv=" + saltenv + ": " + failed->error;
+    if (moved) {
+      throw listing_moved(why +
+                          " (the master moved to a new revision of its files during this "
+                          "run, which reads one revision only; run it again)");
+    }
+    throw base::error(why);
   }
   std::string root = cache_->dir() + "/" + saltenv;
   std::error_code ec;

@@ -212,7 +212,16 @@ asio::awaitable<outcome> cp_get_file_str(call c) {
   std::ifstream in(got[0].local, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
-  co_return outcome{text.str()};
+  std::string bytes = std::move(text).str();
+  // The cache holds one copy per path: another job may have put a newer
+  // revision's bytes there since the listing this call (or its state run)
+  // works from. Those bytes are never given as this listing's.
+  if (need_context(c).files().remote() && fileserver::hash_bytes(bytes) != got[0].hash) {
+    throw base::error("cp.get_file_str: salt://" + s.path + "?saltenv=" + s.saltenv +
+                      " changed in this minion's file cache while it was read (another job "
+                      "fetched a newer revision of the master's files); run it again");
+  }
+  co_return outcome{std::move(bytes)};
 }
 
 asio::awaitable<outcome> cp_get_file(call c) {

@@ -208,6 +208,76 @@ TEST(FileServerPinned, ARunListsEachSaltenvOnce) {
   EXPECT_EQ(calls, 2);  // the new listing and the changed file
 }
 
+// A master that moves to a new revision of its files (writes A2 and B2)
+// just before it serves request number `switch_at` (counting from 1).
+struct switching_transport {
+  roots* r;
+  fs::path dir;
+  int switch_at;
+  int* calls;
+  asio::awaitable<json> operator()(json request) const {
+    if (++*calls == switch_at) {
+      write(dir / "a.txt", "A2\n");
+      write(dir / "b.txt", "B2\n");
+    }
+    auto bytes = json::to_msgpack(serve(*r, request, 1024 * 1024));
+    co_return json::from_msgpack(bytes);
+  }
+};
+
+// gitfs's `brine fileserver update` moves a master between a run's listing
+// and its fetches: the run reads both files of one revision or fails, never
+// a.txt of one and b.txt of the other.
+TEST(FileServerPinned, ARunNeverReadsTwoRevisions) {
+  temp_dir t;
+  fs::path dir = t.path() / "r";
+  write(dir / "a.txt", "A1\n");
+  write(dir / "b.txt", "B1\n");
+  roots r({{"base", {dir.string()}}}, std::chrono::milliseconds(0));
+
+  // a.txt was handed to the run before the switch: b.txt of the new
+  // revision is refused, not fetched from a newer listing.
+  int calls = 0;
+  remote_client c((t.path() / "cache1").string(),
+                  switching_transport{&r, dir, 3, &calls});  // list, get a, then the switch
+  pinned_client run1(c);
+  auto a = run(run1.cache("base", {"a.txt"}));
+  ASSERT_EQ(a[0].error, "");
+  EXPECT_EQ(slurp(a[0].local), "A1\n");
+  auto b = run(run1.cache("base", {"b.txt"}));
+  EXPECT_EQ(b[0].error, k_changed_on_master);
+  EXPECT_EQ(b[0].local, "");
+  // The minion's own next ask lists again and gets the new revision.
+  auto again = run(c.cache("base", {"b.txt"}));
+  ASSERT_EQ(again[0].error, "");
+  EXPECT_EQ(slurp(again[0].local), "B2\n");
+
+  // The switch comes during the run's first tree(), before it was handed
+  // anything: the run lists again, once, and reads the new revision whole.
+  write(dir / "a.txt", "A1\n");
+  write(dir / "b.txt", "B1\n");
+  calls = 0;
+  remote_client fresh((t.path() / "cache2").string(),
+                      switching_transport{&r, dir, 2, &calls});  // list, then the switch
+  pinned_client run2(fresh);
+  auto dirs = run(run2.tree("base"));
+  ASSERT_EQ(dirs.size(), 1u);
+  auto both = run(run2.cache("base", {"a.txt", "b.txt"}));
+  EXPECT_EQ(slurp(both[0].local) + slurp(both[1].local), "A2\nB2\n");
+
+  // After the tree was handed out, a file it left to be fetched later (one
+  // above the prefetch limit) that changed since is an error.
+  write(dir / "c.bin", std::string(2 * 1024 * 1024, 'c'));
+  calls = 0;
+  remote_client third((t.path() / "cache3").string(), switching_transport{&r, dir, 0, &calls});
+  pinned_client run3(third);
+  run(run3.tree("base"));
+  write(dir / "c.bin", std::string(2 * 1024 * 1024, 'd'));
+  auto big = run(run3.cache("base", {"c.bin"}));
+  EXPECT_EQ(big[0].error, k_changed_on_master);
+  EXPECT_EQ(run(third.cache("base", {"c.bin"}))[0].error, "");  // unpinned: the new listing
+}
+
 TEST(FileServerRemote, RefusesAManifestWithEscapingPaths) {
   temp_dir t;
   auto bad = [](json) -> asio::awaitable<json> {
