@@ -96,14 +96,15 @@ json value_of(const inventory::field& f, const minion& m) {
   return nullptr;
 }
 
-// A value as table and CSV print it: times as UTC text.
-json human(const inventory::field& f, json v) {
-  if (f.from != inventory::source::builtin) return v;
-  const std::string& name = f.path.front();
-  if (name == "last_seen")
-    return v.is_number() ? json(utc_text(v.get<int64_t>() * 1000, false)) : json("");
-  if (name == "last_run.started" && v.is_number()) return utc_text(v.get<int64_t>(), true);
-  return v;
+// A value's cell as table and CSV print it: times as UTC text, the rest as
+// cell_text() prints it.
+std::string human(const inventory::field& f, const json& v) {
+  if (f.from == inventory::source::builtin) {
+    const std::string& name = f.path.front();
+    if (name == "last_seen") return v.is_number() ? utc_text(v.get<int64_t>() * 1000, false) : "";
+    if (name == "last_run.started" && v.is_number()) return utc_text(v.get<int64_t>(), true);
+  }
+  return inventory::cell_text(v);
 }
 
 // The rows: the matched minions' ids, and each one's values (one per
@@ -186,7 +187,8 @@ answer from_store(const base::master_config& cfg, const std::vector<inventory::f
 }
 
 // The running master's answer, from what it holds in memory (the minion
-// data cache and the keys), and the last runs from the store; nullopt when
+// data cache and the keys, and the last runs when its store is its own; else
+// they come from the store); nullopt when
 // no master answers on the local socket, or it is one that does not know
 // `inventory`.
 std::optional<answer> from_master(const base::master_config& cfg, const inventory_options& o,
@@ -225,7 +227,9 @@ std::optional<answer> from_master(const base::master_config& cfg, const inventor
     throw base::error("the master's inventory answer has " + std::to_string(out.ids.size()) +
                       " ids and " + std::to_string(out.rows.size()) + " rows");
   }
-  if (want_runs) {
+  // A master with a store of its own knows every last run; one sharing
+  // its store (or an older master) leaves them to the store.
+  if (want_runs && !reply.value("last_runs", false)) {
     auto db = open_store(cfg, true);
     auto runs = last_runs(*db);
     std::unordered_map<std::string_view, const report::report*> run_of;
@@ -289,13 +293,15 @@ int inventory_run(const base::master_config& cfg, const inventory_options& o) {
     return 0;
   }
   std::vector<std::vector<std::string>> cells;
+  cells.reserve(got->rows.size() + 1);
   std::vector<std::string> header;
   for (const auto& f : fields) header.push_back(f.name);
   cells.push_back(header);
   for (const auto& values : got->rows) {
     std::vector<std::string> line;
+    line.reserve(fields.size());
     for (size_t k = 0; k < fields.size(); ++k) {
-      line.push_back(inventory::cell_text(human(fields[k], values[k])));
+      line.push_back(human(fields[k], values[k]));
     }
     cells.push_back(std::move(line));
   }

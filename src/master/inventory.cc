@@ -77,7 +77,7 @@ json lookup(packed::value at, const std::vector<std::string>& path) {
 }
 
 json builtin(const std::string& name, const std::string& id, const minion_cache::view& v,
-             const pki::key_registry& keys) {
+             const pki::key_registry& keys, bool last_runs) {
   if (name == "id") return id;
   if (name == "key") return "accepted";
   if (name == "key.fingerprint") {
@@ -87,13 +87,20 @@ json builtin(const std::string& name, const std::string& id, const minion_cache:
   if (name == "master") return std::string(v.master);
   if (name == "connected") return !v.master.empty();
   if (name == "last_seen") return v.last_seen == 0 ? json(nullptr) : json(v.last_seen);
-  return nullptr;  // last_run.*: the store's
+  const minion_cache::run_summary* r = v.last_run;
+  if (r == nullptr || !last_runs) return nullptr;  // last_run.*: no run known
+  if (name == "last_run.status") return report::to_string(r->status);
+  if (name == "last_run.started") return r->started_ms;
+  if (name == "last_run.jid") return r->jid;
+  if (name == "last_run.function") return r->fun;
+  if (name == "last_run.test") return r->test;
+  return nullptr;
 }
 
 }  // namespace
 
 json answer_inventory(const json& request, const pki::key_registry& keys, const minion_cache& cache,
-                      const target::nodegroups& groups) {
+                      const target::nodegroups& groups, bool last_runs) {
   std::vector<field> fields;
   std::optional<target::expression> expr;
   try {
@@ -118,7 +125,7 @@ json answer_inventory(const json& request, const pki::key_registry& keys, const 
       for (const auto& f : fields) {
         switch (f.from) {
           case source::builtin:
-            row.push_back(builtin(f.path.front(), id, v, keys));
+            row.push_back(builtin(f.path.front(), id, v, keys, last_runs));
             break;
           case source::grain:
             row.push_back(lookup(v.grains, f.path));
@@ -131,7 +138,11 @@ json answer_inventory(const json& request, const pki::key_registry& keys, const 
       rows.push_back(std::move(row));
     }
   });
-  return {{"ok", true}, {"ids", std::move(matched.minions)}, {"rows", std::move(rows)}};
+  // last_runs: the last_run.* fields are answered here (a CLI that does not
+  // see it reads them from the store, as it did from older masters).
+  json out = {{"ok", true}, {"ids", std::move(matched.minions)}, {"rows", std::move(rows)}};
+  if (last_runs) out["last_runs"] = true;
+  return out;
 }
 
 }  // namespace brine::master

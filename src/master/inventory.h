@@ -10,21 +10,24 @@ namespace brine::master {
 
 // `brine inventory` answered from what the master holds in memory: the
 // accepted keys and the minion data cache (grains, pillar, the master each
-// minion is connected to, when it was last seen), matched as targeting
-// matches, without a read of the store. The last runs stay in the store
-// (the CLI reads them). The local API's `inventory` operation; see
-// docs/protocol.md.
+// minion is connected to, when it was last seen, its last state run),
+// matched as targeting matches, without a read of the store. The local
+// API's `inventory` operation; see docs/protocol.md.
 //
 // `request`: {"target", "tgt_type", "delimiter", "fields": [{"from":
 // "builtin"|"grain"|"pillar", "path": [KEY, ...]}, ...]}; the CLI has
 // parsed the fields and checked pillar keys against
 // inventory_pillar_keys. Answers {"ok": true, "ids": [ID, ...], "rows":
-// [[VALUE per field], ...]} for the accepted minions the target matches
-// (a minion whose grains,
-// or pillar, are not cached does not match a grain, or pillar, term), in
-// id order; a built-in the master does not hold (last_run.*) is null.
-// A bad target or field: {"ok": false, "error", "bad_target": true}.
+// [[VALUE per field], ...], "last_runs": true} for the accepted minions
+// the target matches (a minion whose grains, or pillar, are not cached
+// does not match a grain, or pillar, term), in id order; last_run.* are
+// null for a minion with no run known. A bad target or field: {"ok":
+// false, "error", "bad_target": true}. Without `last_runs` (a shared
+// store, whose other masters' reports this master does not hear of) the
+// last_run.* fields are null and the answer has no "last_runs": the CLI
+// reads them from the store.
 nlohmann::json answer_inventory(const nlohmann::json& request, const pki::key_registry& keys,
-                                const minion_cache& cache, const target::nodegroups& groups);
+                                const minion_cache& cache, const target::nodegroups& groups,
+                                bool last_runs);
 
 }  // namespace brine::master

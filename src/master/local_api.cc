@@ -208,7 +208,7 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, const clie
                {"missing", matched.missing},
                {"connected", connected}};
     } else if (op == "inventory") {
-      reply = answer_inventory(m.body, keys_, cache_, jobs_.nodegroups());
+      reply = answer_inventory(m.body, keys_, cache_, jobs_.nodegroups(), inventory_last_runs_);
     } else if (op == "cluster_status" || op == "cluster_remove_peer") {
       if (!cluster_) {
         reply = error_body("this master is not in a cluster (cluster_id is not set in " +

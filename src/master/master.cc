@@ -10,6 +10,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <future>
+#include <limits>
 #include <set>
 #include <thread>
 #include <vector>
@@ -96,8 +97,15 @@ master::master(base::master_config cfg)
     for (const auto& r : made) {
       figures_.state_run_seconds.with({report::to_string(r.status)}).observe(r.duration_ms / 1000);
     }
+    // The inventory's last runs: stored with the returns' next write (and
+    // kept until the store takes them).
+    cache_.ran(made);
     return made;
   });
+  // With a store of its own, this master makes every report: its cache
+  // knows each minion's last run. (A shared store's other masters make
+  // theirs: the CLI reads those from the store.)
+  api_.set_inventory_last_runs(!feed_);
   if (cfg_.clustered()) {
     if (!feed_) {
       throw base::error("config " + cfg_.source +
@@ -318,6 +326,15 @@ void master::reopen() {
       cache_.load(db.load_minion_data());
     } catch (const std::exception& e) {
       spdlog::error("job cache: cannot read the minion data cache: {}", e.what());
+    }
+    try {
+      store::report_query last;
+      last.last = true;
+      last.brief = true;
+      last.limit = std::numeric_limits<size_t>::max();
+      cache_.ran(db.list_reports(last));
+    } catch (const std::exception& e) {
+      spdlog::error("reports: cannot read the minions' last runs: {}", e.what());
     }
     size_t held = 0, open = 0, closed = 0, lost = 0;
     auto now = std::chrono::system_clock::now();

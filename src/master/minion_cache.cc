@@ -5,6 +5,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
+#include <tuple>
 
 namespace brine::master {
 
@@ -97,6 +98,28 @@ void minion_cache::presence(const std::string& master, const std::vector<std::st
   }
 }
 
+namespace {
+
+template <class Held>
+void keep_latest(Held& held, minion_cache::run_summary run) {
+  if (held && std::tie(held->started_ms, held->jid) > std::tie(run.started_ms, run.jid)) return;
+  held = std::make_unique<const minion_cache::run_summary>(std::move(run));
+}
+
+}  // namespace
+
+void minion_cache::ran(const std::vector<report::report>& reports) {
+  std::unique_lock lock(mu_);
+  for (const auto& r : reports) {
+    keep_latest(entries_[r.minion].last_run, {r.jid, r.fun, r.started_ms, r.status, r.test});
+  }
+}
+
+void minion_cache::ran(const std::string& minion, run_summary run) {
+  std::unique_lock lock(mu_);
+  keep_latest(entries_[minion].last_run, std::move(run));
+}
+
 void minion_cache::forget(const std::string& id) {
   {
     std::unique_lock lock(mu_);
@@ -115,7 +138,7 @@ void minion_cache::read(const std::function<void(const lookup&)>& fn) const {
     auto it = entries_.find(id);
     if (it == entries_.end()) return view{};
     return view{it->second.grains.root(), it->second.pillar.root(), it->second.master,
-                it->second.last_seen};
+                it->second.last_seen, it->second.last_run.get()};
   });
 }
 

@@ -54,6 +54,21 @@ class minion_cache {
   // Its key was deleted: its data goes, here and in the store.
   void forget(const std::string& id);
 
+  // A minion's latest state run as its report says (report/report.h): what
+  // the inventory's last_run.* fields print, answered from memory.
+  struct run_summary {
+    std::string jid;
+    std::string fun;
+    int64_t started_ms = 0;
+    report::run_status status = report::run_status::unchanged;
+    bool test = false;
+  };
+  // Reports made here, heard of from another master, or read from the
+  // store at start: each minion keeps its latest by start, then jid (as the
+  // store's last report). Kept in memory only: the store has the reports.
+  void ran(const std::vector<report::report>& reports);
+  void ran(const std::string& minion, run_summary run);
+
   // What a reader sees of one minion inside read(): views into the cached
   // documents, absent for what is not cached.
   struct view {
@@ -61,6 +76,7 @@ class minion_cache {
     packed::value pillar;
     std::string_view master;  // the master it is connected to ("": none known)
     int64_t last_seen = 0;    // unix seconds it connected or left (0: never)
+    const run_summary* last_run = nullptr;  // null: no run known
   };
   using lookup = std::function<view(const std::string& id)>;
   // Runs `fn` with a lookup valid until it returns, under the shared lock
@@ -82,6 +98,7 @@ class minion_cache {
     packed::document pillar;
     std::string master;
     int64_t last_seen = 0;
+    std::unique_ptr<const run_summary> last_run;  // a pointer: most minions of a master have none
   };
   store_worker& store_;
   const std::string master_;

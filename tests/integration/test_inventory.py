@@ -11,10 +11,13 @@ import io
 import json
 import os
 import sqlite3
+import tempfile
 import textwrap
+import time
 import unittest
 
-from harness import Cluster, wait_for, write_config
+from harness import Cluster, MasterSet, wait_for, write_config
+from pgserver import PostgresServer, postgres_available
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GRAINS = os.path.join(ROOT, "src", "grains", "tests", "fixtures", "expected")
@@ -266,8 +269,9 @@ class Inventory(unittest.TestCase):
 
     def test_with_the_master_down_the_store_answers_alike(self):
         # Last in the class (by name): it stops the master. While it runs,
-        # the master answers from memory; the proof: a config whose cachedir
-        # holds no store at all still lists every minion.
+        # the master answers from memory, the last runs included; the proof:
+        # a config whose cachedir holds no store at all still lists every
+        # minion and its last run.
         fields = ("id,os,osrelease,key,key.fingerprint,pillar.role,pillar.db.host,"
                   "ip4_interfaces.eth0,last_run.status,last_run.started,last_run.jid,"
                   "last_run.function,last_run.test")
@@ -281,11 +285,19 @@ class Inventory(unittest.TestCase):
         self.assertEqual([m["id"] for m in json.loads(up[0])], sorted(MINIONS))
         elsewhere = self.c.path("no-store.conf")
         write_config(elsewhere, dict(self.c.master_options, cachedir=self.c.path("empty-cache")))
-        code, out, err = self.c.brine("inventory", "-c", elsewhere, "--out", "json", "--fields",
-                                      "id,os,master", config=False)
-        self.assertEqual(code, 0, out + err)
-        self.assertEqual({m["id"]: m["os"] for m in json.loads(out)},
-                         {"deb1": "Debian", "ubu1": "Ubuntu", "rocky1": "Rocky"})
+        runs = {"deb1": "changed", "ubu1": "changed", "rocky1": "failed"}
+
+        def from_memory():
+            code, out, err = self.c.brine("inventory", "-c", elsewhere, "--out", "json",
+                                          "--fields", "id,os,master,last_run.status",
+                                          config=False)
+            self.assertEqual(code, 0, out + err)
+            got = json.loads(out)
+            self.assertEqual({m["id"]: m["os"] for m in got},
+                             {"deb1": "Debian", "ubu1": "Ubuntu", "rocky1": "Rocky"})
+            return {m["id"]: m["last_run.status"] for m in got}
+
+        self.assertEqual(from_memory(), runs)
         # The master gone, the CLI reads the store itself: the same answers
         # (master, connected and last_seen change as the minions leave it:
         # test_default_fields_equal_the_store compares those with the store).
@@ -296,7 +308,52 @@ class Inventory(unittest.TestCase):
         code, out, err = self.c.brine("inventory", "-c", elsewhere, "--fields", "id",
                                       config=False)
         self.assertNotEqual(code, 0, out)
+        # Started again, the master reads the last runs from the store.
         self.c.start_master()
+        self.assertEqual(from_memory(), runs)
+
+
+class SharedStoreInventory(unittest.TestCase):
+    """Two masters on one PostgreSQL store: a master does not hear of the
+    runs its peers' minions report, so every master's inventory gives the
+    store's last runs, whichever master the minion returned to."""
+
+    def setUp(self):
+        if not postgres_available():
+            if os.environ.get("BRINE_REQUIRE_POSTGRES") == "1":
+                raise AssertionError("PostgreSQL (initdb, pg_ctl) is not installed")
+            raise unittest.SkipTest("PostgreSQL is not installed (apt-get install postgresql)")
+        self.pg = PostgresServer()
+        self.pg.start()
+        self.addCleanup(self.pg.stop)
+        db = "brine_inventory_%d_%d" % (os.getpid(), int(time.monotonic() * 1000))
+        self.pg.create_database(db)
+        pw = os.path.join(self.pg.dir, db + ".pw")
+        self.pg.password_file(pw)
+        self.ms = MasterSet(2, master_opts={"store": self.pg.url(db), "store_password_file": pw})
+        self.addCleanup(self.ms.stop)
+
+    def test_every_master_gives_the_last_run_a_peer_received(self):
+        a, b = self.ms.masters
+        self.ms.add_minion("m0", masters=[a.address])
+        self.ms.wait_served("m0", a, timeout=30)
+        rc, out, err = a.brine("cmd", "-t", "60", "m0", "state.single",
+                               "test.succeed_with_changes", "name=x", timeout=120)
+        self.assertEqual(rc, 0, out + err)
+
+        def last_run(master):
+            code, out, err = master.brine("inventory", "--out", "json", "--fields",
+                                          "id,master,last_run.status,last_run.function")
+            self.assertEqual(code, 0, out + err)
+            return json.loads(out)
+
+        wait_for(lambda: last_run(b)[0]["last_run.status"] == "changed", 30,
+                 "master b's inventory to give m0's run through a")
+        got = [last_run(m) for m in (a, b)]
+        self.assertEqual(got[0], got[1])
+        self.assertEqual(got[0][0]["last_run.status"], "changed")
+        self.assertEqual(got[0][0]["last_run.function"], "state.single")
+        self.assertTrue(got[0][0]["master"].endswith(":%d" % a.port), got)
 
 
 if __name__ == "__main__":

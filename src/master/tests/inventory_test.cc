@@ -47,10 +47,11 @@ struct fleet {
   }
   ~fleet() { store.stop(); }
 
-  json ask(const std::string& target, const std::string& tgt_type, json fields) {
+  json ask(const std::string& target, const std::string& tgt_type, json fields,
+           bool last_runs = false) {
     return answer_inventory(
         {{"target", target}, {"tgt_type", tgt_type}, {"fields", std::move(fields)}}, keys, cache,
-        {});
+        {}, last_runs);
   }
 };
 
@@ -70,6 +71,52 @@ TEST(inventory, every_accepted_minion_in_id_order_with_its_fields) {
   // Nothing cached: no grain, no master, never seen.
   EXPECT_EQ(a["rows"][2],
             json({"web2", nullptr, "", false, nullptr, "accepted", "fp:web2", nullptr}));
+}
+
+report::report run(std::string jid, std::string minion, int64_t started, report::run_status status,
+                   bool test = false) {
+  report::report r;
+  r.jid = std::move(jid);
+  r.minion = std::move(minion);
+  r.fun = test ? "state.test" : "state.apply";
+  r.started_ms = started;
+  r.status = status;
+  r.test = test;
+  return r;
+}
+
+// A master with a store of its own answers each minion's latest run (by
+// start, then jid) from memory; one that shares its store leaves them null
+// for the CLI to read from the store.
+TEST(inventory, last_runs_are_each_minions_latest_when_the_master_knows_them) {
+  fleet f;
+  f.cache.ran({run("20260101000000000002", "web1", 2000, report::run_status::failed),
+               run("20260101000000000001", "web1", 1000, report::run_status::changed),
+               run("20260101000000000003", "db1", 3000, report::run_status::unchanged, true)});
+  // Heard later, started earlier: not the latest.
+  f.cache.ran("web1", {"20260101000000000000", "state.apply", 500, report::run_status::changed});
+  json fields = {field("builtin", {"id"}),
+                 field("builtin", {"last_run.status"}),
+                 field("builtin", {"last_run.started"}),
+                 field("builtin", {"last_run.jid"}),
+                 field("builtin", {"last_run.function"}),
+                 field("builtin", {"last_run.test"})};
+  auto a = f.ask("*", "glob", fields, true);
+  ASSERT_TRUE(a.value("ok", false)) << a.dump();
+  EXPECT_TRUE(a.value("last_runs", false));
+  EXPECT_EQ(a["rows"][0],
+            json({"db1", "unchanged", 3000, "20260101000000000003", "state.test", true}));
+  EXPECT_EQ(a["rows"][1],
+            json({"web1", "failed", 2000, "20260101000000000002", "state.apply", false}));
+  EXPECT_EQ(a["rows"][2], json({"web2", nullptr, nullptr, nullptr, nullptr, nullptr}));
+
+  auto shared = f.ask("*", "glob", fields, false);
+  EXPECT_FALSE(shared.contains("last_runs"));
+  EXPECT_EQ(shared["rows"][1], json({"web1", nullptr, nullptr, nullptr, nullptr, nullptr}));
+
+  // A deleted minion's last run goes with its data.
+  f.cache.forget("web1");
+  f.cache.read([](const minion_cache::lookup& find) { EXPECT_EQ(find("web1").last_run, nullptr); });
 }
 
 TEST(inventory, paths_index_objects_and_lists_as_the_cli_does) {
