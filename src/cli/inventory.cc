@@ -188,15 +188,20 @@ std::string table(const std::vector<std::vector<std::string>>& rows) {
       width[i] = std::max(width[i], row[i].size());
     }
   }
+  size_t line_width = 1;
+  for (size_t w : width) line_width += w + 2;
   std::string out;
+  out.reserve(line_width * rows.size());
   for (const auto& row : rows) {
-    std::string line;
+    size_t start = out.size();
     for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+      out += row[i];
+      if (i + 1 < row.size()) out.append(width[i] - row[i].size() + 2, ' ');
     }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
+    size_t end = out.size();
+    while (end > start && out[end - 1] == ' ') --end;
+    out.resize(end);
+    out += '\n';
   }
   return out;
 }
