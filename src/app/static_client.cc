@@ -20,7 +20,8 @@
 // `--version`) or one of the client commands below, which need neither NSS
 // nor a shared library unless their store is PostgreSQL. Anything else, the
 // daemons, `call`, and any subcommand added later, goes to brine-dynamic
-// with execv: same pid, same argv and environment.
+// with execve: same pid, same argv and environment (for the commands in
+// k_huge_heap_commands, one malloc tunable added).
 //
 // Should a command that runs here reach NSS or dlopen all the same (key, job,
 // report or store on a PostgreSQL store, which load libpq before they print or
@@ -35,6 +36,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -46,18 +48,67 @@ namespace {
 constexpr std::string_view k_static_commands[] = {"cmd", "events", "masters", "key",
                                                   "job", "store",  "report"};
 
-char** saved_argv = nullptr;
+// Client commands that build tens of megabytes of small objects (the
+// inventory of 10,000 minions): brine-dynamic runs them with glibc's malloc
+// asking for transparent huge pages for its heap (the tunable
+// glibc.malloc.hugetlb=1; nothing changes where THP is off). On the bench
+// VM, 4 KiB page faults were a third of `brine inventory`'s time: 85 ms
+// against 59 ms with it, at 10,000 minions. They start no other program,
+// so the setting goes no further; the daemons never get it.
+constexpr std::string_view k_huge_heap_commands[] = {"inventory"};
+constexpr std::string_view k_huge_heap_tunable = "glibc.malloc.hugetlb=1";
 
-bool runs_here(int argc, char** argv) {
+char** saved_argv = nullptr;
+char** saved_envp =
+    nullptr;  // what brine-dynamic gets: the environment, or a copy with the tunable
+
+// The first argument that is not an option ("" when none).
+std::string_view command_of(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (arg.starts_with('-')) continue;
-    for (std::string_view command : k_static_commands) {
-      if (arg == command) return true;
-    }
-    return false;
+    if (!arg.starts_with('-')) return arg;
   }
-  return true;
+  return "";
+}
+
+bool runs_here(int argc, char** argv) {
+  std::string_view arg = command_of(argc, argv);
+  if (arg.empty()) return true;
+  for (std::string_view command : k_static_commands) {
+    if (arg == command) return true;
+  }
+  return false;
+}
+
+// `envp` with GLIBC_TUNABLES holding k_huge_heap_tunable (added to the
+// user's tunables, if any), in static storage: it runs before main and
+// allocates nothing. `envp` itself when it does not fit.
+char** with_huge_heap(char** envp) {
+  static char* env[1024];
+  static char tunables[4096];
+  constexpr std::string_view k_name = "GLIBC_TUNABLES=";
+  size_t n = 0;
+  const char* old = nullptr;
+  for (char** e = envp; *e != nullptr; ++e) {
+    if (n + 2 >= std::size(env)) return envp;
+    if (std::string_view(*e).starts_with(k_name)) {
+      old = *e + k_name.size();
+    } else {
+      env[n++] = *e;
+    }
+  }
+  std::string_view before = old != nullptr ? std::string_view(old) : "";
+  size_t size = k_name.size() + before.size() + 1 + k_huge_heap_tunable.size();
+  if (size + 1 > sizeof tunables) return envp;
+  char* at = tunables;
+  at = std::copy(k_name.begin(), k_name.end(), at);
+  at = std::copy(before.begin(), before.end(), at);
+  if (!before.empty()) *at++ = ':';
+  at = std::copy(k_huge_heap_tunable.begin(), k_huge_heap_tunable.end(), at);
+  *at = '\0';
+  env[n++] = tunables;
+  env[n] = nullptr;
+  return env;
 }
 
 void say(std::string_view text) {
@@ -80,7 +131,7 @@ void say(std::string_view text) {
   if (!dir.empty() && dir.size() + k_name.size() < sizeof path) {
     k_name.copy(path + dir.size(), k_name.size());
     path[dir.size() + k_name.size()] = '\0';
-    ::execv(path, saved_argv);
+    ::execve(path, saved_argv, saved_envp != nullptr ? saved_envp : environ);
   } else {
     path[0] = '\0';
     errno = ENOENT;
@@ -96,9 +147,14 @@ void say(std::string_view text) {
   ::_exit(127);
 }
 
-void choose(int argc, char** argv, char**) {
+void choose(int argc, char** argv, char** envp) {
   saved_argv = argv;
-  if (!runs_here(argc, argv)) run_dynamic_brine("this command");
+  if (runs_here(argc, argv)) return;
+  std::string_view command = command_of(argc, argv);
+  for (std::string_view huge : k_huge_heap_commands) {
+    if (command == huge) saved_envp = with_huge_heap(envp);
+  }
+  run_dynamic_brine("this command");
 }
 
 [[gnu::used, gnu::section(".preinit_array")]] void (*const choose_at_start)(int, char**,
