@@ -59,8 +59,8 @@ constexpr std::string_view k_huge_heap_commands[] = {"inventory"};
 constexpr std::string_view k_huge_heap_tunable = "glibc.malloc.hugetlb=1";
 
 char** saved_argv = nullptr;
-char** saved_envp =
-    nullptr;  // what brine-dynamic gets: the environment, or a copy with the tunable
+// What brine-dynamic gets: the environment, or a copy with the tunable.
+char** saved_envp = nullptr;
 
 // The first argument that is not an option ("" when none).
 std::string_view command_of(int argc, char** argv) {
