@@ -13,7 +13,6 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/fs.h"
-#include "master/inventory.h"
 #include "net/unix_stream.h"
 
 namespace brine::master {
@@ -207,8 +206,6 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, const clie
                {"minions", matched.minions},
                {"missing", matched.missing},
                {"connected", connected}};
-    } else if (op == "inventory") {
-      reply = answer_inventory(m.body, keys_, cache_, jobs_.nodegroups(), inventory_last_runs_);
     } else if (op == "cluster_status" || op == "cluster_remove_peer") {
       if (!cluster_) {
         reply = error_body("this master is not in a cluster (cluster_id is not set in " +

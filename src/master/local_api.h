@@ -41,10 +41,6 @@ class local_api {
             publisher& jobs, event_bus& events, minion_cache& cache);
   ~local_api();
 
-  // Whether the minion data cache knows every minion's last state run (the
-  // master is its store's only writer), so that `inventory` answers the
-  // last_run.* fields itself. Before start().
-  void set_inventory_last_runs(bool known) { inventory_last_runs_ = known; }
   // A member of a cluster answers `cluster_status` and `cluster_remove_peer`.
   void set_cluster(cluster_node* c) { cluster_ = c; }
   // An operation answered elsewhere (`brine fileserver update` by the file
@@ -85,7 +81,6 @@ class local_api {
   event_bus& events_;
   minion_cache& cache_;
   cluster_node* cluster_ = nullptr;
-  bool inventory_last_runs_ = false;
   asio::local::stream_protocol::acceptor acceptor_;
   std::string path_;
   std::atomic<bool> stopping_{false};

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <asio/co_spawn.hpp>
+#include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
@@ -19,6 +20,7 @@
 #include "base/error.h"
 #include "base/fs.h"
 #include "cluster/identity.h"
+#include "master/inventory.h"
 #include "store/store.h"
 
 namespace brine::master {
@@ -105,7 +107,7 @@ master::master(base::master_config cfg)
   // With a store of its own, this master makes every report: its cache
   // knows each minion's last run. (A shared store's other masters make
   // theirs: the CLI reads those from the store.)
-  api_.set_inventory_last_runs(!feed_);
+  inventory_last_runs_ = !feed_;
   if (cfg_.clustered()) {
     if (!feed_) {
       throw base::error("config " + cfg_.source +
@@ -130,6 +132,20 @@ master::master(base::master_config cfg)
     });
     api_.set_cluster(cluster_.get());
   }
+  // At 10,000 minions an answer is tens of milliseconds of lookups under
+  // the cache's shared lock: on queries_, not on an I/O thread.
+  api_.handle("inventory", [this](const nlohmann::json& body,
+                                  std::function<void(nlohmann::json)> reply) {
+    asio::post(queries_, [this, body, reply = std::move(reply)] {
+      nlohmann::json answer;
+      try {
+        answer = answer_inventory(body, keys_, cache_, jobs_.nodegroups(), inventory_last_runs_);
+      } catch (const std::exception& e) {
+        answer = {{"ok", false}, {"error", e.what()}};
+      }
+      reply(std::move(answer));
+    });
+  });
   api_.handle("fileserver_update",
               [this](const nlohmann::json&, std::function<void(nlohmann::json)> reply) {
                 files_.update(std::move(reply));
