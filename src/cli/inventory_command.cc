@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -15,6 +16,7 @@
 #include "cli/inventory.h"
 #include "cli/output.h"
 #include "packed/packed.h"
+#include "proto/msgpack.h"
 #include "store/store.h"
 #include "target/target.h"
 
@@ -22,6 +24,7 @@ namespace brine::cli {
 
 using nlohmann::json;
 using ojson = nlohmann::ordered_json;
+namespace msgpack = proto::msgpack;
 
 namespace {
 
@@ -187,12 +190,19 @@ answer from_store(const base::master_config& cfg, const std::vector<inventory::f
 }
 
 // The running master's answer, from what it holds in memory (the minion
-// data cache and the keys, and the last runs when its store is its own; else
-// they come from the store); nullopt when
-// no master answers on the local socket, or it is one that does not know
-// `inventory`.
-std::optional<answer> from_master(const base::master_config& cfg, const inventory_options& o,
-                                  const std::vector<inventory::field>& fields, bool want_runs) {
+// data cache and the keys, and the last runs when its store is its own):
+// its rows as MessagePack, [[id, value per field], ...], read value by
+// value (10,000 rows are not built as 80,000 trees to print a table).
+struct master_answer {
+  std::vector<uint8_t> rows;
+  size_t count = 0;
+  bool last_runs = false;  // it answered last_run.*; else the store has them
+};
+
+// nullopt when no master answers on the local socket, or it is one that does
+// not know `inventory` (or answers it in rows of an older form).
+std::optional<master_answer> from_master(const base::master_config& cfg, const inventory_options& o,
+                                         const std::vector<inventory::field>& fields) {
   auto client = api_client::connect(cfg.sock_dir);
   if (!client) return std::nullopt;
   json list = json::array();
@@ -213,36 +223,123 @@ std::optional<answer> from_master(const base::master_config& cfg, const inventor
     if (why.starts_with("unknown local API op")) return std::nullopt;  // an older master
     throw base::error("the master: " + why);
   }
+  auto rows = reply.find("rows_msgpack");
+  if (rows == reply.end() || !rows->is_binary()) return std::nullopt;  // an older master
+  master_answer out;
+  out.rows = std::move(rows->get_binary());
+  out.count = reply.value("count", size_t{0});
+  out.last_runs = reply.value("last_runs", false);
+  return out;
+}
+
+// Reads the master's rows, checking their shape; `cell(row, field, r)` reads
+// each value from `r`.
+void read_rows(const master_answer& m, size_t fields,
+               const std::function<void(const std::string& id)>& row,
+               const std::function<void(size_t field, msgpack::reader& r)>& cell) {
+  auto bad = [](const std::string& why) {
+    return base::error("the master's inventory answer is malformed: " + why);
+  };
+  msgpack::reader r(m.rows);
+  auto top = r.next();
+  if (top.type != msgpack::kind::array || top.count != m.count) {
+    throw bad("not a list of " + std::to_string(m.count) + " rows");
+  }
+  for (uint32_t i = 0; i < top.count; ++i) {
+    auto head = r.next();
+    if (head.type != msgpack::kind::array || head.count != fields + 1) {
+      throw bad("row " + std::to_string(i) + " does not hold an id and " + std::to_string(fields) +
+                " values");
+    }
+    auto id = r.next();
+    if (id.type != msgpack::kind::string) throw bad("row " + std::to_string(i) + " has no id");
+    row(std::string(id.bytes));
+    for (size_t k = 0; k < fields; ++k) cell(k, r);
+  }
+  if (!r.done()) throw bad("bytes follow the rows");
+}
+
+// The rows as JSON values (for --out json and yaml, and to fill in the
+// store's last runs).
+answer rows_of(const master_answer& m, const std::vector<inventory::field>& fields) {
   answer out;
-  out.ids = reply.at("ids").get<std::vector<std::string>>();
-  auto& rows = reply.at("rows");
-  out.rows.reserve(rows.size());
-  for (auto& r : rows) {
-    std::vector<json> values;
-    values.reserve(r.size());
-    for (auto& v : r) values.push_back(std::move(v));  // moved, not copied
-    out.rows.push_back(std::move(values));
-  }
-  if (out.ids.size() != out.rows.size()) {
-    throw base::error("the master's inventory answer has " + std::to_string(out.ids.size()) +
-                      " ids and " + std::to_string(out.rows.size()) + " rows");
-  }
-  // A master with a store of its own knows every last run; one sharing
-  // its store (or an older master) leaves them to the store.
-  if (want_runs && !reply.value("last_runs", false)) {
-    auto db = open_store(cfg, true);
-    auto runs = last_runs(*db);
-    std::unordered_map<std::string_view, const report::report*> run_of;
-    for (const auto& r : runs) run_of.emplace(r.minion, &r);
-    for (size_t i = 0; i < out.ids.size(); ++i) {
-      auto it = run_of.find(out.ids[i]);
-      const report::report* r = it == run_of.end() ? nullptr : it->second;
-      for (size_t k = 0; k < fields.size(); ++k) {
-        if (is_last_run(fields[k])) out.rows[i][k] = last_run_value(fields[k].path.front(), r);
-      }
+  out.ids.reserve(m.count);
+  out.rows.reserve(m.count);
+  read_rows(
+      m, fields.size(),
+      [&](const std::string& id) {
+        out.ids.push_back(id);
+        out.rows.emplace_back().reserve(fields.size());
+      },
+      [&](size_t, msgpack::reader& r) {
+        auto bytes = r.skip();
+        out.rows.back().push_back(json::from_msgpack(bytes.begin(), bytes.end()));
+      });
+  return out;
+}
+
+// One value as human() prints it, read from the master's rows.
+std::string cell_of(const inventory::field& f, msgpack::reader& r) {
+  msgpack::reader probe = r;
+  auto it = probe.next();
+  const bool builtin = f.from == inventory::source::builtin;
+  const bool seen = builtin && f.path.front() == "last_seen";            // unix seconds
+  const bool started = builtin && f.path.front() == "last_run.started";  // unix ms
+  switch (it.type) {
+    case msgpack::kind::nil:
+      r = probe;
+      return "";
+    case msgpack::kind::string:
+      r = probe;
+      return std::string(it.bytes);
+    case msgpack::kind::boolean:
+      r = probe;
+      return it.boolean ? "true" : "false";
+    case msgpack::kind::integer:
+    case msgpack::kind::unsigned_integer: {
+      r = probe;
+      auto v = it.type == msgpack::kind::integer ? it.integer
+                                                 : static_cast<int64_t>(it.unsigned_integer);
+      if (seen) return utc_text(v * 1000, false);
+      if (started) return utc_text(v, true);
+      return it.type == msgpack::kind::integer ? std::to_string(it.integer)
+                                               : std::to_string(it.unsigned_integer);
+    }
+    default: {  // a float, a list, a mapping: as JSON prints it
+      auto bytes = r.skip();
+      return human(f, json::from_msgpack(bytes.begin(), bytes.end()));
     }
   }
+}
+
+// The table's or CSV's lines from the master's rows, without a tree per value.
+std::vector<std::vector<std::string>> cells_of(const master_answer& m,
+                                               const std::vector<inventory::field>& fields) {
+  std::vector<std::vector<std::string>> out;
+  out.reserve(m.count + 1);
+  auto& header = out.emplace_back();
+  for (const auto& f : fields) header.push_back(f.name);
+  read_rows(
+      m, fields.size(), [&](const std::string&) { out.emplace_back().reserve(fields.size()); },
+      [&](size_t k, msgpack::reader& r) { out.back().push_back(cell_of(fields[k], r)); });
   return out;
+}
+
+// Fills in last_run.* from the store, for a master that shares its store
+// (its peers' runs are not heard of) and so left them null.
+void runs_from_store(const base::master_config& cfg, const std::vector<inventory::field>& fields,
+                     answer& got) {
+  auto db = open_store(cfg, true);
+  auto runs = last_runs(*db);
+  std::unordered_map<std::string_view, const report::report*> run_of;
+  for (const auto& r : runs) run_of.emplace(r.minion, &r);
+  for (size_t i = 0; i < got.ids.size(); ++i) {
+    auto it = run_of.find(got.ids[i]);
+    const report::report* r = it == run_of.end() ? nullptr : it->second;
+    for (size_t k = 0; k < fields.size(); ++k) {
+      if (is_last_run(fields[k])) got.rows[i][k] = last_run_value(fields[k].path.front(), r);
+    }
+  }
 }
 
 int inventory_run(const base::master_config& cfg, const inventory_options& o) {
@@ -275,8 +372,19 @@ int inventory_run(const base::master_config& cfg, const inventory_options& o) {
   }
   const bool want_runs = std::any_of(fields.begin(), fields.end(), is_last_run);
 
-  auto got = from_master(cfg, o, fields, want_runs);
-  if (!got) got = from_store(cfg, fields, *expr, want_pillar, want_runs);
+  const bool lines = o.out != "json" && o.out != "yaml";
+  std::optional<answer> got;
+  std::vector<std::vector<std::string>> cells;  // the header, then a line per minion
+  if (auto m = from_master(cfg, o, fields)) {
+    if (lines && (m->last_runs || !want_runs)) {
+      cells = cells_of(*m, fields);
+    } else {
+      got = rows_of(*m, fields);
+      if (want_runs && !m->last_runs) runs_from_store(cfg, fields, *got);
+    }
+  } else {
+    got = from_store(cfg, fields, *expr, want_pillar, want_runs);
+  }
 
   if (o.out == "json" || o.out == "yaml") {
     ojson out = ojson::array();
@@ -292,24 +400,21 @@ int inventory_run(const base::master_config& cfg, const inventory_options& o) {
     }
     return 0;
   }
-  std::vector<std::vector<std::string>> cells;
-  cells.reserve(got->rows.size() + 1);
-  std::vector<std::string> header;
-  for (const auto& f : fields) header.push_back(f.name);
-  cells.push_back(header);
-  for (const auto& values : got->rows) {
-    std::vector<std::string> line;
-    line.reserve(fields.size());
-    for (size_t k = 0; k < fields.size(); ++k) {
-      line.push_back(human(fields[k], values[k]));
+  if (got) {
+    cells.reserve(got->rows.size() + 1);
+    auto& header = cells.emplace_back();
+    for (const auto& f : fields) header.push_back(f.name);
+    for (const auto& values : got->rows) {
+      auto& line = cells.emplace_back();
+      line.reserve(fields.size());
+      for (size_t k = 0; k < fields.size(); ++k) line.push_back(human(fields[k], values[k]));
     }
-    cells.push_back(std::move(line));
   }
   if (o.out == "csv") {
     for (const auto& line : cells) std::cout << inventory::csv_row(line);
     return 0;
   }
-  if (got->rows.empty()) {
+  if (cells.size() <= 1) {
     std::cout << "no minions match\n";
     return 0;
   }

@@ -17,8 +17,9 @@ namespace brine::master {
 // `request`: {"target", "tgt_type", "delimiter", "fields": [{"from":
 // "builtin"|"grain"|"pillar", "path": [KEY, ...]}, ...]}; the CLI has
 // parsed the fields and checked pillar keys against
-// inventory_pillar_keys. Answers {"ok": true, "ids": [ID, ...], "rows":
-// [[VALUE per field], ...], "last_runs": true} for the accepted minions
+// inventory_pillar_keys. Answers {"ok": true, "count": N, "rows_msgpack":
+// binary, "last_runs": true}: the MessagePack of [[ID, VALUE per field],
+// ...] (written value by value, no tree per value) for the accepted minions
 // the target matches (a minion whose grains, or pillar, are not cached
 // does not match a grain, or pillar, term), in id order; last_run.* are
 // null for a minion with no run known. A bad target or field: {"ok":

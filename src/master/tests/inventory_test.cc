@@ -49,9 +49,23 @@ struct fleet {
 
   json ask(const std::string& target, const std::string& tgt_type, json fields,
            bool last_runs = false) {
-    return answer_inventory(
+    json a = answer_inventory(
         {{"target", target}, {"tgt_type", tgt_type}, {"fields", std::move(fields)}}, keys, cache,
         {}, last_runs);
+    if (!a.contains("rows_msgpack")) return a;
+    // The rows, [[id, value per field], ...], as a generic MessagePack
+    // reader sees them: split into ids and values here.
+    json all = json::from_msgpack(a["rows_msgpack"].get_binary());
+    EXPECT_EQ(all.size(), a.value("count", size_t{0}));
+    a.erase("rows_msgpack");
+    a["ids"] = json::array();
+    a["rows"] = json::array();
+    for (auto& row : all) {
+      a["ids"].push_back(row[0]);
+      row.erase(row.begin());
+      a["rows"].push_back(std::move(row));
+    }
+    return a;
   }
 };
 
@@ -131,6 +145,21 @@ TEST(inventory, paths_index_objects_and_lists_as_the_cli_does) {
   EXPECT_EQ(
       a["rows"][0],
       json({"10.0.0.2", {"10.0.0.1", "10.0.0.2"}, nullptr, nullptr, nullptr, "web", nullptr}));
+  // Every kind of value comes back as it was cached.
+  json kinds = {{"f", 2.5},
+                {"neg", -40000},
+                {"big", uint64_t{1} << 63},
+                {"t", true},
+                {"n", nullptr},
+                {"s", std::string(300, 's')},
+                {"m", {{"k", {1, {{"x", "y"}}}}}}};
+  f.cache.set_grains("web2", kinds);
+  json asked = json::array();
+  for (const auto& [k, v] : kinds.items()) asked.push_back(field("grain", {k}));
+  a = f.ask("web2", "glob", asked);
+  json want = json::array();
+  for (const auto& [k, v] : kinds.items()) want.push_back(v);
+  EXPECT_EQ(a["rows"][0], want);
 }
 
 TEST(inventory, targets_match_the_cache_and_do_not_guess) {
