@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang and runs each for SECONDS (default 60):
-# the frame decoder, the DNS SRV reply parser, the Jinja template engine,
+# the frame decoder, the MessagePack reader, the DNS SRV reply parser, the Jinja template engine,
 # the file server's requests and paths, the apt sources parser, the archive
 # listings, target expressions, config files, peer hellos on a master's
 # cluster_port, compile masters' request and reply bodies and state arguments (the state
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-targets=${2:-frame srv template fileserver apt_sources archive_listing target config peer_hello catalog state_args}
+targets=${2:-frame msgpack srv template fileserver apt_sources archive_listing target config peer_hello catalog state_args}
 out=build/fuzz
 mkdir -p "$out"
 cxx=(clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc)
@@ -19,6 +19,8 @@ build() {
   case "$1" in
     frame) "${cxx[@]}" tests/fuzz/frame_fuzz.cc src/proto/frame.cc src/base/error.cc \
       -o "$out/frame_fuzz" ;;
+    msgpack) "${cxx[@]}" tests/fuzz/msgpack_fuzz.cc src/proto/msgpack.cc src/base/error.cc \
+      -o "$out/msgpack_fuzz" ;;
     srv) "${cxx[@]}" -DASIO_STANDALONE tests/fuzz/srv_fuzz.cc src/net/dns.cc src/base/error.cc \
       -lcares -lfmt -o "$out/srv_fuzz" ;;
     template) "${cxx[@]}" tests/fuzz/template_fuzz.cc src/render/*.cc \

@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <unordered_map>
 
 #include "base/error.h"
 #include "cli/api_client.h"
@@ -190,13 +189,12 @@ answer from_store(const base::master_config& cfg, const std::vector<inventory::f
 }
 
 // The running master's answer, from what it holds in memory (the minion
-// data cache and the keys, and the last runs when its store is its own):
+// data cache with each minion's last run, and the keys):
 // its rows as MessagePack, [[id, value per field], ...], read value by
 // value (10,000 rows are not built as 80,000 trees to print a table).
 struct master_answer {
   std::vector<uint8_t> rows;
   size_t count = 0;
-  bool last_runs = false;  // it answered last_run.*; else the store has them
 };
 
 // nullopt when no master answers on the local socket, or it is one that does
@@ -228,7 +226,6 @@ std::optional<master_answer> from_master(const base::master_config& cfg, const i
   master_answer out;
   out.rows = std::move(rows->get_binary());
   out.count = reply.value("count", size_t{0});
-  out.last_runs = reply.value("last_runs", false);
   return out;
 }
 
@@ -259,8 +256,7 @@ void read_rows(const master_answer& m, size_t fields,
   if (!r.done()) throw bad("bytes follow the rows");
 }
 
-// The rows as JSON values (for --out json and yaml, and to fill in the
-// store's last runs).
+// The rows as JSON values (for --out json and yaml).
 answer rows_of(const master_answer& m, const std::vector<inventory::field>& fields) {
   answer out;
   out.ids.reserve(m.count);
@@ -325,23 +321,6 @@ std::vector<std::vector<std::string>> cells_of(const master_answer& m,
   return out;
 }
 
-// Fills in last_run.* from the store, for a master that shares its store
-// (its peers' runs are not heard of) and so left them null.
-void runs_from_store(const base::master_config& cfg, const std::vector<inventory::field>& fields,
-                     answer& got) {
-  auto db = open_store(cfg, true);
-  auto runs = last_runs(*db);
-  std::unordered_map<std::string_view, const report::report*> run_of;
-  for (const auto& r : runs) run_of.emplace(r.minion, &r);
-  for (size_t i = 0; i < got.ids.size(); ++i) {
-    auto it = run_of.find(got.ids[i]);
-    const report::report* r = it == run_of.end() ? nullptr : it->second;
-    for (size_t k = 0; k < fields.size(); ++k) {
-      if (is_last_run(fields[k])) got.rows[i][k] = last_run_value(fields[k].path.front(), r);
-    }
-  }
-}
-
 int inventory_run(const base::master_config& cfg, const inventory_options& o) {
   auto fields = inventory::parse_fields(o.fields.empty() ? inventory::k_default_fields : o.fields);
 
@@ -376,11 +355,10 @@ int inventory_run(const base::master_config& cfg, const inventory_options& o) {
   std::optional<answer> got;
   std::vector<std::vector<std::string>> cells;  // the header, then a line per minion
   if (auto m = from_master(cfg, o, fields)) {
-    if (lines && (m->last_runs || !want_runs)) {
+    if (lines) {
       cells = cells_of(*m, fields);
     } else {
       got = rows_of(*m, fields);
-      if (want_runs && !m->last_runs) runs_from_store(cfg, fields, *got);
     }
   } else {
     got = from_store(cfg, fields, *expr, want_pillar, want_runs);

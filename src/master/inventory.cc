@@ -111,7 +111,7 @@ void write(msgpack::writer& w, packed::value v) {
 }
 
 void write_builtin(msgpack::writer& w, const std::string& name, const std::string& id,
-                   const minion_cache::view& v, const pki::key_registry& keys, bool last_runs) {
+                   const minion_cache::view& v, const pki::key_registry& keys) {
   if (name == "id") return w.string(id);
   if (name == "key") return w.string("accepted");
   if (name == "key.fingerprint") {
@@ -122,7 +122,7 @@ void write_builtin(msgpack::writer& w, const std::string& name, const std::strin
   if (name == "connected") return w.boolean(!v.master.empty());
   if (name == "last_seen") return v.last_seen == 0 ? w.nil() : w.integer(v.last_seen);
   const minion_cache::run_summary* r = v.last_run;
-  if (r == nullptr || !last_runs) return w.nil();  // last_run.*: no run known
+  if (r == nullptr) return w.nil();  // last_run.*: no run known
   if (name == "last_run.status") return w.string(report::to_string(r->status));
   if (name == "last_run.started") return w.integer(r->started_ms);
   if (name == "last_run.jid") return w.string(r->jid);
@@ -159,7 +159,7 @@ class seen_view : public target::cache_view {
 }  // namespace
 
 json answer_inventory(const json& request, const pki::key_registry& keys, const minion_cache& cache,
-                      const target::nodegroups& groups, bool last_runs) {
+                      const target::nodegroups& groups) {
   std::vector<field> fields;
   std::optional<target::expression> expr;
   try {
@@ -195,7 +195,7 @@ json answer_inventory(const json& request, const pki::key_registry& keys, const 
       for (const auto& f : fields) {
         switch (f.from) {
           case source::builtin:
-            write_builtin(w, f.path.front(), id, v, keys, last_runs);
+            write_builtin(w, f.path.front(), id, v, keys);
             break;
           case source::grain:
             write(w, lookup(v.grains, f));
@@ -207,11 +207,7 @@ json answer_inventory(const json& request, const pki::key_registry& keys, const 
       }
     }
   });
-  // last_runs: the last_run.* fields are answered here (a CLI that does not
-  // see it reads them from the store, as it did from older masters).
-  json out = {{"ok", true}, {"count", count}, {"rows_msgpack", json::binary(std::move(rows))}};
-  if (last_runs) out["last_runs"] = true;
-  return out;
+  return {{"ok", true}, {"count", count}, {"rows_msgpack", json::binary(std::move(rows))}};
 }
 
 }  // namespace brine::master

@@ -18,17 +18,14 @@ namespace brine::master {
 // "builtin"|"grain"|"pillar", "path": [KEY, ...]}, ...]}; the CLI has
 // parsed the fields and checked pillar keys against
 // inventory_pillar_keys. Answers {"ok": true, "count": N, "rows_msgpack":
-// binary, "last_runs": true}: the MessagePack of [[ID, VALUE per field],
+// binary}: the MessagePack of [[ID, VALUE per field],
 // ...] (written value by value, no tree per value) for the accepted minions
 // the target matches (a minion whose grains, or pillar, are not cached
 // does not match a grain, or pillar, term), in id order; last_run.* are
-// null for a minion with no run known. A bad target or field: {"ok":
-// false, "error", "bad_target": true}. Without `last_runs` (a shared
-// store, whose other masters' reports this master does not hear of) the
-// last_run.* fields are null and the answer has no "last_runs": the CLI
-// reads them from the store.
+// null for a minion with no run known (the reports this master makes,
+// and with a shared store those its peers make, heard by the change feed).
+// A bad target or field: {"ok": false, "error", "bad_target": true}.
 nlohmann::json answer_inventory(const nlohmann::json& request, const pki::key_registry& keys,
-                                const minion_cache& cache, const target::nodegroups& groups,
-                                bool last_runs);
+                                const minion_cache& cache, const target::nodegroups& groups);
 
 }  // namespace brine::master

@@ -104,10 +104,6 @@ master::master(base::master_config cfg)
     cache_.ran(made);
     return made;
   });
-  // With a store of its own, this master makes every report: its cache
-  // knows each minion's last run. (A shared store's other masters make
-  // theirs: the CLI reads those from the store.)
-  inventory_last_runs_ = !feed_;
   if (cfg_.clustered()) {
     if (!feed_) {
       throw base::error("config " + cfg_.source +
@@ -139,7 +135,7 @@ master::master(base::master_config cfg)
     asio::post(queries_, [this, body, reply = std::move(reply)] {
       nlohmann::json answer;
       try {
-        answer = answer_inventory(body, keys_, cache_, jobs_.nodegroups(), inventory_last_runs_);
+        answer = answer_inventory(body, keys_, cache_, jobs_.nodegroups());
       } catch (const std::exception& e) {
         answer = {{"ok", false}, {"error", e.what()}};
       }
@@ -344,11 +340,8 @@ void master::reopen() {
       spdlog::error("job cache: cannot read the minion data cache: {}", e.what());
     }
     try {
-      store::report_query last;
-      last.last = true;
-      last.brief = true;
-      last.limit = std::numeric_limits<size_t>::max();
-      cache_.ran(db.list_reports(last));
+      cache_.load_runs(db,
+                       [this](const std::string& id) { return keys_.accepted(id).has_value(); });
     } catch (const std::exception& e) {
       spdlog::error("reports: cannot read the minions' last runs: {}", e.what());
     }

@@ -88,9 +88,6 @@ class master {
   // Local API queries that walk every minion (inventory), one at a time,
   // off the I/O threads; after what they read, so that it stops first.
   asio::thread_pool queries_{1};
-  // Whether the minion data cache knows every minion's last state run (this
-  // master is its store's only writer): the inventory answers them.
-  bool inventory_last_runs_ = false;
   std::unique_ptr<cluster_node> cluster_;  // a cluster member only
   std::unique_ptr<store_sync> sync_;  // a shared store only
   std::atomic<bool> stopping_{false};

@@ -5,6 +5,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
+#include <limits>
 #include <tuple>
 
 namespace brine::master {
@@ -118,6 +119,17 @@ void minion_cache::ran(const std::vector<report::report>& reports) {
 void minion_cache::ran(const std::string& minion, run_summary run) {
   std::unique_lock lock(mu_);
   keep_latest(entries_[minion].last_run, std::move(run));
+}
+
+void minion_cache::load_runs(store::store& db,
+                             const std::function<bool(const std::string& id)>& accepted) {
+  store::report_query last;
+  last.last = true;
+  last.brief = true;
+  last.limit = std::numeric_limits<size_t>::max();
+  auto runs = db.list_reports(last);
+  std::erase_if(runs, [&](const report::report& r) { return !accepted(r.minion); });
+  ran(runs);
 }
 
 void minion_cache::forget(const std::string& id) {

@@ -68,6 +68,10 @@ class minion_cache {
   // store's last report). Kept in memory only: the store has the reports.
   void ran(const std::vector<report::report>& reports);
   void ran(const std::string& minion, run_summary run);
+  // Every minion's latest run as `db` holds it, for those `accepted` names
+  // (a deleted key's reports stay in the store; its minion has no place
+  // here): at start, and after a shared store's feed was interrupted.
+  void load_runs(store::store& db, const std::function<bool(const std::string& id)>& accepted);
 
   // What a reader sees of one minion inside read(): views into the cached
   // documents, absent for what is not cached.

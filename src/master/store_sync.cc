@@ -63,6 +63,7 @@ void store_sync::apply(std::vector<store::change> changes) {
   std::map<std::string, std::vector<store::return_record>> rets;
   std::map<std::string, std::vector<std::string>> undelivered;
   std::set<std::string> minions;
+  std::vector<report::report> runs;
   for (auto& c : changes) {
     switch (c.what) {
       case store::change::kind::resync:
@@ -101,6 +102,12 @@ void store_sync::apply(std::vector<store::change> changes) {
       case store::change::kind::presence:
         if (c.origin != origin_) d_.cache.presence(c.origin, c.minions, c.left, base::unix_now());
         break;
+      case store::change::kind::reports:
+        if (c.origin != origin_) {
+          runs.insert(runs.end(), std::make_move_iterator(c.reports.begin()),
+                      std::make_move_iterator(c.reports.end()));
+        }
+        break;
       case store::change::kind::acks:
         if (d_.cluster && c.origin != origin_) {
           for (const auto& id : c.minions) d_.deliveries.on_acknowledged(id, c.jid);
@@ -119,6 +126,9 @@ void store_sync::apply(std::vector<store::change> changes) {
   for (auto& [jid, ids] : returns) returned(jid, std::move(ids), std::move(rets[jid]));
   for (auto& [jid, ids] : undelivered) this->undelivered(jid, std::move(ids));
   if (!minions.empty()) minions_changed({minions.begin(), minions.end()});
+  // The inventory's last runs: those other masters reported (a resync
+  // reads them all again).
+  if (!runs.empty()) d_.cache.ran(runs);
   if (pins && on_file_pins_) on_file_pins_();
 }
 
@@ -157,6 +167,9 @@ void store_sync::resync() {
     }
     d_.sessions.apply_remote_key_changes(changed);
     settle_keys(changed);
+    // Reports other masters made meanwhile were not heard either.
+    d_.cache.load_runs(db,
+                       [this](const std::string& id) { return d_.keys.accepted(id).has_value(); });
     // Jobs other members published while the feed was down were not heard:
     // take on the ones still open.
     if (d_.cluster) d_.cluster->catch_up(db);

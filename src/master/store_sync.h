@@ -29,11 +29,12 @@ namespace brine::master {
 //    CLI clients and `brine events` as if they had come here, and end the
 //    delivery holds this master keeps for them; so do undelivered records;
 //  - grains and pillar that minions of other masters sent are read into the
-//    minion data cache, for targeting;
+//    minion data cache, for targeting; so are the last state runs that other
+//    masters reported (the inventory's last_run.*);
 //  - in a cluster, jobs other members published are delivered to the
 //    minions connected here, and acknowledgements made on other members
 //    end the holds here (cluster_node).
-// After the feed was interrupted, every key is read again.
+// After the feed was interrupted, every key and last run is read again.
 //
 // Lifecycle: start() runs the feed on its own thread; stop() (or the
 // destructor) ends it. Threading: rows are read on the store thread, and

@@ -195,6 +195,7 @@ struct change {
     undelivered,  // `minions` were recorded undelivered for `jid`
     file_pins,    // the pinned gitfs revisions changed (`brine fileserver update`)
     presence,     // `minions` connected to master `origin`, `left` left it
+    reports,      // `origin` stored new reports, the latest of their minions in `reports`
   };
   kind what = kind::keys;
   std::string origin;  // the writer's name (options::origin)
@@ -207,6 +208,9 @@ struct change {
   // bytes each), so that the hearer need not read them back; the other
   // minions' are read from their rows.
   std::vector<return_record> rets;
+  // reports: brief (jid, minion, fun, started, status, test): each minion's
+  // newest new report of the batch.
+  std::vector<report::report> reports;
 };
 
 // One master of a shared store as the masters table holds it: its jid slot,

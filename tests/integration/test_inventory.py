@@ -314,9 +314,10 @@ class Inventory(unittest.TestCase):
 
 
 class SharedStoreInventory(unittest.TestCase):
-    """Two masters on one PostgreSQL store: a master does not hear of the
-    runs its peers' minions report, so every master's inventory gives the
-    store's last runs, whichever master the minion returned to."""
+    """Two masters on one PostgreSQL store: a master hears of the runs its
+    peers' minions report (the store's brine_reports notifications), so
+    every master's inventory gives the last runs from memory, whichever
+    master the minion returned to."""
 
     def setUp(self):
         if not postgres_available():
@@ -354,6 +355,12 @@ class SharedStoreInventory(unittest.TestCase):
         self.assertEqual(got[0][0]["last_run.status"], "changed")
         self.assertEqual(got[0][0]["last_run.function"], "state.single")
         self.assertTrue(got[0][0]["master"].endswith(":%d" % a.port), got)
+        # From b's memory, not from the store: with the store down, b's
+        # inventory still gives the run a received (the CLI reads the store
+        # only when no master answers, and it is not there to read).
+        self.pg.stop()
+        self.assertEqual(last_run(b), got[1])
+        self.pg.start_again()
 
 
 if __name__ == "__main__":

@@ -47,11 +47,10 @@ struct fleet {
   }
   ~fleet() { store.stop(); }
 
-  json ask(const std::string& target, const std::string& tgt_type, json fields,
-           bool last_runs = false) {
+  json ask(const std::string& target, const std::string& tgt_type, json fields) {
     json a = answer_inventory(
         {{"target", target}, {"tgt_type", tgt_type}, {"fields", std::move(fields)}}, keys, cache,
-        {}, last_runs);
+        {});
     if (!a.contains("rows_msgpack")) return a;
     // The rows, [[id, value per field], ...], as a generic MessagePack
     // reader sees them: split into ids and values here.
@@ -99,10 +98,9 @@ report::report run(std::string jid, std::string minion, int64_t started, report:
   return r;
 }
 
-// A master with a store of its own answers each minion's latest run (by
-// start, then jid) from memory; one that shares its store leaves them null
-// for the CLI to read from the store.
-TEST(inventory, last_runs_are_each_minions_latest_when_the_master_knows_them) {
+// The master answers each minion's latest run (by start, then jid) from
+// memory: the reports it made, and those its peers made (store_sync).
+TEST(inventory, last_runs_are_each_minions_latest) {
   fleet f;
   f.cache.ran({run("20260101000000000002", "web1", 2000, report::run_status::failed),
                run("20260101000000000001", "web1", 1000, report::run_status::changed),
@@ -115,18 +113,13 @@ TEST(inventory, last_runs_are_each_minions_latest_when_the_master_knows_them) {
                  field("builtin", {"last_run.jid"}),
                  field("builtin", {"last_run.function"}),
                  field("builtin", {"last_run.test"})};
-  auto a = f.ask("*", "glob", fields, true);
+  auto a = f.ask("*", "glob", fields);
   ASSERT_TRUE(a.value("ok", false)) << a.dump();
-  EXPECT_TRUE(a.value("last_runs", false));
   EXPECT_EQ(a["rows"][0],
             json({"db1", "unchanged", 3000, "20260101000000000003", "state.test", true}));
   EXPECT_EQ(a["rows"][1],
             json({"web1", "failed", 2000, "20260101000000000002", "state.apply", false}));
   EXPECT_EQ(a["rows"][2], json({"web2", nullptr, nullptr, nullptr, nullptr, nullptr}));
-
-  auto shared = f.ask("*", "glob", fields, false);
-  EXPECT_FALSE(shared.contains("last_runs"));
-  EXPECT_EQ(shared["rows"][1], json({"web1", nullptr, nullptr, nullptr, nullptr, nullptr}));
 
   // A deleted minion's last run goes with its data.
   f.cache.forget("web1");

@@ -1157,6 +1157,9 @@ constexpr statement k_notify_undelivered{
 constexpr statement k_notify_minions{
     "notify_minions",
     "SELECT pg_notify('brine_minions', p) FROM unnest(string_to_array($1::text, chr(30))) AS p"};
+constexpr statement k_notify_reports{
+    "notify_reports",
+    "SELECT pg_notify('brine_reports', p) FROM unnest(string_to_array($1::text, chr(30))) AS p"};
 constexpr statement k_notify_presence{
     "notify_presence",
     "SELECT pg_notify('brine_presence', p) FROM unnest(string_to_array($1::text, chr(30))) AS p"};
@@ -1327,7 +1330,7 @@ class postgres_feed final : public change_feed {
         conn_,
         "LISTEN brine_keys; LISTEN brine_returns; LISTEN brine_jobs; LISTEN brine_acks; "
         "LISTEN brine_minions; LISTEN brine_undelivered; LISTEN brine_file_pins; "
-        "LISTEN brine_presence");
+        "LISTEN brine_presence; LISTEN brine_reports");
     bool ok = r && c_->pq->PQresultStatus(r) == PGRES_COMMAND_OK;
     if (r) c_->pq->PQclear(r);
     if (!ok) lost();
@@ -1397,6 +1400,31 @@ std::vector<std::string> split_lines(std::string_view s) {
   }
 }
 
+// A brine_reports line (see postgres_store.h); nullopt when it is not one.
+std::optional<report::report> run_from_line(std::string_view line) {
+  std::vector<std::string_view> f;
+  for (size_t at = 0;;) {
+    size_t tab = line.find('\t', at);
+    f.push_back(line.substr(at, tab == std::string_view::npos ? tab : tab - at));
+    if (tab == std::string_view::npos) break;
+    at = tab + 1;
+  }
+  if (f.size() != 6 || f[0].empty() || f[1].empty()) return std::nullopt;
+  report::report r;
+  auto [end, ec] = std::from_chars(f[2].data(), f[2].data() + f[2].size(), r.started_ms);
+  auto status = report::parse_status(f[3]);
+  if (ec != std::errc() || end != f[2].data() + f[2].size() || !status ||
+      (f[4] != "0" && f[4] != "1")) {
+    return std::nullopt;
+  }
+  r.minion = std::string(f[0]);
+  r.jid = std::string(f[1]);
+  r.status = *status;
+  r.test = f[4] == "1";
+  r.fun = std::string(f[5]);
+  return r;
+}
+
 void postgres_feed::drain(std::vector<change>& out) {
   while (PGnotify* n = c_->pq->PQnotifies(conn_)) {
     std::string channel = n->relname ? n->relname : "";
@@ -1413,6 +1441,12 @@ void postgres_feed::drain(std::vector<change>& out) {
         (lines[i][0] == '+' ? ch.minions : ch.left).push_back(lines[i].substr(1));
       }
       out.push_back(std::move(ch));
+    } else if (channel == k_postgres_reports_channel && lines.size() >= 2) {
+      change ch{change::kind::reports, lines[0], "", "", {}};
+      for (size_t i = 1; i < lines.size(); ++i) {
+        if (auto r = run_from_line(lines[i])) ch.reports.push_back(std::move(*r));
+      }
+      if (!ch.reports.empty()) out.push_back(std::move(ch));
     } else if (channel == k_postgres_file_pins_channel && !lines.empty()) {
       out.push_back(change{change::kind::file_pins, lines[0], "", "", {}});
     } else if (channel == k_postgres_returns_channel && lines.size() >= 3 && !lines[1].empty()) {
@@ -2423,6 +2457,22 @@ size_t postgres_store::add_reports(const std::vector<report::report>& batch) {
     }
     db_.run(multi_row(multi::last_reports, n), p, what);
   });
+  // Other masters answer the inventory's last runs from memory: each
+  // minion's newest new report here, which they keep if it is their latest.
+  std::vector<std::string> runs;
+  for (const auto* r : rows) {
+    auto it = latest.find(r->minion);
+    if (it == latest.end() || it->second.second != r->jid) continue;
+    std::string line = r->minion + '\t' + r->jid + '\t' + std::to_string(r->started_ms) + '\t' +
+                       report::to_string(r->status) + '\t' + (r->test ? "1" : "0") + '\t' + r->fun;
+    // A name with a tab or a newline does not travel: the rows stay the truth.
+    if (std::count(line.begin(), line.end(), '\t') == 5 && line.find('\n') == std::string::npos) {
+      runs.push_back(std::move(line));
+    }
+  }
+  if (std::string p = payloads(c_->origin, runs); !p.empty()) {
+    db_.run(k_notify_reports, params().text(p), what);
+  }
   // The states of the new reports, for list_state_results().
   struct indexed {
     const report::report* r;

@@ -32,6 +32,11 @@ inline constexpr const char* k_postgres_undelivered_channel = "brine_undelivered
 // file_pins: ORIGIN (the pinned gitfs revisions changed; every master reads
 // them again).
 inline constexpr const char* k_postgres_file_pins_channel = "brine_file_pins";
+// reports: ORIGIN, then one line per minion: the newest of its reports that
+// the batch stored, `MINION\tJID\tSTARTED_MS\tSTATUS\tTEST(0|1)\tFUN`
+// (written with the reports; other masters keep each minion's latest, for
+// the inventory's last runs).
+inline constexpr const char* k_postgres_reports_channel = "brine_reports";
 
 // The largest payload brine sends (PostgreSQL's limit is 8000 bytes); the
 // minions of a bigger batch are split over several notifications.

@@ -684,6 +684,53 @@ TEST_F(postgres_test, the_feed_carries_jobs_acks_grains_presence_and_undelivered
   EXPECT_EQ(m[2].last_seen, 6);
 }
 
+TEST_F(postgres_test, the_feed_carries_each_minions_newest_stored_report) {
+  auto a = open_store("a:1");
+  auto feed = a->changes();
+  auto run = [](std::string jid, std::string minion, int64_t started, report::run_status status,
+                bool test = false) {
+    report::report r;
+    r.jid = std::move(jid);
+    r.minion = std::move(minion);
+    r.fun = test ? "state.test" : "state.apply";
+    r.started_ms = started;
+    r.status = status;
+    r.test = test;
+    return r;
+  };
+  ASSERT_EQ(a->add_reports({run("j1", "web1", 1000, report::run_status::changed),
+                            run("j2", "web1", 2000, report::run_status::failed),
+                            run("j3", "db1", 3000, report::run_status::unchanged, true)}),
+            3u);
+  // Stored already: nothing new, nothing announced.
+  ASSERT_EQ(a->add_reports({run("j2", "web1", 2000, report::run_status::failed)}), 0u);
+  // Older than web1's latest: announced (the hearer keeps its latest).
+  ASSERT_EQ(a->add_reports({run("j0", "web1", 500, report::run_status::changed)}), 1u);
+  std::vector<report::report> heard;
+  collect(*feed, [&](const std::vector<change>& all) {
+    heard.clear();
+    for (const auto& c : all) {
+      if (c.what != change::kind::reports) continue;
+      EXPECT_EQ(c.origin, "a:1");
+      heard.insert(heard.end(), c.reports.begin(), c.reports.end());
+    }
+    return heard.size() >= 3;
+  });
+  ASSERT_EQ(heard.size(), 3u);
+  std::sort(heard.begin(), heard.end(),
+            [](const auto& x, const auto& y) { return x.started_ms < y.started_ms; });
+  EXPECT_EQ(heard[0].jid, "j0");
+  EXPECT_EQ(heard[1].jid, "j2");  // web1's newest of its batch, not j1
+  EXPECT_EQ(heard[1].minion, "web1");
+  EXPECT_EQ(heard[1].status, report::run_status::failed);
+  EXPECT_EQ(heard[1].fun, "state.apply");
+  EXPECT_FALSE(heard[1].test);
+  EXPECT_EQ(heard[2].minion, "db1");
+  EXPECT_EQ(heard[2].started_ms, 3000);
+  EXPECT_TRUE(heard[2].test);
+  EXPECT_EQ(heard[2].fun, "state.test");
+}
+
 TEST_F(postgres_test, master_slots_are_distinct_and_kept) {
   auto a = open_store("a");
   auto b = open_store("b");
