@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 
@@ -64,13 +65,18 @@ void walk(std::string& out, const nlohmann::json& v, int indent) {
 
 }  // namespace
 
-std::string utc_time(int64_t unix_ms, time_unit shown) {
-  // Floor division: a time before 1970 keeps its milliseconds positive.
+namespace {
+
+// Years 1..9999 by hand (below); anything else through gmtime_r.
+constexpr int64_t k_year_1_ms = -62135596800000;
+constexpr int64_t k_year_10000_ms = 253402300800000;
+
+std::string utc_time_by_libc(int64_t unix_ms, time_unit shown) {
   int64_t ms = ((unix_ms % 1000) + 1000) % 1000;
-  auto secs = static_cast<time_t>((unix_ms - ms) / 1000);
+  auto secs = static_cast<time_t>(unix_ms / 1000 - (unix_ms % 1000 < 0 ? 1 : 0));
   struct tm tm {};
   ::gmtime_r(&secs, &tm);
-  char buf[48];
+  char buf[64];
   int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d", tm.tm_year + 1900,
                         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min);
   if (shown != time_unit::minutes) {
@@ -80,6 +86,47 @@ std::string utc_time(int64_t unix_ms, time_unit shown) {
     std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), ".%03d", static_cast<int>(ms));
   }
   return buf;
+}
+
+}  // namespace
+
+std::string utc_time(int64_t unix_ms, time_unit shown) {
+  if (unix_ms < k_year_1_ms || unix_ms >= k_year_10000_ms) return utc_time_by_libc(unix_ms, shown);
+  using namespace std::chrono;
+  // Floor division: a time before 1970 keeps its milliseconds positive.
+  const sys_time<milliseconds> t{milliseconds(unix_ms)};
+  const auto day = floor<days>(t);
+  const year_month_day date{day};
+  const hh_mm_ss clock{floor<milliseconds>(t - day)};
+  // Digits written by hand: `brine inventory` prints two times for each of
+  // 10,000 minions, and gmtime_r + snprintf took a fifth of its time.
+  char buf[32];
+  char* p = buf;
+  auto put = [&p](unsigned v, int digits) {
+    for (int i = digits - 1; i >= 0; --i) {
+      p[i] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    }
+    p += digits;
+  };
+  put(static_cast<unsigned>(static_cast<int>(date.year())), 4);
+  *p++ = '-';
+  put(static_cast<unsigned>(date.month()), 2);
+  *p++ = '-';
+  put(static_cast<unsigned>(date.day()), 2);
+  *p++ = ' ';
+  put(static_cast<unsigned>(clock.hours().count()), 2);
+  *p++ = ':';
+  put(static_cast<unsigned>(clock.minutes().count()), 2);
+  if (shown != time_unit::minutes) {
+    *p++ = ':';
+    put(static_cast<unsigned>(clock.seconds().count()), 2);
+  }
+  if (shown == time_unit::milliseconds) {
+    *p++ = '.';
+    put(static_cast<unsigned>(clock.subseconds().count()), 3);
+  }
+  return std::string(buf, p);
 }
 
 std::string nested_at(const nlohmann::json& value, int indent) {
