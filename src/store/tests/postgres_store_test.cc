@@ -687,25 +687,24 @@ TEST_F(postgres_test, the_feed_carries_jobs_acks_grains_presence_and_undelivered
 TEST_F(postgres_test, the_feed_carries_each_minions_newest_stored_report) {
   auto a = open_store("a:1");
   auto feed = a->changes();
-  auto run = [](std::string jid, std::string minion, int64_t started, report::run_status status,
-                bool test = false) {
-    report::report r;
-    r.jid = std::move(jid);
-    r.minion = std::move(minion);
-    r.fun = test ? "state.test" : "state.apply";
-    r.started_ms = started;
-    r.status = status;
-    r.test = test;
-    return r;
+  using report::run_status;
+  auto run = [](const char* jid, const char* minion, int64_t started, run_status status) {
+    return report::report{.jid = jid,
+                          .minion = minion,
+                          .fun = "state.apply",
+                          .started_ms = started,
+                          .status = status};
   };
-  ASSERT_EQ(a->add_reports({run("j1", "web1", 1000, report::run_status::changed),
-                            run("j2", "web1", 2000, report::run_status::failed),
-                            run("j3", "db1", 3000, report::run_status::unchanged, true)}),
+  auto test_run = run("j3", "db1", 3000, run_status::unchanged);
+  test_run.fun = "state.test";
+  test_run.test = true;
+  ASSERT_EQ(a->add_reports({run("j1", "web1", 1000, run_status::changed),
+                            run("j2", "web1", 2000, run_status::failed), test_run}),
             3u);
   // Stored already: nothing new, nothing announced.
-  ASSERT_EQ(a->add_reports({run("j2", "web1", 2000, report::run_status::failed)}), 0u);
+  ASSERT_EQ(a->add_reports({run("j2", "web1", 2000, run_status::failed)}), 0u);
   // Older than web1's latest: announced (the hearer keeps its latest).
-  ASSERT_EQ(a->add_reports({run("j0", "web1", 500, report::run_status::changed)}), 1u);
+  ASSERT_EQ(a->add_reports({run("j0", "web1", 500, run_status::changed)}), 1u);
   std::vector<report::report> heard;
   collect(*feed, [&](const std::vector<change>& all) {
     heard.clear();
@@ -722,7 +721,7 @@ TEST_F(postgres_test, the_feed_carries_each_minions_newest_stored_report) {
   EXPECT_EQ(heard[0].jid, "j0");
   EXPECT_EQ(heard[1].jid, "j2");  // web1's newest of its batch, not j1
   EXPECT_EQ(heard[1].minion, "web1");
-  EXPECT_EQ(heard[1].status, report::run_status::failed);
+  EXPECT_EQ(heard[1].status, run_status::failed);
   EXPECT_EQ(heard[1].fun, "state.apply");
   EXPECT_FALSE(heard[1].test);
   EXPECT_EQ(heard[2].minion, "db1");
