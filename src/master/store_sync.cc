@@ -123,11 +123,20 @@ void store_sync::apply(std::vector<store::change> changes) {
   } else if (!ids.empty()) {
     keys_changed({ids.begin(), ids.end()});
   }
+  if (again) {
+    // Reports other masters made while the feed was down were not heard:
+    // every last run is read again, after the keys (the store thread keeps
+    // the order; a burst of key changes needs no such read).
+    d_.store.post([this](store::store& db) {
+      d_.cache.load_runs(
+          db, [this](const std::string& id) { return d_.keys.accepted(id).has_value(); });
+    });
+  }
   for (auto& [jid, ids] : returns) returned(jid, std::move(ids), std::move(rets[jid]));
   for (auto& [jid, ids] : undelivered) this->undelivered(jid, std::move(ids));
   if (!minions.empty()) minions_changed({minions.begin(), minions.end()});
-  // The inventory's last runs: those other masters reported (a resync
-  // reads them all again).
+  // The inventory's last runs: those other masters reported (after an
+  // interruption every one is read again, above).
   if (!runs.empty()) d_.cache.ran(runs);
   if (pins && on_file_pins_) on_file_pins_();
 }
@@ -167,9 +176,6 @@ void store_sync::resync() {
     }
     d_.sessions.apply_remote_key_changes(changed);
     settle_keys(changed);
-    // Reports other masters made meanwhile were not heard either.
-    d_.cache.load_runs(db,
-                       [this](const std::string& id) { return d_.keys.accepted(id).has_value(); });
     // Jobs other members published while the feed was down were not heard:
     // take on the ones still open.
     if (d_.cluster) d_.cluster->catch_up(db);
