@@ -5,6 +5,9 @@ and integration tests' unittest cases), as
 
     tests: N passed, N failed, N skipped
 
+With BRINE_TEST_SECONDS (the test phase's wall time, set by scripts/test.sh)
+it first prints that time against the phase's budget.
+
 Reads BUILD/test-results/: ctest.xml (CTest's --output-junit), unit.*.xml
 (each gtest binary's --gtest_output) and integration.*.json (run.py's).
 An entry that CTest ran and that left no results of its own (it crashed, or
@@ -17,6 +20,9 @@ import json
 import os
 import sys
 import xml.etree.ElementTree as ET
+
+# The test phase's budget (issue 34: ctest in at most 8 minutes on 2 cores).
+TEST_BUDGET_SECONDS = 480
 
 
 def gtest_results(path):
@@ -86,8 +92,15 @@ def main():
             per_entry.setdefault(entry, []).append(
                 (entry, "failed", seconds, "the entry failed outside its tests (crash or timeout)"))
 
+    wall = os.environ.get("BRINE_TEST_SECONDS")
+    if wall:
+        seconds = int(wall)
+        print("\nTest phase: %d s of its %d s budget (%s)"
+              % (seconds, TEST_BUDGET_SECONDS,
+                 "within" if seconds <= TEST_BUDGET_SECONDS else
+                 "OVER by %d s" % (seconds - TEST_BUDGET_SECONDS)))
     if entries:
-        print("\nSlowest CTest entries:")
+        print("\nTen slowest suites (CTest entries):")
         for name, (status, seconds) in sorted(entries.items(), key=lambda kv: -kv[1][1])[:10]:
             print("  %7.1f s  %s%s" % (seconds, name, "" if status == "run" else "  (%s)" % status))
     singles = [(seconds, entry, name) for entry, tests in per_entry.items()
