@@ -204,16 +204,6 @@ def jid_time(jid):
     return calendar.timegm(time.strptime(jid[:14], "%Y%m%d%H%M%S")) + int(jid[14:]) / 1e6
 
 
-def logged_at(daemon, regex, since=0):
-    """The moment (unix seconds, from the line's own timestamp) of the first
-    line of `daemon`'s log (from offset `since`) that matches `regex`: a
-    daemon's record of when something happened, not when a test saw it."""
-    m = re.search(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\.(\d{3}) .*" + regex,
-                  daemon.log_since(since), re.MULTILINE)
-    assert m, "no line /%s/ in the log of %s" % (regex, daemon.name)
-    return time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) + int(m.group(2)) / 1e3
-
-
 class MasterCli:
     """What tests read through a master's CLI; the class provides brine()."""
 
