@@ -159,26 +159,3 @@ function(brine_use_ccache)
   set(CMAKE_CXX_COMPILER_LAUNCHER ${launcher} PARENT_SCOPE)
   add_compile_options(-fdebug-prefix-map=${PROJECT_SOURCE_DIR}=.)
 endfunction()
-
-# brine_use_fast_linker(): links with mold (Debian's package) when it is
-# installed, else with lld, else with the default ld.bfd. The sanitized
-# debug build links some 30 modules and 40 executables with several hundred
-# megabytes of debug information between them; mold reads and writes them
-# with every core.
-function(brine_use_fast_linker)
-  set(BRINE_LINKER "" CACHE STRING "Linker for -fuse-ld= (mold, lld or bfd); empty: the fastest installed")
-  set(linker "${BRINE_LINKER}")
-  if(linker STREQUAL "")
-    find_program(BRINE_MOLD_PROGRAM mold)
-    find_program(BRINE_LLD_PROGRAM ld.lld)
-    if(BRINE_MOLD_PROGRAM)
-      set(linker mold)
-    elseif(BRINE_LLD_PROGRAM)
-      set(linker lld)
-    else()
-      return()
-    endif()
-  endif()
-  add_link_options(-fuse-ld=${linker})
-  message(STATUS "linker: ${linker}")
-endfunction()
