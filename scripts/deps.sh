@@ -3,6 +3,9 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config
+  # The build's compiler cache, shared by every clone of the machine
+  # (cmake/brine.cmake: brine_use_ccache).
+  ccache
   # scripts/package.sh: dpkg-deb, dpkg-shlibdeps, dpkg-parsechangelog; its
   # test verifies the systemd units with systemd-analyze.
   dpkg-dev systemd
