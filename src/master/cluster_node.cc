@@ -229,7 +229,7 @@ void cluster_node::catch_up(store::store& db) {
 
 void cluster_node::deliver(store::job_record job) {
   auto deadline = std::chrono::system_clock::time_point(std::chrono::seconds(job.deliver_by));
-  if (deadline <= std::chrono::system_clock::now()) return;
+  if (deadline <= d_.clock()) return;
   // `brine events` on every member shows every member's jobs.
   d_.events.publish("brine/job/" + job.jid + "/new", publisher::new_job_event(job));
   auto frame = publisher::frame_of(job);

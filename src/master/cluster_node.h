@@ -12,12 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "base/config.h"
 #include "cluster/membership.h"
 #include "cluster/peer_links.h"
 #include "master/delivery.h"
 #include "master/event_bus.h"
-#include "master/minion_sessions.h"
+#include "master/session.h"
 #include "master/store_worker.h"
 #include "pki/keys.h"
 #include "store/store.h"
@@ -42,8 +43,10 @@ class cluster_node {
     asio::io_context& io;
     store_worker& store;
     delivery& deliveries;
-    minion_sessions& sessions;
+    session_directory& sessions;
     event_bus& events;
+    // Against which a job of another member is past its delivery deadline.
+    base::wall_clock clock = base::system_wall_clock();
   };
   // Figures for the heartbeat's stats, read each beat.
   struct counters {

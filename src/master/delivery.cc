@@ -124,7 +124,7 @@ void delivery::on_refused(const std::string& id, const std::string& jid,
   // failure: the CLI leaves such minions out.
   record(jid,
          {{jid, id, reason == proto::k_not_targeted ? reason : "refused: " + reason,
-           base::unix_now()}},
+           base::unix_seconds(clock_())}},
          false);
 }
 
@@ -137,15 +137,16 @@ void delivery::on_key_gone(const std::string& id, const std::string& why) {
     }
     for (const auto& jid : jids) leave(jid, id);
   }
-  int64_t now = base::unix_now();
+  int64_t now = base::unix_seconds(clock_());
   for (const auto& jid : jids) record(jid, {{jid, id, why, now}}, false);
 }
 
-void delivery::sweep(std::chrono::system_clock::time_point now) {
+void delivery::sweep() {
   std::vector<std::pair<std::string, std::vector<store::undelivered_record>>> due;
+  auto now = clock_();
   {
     std::lock_guard lock(mu_);
-    int64_t stamp = base::unix_now();
+    int64_t stamp = base::unix_seconds(now);
     for (auto it = jobs_.begin(); it != jobs_.end();) {
       // Not recorded yet (a store that stalls): what to record comes later.
       if (it->second->j.deadline > now || it->second->reserved) {
@@ -214,7 +215,7 @@ asio::awaitable<void> delivery::sweep_loop(const std::atomic<bool>& stopping) {
     std::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (ec || stopping) co_return;
-    sweep(std::chrono::system_clock::now());
+    sweep();
   }
 }
 

@@ -11,8 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/clock.h"
 #include "master/event_bus.h"
-#include "master/minion_sessions.h"
+#include "master/session.h"
 #include "master/store_worker.h"
 #include "net/connection.h"
 
@@ -31,8 +32,11 @@ namespace brine::master {
 // ones included (the old connection may have lost them): the minion runs a
 // jid once however often it arrives, and acknowledges repeats.
 //
+// Time is the clock's (the system's in the daemon, a test's own in tests):
+// deadlines are compared with it and undelivered records stamped by it.
+//
 // Threading: every method is safe from any thread; it takes minion_sessions'
-// lock after its own, never the other way round.
+// lock (through session_directory) after its own, never the other way round.
 class delivery {
  public:
   struct job {
@@ -46,8 +50,9 @@ class delivery {
   };
   using session_ptr = std::shared_ptr<session>;
 
-  delivery(minion_sessions& sessions, store_worker& store, event_bus& events)
-      : sessions_(sessions), store_(store), events_(events) {}
+  delivery(session_directory& sessions, store_worker& store, event_bus& events,
+           base::wall_clock clock = base::system_wall_clock())
+      : sessions_(sessions), store_(store), events_(events), clock_(std::move(clock)) {}
 
   // Takes on `j` for `targets` (every targeted minion of a new job; after a
   // restart, those with neither a return nor an undelivered record). Returns
@@ -82,9 +87,9 @@ class delivery {
 
   // Settles jobs whose deadline passed, until `stopping`.
   asio::awaitable<void> sweep_loop(const std::atomic<bool>& stopping);
-  // Settles the jobs whose deadline is at or before `now` (sweep_loop's work;
-  // public for tests).
-  void sweep(std::chrono::system_clock::time_point now);
+  // Settles the jobs whose deadline is at or before the clock's now
+  // (sweep_loop's work; public for tests).
+  void sweep();
 
   // Whether `jid` is open here.
   bool holds(const std::string& jid) const;
@@ -110,9 +115,10 @@ class delivery {
   void record(const std::string& jid, std::vector<store::undelivered_record> undelivered,
               bool settle);
 
-  minion_sessions& sessions_;
+  session_directory& sessions_;
   store_worker& store_;
   event_bus& events_;
+  base::wall_clock clock_;
   std::function<bool(const std::string&)> origin_alive_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<open_job>> jobs_;

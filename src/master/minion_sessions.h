@@ -16,6 +16,7 @@
 #include "base/config.h"
 #include "master/event_bus.h"
 #include "master/figures.h"
+#include "master/session.h"
 #include "master/store_worker.h"
 #include "net/async_semaphore.h"
 #include "net/connection.h"
@@ -24,40 +25,19 @@
 
 namespace brine::master {
 
-// One minion connection. `id`, `fingerprint` and `pubkey` come from the
-// authenticated key and never change; `accepted` is set under
-// minion_sessions' lock, from the session's strand or from a key operation
-// of the local API, and read on the session's strand: atomic.
-struct session {
-  std::string id;
-  std::string fingerprint;
-  std::string pubkey;
-  std::shared_ptr<net::connection> conn;
-  std::atomic<bool> accepted{false};
-  // The minion connected only to deliver returns it owes this master (a
-  // failover minion serving another master): no jobs go to it, and it does
-  // not count as connected.
-  bool returns_only = false;
-  // A one-shot connection of `brine call` (auth purpose `call`): it may only
-  // ask for the pillar, with the grains it sends along. It is never the
-  // minion's session: it does not replace the daemon's connection, gets no
-  // jobs, and leaves the minion's connected state and data cache alone.
-  bool call = false;
-};
-
 // The minion side of the master: the accept loop, TLS handshakes (bounded in
 // number), authentication against the key registry, and one session per
 // minion id. Messages about jobs from accepted minions, and minions becoming
 // ready or going away, are handed to the handlers; everything else (auth,
-// ping, protocol violations) is dealt with here.
+// ping, protocol violations) is dealt with here. Delivery, store_sync and
+// cluster_node see it as their session_directory.
 //
 // Lifecycle: construct, listen() (throws base::error), set_handlers(),
 // start(); stop() closes the listener; clear() drops every session at exit.
 // Threading: each connection on its own strand; the session map under a
 // mutex; every public method is safe from any thread.
-class minion_sessions {
+class minion_sessions final : public session_directory {
  public:
-  using session_ptr = std::shared_ptr<session>;
   struct handlers {
     // A minion's key is accepted and its connection live (a new connection,
     // or a pending one just accepted).
@@ -83,10 +63,8 @@ class minion_sessions {
   void clear();
   uint16_t port() const;
 
-  // The accepted session of `id`, if connected to take jobs.
-  session_ptr find_accepted(const std::string& id);
-  // Accepted minion sessions open now (brine call connections not counted).
-  size_t connected();
+  session_ptr find_accepted(const std::string& id) override;
+  size_t connected() override;
   // Closes every minion connection, telling each why (this master leaves a
   // cluster: its minions move to the others through the load balancer).
   void drop_all(const std::string& why);
@@ -98,7 +76,7 @@ class minion_sessions {
   void apply_key_changes(const pki::key_op_result& r, const std::string& act);
   // Another master changed these ids' keys in the shared store (already in
   // the key registry): the same as apply_key_changes, without persisting.
-  void apply_remote_key_changes(const std::vector<std::string>& ids);
+  void apply_remote_key_changes(const std::vector<std::string>& ids) override;
 
  private:
   asio::awaitable<void> accept_loop();

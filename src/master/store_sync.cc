@@ -100,7 +100,9 @@ void store_sync::apply(std::vector<store::change> changes) {
         if (d_.cluster) d_.cluster->on_job(std::move(c));
         break;
       case store::change::kind::presence:
-        if (c.origin != origin_) d_.cache.presence(c.origin, c.minions, c.left, base::unix_now());
+        if (c.origin != origin_) {
+          d_.cache.presence(c.origin, c.minions, c.left, base::unix_seconds(d_.clock()));
+        }
         break;
       case store::change::kind::reports:
         if (c.origin != origin_) {

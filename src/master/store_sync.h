@@ -7,11 +7,12 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "master/cluster_node.h"
 #include "master/delivery.h"
 #include "master/event_bus.h"
 #include "master/minion_cache.h"
-#include "master/minion_sessions.h"
+#include "master/session.h"
 #include "master/store_worker.h"
 #include "metrics/metrics.h"
 #include "pki/key_registry.h"
@@ -45,13 +46,15 @@ class store_sync {
   struct deps {
     store_worker& store;
     pki::key_registry& keys;
-    minion_sessions& sessions;
+    session_directory& sessions;
     delivery& deliveries;
     minion_cache& cache;
     event_bus& events;
     cluster_node* cluster = nullptr;  // set for a member of a cluster
     // Counts the returns other masters received (brine_feed_returns_total).
     metrics::counter* feed_returns = nullptr;
+    // Stamps when this master heard that a minion came to or left another.
+    base::wall_clock clock = base::system_wall_clock();
   };
   store_sync(deps d, std::unique_ptr<store::change_feed> feed, std::string origin);
   ~store_sync();
