@@ -188,6 +188,11 @@ class Inventory(unittest.TestCase):
         self.assertEqual([l.split() for l in lines[1:]],
                          [["deb1", "Debian", "changed"], ["rocky1", "Rocky", "failed"],
                           ["ubu1", "Ubuntu", "changed"]])
+        # A grain path no minion has is an empty cell, not an error (the
+        # README says so; a bad built-in is one, above).
+        out, _ = self.inventory("--out", "csv", "--fields", "id,nosuch.field")
+        rows = list(csv.reader(io.StringIO(out, newline="")))
+        self.assertEqual(rows, [["id", "nosuch.field"], ["deb1", ""], ["rocky1", ""], ["ubu1", ""]])
         # YAML parses as the same list (a line per field).
         out, _ = self.inventory("--out", "yaml", "--fields", "id,os", "deb1")
         self.assertEqual(out, "minions:\n- id: deb1\n  os: Debian\n")
