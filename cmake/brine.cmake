@@ -10,12 +10,55 @@ if(BRINE_STATIC)
 else()
   set(BRINE_LIBRARY_TYPE SHARED)
 endif()
+#
+# The sources are compiled once, into the object library brine_NAME_objects,
+# which the library brine_NAME is made of: a unit's own settings (defines,
+# include directories it compiles with) go on brine_NAME_objects. A sanitized
+# `brine` links every module's objects itself (brine_link_modules), so that
+# the thousands of brine processes a test run starts do not each relocate 30
+# shared modules.
 function(brine_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
-  add_library(brine_${name} ${BRINE_LIBRARY_TYPE} ${ARG_SOURCES})
-  target_include_directories(brine_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
-  target_link_libraries(brine_${name} PUBLIC ${ARG_DEPS})
-  brine_warnings(brine_${name})
+  set(objects brine_${name}_objects)
+  add_library(${objects} OBJECT ${ARG_SOURCES})
+  if(NOT BRINE_STATIC)
+    # As CMake compiles a shared library's own sources (the define names
+    # the library being built; brine's code does not read it).
+    set_target_properties(${objects} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    target_compile_definitions(${objects} PRIVATE brine_${name}_EXPORTS)
+  endif()
+  target_include_directories(${objects} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  # A module's objects compile with what its dependencies' objects export
+  # (include directories, defines) and carry their external libraries; a
+  # module's library links the other modules' libraries.
+  set(object_deps)
+  foreach(dep IN LISTS ARG_DEPS)
+    if(TARGET ${dep}_objects)
+      list(APPEND object_deps ${dep}_objects)
+    elseif(dep MATCHES "^brine_" AND NOT TARGET ${dep})
+      message(FATAL_ERROR "module ${name} depends on ${dep}, which src/CMakeLists.txt adds after "
+                          "it: list the modules in dependency order")
+    else()
+      list(APPEND object_deps ${dep})
+    endif()
+  endforeach()
+  target_link_libraries(${objects} PUBLIC ${object_deps})
+  brine_warnings(${objects})
+  add_library(brine_${name} ${BRINE_LIBRARY_TYPE})
+  target_link_libraries(brine_${name} PUBLIC ${objects} ${ARG_DEPS})
+  set_property(GLOBAL APPEND PROPERTY BRINE_MODULE_OBJECTS ${objects})
+endfunction()
+
+# brine_link_modules(TARGET): links every module's objects into TARGET (an
+# executable) instead of the modules' shared libraries. Measured on the ASan
+# build, `brine --version` (perf stat, 10 runs): 107 ms of CPU linked against
+# the 30 shared modules, 43 ms with their objects in a position-dependent
+# executable (-no-pie: the loader has no relative relocations of its own to
+# apply, and copies no pages to apply them).
+function(brine_link_modules target)
+  get_property(objects GLOBAL PROPERTY BRINE_MODULE_OBJECTS)
+  target_link_libraries(${target} PRIVATE ${objects})
+  target_link_options(${target} PRIVATE -no-pie)
 endfunction()
 
 # brine_test(NAME SOURCES ... DEPS ...): a GoogleTest binary registered with
