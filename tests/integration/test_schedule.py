@@ -11,12 +11,10 @@ import collections
 import json
 import os
 import re
-import signal
 import time
 import unittest
 
 from harness import ClusterTestCase, jid_time, wait_for, wait_log, write_config
-from test_swarm import Swarm
 
 TREE = {
     "top.sls": "base:\n  '*':\n    - quiet\n",
@@ -288,97 +286,6 @@ class ScheduleTest(ClusterTestCase):
         self.assertNotEqual(rc, 0)
         self.assertRegex(m.log(), r"line \d+: schedule job hs: unknown key minuts \(did you mean "
                                   r"'minutes'\?\)")
-
-
-# The swarm at scale, with fewer minions than the bench's 10,000 (ASan, two
-# cores): COUNT minions on a PERIOD s interval start COUNT / PERIOD runs a
-# second on average. Each window looked at is two periods: 2,000 runs, over
-# 20 one-second buckets of 100 runs on average (a longer period would give
-# the same runs in more, smaller buckets and take longer).
-COUNT = 1000
-PERIOD = 10
-FLAT = 1.5  # the bound: the busiest second at most this many times the mean
-
-
-class ScheduleScaleTest(ClusterTestCase):
-
-    def starts(self, c, since, until):
-        jobs = c.jobs(function="test.ping")
-        return [jid_time(j["jid"]) for j in jobs if j.get("user") == "schedule:swarm"
-                and since <= jid_time(j["jid"]) < until]
-
-    def assert_flat(self, times, start, what):
-        hist = per_second(times, start, start + 2 * PERIOD)
-        mean = sum(hist) / len(hist)
-        self.assertGreater(mean, 0.8 * COUNT / PERIOD, "%s: %r" % (what, hist))
-        self.assertLessEqual(max(hist) / mean, FLAT, "%s: per second %r" % (what, hist))
-        return max(hist) / mean
-
-    def test_swarm_runs_stay_flat_also_after_a_master_restart(self):
-        c = self.cluster(master_opts={"auto_accept": True})
-        s = Swarm(c, count=COUNT, prefix="sc-",
-                  extra=["--schedule", "test.ping:%d" % PERIOD, "--connect-rate", "500"],
-                  seconds=400)
-        self.addCleanup(s.stop, signal.SIGKILL)
-        wait_for(lambda: s.saw(r"^all %d connected" % COUNT) or s.proc.poll() is not None, 180,
-                 "the swarm connected")
-        self.assertIsNone(s.proc.poll(), "".join(s.err[-5:]))
-        # Two whole periods from the next second, once every minion has been
-        # connected for a period (its schedule reached the master).
-        start = int(time.time()) + 2
-        wait_for(lambda: time.time() > start + 2 * PERIOD + 3, 2 * PERIOD + 10, "two periods")
-        before = self.assert_flat(self.starts(c, start, start + 2 * PERIOD), start,
-                                  "before the restart")
-        # A master restart: the minions reconnect within seconds, all at once,
-        # but their slots are on the clock, not at their connects.
-        c.restart_master()
-        wait_for(lambda: s.saw(r"^all %d serving again" % COUNT), 120, "the swarm back")
-        # The runs that came due while the master was down were asked for
-        # again every second and granted as the minions came back: a few
-        # seconds of catching up, then the slots as before.
-        start = int(time.time()) + 5
-        wait_for(lambda: time.time() > start + 2 * PERIOD + 3, 2 * PERIOD + 10, "two periods")
-        after = self.assert_flat(self.starts(c, start, start + 2 * PERIOD), start,
-                                 "after the restart")
-        print("\nswarm %d minions every %d s: peak/mean %.2f before, %.2f after a restart"
-              % (COUNT, PERIOD, before, after))
-
-    def test_swarm_state_runs_all_happen_under_max_concurrent_runs(self):
-        n, period, limit = 200, 10, 3
-        c = self.cluster(master_opts={"auto_accept": True, "max_concurrent_runs": limit,
-                                      "run_retry_after": 1})
-        s = Swarm(c, count=n, prefix="ad-",
-                  extra=["--schedule", "state.apply:%d" % period, "--schedule-run-ms", "100"],
-                  seconds=300)
-        self.addCleanup(s.stop, signal.SIGKILL)
-        wait_for(lambda: s.saw(r"^all %d connected" % n) or s.proc.poll() is not None, 120,
-                 "the swarm connected")
-        self.assertIsNone(s.proc.poll(), "".join(s.err[-5:]))
-        start = time.time() + period
-
-        def reports():
-            rc, out, err = c.brine("report", "list", "--out", "json", "--limit", "100000",
-                                   "--since", "10m")
-            self.assertEqual(rc, 0, err)
-            return [r for r in json.loads(out) if started(r) >= start]
-
-        # Three periods: each minion's three runs, however often deferred.
-        wait_for(lambda: time.time() > start + 3 * period, 4 * period, "three periods")
-        wait_for(lambda: len(set(r["minion"] for r in reports())) == n, 30,
-                 "a run of every minion")
-        got = reports()
-        per_minion = collections.Counter(r["minion"] for r in got)
-        self.assertEqual(len(per_minion), n)
-        self.assertGreaterEqual(min(per_minion.values()), 2, per_minion.most_common()[-3:])
-        # At most `limit` state runs at once, by the master's records.
-        events = sorted([(started(r), 1) for r in got] +
-                        [(started(r) + r["duration_ms"] / 1000.0, -1) for r in got])
-        most = now = 0
-        for _, d in events:
-            now += d
-            most = max(most, now)
-        self.assertLessEqual(most, limit + 1, "runs at once")  # +1: ms rounding at the edges
-        self.assertTrue(s.saw(r"deferred=[1-9]"), s.out[-3:])
 
 
 if __name__ == "__main__":
