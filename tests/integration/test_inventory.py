@@ -353,8 +353,11 @@ class SharedStoreInventory(unittest.TestCase):
             self.assertEqual(code, 0, out + err)
             return json.loads(out)
 
-        wait_for(lambda: last_run(b)[0]["last_run.status"] == "changed", 30,
-                 "master b's inventory to give m0's run through a")
+        # The run and m0's presence on a reach b by the change feed, each
+        # in its own notification: b's row is whole once both came.
+        wait_for(lambda: last_run(b)[0]["last_run.status"] == "changed"
+                 and last_run(b)[0]["master"], 30,
+                 "master b's inventory to give m0's run and master through a")
         got = [last_run(m) for m in (a, b)]
         self.assertEqual(got[0], got[1])
         self.assertEqual(got[0][0]["last_run.status"], "changed")
