@@ -68,8 +68,12 @@ endfunction()
 # which tests/summary.py lists skips with their reasons and the slowest tests.
 # Without BRINE_TESTS the target is still declared, but never built, so that a
 # test's own lines (target_compile_definitions ...) need no guard of their own.
+#
+# COST: the seconds it takes under ASan on 2 cores, for a test run's first
+# schedule (CTest starts the costly entries first, and then goes by its own
+# measurements); only the slow ones give it.
 function(brine_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "COST" "SOURCES;DEPS" ${ARGN})
   if(NOT BRINE_TESTS)
     add_executable(${name} EXCLUDE_FROM_ALL ${ARG_SOURCES})
     return()
@@ -81,6 +85,9 @@ function(brine_test name)
   add_test(NAME unit.${name}
            COMMAND ${name} --gtest_output=xml:${CMAKE_BINARY_DIR}/test-results/unit.${name}.xml)
   set_tests_properties(unit.${name} PROPERTIES TIMEOUT 900)
+  if(ARG_COST)
+    set_tests_properties(unit.${name} PROPERTIES COST ${ARG_COST})
+  endif()
 endfunction()
 
 function(brine_warnings target)
