@@ -17,10 +17,13 @@ phase dependencies bash scripts/deps.sh
 export BRINE_REQUIRE_POSTGRES=1
 cmake --preset debug >/dev/null
 build_phase "debug build" cmake --build --preset debug -j"$(nproc)"
+# Twice as many suites at once as there are cores: most of them wait on
+# daemons, timers and each other. Measured on 2 cores (the whole suite,
+# ASan): 505 s with -j2, 335 s with -j4, every test passing at both.
 results=build/debug/test-results
 rm -rf "$results"
 rc=0
 start=$SECONDS
-phase tests ctest --preset debug -j"${BRINE_TEST_JOBS:-$(nproc)}" --output-junit "$PWD/$results/ctest.xml" || rc=$?
+phase tests ctest --preset debug -j"${BRINE_TEST_JOBS:-$((2 * $(nproc)))}" --output-junit "$PWD/$results/ctest.xml" || rc=$?
 BRINE_TEST_SECONDS=$((SECONDS - start)) python3 tests/summary.py build/debug
 exit $rc
