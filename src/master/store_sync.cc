@@ -58,7 +58,8 @@ void store_sync::loop() {
 void store_sync::apply(std::vector<store::change> changes) {
   bool again = false;
   bool pins = false;
-  std::set<std::string> ids;
+  // The ids whose keys changed, each with the master that changed it last.
+  std::map<std::string, std::string> ids;
   std::map<std::string, std::vector<std::string>> returns;
   std::map<std::string, std::vector<store::return_record>> rets;
   std::map<std::string, std::vector<std::string>> undelivered;
@@ -74,7 +75,7 @@ void store_sync::apply(std::vector<store::change> changes) {
         if (c.origin != origin_) pins = true;
         break;
       case store::change::kind::keys:
-        if (c.origin != origin_) ids.insert(std::move(c.id));
+        if (c.origin != origin_) ids[std::move(c.id)] = std::move(c.origin);
         break;
       case store::change::kind::returns:
         if (c.origin != origin_) {
@@ -123,7 +124,7 @@ void store_sync::apply(std::vector<store::change> changes) {
   if (again || ids.size() > k_reload_above) {
     resync();
   } else if (!ids.empty()) {
-    keys_changed({ids.begin(), ids.end()});
+    keys_changed({std::make_move_iterator(ids.begin()), std::make_move_iterator(ids.end())});
   }
   if (again) {
     // Reports other masters made while the feed was down were not heard:
@@ -184,13 +185,19 @@ void store_sync::resync() {
   });
 }
 
-void store_sync::keys_changed(std::vector<std::string> ids) {
+void store_sync::keys_changed(std::vector<std::pair<std::string, std::string>> ids) {
   d_.store.post([this, ids = std::move(ids)](store::store& db) {
     std::vector<std::string> changed;
-    for (const auto& id : ids) {
-      if (d_.keys.replace(id, db.load_keys(id))) changed.push_back(id);
+    for (const auto& [id, by] : ids) {
+      if (!d_.keys.replace(id, db.load_keys(id))) continue;
+      changed.push_back(id);
+      // What happened, as the master that did it would say: its keys now.
+      std::string now;
+      for (const auto& k : d_.keys.list_of(id)) {
+        now += (now.empty() ? "" : " and ") + std::string(store::to_string(k.state));
+      }
+      spdlog::info("minion {}: key {} on master {}", id, now.empty() ? "deleted" : now, by);
     }
-    for (const auto& id : changed) spdlog::info("minion {}: key changed on another master", id);
     d_.sessions.apply_remote_key_changes(changed);
     settle_keys(changed);
   });

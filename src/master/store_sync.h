@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -71,7 +72,8 @@ class store_sync {
  private:
   void loop();
   void apply(std::vector<store::change> changes);
-  void keys_changed(std::vector<std::string> ids);
+  // `ids`: each minion id with the master that changed its key.
+  void keys_changed(std::vector<std::pair<std::string, std::string>> ids);
   void resync();
   void returned(const std::string& jid, std::vector<std::string> minions,
                 std::vector<store::return_record> rets);

@@ -180,7 +180,8 @@ class FailureTest(ClusterTestCase):
         an interrupted feed, the only other way b learns of a key)."""
         self.assertIn("keys: 1 %s by the CLI: %s\n" % (verb, minion), a.daemon.log_since(since_a))
         log = b.daemon.log_since(since)
-        notice = re.search(r"minion %s: key changed on another master\n" % re.escape(minion), log)
+        notice = re.search(r"minion %s: key %s on master %s:%d\n"
+                           % (re.escape(minion), verb, re.escape(os.uname().nodename), a.port), log)
         self.assertTrue(notice, log)
         cut = re.compile(closing).search(log, notice.end())
         self.assertTrue(cut, "b closed %s before the feed's notice:\n%s" % (minion, log))
