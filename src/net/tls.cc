@@ -125,6 +125,9 @@ bool tls_stream::failed(op o, int ret, std::error_code& ec, int* want) {
     return false;
   }
   if (err == SSL_ERROR_ZERO_RETURN) {
+    // Its close_notify: said, so that a handshake's failure has a reason.
+    error_ = o == op::handshake ? "the peer closed the connection during the handshake"
+                                : "the peer closed the connection";
     ec = base::errc::peer_closed;
   } else if (err == SSL_ERROR_SYSCALL) {
     int sys = errno;
