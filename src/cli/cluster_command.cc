@@ -38,9 +38,10 @@ void print_status(const json& s) {
               "LINK", "CONNECTED", "JOBS/S", "RETURNS/S", "STORE MS", "HEARTBEAT", "REVISION");
   for (const auto& m : s.value("members", json::array())) {
     const json& st = m.contains("stats") && m["stats"].is_object() ? m["stats"] : json::object();
+    bool up = m.value("alive", false) && !m.value("removed", false);
     std::string alive = m.value("removed", false) ? "removed"
-                        : m.value("alive", false) ? "yes"
-                        : m.value("verified", false) ? "no"
+                        : up                      ? "yes"
+                        : m.value("verified", false) ? "down"
                                                      : "no key";
     std::string name = m.value("name", "") + (m.value("self", false) ? " *" : "");
     char ago[32];
@@ -51,11 +52,20 @@ void print_status(const json& s) {
       std::snprintf(rtt, sizeof rtt, "up %.1f ms", m["link"].value("rtt_ms", 0.0));
       link = m["link"].value("up", false) ? rtt : "down";
     }
-    std::printf("%-28s %-22s %-7s %-12s %9lld %8.1f %10.1f %9.2f %10s  %s\n", name.c_str(),
-                m.value("peer", "").c_str(), alive.c_str(), link.c_str(),
-                static_cast<long long>(st.value("connected", int64_t{0})),
-                st.value("jobs_per_s", 0.0), st.value("returns_per_s", 0.0),
-                st.value("store_ms", 0.0), ago, st.value("revision", "").c_str());
+    if (up) {
+      std::printf("%-28s %-22s %-7s %-12s %9lld %8.1f %10.1f %9.2f %10s  %s\n", name.c_str(),
+                  m.value("peer", "").c_str(), alive.c_str(), link.c_str(),
+                  static_cast<long long>(st.value("connected", int64_t{0})),
+                  st.value("jobs_per_s", 0.0), st.value("returns_per_s", 0.0),
+                  st.value("store_ms", 0.0), ago, st.value("revision", "").c_str());
+      continue;
+    }
+    // A member that is not up serves no one: its last heartbeat's figures
+    // are history, given as such with their age.
+    std::printf("%-28s %-22s %-7s %-12s %9d %8s %10s %9s %10s  (stale: %lld connected at its "
+                "last heartbeat, %s ago)\n",
+                name.c_str(), m.value("peer", "").c_str(), alive.c_str(), link.c_str(), 0, "-", "-",
+                "-", ago, static_cast<long long>(st.value("connected", int64_t{0})), ago);
   }
   for (const auto& p : s.value("other_peers", json::array())) {
     std::cout << "cluster_peers entry " << p.value("peer", "") << ": "

@@ -7,6 +7,7 @@ on a cluster of its own, so that the suite spends it once, not after the
 kill test. Everything runs on loopback."""
 
 import json
+import os
 import subprocess
 import time
 import unittest
@@ -78,6 +79,16 @@ class LongTest(ClusterTestCase):
             listed = {j["jid"]: j for j in m.jobs()}
             for jid in jids:
                 self.assertEqual(sorted(listed[jid]["returned"]), ids, (m.name, listed[jid]))
+        # While it is dead, the survivors' status says so: down, serving no
+        # one, its last heartbeat's count given as stale, with its age.
+        member = "%s:%d" % (os.uname().nodename, victim.port)
+        wait_for(lambda: not {x["name"]: x for x in self.status(a)["members"]}[member]["alive"],
+                 30 * SLACK, "a to see the victim dead")
+        rc, out, err = a.brine("cluster", "status")
+        row = [l for l in out.splitlines() if l.startswith(member + " ")]
+        self.assertEqual(len(row), 1, out)
+        self.assertRegex(row[0], r" down +\S+ +0 +- +- +- +[\d.]+ s +\(stale: \d+ connected at "
+                                 r"its last heartbeat, [\d.]+ s ago\)$", out)
         # The victim, restarted, rejoins and takes new connections.
         since = {m.name: m.daemon.mark() for m in ms.masters}
         victim.start()
