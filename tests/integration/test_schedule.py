@@ -11,10 +11,12 @@ import collections
 import json
 import os
 import re
+import signal
 import time
 import unittest
 
 from harness import ClusterTestCase, jid_time, wait_for, wait_log, write_config
+from test_swarm import Swarm
 
 TREE = {
     "top.sls": "base:\n  '*':\n    - quiet\n",
@@ -38,6 +40,17 @@ def scheduled(jobs, name):
 def started(report):
     """A report's start (the master's record) as unix seconds."""
     return report["started_ms"] / 1000.0
+
+
+def connected_swarm(case, c, count, prefix, extra, seconds, timeout):
+    """A Swarm of `count` minions on cluster `c` once all are connected
+    (stopped at the test's end)."""
+    s = Swarm(c, count=count, prefix=prefix, extra=extra, seconds=seconds)
+    case.addCleanup(s.stop, signal.SIGKILL)
+    wait_for(lambda: s.saw(r"^all %d connected" % count) or s.proc.poll() is not None, timeout,
+             "the swarm connected")
+    case.assertIsNone(s.proc.poll(), "".join(s.err[-5:]))
+    return s
 
 
 def per_second(times, start, end):

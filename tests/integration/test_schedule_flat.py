@@ -5,13 +5,11 @@ starts per second stay flat over their interval, also after the master
 restarts. Evidence is the runs' own records: their jids, the master's clock
 when it granted each run."""
 
-import signal
 import time
 import unittest
 
 from harness import ClusterTestCase, jid_time, wait_for
-from test_schedule import per_second
-from test_swarm import Swarm
+from test_schedule import connected_swarm, per_second
 
 # The swarm at scale, with fewer minions than the bench's 10,000 (ASan, two
 # cores): COUNT minions on a PERIOD s interval start COUNT / PERIOD runs a
@@ -39,13 +37,9 @@ class ScheduleFlatTest(ClusterTestCase):
 
     def test_swarm_runs_stay_flat_also_after_a_master_restart(self):
         c = self.cluster(master_opts={"auto_accept": True})
-        s = Swarm(c, count=COUNT, prefix="sc-",
-                  extra=["--schedule", "test.ping:%d" % PERIOD, "--connect-rate", "500"],
-                  seconds=400)
-        self.addCleanup(s.stop, signal.SIGKILL)
-        wait_for(lambda: s.saw(r"^all %d connected" % COUNT) or s.proc.poll() is not None, 180,
-                 "the swarm connected")
-        self.assertIsNone(s.proc.poll(), "".join(s.err[-5:]))
+        s = connected_swarm(self, c, COUNT, "sc-",
+                            ["--schedule", "test.ping:%d" % PERIOD, "--connect-rate", "500"],
+                            seconds=400, timeout=180)
         # Two whole periods from the next second, once every minion has been
         # connected for a period (its schedule reached the master).
         start = int(time.time()) + 2

@@ -7,13 +7,11 @@ and duration."""
 
 import collections
 import json
-import signal
 import time
 import unittest
 
 from harness import ClusterTestCase, wait_for
-from test_schedule import started
-from test_swarm import Swarm
+from test_schedule import connected_swarm, started
 
 
 class ScheduleLimitTest(ClusterTestCase):
@@ -22,13 +20,9 @@ class ScheduleLimitTest(ClusterTestCase):
         n, period, limit = 200, 10, 3
         c = self.cluster(master_opts={"auto_accept": True, "max_concurrent_runs": limit,
                                       "run_retry_after": 1})
-        s = Swarm(c, count=n, prefix="ad-",
-                  extra=["--schedule", "state.apply:%d" % period, "--schedule-run-ms", "100"],
-                  seconds=300)
-        self.addCleanup(s.stop, signal.SIGKILL)
-        wait_for(lambda: s.saw(r"^all %d connected" % n) or s.proc.poll() is not None, 120,
-                 "the swarm connected")
-        self.assertIsNone(s.proc.poll(), "".join(s.err[-5:]))
+        s = connected_swarm(self, c, n, "ad-",
+                            ["--schedule", "state.apply:%d" % period, "--schedule-run-ms", "100"],
+                            seconds=300, timeout=120)
         start = time.time() + period
 
         def reports():
