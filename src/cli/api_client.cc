@@ -68,7 +68,11 @@ nlohmann::json api_client::request(const std::string& op, nlohmann::json body,
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     auto m = read(deadline);  // not next(): what is pending is not the reply
-    if (!m) throw base::error("the master did not answer '" + op + "' in time");
+    if (!m) {
+      throw base::error("the master did not answer '" + op + "' within " +
+                        std::to_string(std::chrono::ceil<std::chrono::seconds>(timeout).count()) +
+                        " s");
+    }
     if (m->type == proto::msg_type::api_reply && m->id == last_id_) return std::move(m->body);
     if (m->type == proto::msg_type::error) {
       throw base::error("the master refused the request: " + m->body.value("message", "?"));

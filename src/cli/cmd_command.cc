@@ -116,6 +116,14 @@ class printer {
   std::map<std::string, nlohmann::ordered_json> all_;  // by minion id
 };
 
+// How long a publish's answer is waited for: the master waits up to
+// store_failover_wait for a store that does not answer (a failover), then
+// answers with the reason; 15 s more for a busy master.
+std::chrono::milliseconds publish_wait(const base::master_config& cfg) {
+  return std::max<std::chrono::milliseconds>(std::chrono::seconds(30),
+                                             std::chrono::seconds(cfg.store_failover_wait + 15));
+}
+
 json publish_body(const cmd_options& o, const std::string& target, const std::string& tgt_type) {
   json args, kwargs;
   split_args(o.words, args, kwargs);
@@ -175,7 +183,7 @@ int cmd_command(const base::master_config& cfg, const cmd_options& given) {
   }
   if (!o.batch.empty()) return run_batch(*client, cfg, o);
   auto start = clock::now();
-  json reply = client->request("publish", publish_body(o, o.target, o.tgt_type));
+  json reply = client->request("publish", publish_body(o, o.target, o.tgt_type), publish_wait(cfg));
   if (!reply.value("ok", false)) {
     std::cerr << reply.value("error", "publish failed") << "\n";
     if (reply.value("bad_target", false)) return k_exit_usage;
@@ -306,7 +314,7 @@ json window_body(const cmd_options& o, const std::string& list) {
   return body;
 }
 
-int run_batch(api_client& client, const base::master_config&, const cmd_options& o) {
+int run_batch(api_client& client, const base::master_config& cfg, const cmd_options& o) {
   json resolved = client.request("resolve", {{"target", o.target},
                                              {"tgt_type", o.tgt_type},
                                              {"delimiter", o.delimiter},
@@ -355,7 +363,7 @@ int run_batch(api_client& client, const base::master_config&, const cmd_options&
         list += id;
       }
       if (o.out != "json") std::cerr << "Executing run on " << python_repr(json(take)) << "\n";
-      json reply = client.request("publish", window_body(o, list));
+      json reply = client.request("publish", window_body(o, list), publish_wait(cfg));
       if (!reply.value("ok", false)) {
         std::cerr << reply.value("error", "publish failed") << "\n";
         for (const auto& id : take) {

@@ -120,12 +120,6 @@ master::master(base::master_config cfg)
     cluster_->join();
     deliveries_.set_origin_alive([this](const std::string& name) { return cluster_->alive(name); });
     jobs_.set_member_alive([this](const std::string& name) { return cluster_->alive(name); });
-    jobs_.set_gate([this]() -> std::string {
-      if (cluster_->store_reachable()) return "";
-      return "the store " + cfg_.store.substr(0, cfg_.store.find('?')) +
-             " does not answer: this cluster member takes no publishes until it does (the "
-             "master's log says why); publish through another member, or wait";
-    });
     api_.set_cluster(cluster_.get());
   }
   // At 10,000 minions an answer is tens of milliseconds of lookups under
@@ -211,6 +205,12 @@ void master::serve_metrics() {
       "store down).",
       kind::counter, {},
       [this] { return std::vector<sample>{{{}, static_cast<double>(jobs_.refused())}}; });
+  metrics_.add_collector(
+      "brine_publishes_recording",
+      "Publishes whose job is not recorded yet: queued for the store, or waiting for a store "
+      "that does not answer (a failover), each up to store_failover_wait.",
+      kind::gauge, {},
+      [this] { return std::vector<sample>{{{}, static_cast<double>(jobs_.unrecorded())}}; });
   metrics_.add_collector(
       "brine_held_publishes",
       "Publishes held for targeted minions that are not connected, waiting for them until the "

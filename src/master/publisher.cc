@@ -112,9 +112,6 @@ void publisher::publish(const json& body, recorded on_recorded,
   std::string tgt_type = body.value("tgt_type", "glob");
   std::string fun = body.value("fun", "");
   if (fun.empty()) return on_recorded(error_body("publish needs a function name"));
-  if (gate_) {
-    if (std::string why = gate_(); !why.empty()) return on_recorded(error_body(why));
-  }
   double timeout = cfg_.publish_hold;
   if (auto t = body.find("timeout"); t != body.end() && !t->is_null()) {
     if (!t->is_number() || !std::isfinite(t->get<double>()) || t->get<double>() <= 0 ||
@@ -181,10 +178,24 @@ void publisher::publish(const json& body, recorded on_recorded,
   auto frame = frame_of(job);
   deliveries_.reserve({job.jid, frame, deadline}, job.minions);
 
-  store_.post([this, r = recording{std::move(job), frame, on_recorded, std::move(matched.missing)}](
-                  store::store& db) mutable {
+  // The publish's own wait for a store that does not answer (failing over,
+  // restarting), counted from its arrival, not from when the store thread
+  // gets to it.
+  const auto wait = std::chrono::seconds(cfg_.store_failover_wait);
+  unrecorded_.fetch_add(1, std::memory_order_relaxed);
+  store_.post([this, r = recording{std::move(job), frame, on_recorded, std::move(matched.missing)},
+               wait, until = std::chrono::steady_clock::now() + wait](store::store& db) mutable {
+    struct counted {
+      std::atomic<int64_t>& n;
+      ~counted() { n.fetch_sub(1, std::memory_order_relaxed); }
+    } waiting{unrecorded_};
     try {
-      db.add_job(r.job);
+      db.add_job(r.job, until);
+      std::chrono::duration<double> waited = std::chrono::steady_clock::now() - (until - wait);
+      if (waited >= std::chrono::seconds(1)) {
+        spdlog::info("publish: job {} recorded after waiting {:.1f} s for the store", r.job.jid,
+                     waited.count());
+      }
     } catch (const store::outcome_unknown& e) {
       // The store was waited for store_failover_wait already: the client
       // is answered now, before its own request times out, and the job goes
@@ -195,6 +206,12 @@ void publisher::publish(const json& body, recorded on_recorded,
           e.what() + "; if the store holds it once it answers again, it is sent then"));
       r.on_recorded = [](const json&) {};
       ask_whether_recorded(std::move(r));
+      return;
+    } catch (const store::unreachable& e) {
+      deliveries_.cancel(r.job.jid);
+      r.on_recorded(error_body("the job could not be recorded, so it was not sent: the store did "
+                               "not answer within store_failover_wait (" +
+                               std::to_string(wait.count()) + " s): " + e.what()));
       return;
     } catch (const std::exception& e) {
       deliveries_.cancel(r.job.jid);
@@ -262,9 +279,6 @@ void publisher::ask_whether_recorded(recording r) {
 void publisher::record_run(
     const std::string& minion, const std::string& name, const std::string& fun, json args,
     json kwargs, std::function<void(const std::string& jid, const std::string& error)> done) {
-  if (gate_) {
-    if (std::string why = gate_(); !why.empty()) return done("", why);
-  }
   store::job_record job;
   job.jid = jids_.next();
   job.fun = fun;

@@ -74,9 +74,6 @@ class publisher {
 
   // The master's nodegroups, parsed.
   const target::nodegroups& nodegroups() const { return nodegroups_; }
-  // Asked before each publish: a reason to refuse it ("" to go on). A
-  // cluster member refuses while the store does not answer.
-  void set_gate(std::function<std::string()> gate) { gate_ = std::move(gate); }
   // A cluster member: whether another member is alive. Minions connected to
   // a live member count as connected (for the CLI's "[Not connected]" and
   // its batches).
@@ -96,6 +93,9 @@ class publisher {
   uint64_t published() const { return published_; }
   // Publishes answered with an error (no target, publisher_acl, the store).
   uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
+  // Publishes whose job is not recorded yet: in the store thread's queue,
+  // or waiting for a store that does not answer (up to store_failover_wait).
+  int64_t unrecorded() const { return unrecorded_.load(std::memory_order_relaxed); }
 
   // The publish frame of a recorded job (also for jobs reloaded after a
   // restart).
@@ -135,7 +135,7 @@ class publisher {
   jid_generator jids_;
   std::atomic<uint64_t> published_{0};
   std::atomic<uint64_t> refused_{0};
-  std::function<std::string()> gate_;
+  std::atomic<int64_t> unrecorded_{0};
   std::function<bool(const std::string&)> member_alive_;
   std::string name_ = "local";
 };

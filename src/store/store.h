@@ -238,7 +238,7 @@ class change_feed {
   // Waits up to `timeout` for changes and returns what arrived (possibly
   // nothing). After the connection was lost and is back, the first result is
   // one resync change. Throws base::error naming the database when it cannot
-  // reach it; the next call tries again, with a growing delay (at most 5 s).
+  // reach it; the next call tries again, with a growing delay (at most 1 s).
   virtual std::vector<change> wait(std::chrono::milliseconds timeout) = 0;
   // Makes a wait() in another thread return now.
   virtual void interrupt() = 0;
@@ -290,12 +290,19 @@ class store {
   virtual void write_keys(const std::vector<key_write>& batch) = 0;
 
   // A jid already stored is kept as it is (a publish forwarded twice is
-  // stored once). A new job is not settled. When the write reached the
-  // server but its answer was lost (the connection died during the
-  // COMMIT), the row, read once the store answers again, says whether the
-  // job was recorded: base::error if it was not; outcome_unknown if the
-  // store did not answer again in time to tell (get_job() tells later).
-  virtual void add_job(const job_record& job) = 0;
+  // stored once). A new job is not settled.
+  //
+  // A store that cannot be reached (PostgreSQL failing over, restarting)
+  // is waited for until `until`, this call's own deadline, whatever
+  // happened to the calls before it; past it, unreachable. When the write
+  // reached the server but its answer was lost (the connection died during
+  // the COMMIT), the row, read once the store answers again, says whether
+  // the job was recorded; a row that is not there did not commit, and is
+  // written again. outcome_unknown: the store did not answer again by
+  // `until` to tell (get_job() tells later).
+  virtual void add_job(const job_record& job, std::chrono::steady_clock::time_point until) = 0;
+  // Waits options::failover_wait from now (the epoch as `until` says so).
+  void add_job(const job_record& job) { add_job(job, std::chrono::steady_clock::time_point{}); }
   // Newest first, at most `limit`.
   virtual std::vector<job_record> list_jobs(size_t limit) = 0;
   virtual std::optional<job_record> get_job(const std::string& jid) = 0;

@@ -66,7 +66,10 @@ using libpq = pq::api;
 constexpr size_t k_chunk_rows = 500;
 
 constexpr milliseconds k_first_retry_delay{100};
-constexpr milliseconds k_max_retry_delay{5000};
+// A failover takes seconds to a minute; a refused connection on the way
+// costs a millisecond: tried every second, so a store that is back is
+// found within one.
+constexpr milliseconds k_max_retry_delay{1000};
 
 // k_migrations[v] takes a database from version v to v + 1; append only, as
 // for SQLite. Text columns compared or sorted by brine are COLLATE "C": byte
@@ -596,7 +599,7 @@ PGconn* connect(const config& c) {
 }
 
 // The delay between attempts to reconnect: none before the first after a
-// loss, then 100 ms doubling to 5 s after each failed one.
+// loss, then 100 ms doubling to 1 s after each failed one.
 class backoff {
  public:
   // Throws when an attempt now would come before the delay has passed.
@@ -615,6 +618,10 @@ class backoff {
     delay_ = milliseconds(0);
     next_ = {};
   }
+  // When the next attempt may be made (the epoch: at once).
+  clock_type::time_point next() const { return next_; }
+  // Lets the next attempt be made now (the delay keeps growing).
+  void allow_now() { next_ = {}; }
 
  private:
   milliseconds delay_{0};
@@ -770,7 +777,9 @@ class session {
   // failed attempt has passed), or throws.
   PGconn* get() {
     if (conn_) return conn_;
+    deferred_ = true;
     backoff_.check(*c_, "");
+    deferred_ = false;
     try {
       conn_ = connect(*c_);
     } catch (...) {
@@ -787,6 +796,13 @@ class session {
   // and not made again since: a failover may be under way, worth waiting
   // for. A server down for longer fails calls at once again.
   bool riding_out() const { return lost_at_ && clock_type::now() < *lost_at_ + c_->failover_wait; }
+  // When get() may try to connect again.
+  clock_type::time_point next_attempt() const { return backoff_.next(); }
+  // The next get() tries to connect, whatever the backoff says.
+  void attempt_now() { backoff_.allow_now(); }
+  // Whether the last get() failed without trying, the backoff's delay not
+  // passed yet.
+  bool deferred() const { return deferred_; }
 
   // Whether the last call failed because the server refused its write as
   // read-only (SQLSTATE 25006, a standby now) with the connection still up:
@@ -798,28 +814,16 @@ class session {
     conn_ = nullptr;
   }
 
-  // Connects and prepares `s`, and finds a connection that the server
-  // closed while it was idle (a failover, a restart, a terminated backend:
-  // its end of file is waiting to be read) gone now, so that a lost
-  // connection after this is one that `s` itself may have reached the
-  // server on. Throws unreachable when nothing could be sent.
+  // Connects and prepares `s`, so that a lost connection after this is one
+  // that `s` itself may have reached the server on.
   void ready_to_send(const statement& s, std::string_view what) {
-    PGconn* conn = get();
-    pollfd p{c_->pq->PQsocket(conn), POLLIN, 0};
-    if (::poll(&p, 1, 0) > 0 &&
-        (c_->pq->PQconsumeInput(conn) == 0 || c_->pq->PQstatus(conn) != CONNECTION_OK)) {
-      std::string message = pq::clean_message(c_->pq->PQerrorMessage(conn));
-      close();
-      lost_at_ = clock_type::now();
-      c_->fail_unreachable(std::string(what) + ": lost the connection to " + c_->endpoint +
-                           " while it was idle (" + message + ")");
-    }
+    live();
     prepare(s, what);
   }
 
   // Runs a prepared statement (prepared on first use on this connection).
   result run(const statement& s, const params& p, std::string_view what) {
-    PGconn* conn = get();
+    PGconn* conn = live();
     prepare(s, what);
     return check(
         c_->pq->PQexecPrepared(conn, s.name, p.size(), p.values(), p.lengths(), p.formats(), 0),
@@ -829,7 +833,7 @@ class session {
 
   // Runs SQL without parameters (transaction control, migrations).
   result exec(const char* sql, std::string_view what) {
-    return check(c_->pq->PQexec(get(), sql), what);
+    return check(c_->pq->PQexec(live(), sql), what);
   }
 
   // Ends a transaction that did not commit. Nothing to do when the
@@ -846,6 +850,24 @@ class session {
     if (prepared_.count(s.name) != 0) return;
     check(c_->pq->PQprepare(get(), s.name, s.sql, 0, nullptr), what);
     prepared_.insert(s.name);
+  }
+
+  // The connection to send on: connected again, before anything is sent,
+  // when the server closed it while it was idle outside a transaction (a
+  // failover, a restart, a terminated backend: its end of file waits on
+  // the socket), so that a statement is not lost with a connection that
+  // was gone before it (and nothing is logged as lost that was not). In a
+  // transaction, a lost connection is the transaction's failure.
+  PGconn* live() {
+    if (conn_ && c_->pq->PQtransactionStatus(conn_) == PQTRANS_IDLE) {
+      pollfd p{c_->pq->PQsocket(conn_), POLLIN, 0};
+      if (::poll(&p, 1, 0) > 0 &&
+          (c_->pq->PQconsumeInput(conn_) == 0 || c_->pq->PQstatus(conn_) != CONNECTION_OK)) {
+        close();
+        lost_at_ = clock_type::now();
+      }
+    }
+    return get();
   }
 
   result check(PGresult* r, std::string_view what) {
@@ -892,6 +914,7 @@ class session {
   backoff backoff_;
   std::optional<clock_type::time_point> lost_at_;
   bool write_refused_ = false;
+  bool deferred_ = false;
   std::unordered_set<std::string> prepared_;
 };
 
@@ -1522,7 +1545,8 @@ class postgres_store final : public store {
   void delete_key(const std::string& id, const std::string& fingerprint) override;
   void write_keys(const std::vector<key_write>& batch) override;
 
-  void add_job(const job_record& job) override;
+  using store::add_job;
+  void add_job(const job_record& job, clock_type::time_point until) override;
   std::vector<job_record> list_jobs(size_t limit) override;
   std::optional<job_record> get_job(const std::string& jid) override;
 
@@ -1587,23 +1611,37 @@ class postgres_store final : public store {
   // Runs `write` again while a lost connection may be a failover
   // (session::riding_out): the first attempt's outcome is unknown (the
   // connection may have gone during COMMIT), so only for writes that are
-  // the same when done twice.
+  // the same when done twice. With `until`, the call's own deadline:
+  // tried again until then, whenever the connection was lost.
   template <class F>
-  void ride_out(F&& write) {
+  void ride_out(F&& write, std::optional<clock_type::time_point> until = std::nullopt) {
     // From the first failure: a server that keeps taking and dropping
     // connections (a session that is read-only) must not hold the call.
-    std::optional<clock_type::time_point> until;
+    bool last = false;
     for (;;) {
       try {
         write();
         return;
       } catch (const unreachable&) {
+        if (last) throw;
         if (!until) {
           if (!db_.riding_out()) throw;
           until = clock_type::now() + c_->failover_wait;
         }
-        if (clock_type::now() >= *until) throw;
-        std::this_thread::sleep_for(k_first_retry_delay);
+        // The next try when the reconnect backoff allows one, so that each
+        // is a real attempt; at the deadline, when the last try was put off
+        // by the backoff (the call may have waited its time behind others
+        // on the store thread), one more past it, so that the error thrown
+        // is the server's own.
+        auto next = std::max(clock_type::now() + k_first_retry_delay, db_.next_attempt());
+        if (next >= *until) {
+          if (!db_.deferred()) throw;
+          std::this_thread::sleep_until(std::max(clock_type::now(), *until));
+          db_.attempt_now();
+          last = true;
+          continue;
+        }
+        std::this_thread::sleep_until(next);
       }
     }
   }
@@ -1878,37 +1916,41 @@ std::string postgres_store::job_payload(const job_record& job) const {
   return full.size() < k_postgres_max_payload ? full : header;
 }
 
-void postgres_store::add_job(const job_record& job) {
+void postgres_store::add_job(const job_record& job, clock_type::time_point until) {
   // ON CONFLICT DO NOTHING: a publish forwarded twice stores the job once.
   // An INSERT whose connection died after it was sent has an unknown
   // outcome: it is one autocommitted statement, so it may have committed,
   // and notified brine_jobs with it, and other members may be delivering
-  // the job already. It is neither sent again nor undone: once the store
-  // answers (riding out a failover), the row says what happened, and the
-  // caller is told that. A connection found gone before the INSERT was
-  // sent (ready_to_send) sent nothing, so the INSERT is simply tried again.
+  // the job already. It is not undone: once the store answers (riding out
+  // a failover until the call's deadline), the row says what happened. A
+  // row that is not there did not commit (the session that ran the INSERT
+  // is gone with its connection), so the INSERT is sent again. A
+  // connection found gone before the INSERT was sent (ready_to_send) sent
+  // nothing, so the INSERT is simply tried again.
+  if (until == clock_type::time_point{}) until = clock_type::now() + c_->failover_wait;
   const std::string what = "cannot store job " + job.jid;
   std::optional<std::string> cut;  // why the outcome is unknown
   const std::string prefix = "store " + c_->name + ": ";
   try {
-    ride_out([&] {
-      ready();
-      if (cut) {
-        if (job_exists(job.jid)) return;
-        c_->fail("job " + job.jid + " was not recorded: " + *cut +
-                 "; the store, reached again, does not hold it");
-      }
-      db_.ready_to_send(k_add_job, what);
-      try {
-        insert_job(job);
-      } catch (const unreachable& e) {
-        if (db_.write_refused()) throw;  // not committed: sent again
-        std::string_view message = e.what();
-        if (message.starts_with(prefix)) message.remove_prefix(prefix.size());
-        cut = std::string(message);
-        throw;
-      }
-    });
+    ride_out(
+        [&] {
+          ready();
+          if (cut) {
+            if (job_exists(job.jid)) return;
+            cut.reset();
+          }
+          db_.ready_to_send(k_add_job, what);
+          try {
+            insert_job(job);
+          } catch (const unreachable& e) {
+            if (db_.write_refused()) throw;  // not committed: sent again
+            std::string_view message = e.what();
+            if (message.starts_with(prefix)) message.remove_prefix(prefix.size());
+            cut = std::string(message);
+            throw;
+          }
+        },
+        until);
   } catch (const unreachable& e) {
     if (!cut) throw;
     throw outcome_unknown(prefix + "whether job " + job.jid + " was recorded is unknown: " + *cut +

@@ -549,7 +549,9 @@ class sqlite_store final : public store {
   void delete_key(const std::string& id, const std::string& fingerprint) override;
   void write_keys(const std::vector<key_write>& batch) override;
 
-  void add_job(const job_record& job) override;
+  using store::add_job;
+  // One master's file, never failing over: `until` is not needed.
+  void add_job(const job_record& job, std::chrono::steady_clock::time_point until) override;
   std::vector<job_record> list_jobs(size_t limit) override;
   std::optional<job_record> get_job(const std::string& jid) override;
 
@@ -692,7 +694,7 @@ void sqlite_store::write_keys(const std::vector<key_write>& batch) {
   txn.commit();
 }
 
-void sqlite_store::add_job(const job_record& job) {
+void sqlite_store::add_job(const job_record& job, std::chrono::steady_clock::time_point) {
   std::string args = to_json_text(job.args);
   std::string kwargs = to_json_text(job.kwargs);
   std::string minions = to_json_text(job.minions);
