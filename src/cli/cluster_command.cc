@@ -34,8 +34,21 @@ void print_status(const json& s) {
             << s.value("cluster_finger", "") << "), as " << s.value("master", "")
             << " sees it; store " << (s.value("store_reachable", false) ? "reachable" : "UNREACHABLE")
             << "\n";
-  std::printf("%-28s %-22s %-7s %-12s %9s %8s %10s %9s %10s  %s\n", "MASTER", "PEER", "ALIVE",
-              "LINK", "CONNECTED", "JOBS/S", "RETURNS/S", "STORE MS", "HEARTBEAT", "REVISION");
+  // Each live member's share of the minions connected to live members (the
+  // members shed minions to one that holds less than an even share).
+  int64_t total = 0;
+  size_t live = 0;
+  for (const auto& m : s.value("members", json::array())) {
+    if (!m.value("alive", false) || m.value("removed", false) || !m.contains("stats") ||
+        !m["stats"].is_object()) {
+      continue;
+    }
+    total += m["stats"].value("connected", int64_t{0});
+    ++live;
+  }
+  std::printf("%-28s %-22s %-7s %-12s %9s %6s %8s %10s %9s %10s  %s\n", "MASTER", "PEER",
+              "ALIVE", "LINK", "CONNECTED", "SHARE", "JOBS/S", "RETURNS/S", "STORE MS",
+              "HEARTBEAT", "REVISION");
   for (const auto& m : s.value("members", json::array())) {
     const json& st = m.contains("stats") && m["stats"].is_object() ? m["stats"] : json::object();
     bool up = m.value("alive", false) && !m.value("removed", false);
@@ -53,19 +66,30 @@ void print_status(const json& s) {
       link = m["link"].value("up", false) ? rtt : "down";
     }
     if (up) {
-      std::printf("%-28s %-22s %-7s %-12s %9lld %8.1f %10.1f %9.2f %10s  %s\n", name.c_str(),
+      int64_t connected = st.value("connected", int64_t{0});
+      char share[16];
+      std::snprintf(share, sizeof share, "%.0f%%",
+                    total > 0 ? 100.0 * static_cast<double>(connected) / static_cast<double>(total)
+                              : 0.0);
+      std::printf("%-28s %-22s %-7s %-12s %9lld %6s %8.1f %10.1f %9.2f %10s  %s\n", name.c_str(),
                   m.value("peer", "").c_str(), alive.c_str(), link.c_str(),
-                  static_cast<long long>(st.value("connected", int64_t{0})),
+                  static_cast<long long>(connected), share,
                   st.value("jobs_per_s", 0.0), st.value("returns_per_s", 0.0),
                   st.value("store_ms", 0.0), ago, st.value("revision", "").c_str());
       continue;
     }
     // A member that is not up serves no one: its last heartbeat's figures
     // are history, given as such with their age.
-    std::printf("%-28s %-22s %-7s %-12s %9d %8s %10s %9s %10s  (stale: %lld connected at its "
-                "last heartbeat, %s ago)\n",
+    std::printf("%-28s %-22s %-7s %-12s %9d %6s %8s %10s %9s %10s  (stale: %lld connected at "
+                "its last heartbeat, %s ago)\n",
                 name.c_str(), m.value("peer", "").c_str(), alive.c_str(), link.c_str(), 0, "-", "-",
-                "-", ago, static_cast<long long>(st.value("connected", int64_t{0})), ago);
+                "-", "-", ago, static_cast<long long>(st.value("connected", int64_t{0})), ago);
+  }
+  if (live > 1) {
+    std::printf("%lld minions over %zu live members: an even share is %lld each\n",
+                static_cast<long long>(total), live,
+                static_cast<long long>((total + static_cast<int64_t>(live) - 1) /
+                                       static_cast<int64_t>(live)));
   }
   for (const auto& p : s.value("other_peers", json::array())) {
     std::cout << "cluster_peers entry " << p.value("peer", "") << ": "

@@ -79,6 +79,18 @@ void cluster_node::join() {
                cfg_.cluster_id, name_, peer_address(cfg_), alive, cluster_key_.fingerprint());
 }
 
+void cluster_node::rebalance(int64_t now_ms) {
+  auto plan = balancer_.after_heartbeat(members_.members(), name_, now_ms);
+  if (plan.shed == 0) return;
+  asio::post(d_.io, [this, plan] {
+    std::string why = "cluster " + cfg_.cluster_id + ": " + name_ + " holds more than its share (" +
+                      std::to_string(plan.share) + ") of the " + std::to_string(plan.total) +
+                      " minions of " + std::to_string(plan.members) + " members";
+    size_t n = d_.sessions.shed(plan.shed, why);
+    spdlog::info("{}: asked {} of its minions to connect again through the balancer", why, n);
+  });
+}
+
 nlohmann::json cluster_node::stats() {
   auto now = std::chrono::steady_clock::now();
   uint64_t published = counters_.published ? counters_.published() : 0;
@@ -127,6 +139,7 @@ asio::awaitable<void> cluster_node::heartbeat_loop(const std::atomic<bool>& stop
         }
         std::string problem = members_.update(std::move(rows), now);
         link_members();
+        rebalance(now);
         // Said once while it lasts, not every second.
         if (problem != last_problem_) {
           if (!problem.empty()) {
@@ -137,15 +150,15 @@ asio::awaitable<void> cluster_node::heartbeat_loop(const std::atomic<bool>& stop
           last_problem_ = problem;
         }
         if (!store_ok_.exchange(true)) {
-          spdlog::info("cluster {}: the store answers again; taking publishes", cfg_.cluster_id);
+          spdlog::info("cluster {}: the store answers again", cfg_.cluster_id);
         }
         if (members_.removed() && !removed_told_.exchange(true)) asio::post(d_.io, removed);
       } catch (const std::exception& e) {
         if (store_ok_.exchange(false)) {
           spdlog::error(
-              "cluster {}: the store does not answer ({}); this master takes no publishes until "
-              "it does",
-              cfg_.cluster_id, e.what());
+              "cluster {}: the store does not answer ({}); publishes wait for it up to "
+              "store_failover_wait ({} s) each",
+              cfg_.cluster_id, e.what(), cfg_.store_failover_wait);
         }
       }
     });
@@ -292,6 +305,9 @@ nlohmann::json cluster_node::status() const {
                                   {"error", l->second.error}};
       if (l != links.end()) links.erase(l);
     }
+    nlohmann::json stats = m.record.stats;
+    // This master's own count as it is now, not as its last heartbeat said.
+    if (m.record.name == name_ && stats.is_object()) stats["connected"] = d_.sessions.connected();
     out.push_back({{"name", m.record.name},
                    {"link", link},
                    {"peer", m.record.peer},
@@ -301,7 +317,7 @@ nlohmann::json cluster_node::status() const {
                    {"verified", m.verified},
                    {"removed", m.record.removed},
                    {"last_heartbeat_ms", m.age_ms},
-                   {"stats", m.record.stats}});
+                   {"stats", stats}});
   }
   // cluster_peers that answer as no member of the store (or not at all).
   nlohmann::json others = nlohmann::json::array();

@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/config.h"
+#include "cluster/balance.h"
 #include "cluster/membership.h"
 #include "cluster/peer_links.h"
 #include "master/delivery.h"
@@ -94,6 +95,11 @@ class cluster_node {
   void deliver(store::job_record job);
   // Keeps a peer link to every live member.
   void link_members();
+  // After a heartbeat (on the store thread, `now_ms` the database's time):
+  // over its even share while another member is short, this member asks
+  // some of its minions to connect again through the balancer
+  // (cluster::balancer).
+  void rebalance(int64_t now_ms);
   nlohmann::json stats();
 
   deps d_;
@@ -103,6 +109,7 @@ class cluster_node {
   const pki::keypair& own_key_;
   counters counters_;
   cluster::membership members_;
+  cluster::balancer balancer_;  // on the store thread
   std::unique_ptr<cluster::peer_links> links_;
   std::atomic<bool> store_ok_{true};
   std::atomic<bool> beat_queued_{false};

@@ -153,6 +153,22 @@ void minion_sessions::drop_all(const std::string& why) {
   }
 }
 
+size_t minion_sessions::shed(size_t n, const std::string& why) {
+  std::vector<session_ptr> chosen;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, s] : sessions_) {
+      if (chosen.size() >= n) break;
+      if (s->accepted && !s->call && !s->returns_only) chosen.push_back(s);
+    }
+  }
+  for (const auto& s : chosen) {
+    s->conn->send({proto::msg_type::reconnect, 0, {{"reason", why}}});
+    s->conn->close_after_flush();
+  }
+  return chosen.size();
+}
+
 asio::awaitable<void> minion_sessions::accept_loop() {
   for (;;) {
     // Accept as fast as connections come, so the kernel's accept queue never

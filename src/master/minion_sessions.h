@@ -77,6 +77,7 @@ class minion_sessions final : public session_directory {
   // Another master changed these ids' keys in the shared store (already in
   // the key registry): the same as apply_key_changes, without persisting.
   void apply_remote_key_changes(const std::vector<std::string>& ids) override;
+  size_t shed(size_t n, const std::string& why) override;
 
  private:
   asio::awaitable<void> accept_loop();

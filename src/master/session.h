@@ -49,6 +49,10 @@ class session_directory {
   // the key registry): pushes an acceptance to a waiting minion and cuts off
   // rejected or deleted ones.
   virtual void apply_remote_key_changes(const std::vector<std::string>& ids) = 0;
+  // Asks up to `n` accepted minions to connect again (`reconnect`, with
+  // `why`) and closes their connections: a cluster member over its share
+  // sheds them to the others. Returns how many.
+  virtual size_t shed(size_t n, const std::string& why) = 0;
 };
 
 }  // namespace brine::master

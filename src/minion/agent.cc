@@ -767,6 +767,12 @@ void agent::on_message(proto::message&& m) {
     case msg_type::schedule_periods:
       if (deps_.on_schedule_periods) deps_.on_schedule_periods(m.body);
       return;
+    case msg_type::reconnect:
+      // The master closes the connection next; serve_once then ends as
+      // lost, and the minion connects again at once (with jitter).
+      spdlog::info("minion {}: master {} asks it to connect again: {}", cfg_.id, address_,
+                   m.body.value("reason", "?"));
+      return;
     case msg_type::return_ack:
       deps_.spool.forget(m.body.value("jid", ""));
       if (deps_.figures) deps_.figures->returns_acknowledged.inc();

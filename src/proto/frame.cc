@@ -43,6 +43,7 @@ std::string_view to_string(msg_type t) {
       return "compile_request";
     case msg_type::compile_reply:
       return "compile_reply";
+    case msg_type::reconnect: return "reconnect";
     case msg_type::api_request: return "api_request";
     case msg_type::api_reply: return "api_reply";
     case msg_type::api_event: return "api_event";

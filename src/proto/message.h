@@ -58,6 +58,11 @@ enum class msg_type : uint16_t {
   // bytes), files: [{saltenv, path, hash, size, mode}], errors, reason,
   // cached}: the answer to the compile_request of that id.
   compile_reply = 22,
+  // master → minion: {reason}: the master closes this connection next;
+  // connect again (a cluster member over its share of minions sheds some to
+  // the others through the load balancer). In-flight returns are re-sent
+  // after the reconnect, as after any lost connection.
+  reconnect = 23,
   // Local API (Unix socket, CLI ↔ master).
   api_request = 100,  // {op, ...}
   api_reply = 101,    // {ok, error?, ...}

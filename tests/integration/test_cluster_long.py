@@ -87,7 +87,7 @@ class LongTest(ClusterTestCase):
         rc, out, err = a.brine("cluster", "status")
         row = [l for l in out.splitlines() if l.startswith(member + " ")]
         self.assertEqual(len(row), 1, out)
-        self.assertRegex(row[0], r" down +\S+ +0 +- +- +- +[\d.]+ s +\(stale: \d+ connected at "
+        self.assertRegex(row[0], r" down +\S+ +0 +- +- +- +- +[\d.]+ s +\(stale: \d+ connected at "
                                  r"its last heartbeat, [\d.]+ s ago\)$", out)
         # The victim, restarted, rejoins and takes new connections.
         since = {m.name: m.daemon.mark() for m in ms.masters}

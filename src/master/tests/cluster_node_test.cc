@@ -67,7 +67,10 @@ class members_store final : public st::store {
   void put_key(const st::key_record& k) override { db_->put_key(k); }
   void delete_key(const std::string& id, const std::string& f) override { db_->delete_key(id, f); }
   void write_keys(const std::vector<st::key_write>& b) override { db_->write_keys(b); }
-  void add_job(const st::job_record& j) override { db_->add_job(j); }
+  using st::store::add_job;
+  void add_job(const st::job_record& j, std::chrono::steady_clock::time_point until) override {
+    db_->add_job(j, until);
+  }
   std::vector<st::job_record> list_jobs(size_t n) override { return db_->list_jobs(n); }
   std::optional<st::job_record> get_job(const std::string& jid) override {
     return db_->get_job(jid);

@@ -125,6 +125,20 @@ class test_sessions final : public session_directory {
     std::lock_guard lock(mu_);
     remote_.push_back(ids);
   }
+  // Sheds the first `n` ids (in order), disconnected at once.
+  size_t shed(size_t n, const std::string&) override {
+    std::lock_guard lock(mu_);
+    size_t done = 0;
+    for (auto it = sessions_.begin(); it != sessions_.end() && done < n; ++done) {
+      shed_.push_back(it->first);
+      it = sessions_.erase(it);
+    }
+    return done;
+  }
+  std::vector<std::string> shed_ids() {
+    std::lock_guard lock(mu_);
+    return shed_;
+  }
 
  private:
   asio::io_context& io_;
@@ -132,6 +146,7 @@ class test_sessions final : public session_directory {
   std::map<std::string, session_ptr> sessions_;
   std::map<std::string, std::vector<std::shared_ptr<recording_stream::tape>>> tapes_;
   std::vector<std::vector<std::string>> remote_;
+  std::vector<std::string> shed_;
 };
 
 // Wall time that moves only when the test moves it; safe to read from the
