@@ -11,6 +11,7 @@ message naming what it waited for.
 """
 
 import calendar
+import collections
 import http.client
 import json
 import os
@@ -249,6 +250,83 @@ def figure(text, name, labels=""):
 
 def tail(text, lines=30):
     return "\n".join(text.splitlines()[-lines:])
+
+
+def process_tree(pid):
+    """`pid` and every process descended from it, read from each process's
+    parent in /proc/*/stat (a process that exits meanwhile is left out)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # The command may hold spaces and parentheses: the fields after the last ')'.
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1:
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo += parents.get(p, [])
+    return tree
+
+
+# A socket a process holds: protocol "tcp", "tcp6", "udp" or "udp6"; its local
+# address (text) and port; listening: a TCP socket in LISTEN or a UDP socket
+# bound and not connected, what a server binds to be reached.
+Socket = collections.namedtuple("Socket", "protocol address port listening")
+
+_TCP_LISTEN = "0A"
+_UDP_UNCONNECTED = "07"
+
+
+def _proc_net_address(hex_address):
+    """/proc/net/*'s "0100007F:1F90" (the address as 32-bit words in the
+    host's byte order) as ("127.0.0.1", 8080)."""
+    host, port = hex_address.split(":")
+    raw = b"".join(struct.pack("=I", int(host[i:i + 8], 16)) for i in range(0, len(host), 8))
+    family = socket.AF_INET if len(raw) == 4 else socket.AF_INET6
+    return socket.inet_ntop(family, raw), int(port, 16)
+
+
+def sockets_of(pid):
+    """The TCP and UDP sockets (IPv4 and IPv6) process `pid` holds: its
+    descriptors' socket inodes (/proc/PID/fd) looked up in its network
+    namespace's tables (/proc/PID/net/tcp, tcp6, udp, udp6). A list of
+    Socket; empty for a process that is gone."""
+    inodes = set()
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+    for fd in fds:
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    out = []
+    for protocol in ("tcp", "tcp6", "udp", "udp6"):
+        try:
+            with open("/proc/%d/net/%s" % (pid, protocol)) as f:
+                lines = f.readlines()[1:]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[9] not in inodes:
+                continue
+            address, port = _proc_net_address(fields[1])
+            listening = fields[3] == (_TCP_LISTEN if protocol.startswith("tcp")
+                                      else _UDP_UNCONNECTED)
+            out.append(Socket(protocol, address, port, listening))
+    return out
 
 
 def abort_daemons(daemons, directory):

@@ -13,15 +13,31 @@ tests (standard library only).
 
 Everything lives in one temporary directory: the monitor's data, each node's
 data, pg_autoctl's configuration and state (XDG_CONFIG_HOME, XDG_DATA_HOME
-point there) and the logs. Every server listens on 127.0.0.1 only, on a free
-port. The monitor is tuned to decide in seconds rather than pg_auto_failover's
-defaults (a node unhealthy after 20 s, then 30 s for the old primary to
-demote itself: ~50 s from a crash to writes on the standby); those defaults
-suit a real network, where a primary that is only cut off must have time to
-notice and stop taking writes before the standby does.
+point there), the password file and the logs. Every server listens on
+127.0.0.1 only (--listen), on a free port. The monitor is tuned to decide in
+seconds rather than pg_auto_failover's defaults (a node unhealthy after
+20 s, then 30 s for the old primary to demote itself: ~50 s from a crash to
+writes on the standby); those defaults suit a real network, where a primary
+that is only cut off must have time to notice and stop taking writes before
+the standby does.
 
-The role `brine` logs in over TCP with a random password (scram-sha-256);
-the superuser `postgres` uses TCP with trust for the set-up (psql()).
+Only the Unix socket is trusted: every TCP connection, pg_auto_failover's
+own included, logs in with a password (scram-sha-256). The monitor's and the
+first node's data directories are made by initdb_command() (pg_hba.conf:
+`local ... trust`, `host ... scram-sha-256`), and pg_autoctl edits no rule
+(--skip-pg-hba: with --auth it would add `host ... trust` for the monitor's
+health checks whatever the method); the standby's base backup copies the
+first node's file. The passwords, random, are set over the socket once each
+role exists: autoctl_node (the nodes' connections to the monitor) and
+postgres on the monitor; pgautofailover_replicator (base backup, streaming
+replication) and postgres on the first node, whose catalog the standby
+copies. One password file (PGPASSFILE, mode 0600) gives them to every
+process: pg_autoctl, pg_basebackup, the postgres servers it starts (a
+standby's WAL receiver) and psql(). pgautofailover_monitor gets a random
+password that no one is given: the monitor's health check sends a fixed one
+of its own and counts the server's asking for a password as an answer. The
+role `brine` logs in with its own random password (password_file()).
+
 PostgreSQL and pg_autoctl refuse to run as root, so as root every program of
 theirs runs as the user `postgres`. Every wait is bounded and fails with a
 message naming what it waited for.
@@ -29,6 +45,7 @@ message naming what it waited for.
 
 import atexit
 import os
+import pwd
 import secrets
 import shutil
 import signal
@@ -37,12 +54,15 @@ import tempfile
 import time
 import unittest
 
-from harness import free_port
-from pgserver import find_bin, server_user
+from harness import free_port, process_tree
+from pgserver import find_bin, initdb_command, server_user
 
 # Bound on creating a node, on a standby's catching up, on a promotion.
 TIMEOUT = 120
 NODES = ("n1", "n2")
+# The roles that log in over TCP with a password from the password file
+# (see the module text).
+PASSWORD_ROLES = ("autoctl_node", "pgautofailover_replicator", "postgres")
 
 # The monitor's timings (milliseconds): a health check a second, a node
 # unhealthy after 2 s without answer, the old primary given 3 s to demote
@@ -80,24 +100,6 @@ def require_pg_auto_failover():
     raise unittest.SkipTest(why)
 
 
-def _children(pid):
-    """The pids whose parent is `pid`."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # The command may hold spaces and parentheses: the fields after the last ')'.
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1 and int(fields[1]) == pid:
-            out.append(int(entry))
-    return out
-
-
 def _alive(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
@@ -117,17 +119,32 @@ class FailoverCluster:
                                  "require_pg_auto_failover() first")
         self.dir = tempfile.mkdtemp(prefix="brine-pgaf-")
         self.password = secrets.token_hex(16)
+        self.passwords = {role: secrets.token_hex(16) for role in PASSWORD_ROLES}
         self.monitor_port = free_port()
         self.ports = {}
         self.keepers = {}  # name -> Popen of `pg_autoctl ... --run` / `pg_autoctl run`
         self.logs = {}
+        self.pgpass = os.path.join(self.dir, "pgpass")
         self._env = dict(os.environ,
                          XDG_CONFIG_HOME=os.path.join(self.dir, "config"),
                          XDG_DATA_HOME=os.path.join(self.dir, "share"),
-                         PG_CONFIG=os.path.join(self.bin, "pg_config"))
+                         PG_CONFIG=os.path.join(self.bin, "pg_config"),
+                         PGPASSFILE=self.pgpass)
         self._env.pop("PGPASSWORD", None)
         self._user = server_user(self.dir)
         atexit.register(self.cleanup)
+        self._write_pgpass()
+
+    def _write_pgpass(self):
+        """The password file of every role that logs in over TCP, readable by
+        the servers' user only (libpq ignores a file others may read)."""
+        fd = os.open(self.pgpass, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            for role, password in self.passwords.items():
+                f.write("127.0.0.1:*:*:%s:%s\n" % (role, password))
+        if self._user:
+            pw = pwd.getpwnam(self._user)
+            os.chown(self.pgpass, pw.pw_uid, pw.pw_gid)
 
     # -- processes -----------------------------------------------------
 
@@ -187,11 +204,17 @@ class FailoverCluster:
 
     # -- SQL -------------------------------------------------------------
 
-    def psql(self, port, sql, db="postgres", timeout=15):
-        """Runs SQL as the superuser over TCP (trust); returns the rows
-        (unaligned, tuples only, stripped). Raises AssertionError on failure."""
+    def psql(self, port, sql, db="postgres", timeout=15, local=False):
+        """Runs SQL as the superuser over TCP with its password (or, `local`,
+        over the Unix socket, trusted: before the password is set); returns
+        the rows (unaligned, tuples only, stripped). `sql`: a statement, or a
+        list run in one session. Raises AssertionError on failure."""
+        host = self._socket_dir(port) if local else "127.0.0.1"
+        statements = [sql] if isinstance(sql, str) else sql
         args = [os.path.join(self.bin, "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-                "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-d", db, "-c", sql]
+                "-w", "-h", host, "-p", str(port), "-U", "postgres", "-d", db]
+        for statement in statements:
+            args += ["-c", statement]
         try:
             p = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, timeout=timeout,
@@ -202,6 +225,25 @@ class FailoverCluster:
         if p.returncode != 0:
             raise AssertionError("psql failed on port %d: %s\n%s" % (port, sql, out))
         return out.strip()
+
+    def _socket_dir(self, port):
+        """The Unix socket directory of the server on `port`, from the 5th
+        line of its postmaster.pid."""
+        name = "monitor" if port == self.monitor_port else \
+            [n for n, p in self.ports.items() if p == port][0]
+        try:
+            with open(os.path.join(self._data(name), "postmaster.pid")) as f:
+                return f.read().splitlines()[4]
+        except (OSError, IndexError):
+            raise AssertionError("%s (port %d) has no postmaster.pid with a socket directory"
+                                 % (name, port))
+
+    def _set_passwords(self, port, roles):
+        """ALTER ROLE ... PASSWORD over the socket, not logged (the monitor
+        logs DDL)."""
+        self.psql(port, ["SET log_statement = 'none'"] +
+                  ["ALTER ROLE %s PASSWORD '%s'" % (role, self.passwords[role])
+                   for role in roles], local=True)
 
     def monitor_sql(self, sql):
         return self.psql(self.monitor_port, sql, db="pg_auto_failover")
@@ -223,38 +265,34 @@ class FailoverCluster:
         the primary lists the standby as synchronous."""
         pgctl = os.path.join(self.bin, "pg_ctl")
         monitor = self._data("monitor")
+        self._initdb("monitor")
         rc, out = self._run(["pg_autoctl", "create", "monitor", "--pgdata", monitor,
                              "--pgport", str(self.monitor_port), "--hostname", "127.0.0.1",
-                             "--auth", "trust", "--no-ssl", "--pgctl", pgctl])
+                             "--listen", "127.0.0.1", "--skip-pg-hba", "--no-ssl",
+                             "--pgctl", pgctl])
         if rc != 0:
             raise AssertionError("pg_autoctl create monitor failed:\n" + out)
-        rc, out = self._run(["pg_autoctl", "config", "set", "--pgdata", monitor,
-                             "postgresql.listen_addresses", "127.0.0.1"])
-        if rc != 0:
-            raise AssertionError("pg_autoctl config set listen_addresses failed:\n" + out)
         # Read at the monitor's start, as ALTER SYSTEM would have written them.
         with open(os.path.join(monitor, "postgresql.auto.conf"), "a") as f:
             for k, v in MONITOR_SETTINGS.items():
                 f.write("%s = '%s'\n" % (k, v))
         self._spawn("monitor", ["pg_autoctl", "run", "--pgdata", monitor])
-        self._wait(lambda: self.monitor_sql("SELECT 1") == "1", TIMEOUT,
-                   "the pg_auto_failover monitor on port %d" % self.monitor_port, ["monitor"])
+        self._wait(lambda: self.psql(self.monitor_port, "SELECT 1", local=True) == "1",
+                   TIMEOUT, "the pg_auto_failover monitor on port %d" % self.monitor_port,
+                   ["monitor"])
+        self._set_passwords(self.monitor_port, ["autoctl_node", "postgres"])
 
+        self._initdb("n1")
         self._create_node("n1")
         self._wait(lambda: self.states().get("n1") == ("single", "single"), TIMEOUT,
                    "n1 to be the single node", ["n1", "monitor"])
         p1 = self.ports["n1"]
-        self.psql(p1, "CREATE ROLE brine LOGIN PASSWORD '%s'" % self.password)
-        self.psql(p1, "ALTER DATABASE brine OWNER TO brine")
-        # The role logs in with its password; pg_autoctl's rules (trust for
-        # its own users on loopback) stay below. The standby's base backup
-        # copies this file.
-        hba = os.path.join(self._data("n1"), "pg_hba.conf")
-        with open(hba) as f:
-            rules = f.read()
-        with open(hba, "w") as f:
-            f.write("host all brine 127.0.0.1/32 scram-sha-256\n" + rules)
-        self.psql(p1, "SELECT pg_reload_conf()")
+        # Before n2 exists: its base backup copies n1's roles and pg_hba.conf.
+        self._set_passwords(p1, ["postgres", "pgautofailover_replicator"])
+        self.psql(p1, ["SET log_statement = 'none'",
+                       "ALTER ROLE pgautofailover_monitor PASSWORD '%s'" % secrets.token_hex(16),
+                       "CREATE ROLE brine LOGIN PASSWORD '%s'" % self.password,
+                       "ALTER DATABASE brine OWNER TO brine"], local=True)
 
         self._create_node("n2")
 
@@ -270,6 +308,14 @@ class FailoverCluster:
                    "n1 to list n2 as a synchronous standby (pg_stat_replication)")
         return self
 
+    def _initdb(self, name):
+        """The data directory of `name` made before pg_autoctl sees it, so
+        that its pg_hba.conf trusts the socket only from the start
+        (pg_autoctl's own initdb trusts TCP on loopback)."""
+        rc, out = self._run(initdb_command(self.bin, self._data(name)))
+        if rc != 0:
+            raise AssertionError("initdb of %s failed:\n%s" % (name, out))
+
     def _create_node(self, name):
         port = free_port()
         self.ports[name] = port
@@ -278,7 +324,7 @@ class FailoverCluster:
         self._spawn(name, ["pg_autoctl", "create", "postgres", "--pgdata", self._data(name),
                            "--pgport", str(port), "--listen", "127.0.0.1",
                            "--hostname", "127.0.0.1", "--name", name, "--dbname", "brine",
-                           "--monitor", mon, "--auth", "trust", "--no-ssl",
+                           "--monitor", mon, "--skip-pg-hba", "--no-ssl",
                            "--ssl-mode", "disable",
                            "--pgctl", os.path.join(self.bin, "pg_ctl"), "--run"])
 
@@ -326,12 +372,10 @@ class FailoverCluster:
         doomed = []
         keeper = self.keepers.get(name)
         if keeper is not None:
-            doomed.append(keeper.pid)
-            doomed += _children(keeper.pid)
+            doomed += process_tree(keeper.pid)
         pm = self._postmaster(name)
         if pm is not None and _alive(pm):
-            doomed.append(pm)
-            doomed += _children(pm)
+            doomed += process_tree(pm)
         if keeper is not None:
             try:
                 os.killpg(keeper.pid, signal.SIGKILL)

@@ -75,6 +75,13 @@ def require_postgres():
     raise unittest.SkipTest(why)
 
 
+def initdb_command(bin_dir, data):
+    """initdb of a cluster whose pg_hba.conf trusts the Unix socket only:
+    every TCP connection, whatever its address, user or database (replication
+    included), logs in with a password (scram-sha-256)."""
+    return [os.path.join(bin_dir, "initdb"), "-D", data, "-U", "postgres", "-E", "UTF8",
+            "--locale=C", "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync",
+            "--no-instructions"]
 
 
 def server_user(directory):
@@ -148,10 +155,7 @@ class PostgresServer:
         it accepts connections. The first start picks a free port (again if
         another process took it meanwhile); later ones keep it."""
         if not self._initialized:
-            rc, out = self._run([os.path.join(self.bin, "initdb"), "-D", self.data,
-                                 "-U", "postgres", "-E", "UTF8", "--locale=C",
-                                 "--auth-local=trust", "--auth-host=scram-sha-256",
-                                 "--no-sync", "--no-instructions"])
+            rc, out = self._run(initdb_command(self.bin, self.data))
             if rc != 0:
                 raise AssertionError("initdb failed:\n" + out)
             self._initialized = True

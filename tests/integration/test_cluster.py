@@ -17,8 +17,8 @@ import threading
 import unittest
 
 from harness import (BRINE_BIN, SLACK, figure, frame, make_client_cert, read_frames,
-                     read_until_closed, scrape, tail, tls_context, wait_for, wait_log,
-                     write_config)
+                     read_until_closed, scrape, sockets_of, tail, tls_context, wait_for,
+                     wait_log, write_config)
 import clustercase
 from clustercase import ClusterTestCase
 
@@ -248,43 +248,56 @@ class MembershipTest(ClusterTestCase):
         wait_for(lambda: incomplete() == 0, 60 * SLACK,
                  "every return of the %d jobs published meanwhile" % len(jids))
 
-    def test_a_member_that_loses_the_store_refuses_publishes_until_it_is_back(self):
-        ms, lb = self.cluster(2)
+    def test_a_member_that_loses_the_store_holds_publishes_until_it_is_back(self):
+        """A publish while the store does not answer waits for it, up to
+        store_failover_wait (5 s here) from its own arrival: recorded and
+        sent once the store is back, or, past the bound, told why; never
+        refused at once."""
+        ms, lb = self.cluster(2, metrics=True, store_failover_wait=5)
         ids = ["s%d" % i for i in range(2)]
         self.add_minions(ms, lb, ids)
         a = ms.masters[0]
         self.answered(a, ids)
+
+        def publish(out):
+            out.append(a.brine("cmd", "--async", "*", "test.ping", timeout=60))
+
+        # Past the bound: the store stays down; the CLI is told, with the
+        # bound and the reason.
+        since = a.daemon.mark()
         clustercase.PG.stop()
         try:
-            def refused():
-                rc, out, err = a.brine("cmd", "--async", "*", "test.ping")
-                return rc != 0 and "takes no publishes until it does" in err and err
-            err = wait_for(refused, 30 * SLACK, "a publish refused while the store is down")
-            self.assertIn("does not answer", err)
-            wait_log(a.daemon, r"the store does not answer .*takes no publishes", 10 * SLACK)
+            wait_log(a.daemon, r"the store does not answer .*publishes wait for it up to "
+                     r"store_failover_wait \(5 s\) each", 10 * SLACK, since)
+            got = []
+            publish(got)
+            rc, out, err = got[0]
+            self.assertNotEqual(rc, 0, out)
+            self.assertIn("the job could not be recorded, so it was not sent: the store did not "
+                          "answer within store_failover_wait (5 s)", err)
+            self.assertNotIn("reconnecting after a lost connection", err)
+
+            # Within the bound: a publish made while the store is down is
+            # still waiting when it comes back, and is recorded then.
+            got = []
+            waiting = threading.Thread(target=publish, args=(got,))
+            waiting.start()
+            self.addCleanup(waiting.join, 60)
+            wait_for(lambda: figure(scrape(a.options["metrics_port"]),
+                                    "brine_publishes_recording") == 1, 10 * SLACK,
+                     "the publish to wait for the store (brine_publishes_recording 1)")
         finally:
             clustercase.PG.start_again()
-        wait_log(a.daemon, r"the store answers again; taking publishes", 60 * SLACK)
+        waiting.join(60)
+        self.assertEqual(len(got), 1, "the publish made while the store was down did not end")
+        rc, out, err = got[0]
+        self.assertEqual(rc, 0, err)
+        jid = re.search(r"job ID: (\d{20})", out)
+        self.assertIsNotNone(jid, out)
+        wait_log(a.daemon, r"the store answers again", 60 * SLACK, since)
+        wait_for(lambda: sorted(a.job(jid.group(1)).get("returns", {})) == ids, 30 * SLACK,
+                 "the returns of the job published while the store was down")
         self.answered(a, ids)
-
-
-def tcp_ports_of(pid):
-    """The local ports of the TCP sockets process `pid` holds (IPv4)."""
-    inodes = set()
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    ports = set()
-    with open("/proc/%d/net/tcp" % pid) as f:
-        for line in f.readlines()[1:]:
-            fields = line.split()
-            if fields[9] in inodes:
-                ports.add(int(fields[1].split(":")[1], 16))
-    return ports
 
 
 class CatchUpTest(ClusterTestCase):
@@ -304,7 +317,8 @@ class CatchUpTest(ClusterTestCase):
         pid = b.daemon.proc.pid
         os.kill(pid, signal.SIGSTOP)
         try:
-            ports = ",".join(str(p) for p in tcp_ports_of(pid))
+            ports = ",".join(str(p) for p in sorted({s.port for s in sockets_of(pid)
+                                                     if s.protocol == "tcp"}))
             cut = clustercase.PG.psql(
                 "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE "
                 "datname = '%s' AND query LIKE 'LISTEN%%' AND client_port IN (%s)" % (db, ports))
