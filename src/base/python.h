@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,16 @@ inline std::string python_repr(std::string_view s) {
   std::string out;
   append_python_repr(s, out);
   return out;
+}
+
+// Python's len() of the str held as UTF-8 in `s`: its code points (bytes that
+// do not continue a sequence). Jinja's length, |truncate and format widths
+// count this way.
+inline std::size_t python_len(std::string_view s) {
+  std::size_t n = 0;
+  for (unsigned char c : s)
+    if ((c & 0xc0) != 0x80) ++n;
+  return n;
 }
 
 }  // namespace brine::base

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/python.h"
 #include "render/interpreter.h"
 #include "render/python_json.h"
 #include "render/salt_filters.h"
@@ -23,13 +24,6 @@ std::string lower_ascii(std::string s) {
 std::string upper_ascii(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
-}
-
-std::size_t codepoints(const std::string& s) {
-  std::size_t n = 0;
-  for (unsigned char c : s)
-    if ((c & 0xc0) != 0x80) ++n;
-  return n;
 }
 
 // The key Jinja sorts and compares by: lower-cased strings unless case_sensitive.
@@ -88,7 +82,7 @@ value f_join(interpreter& in, const value& v, call_args& a) {
 value f_length(interpreter&, const value& v, call_args&) {
   if (v.is_lenient_undefined()) return 0;
   v.defined();
-  if (v.is_string()) return static_cast<std::int64_t>(codepoints(v.as_string()));
+  if (v.is_string()) return static_cast<std::int64_t>(base::python_len(v.as_string()));
   if (v.is_dict()) return static_cast<std::int64_t>(v.dict().entries.size());
   if (v.is_sequence_like()) return static_cast<std::int64_t>(v.items().size());
   throw template_error("object of type '" + type_name(v) + "' has no len()");
@@ -627,7 +621,7 @@ value f_truncate(interpreter&, const value& v, call_args& a) {
   std::int64_t leeway = leeway_v.is_none() ? 5 : to_int(leeway_v, "leeway");
   std::vector<value> chars = v.is_string() ? iterate(v) : std::vector<value>{};
   auto n = static_cast<std::int64_t>(chars.size());
-  auto elen = static_cast<std::int64_t>(codepoints(end));
+  auto elen = static_cast<std::int64_t>(base::python_len(end));
   if (length < elen)
     throw template_error("expected length >= " + std::to_string(elen) + ", got " +
                          std::to_string(length));

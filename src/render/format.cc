@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/python.h"
 #include "render/interpreter.h"
 
 // Python's string formatting: `%` (printf-style) and str.format's mini-language.
@@ -20,16 +21,9 @@ struct spec {
   char type = '\0';
 };
 
-std::size_t codepoints(const std::string& s) {
-  std::size_t n = 0;
-  for (unsigned char c : s)
-    if ((c & 0xc0) != 0x80) ++n;
-  return n;
-}
-
 std::string pad(const std::string& body, const spec& sp, char default_align) {
   if (sp.width < 0) return body;
-  auto len = codepoints(body);
+  auto len = base::python_len(body);
   auto w = static_cast<std::size_t>(sp.width);
   if (len >= w) return body;
   std::size_t n = w - len;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 
+#include "base/python.h"
 #include "render/python_json.h"
 #include "render/yaml.h"
 
@@ -1825,13 +1826,6 @@ value f_python(interpreter&, const value& v, call_args&) {
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
-std::size_t cp_len(const std::string& s) {
-  std::size_t n = 0;
-  for (unsigned char c : s)
-    if ((c & 0xc0) != 0x80) ++n;
-  return n;
-}
-
 // The first `n` code points of s, and the rest.
 std::pair<std::string, std::string> cp_split(const std::string& s, std::size_t n) {
   std::size_t i = 0;
@@ -1876,23 +1870,23 @@ std::vector<std::string> textwrap(const std::string& text, std::size_t width, bo
     std::vector<std::string> cur;
     std::size_t cur_len = 0;
     if (blank(chunks.back()) && !lines.empty()) chunks.pop_back();
-    while (!chunks.empty() && cur_len + cp_len(chunks.back()) <= width) {
-      cur_len += cp_len(chunks.back());
+    while (!chunks.empty() && cur_len + base::python_len(chunks.back()) <= width) {
+      cur_len += base::python_len(chunks.back());
       cur.push_back(chunks.back());
       chunks.pop_back();
     }
-    if (!chunks.empty() && cp_len(chunks.back()) > width) {
+    if (!chunks.empty() && base::python_len(chunks.back()) > width) {
       // _handle_long_word
       std::size_t space_left = width < 1 ? 1 : width - cur_len;
       if (break_long_words) {
         std::size_t end = space_left;
         const std::string& chunk = chunks.back();
-        if (break_on_hyphens && cp_len(chunk) > space_left) {
+        if (break_on_hyphens && base::python_len(chunk) > space_left) {
           std::string head = cp_split(chunk, space_left).first;
           auto hyphen = head.rfind('-');
           if (hyphen != std::string::npos && hyphen > 0 &&
               head.substr(0, hyphen).find_first_not_of('-') != std::string::npos) {
-            end = cp_len(head.substr(0, hyphen)) + 1;
+            end = base::python_len(head.substr(0, hyphen)) + 1;
           }
         }
         auto [first, rest] = cp_split(chunk, end);
@@ -1952,7 +1946,7 @@ class pformatter {
  private:
   static constexpr int k_width = 80;
 
-  static int width_of(const std::string& s) { return static_cast<int>(cp_len(s)); }
+  static int width_of(const std::string& s) { return static_cast<int>(base::python_len(s)); }
 
   void format(const value& v, int indent, int allowance, int level) {
     if (level > 200) throw template_error("pprint: data nested deeper than 200 levels");
