@@ -25,9 +25,6 @@
 namespace brine::cli {
 namespace {
 
-constexpr const char* k_master_config = "/etc/brine/master";
-constexpr const char* k_minion_config = "/etc/brine/minion";
-
 int run_master(const std::string& path) {
   auto cfg = base::load_master_config(path);
   base::init_logging(cfg.log_file, cfg.log_level, "master");

@@ -8,8 +8,6 @@
 namespace brine::cli {
 namespace {
 
-constexpr const char* k_master_config = "/etc/brine/master";
-
 // Salt's target flags: at most one.
 struct target_flag {
   const char* flags;

@@ -10,6 +10,10 @@
 
 namespace brine::cli {
 
+// Where the daemons and the commands read their config unless -c says.
+inline constexpr const char* k_master_config = "/etc/brine/master";
+inline constexpr const char* k_minion_config = "/etc/brine/minion";
+
 struct key_options {
   std::string action;  // list, accept, reject, delete, finger
   std::string match;   // glob; "*" for --all

@@ -10,9 +10,9 @@
 
 namespace brine::cli {
 
-namespace {
+using ojson = nlohmann::ordered_json;
 
-using json = nlohmann::ordered_json;
+namespace {
 
 struct palette {
   std::string green, cyan, red, light_red, light_yellow, endc;
@@ -36,7 +36,7 @@ std::vector<std::string> split_tag(const std::string& tag) {
   return parts;
 }
 
-std::string py(const json& v) { return v.is_string() ? v.get<std::string>() : state::py_str(v); }
+std::string py(const ojson& v) { return v.is_string() ? v.get<std::string>() : state::py_str(v); }
 
 std::string strip(const std::string& s) {
   auto b = s.find_first_not_of(" \t\n\r\f\v");
@@ -55,16 +55,16 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 }
 
 // Python's str() of a float as Salt prints a duration.
-std::string duration_text(const json& d) {
+std::string duration_text(const ojson& d) {
   if (d.is_string()) return d.get<std::string>();
   return state::py_str(d);
 }
 
-std::string terse(const std::string& tcolor, const std::vector<std::string>& comps, const json& ret,
-                  const palette& c) {
+std::string terse(const std::string& tcolor, const std::vector<std::string>& comps,
+                  const ojson& ret, const palette& c) {
   std::string result = "Clean";
-  if (!ret.value("changes", json::object()).empty()) result = "Changed";
-  const json& r = ret.contains("result") ? ret["result"] : json();
+  if (!ret.value("changes", ojson::object()).empty()) result = "Changed";
+  const ojson& r = ret.contains("result") ? ret["result"] : ojson();
   if (r.is_boolean() && !r.get<bool>()) {
     result = "Failed";
   } else if (r.is_null()) {
@@ -90,7 +90,7 @@ bool is_state_function(const std::string& fun) {
   return false;
 }
 
-std::string highstate_out(const std::string& host, const json& data, const highstate_options& o) {
+std::string highstate_out(const std::string& host, const ojson& data, const highstate_options& o) {
   palette c = colors(o.color);
   std::string hcolor = c.green;
   std::vector<std::string> lines;
@@ -106,7 +106,7 @@ std::string highstate_out(const std::string& host, const json& data, const highs
     lines.push_back(text);
     hcolor = c.cyan;
   } else {
-    std::vector<std::pair<std::string, const json*>> states;
+    std::vector<std::pair<std::string, const ojson*>> states;
     for (const auto& [tag, info] : data.items()) {
       if (info.is_object() && info.contains("result")) states.emplace_back(tag, &info);
     }
@@ -117,8 +117,8 @@ std::string highstate_out(const std::string& host, const json& data, const highs
     int succeeded = 0, failed = 0, not_run = 0, warnings = 0, changed = 0;
     double total_ms = 0;
     for (const auto& [tag, retp] : states) {
-      json ret = *retp;
-      const json result = ret["result"];
+      ojson ret = *retp;
+      const ojson result = ret["result"];
       bool is_failed = result.is_boolean() && !result.get<bool>();
       bool is_none = result.is_null();
       if (is_failed) {
@@ -131,7 +131,7 @@ std::string highstate_out(const std::string& host, const json& data, const highs
       if (ret.contains("duration") && ret["duration"].is_number()) {
         total_ms += ret["duration"].get<double>();
       }
-      const json changes = ret.value("changes", json::object());
+      const ojson changes = ret.value("changes", ojson::object());
       bool schanged = !changes.empty();
       std::string ctext;
       if (schanged) {
@@ -175,7 +175,7 @@ std::string highstate_out(const std::string& host, const json& data, const highs
           continue;
         }
       }
-      std::string comment = strip(py(ret.value("comment", json(""))));
+      std::string comment = strip(py(ret.value("comment", ojson(""))));
       comment = replace_all(comment, "\n", "\n" + std::string(14, ' '));
       lines.push_back(tcolor + "----------" + c.endc);
       lines.push_back("    " + tcolor + "      ID: " + comps[1] + c.endc);

@@ -111,7 +111,7 @@ std::string human(const inventory::field& f, const json& v) {
 
 // The rows: the matched minions' ids, and each one's values (one per
 // field, as JSON prints them), in id order.
-struct answer {
+struct matched_rows {
   std::vector<std::string> ids;
   std::vector<std::vector<json>> rows;
 };
@@ -125,14 +125,10 @@ std::vector<report::report> last_runs(store::store& db) {
   return db.list_reports(rq);
 }
 
-json plain(const ojson& o) {
-  return json::parse(o.dump(-1, ' ', false, ojson::error_handler_t::replace));
-}
-
 // What the store holds: with the master down (or one that does not answer
 // `inventory`), the CLI reads it itself.
-answer from_store(const base::master_config& cfg, const std::vector<inventory::field>& fields,
-                  const target::expression& expr, bool want_pillar, bool want_runs) {
+matched_rows from_store(const base::master_config& cfg, const std::vector<inventory::field>& fields,
+                        const target::expression& expr, bool want_pillar, bool want_runs) {
   // Only the top-level grains the fields and the target read.
   store::minion_data_query q;
   q.pillar = want_pillar || expr.uses_pillar();
@@ -177,7 +173,7 @@ answer from_store(const base::master_config& cfg, const std::vector<inventory::f
   // Answered from the cache, not by the minions: a minion whose grains
   // (pillar) are not cached does not match a grain (pillar) term.
   auto matched = target::match(expr, minions_view(all), false);
-  answer out;
+  matched_rows out;
   for (const auto& m : all) {
     if (!std::binary_search(matched.minions.begin(), matched.minions.end(), m.id)) continue;
     std::vector<json> row;
@@ -257,8 +253,8 @@ void read_rows(const master_answer& m, size_t fields,
 }
 
 // The rows as JSON values (for --out json and yaml).
-answer rows_of(const master_answer& m, const std::vector<inventory::field>& fields) {
-  answer out;
+matched_rows rows_of(const master_answer& m, const std::vector<inventory::field>& fields) {
+  matched_rows out;
   out.ids.reserve(m.count);
   out.rows.reserve(m.count);
   read_rows(
@@ -352,7 +348,7 @@ int inventory_run(const base::master_config& cfg, const inventory_options& o) {
   const bool want_runs = std::any_of(fields.begin(), fields.end(), is_last_run);
 
   const bool lines = o.out != "json" && o.out != "yaml";
-  std::optional<answer> got;
+  std::optional<matched_rows> got;
   std::vector<std::vector<std::string>> cells;  // the header, then a line per minion
   if (auto m = from_master(cfg, o, fields)) {
     if (lines) {
@@ -374,7 +370,7 @@ int inventory_run(const base::master_config& cfg, const inventory_options& o) {
     if (o.out == "json") {
       std::cout << out.dump(4, ' ', false, ojson::error_handler_t::replace) << "\n";
     } else {
-      std::cout << yaml_out("minions", plain(out));
+      std::cout << yaml_out("minions", plain_json(out));
     }
     return 0;
   }

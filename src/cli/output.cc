@@ -306,4 +306,9 @@ void split_args(const std::vector<std::string>& words, nlohmann::json& args,
   }
 }
 
+nlohmann::json plain_json(const nlohmann::ordered_json& value) {
+  return nlohmann::json::parse(
+      value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+}
+
 }  // namespace brine::cli

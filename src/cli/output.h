@@ -34,6 +34,10 @@ std::string python_repr(const nlohmann::json& value);
 // `id: repr(value)`.
 std::string txt_out(const std::string& id, const nlohmann::json& value);
 
+// An ordered value as the outputters take it: keys sorted (as Salt's yaml
+// and nested outputters print them), invalid UTF-8 replaced by U+FFFD.
+nlohmann::json plain_json(const nlohmann::ordered_json& value);
+
 // A command-line argument as Salt reads it: YAML, so "1" is an integer,
 // "true" a boolean, "{a: 1}" a map, and anything else the string itself.
 nlohmann::json parse_arg(const std::string& text);

@@ -81,10 +81,6 @@ void print_table(const std::vector<report::report>& reports) {
   }
 }
 
-json plain(const ojson& o) {
-  return json::parse(o.dump(-1, ' ', false, ojson::error_handler_t::replace));
-}
-
 int list(store::store& db, const report_options& o) {
   store::report_query q;
   q.minion = o.minion_glob;
@@ -109,7 +105,7 @@ int list(store::store& db, const report_options& o) {
     if (o.out == "json") {
       std::cout << out.dump(4, ' ', false, ojson::error_handler_t::replace) << "\n";
     } else {
-      std::cout << yaml_out("reports", plain(out));
+      std::cout << yaml_out("reports", plain_json(out));
     }
     return 0;
   }
@@ -134,7 +130,7 @@ int show(store::store& db, const report_options& o) {
     if (o.out == "json") {
       std::cout << out.dump(4, ' ', false, ojson::error_handler_t::replace) << "\n";
     } else {
-      std::cout << yaml_out(r->minion, plain(out));
+      std::cout << yaml_out(r->minion, plain_json(out));
     }
     return 0;
   }
@@ -190,7 +186,7 @@ int states(store::store& db, const report_options& o) {
     if (o.out == "json") {
       std::cout << out.dump(4, ' ', false, ojson::error_handler_t::replace) << "\n";
     } else {
-      std::cout << yaml_out("states", plain(out));
+      std::cout << yaml_out("states", plain_json(out));
     }
     return 0;
   }
