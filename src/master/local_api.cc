@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/fs.h"
 #include "net/unix_stream.h"
+#include "proto/message.h"
 
 namespace brine::master {
 
@@ -25,8 +26,6 @@ namespace {
 proto::message api_reply(uint64_t id, json body) {
   return {msg_type::api_reply, id, std::move(body)};
 }
-
-json error_body(const std::string& message) { return {{"ok", false}, {"error", message}}; }
 
 std::string user_name(long uid) {
   struct passwd pw {};
@@ -148,10 +147,10 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, const clie
     if (!who.privileged && op != "ping" && op != "publish" && op != "resolve") {
       spdlog::warn("local API: user {} (uid {}) refused '{}': publisher_acl grants publishing only",
                    who.user, who.uid, op);
-      c->send(api_reply(m.id, error_body("user " + who.user +
-                                         " may only publish jobs that the "
-                                         "master's publisher_acl allows ('" +
-                                         op + "' needs root or the master's user)")));
+      c->send(api_reply(m.id, proto::api_error("user " + who.user +
+                                               " may only publish jobs that the "
+                                               "master's publisher_acl allows ('" +
+                                               op + "' needs root or the master's user)")));
       return;
     }
     if (op == "ping") {
@@ -188,7 +187,7 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, const clie
         std::string why = jobs_.acl_refusal(who.user, m.body.value("fun", ""), matched.minions);
         if (!why.empty()) {
           spdlog::warn("resolve refused: {}", why);
-          c->send(api_reply(m.id, error_body(why)));
+          c->send(api_reply(m.id, proto::api_error(why)));
           return;
         }
       }
@@ -208,8 +207,8 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, const clie
                {"connected", connected}};
     } else if (op == "cluster_status" || op == "cluster_remove_peer") {
       if (!cluster_) {
-        reply = error_body("this master is not in a cluster (cluster_id is not set in " +
-                           cfg_.source + ")");
+        reply = proto::api_error("this master is not in a cluster (cluster_id is not set in " +
+                                 cfg_.source + ")");
       } else if (op == "cluster_status") {
         reply = cluster_->status();
         reply["ok"] = true;
@@ -226,10 +225,10 @@ void local_api::on_message(const std::shared_ptr<net::connection>& c, const clie
       h->second(m.body, [c, id](json body) { c->send(api_reply(id, std::move(body))); });
       return;  // the handler replies
     } else {
-      reply = error_body("unknown local API op '" + op + "'");
+      reply = proto::api_error("unknown local API op '" + op + "'");
     }
   } catch (const std::exception& e) {
-    reply = error_body(e.what());
+    reply = proto::api_error(e.what());
   }
   c->send(api_reply(m.id, std::move(reply)));
 }
@@ -292,7 +291,7 @@ json local_api::keys(const std::string& op, const json& body) {
     r = keys_.remove(pattern);
     act = "delete";
   } else {
-    return error_body("unknown key operation '" + op + "'");
+    return proto::api_error("unknown key operation '" + op + "'");
   }
   log_key_decision(act, r.ids);
   sessions_.apply_key_changes(r, act);

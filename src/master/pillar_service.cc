@@ -56,13 +56,13 @@ namespace {
 // as the minion gets it (Salt's key order). Salt hands compile errors to
 // the minion under _errors; their text names files and lines, never pillar
 // values, and only they are logged.
-struct delivery {
+struct pillar_delivery {
   minion_cache::value kept;
   nlohmann::json body;
 };
 
-delivery deliverable(const std::shared_ptr<const pillar::compiler::result>& result,
-                     const std::string& id, const char* why) {
+pillar_delivery deliverable(const std::shared_ptr<const pillar::compiler::result>& result,
+                            const std::string& id, const char* why) {
   if (result->errors.empty()) {
     // Shares the compiled result: minions that match alike hold one copy.
     return {minion_cache::value(result, &result->pillar), proto::pillar_body(result->ordered)};

@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "master/accepted_view.h"
+#include "proto/message.h"
 
 namespace brine::master {
 
@@ -20,8 +21,6 @@ using nlohmann::json;
 using proto::msg_type;
 
 namespace {
-
-json error_body(const std::string& message) { return {{"ok", false}, {"error", message}}; }
 
 // A day: long enough for any client, and within what a minion remembers of
 // the jids it ran (so a publish held that long still runs only once).
@@ -111,21 +110,22 @@ void publisher::publish(const json& body, recorded on_recorded,
   std::string target = body.value("target", "");
   std::string tgt_type = body.value("tgt_type", "glob");
   std::string fun = body.value("fun", "");
-  if (fun.empty()) return on_recorded(error_body("publish needs a function name"));
+  if (fun.empty()) return on_recorded(proto::api_error("publish needs a function name"));
   double timeout = cfg_.publish_hold;
   if (auto t = body.find("timeout"); t != body.end() && !t->is_null()) {
     if (!t->is_number() || !std::isfinite(t->get<double>()) || t->get<double>() <= 0 ||
         t->get<double>() > k_max_timeout_s) {
       return on_recorded(
-          error_body("publish timeout must be a number of seconds above 0 and at "
-                     "most a day (86400), got " +
-                     t->dump()));
+          proto::api_error("publish timeout must be a number of seconds above 0 and at "
+                           "most a day (86400), got " +
+                           t->dump()));
     }
     timeout = t->get<double>();
   }
   std::string delimiter = body.value("delimiter", ":");
   if (delimiter.size() != 1) {
-    return on_recorded(error_body("delimiter must be one character, got '" + delimiter + "'"));
+    return on_recorded(
+        proto::api_error("delimiter must be one character, got '" + delimiter + "'"));
   }
   if (delimiter != ":") {
     // Recorded and published as the equivalent compound term (G%@a%b), so
@@ -149,12 +149,12 @@ void publisher::publish(const json& body, recorded on_recorded,
     std::string why = acl_.refusal(body.value("user", ""), fun, minions);
     if (!why.empty()) {
       spdlog::warn("publish refused: {}", why);
-      return on_recorded(error_body(why));
+      return on_recorded(proto::api_error(why));
     }
   }
   if (minions.empty()) {
-    return on_recorded(
-        error_body("No minions matched the target. No command was sent, no jid was assigned."));
+    return on_recorded(proto::api_error(
+        "No minions matched the target. No command was sent, no jid was assigned."));
   }
   auto deadline = std::chrono::system_clock::now() +
                   std::chrono::duration_cast<std::chrono::system_clock::duration>(
@@ -201,7 +201,7 @@ void publisher::publish(const json& body, recorded on_recorded,
       // is answered now, before its own request times out, and the job goes
       // out later only if its row turns out to exist.
       spdlog::warn("publish: {}; asking the store again until it answers", e.what());
-      r.on_recorded(error_body(
+      r.on_recorded(proto::api_error(
           std::string("the job could not be recorded for certain, so it was not sent: ") +
           e.what() + "; if the store holds it once it answers again, it is sent then"));
       r.on_recorded = [](const json&) {};
@@ -209,14 +209,15 @@ void publisher::publish(const json& body, recorded on_recorded,
       return;
     } catch (const store::unreachable& e) {
       deliveries_.cancel(r.job.jid);
-      r.on_recorded(error_body("the job could not be recorded, so it was not sent: the store did "
-                               "not answer within store_failover_wait (" +
-                               std::to_string(wait.count()) + " s): " + e.what()));
+      r.on_recorded(
+          proto::api_error("the job could not be recorded, so it was not sent: the store did "
+                           "not answer within store_failover_wait (" +
+                           std::to_string(wait.count()) + " s): " + e.what()));
       return;
     } catch (const std::exception& e) {
       deliveries_.cancel(r.job.jid);
-      r.on_recorded(error_body(std::string("the job could not be recorded, so it was not sent: ") +
-                               e.what()));
+      r.on_recorded(proto::api_error(
+          std::string("the job could not be recorded, so it was not sent: ") + e.what()));
       return;
     }
     go_on(std::move(r));

@@ -26,8 +26,6 @@ using status = call_reply::status;
 
 namespace {
 
-constexpr std::chrono::seconds k_dns_timeout{5};
-
 call_reply reply_of(status st, std::string detail) {
   call_reply r;
   r.st = st;
@@ -163,11 +161,11 @@ master_pillar master_call::fetch_pillar(const nlohmann::json& grains, bool keep_
   } else {
     // As the daemon finds its masters, before anything runs: the lookups block.
     std::string name = "_brine._tcp." + cfg_.srv_domain;
-    auto answer = net::lookup_srv(name, cfg_.srv_resolver, k_dns_timeout);
+    auto answer = net::lookup_srv(name, cfg_.srv_resolver, net::k_lookup_timeout);
     for (const auto& r : net::rfc2782_order(answer.records, rng)) {
       target t{{r.target, r.port}, {}};
       try {
-        auto hosts = net::lookup_host(r.target, cfg_.srv_resolver, k_dns_timeout);
+        auto hosts = net::lookup_host(r.target, cfg_.srv_resolver, net::k_lookup_timeout);
         for (const auto& a : hosts.addresses) t.endpoints.emplace_back(a, r.port);
         targets.push_back(std::move(t));
       } catch (const base::error& e) {

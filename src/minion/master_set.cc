@@ -11,6 +11,7 @@
 #include "base/backoff.h"
 #include "base/error.h"
 #include "net/connection.h"
+#include "net/dns.h"
 
 namespace brine::minion {
 
@@ -23,7 +24,6 @@ namespace {
 constexpr auto k_failover_connect_timeout = 5s;
 // Between attempts to reach a master that has just dropped the connection.
 constexpr auto k_grace_retry = 500ms;
-constexpr auto k_dns_timeout = 5s;
 // Re-resolving SRV records more often than this is no use.
 constexpr auto k_min_ttl = 1s;
 
@@ -37,13 +37,13 @@ struct srv_targets {
 // addresses through the same server.
 asio::awaitable<srv_targets> lookup_targets(std::string name, std::string server) {
   srv_targets out;
-  auto answer = net::lookup_srv(name, server, k_dns_timeout);
+  auto answer = net::lookup_srv(name, server, net::k_lookup_timeout);
   out.records = std::move(answer.records);
   out.ttl = answer.ttl;
   for (const auto& r : out.records) {
     std::vector<asio::ip::tcp::endpoint> eps;
     try {
-      for (const auto& a : net::lookup_host(r.target, server, k_dns_timeout).addresses) {
+      for (const auto& a : net::lookup_host(r.target, server, net::k_lookup_timeout).addresses) {
         eps.emplace_back(a, r.port);
       }
     } catch (const std::exception& e) {

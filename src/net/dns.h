@@ -17,6 +17,10 @@
 // I/O thread. Calls on different threads are independent.
 namespace brine::net {
 
+// How long the minion waits for its DNS server to answer one lookup (SRV
+// records of its masters, then each target's addresses).
+inline constexpr std::chrono::seconds k_lookup_timeout{5};
+
 struct srv_record {
   std::string target;  // host name, no trailing dot; "." for "not available here"
   uint16_t port = 0;

@@ -1,10 +1,11 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
 
 namespace brine::proto {
 
@@ -69,6 +70,11 @@ enum class msg_type : uint16_t {
   api_event = 102,    // {tag, data}
   api_end = 103,      // {}: the stream for this request id is over
 };
+
+// The api_reply body that refuses a request: {ok: false, error}.
+inline nlohmann::json api_error(std::string message) {
+  return {{"ok", false}, {"error", std::move(message)}};
+}
 
 // The job_refused reason of a minion that a greedy publish reached but that
 // its own grains do not target: neither run nor an error.

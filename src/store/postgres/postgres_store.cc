@@ -33,6 +33,7 @@
 
 #include "base/error.h"
 #include "pq/libpq.h"
+#include "store/json_column.h"
 #include "store/store.h"
 
 namespace brine::store {
@@ -71,12 +72,12 @@ constexpr milliseconds k_first_retry_delay{100};
 // found within one.
 constexpr milliseconds k_max_retry_delay{1000};
 
-// k_migrations[v] takes a database from version v to v + 1; append only, as
+// k_postgres_migrations[v] takes a database from version v to v + 1; append only, as
 // for SQLite. Text columns compared or sorted by brine are COLLATE "C": byte
 // order, as SQLite sorts, whatever the database's locale. Values are JSON
 // text, not jsonb: brine never queries inside them, and text keeps the
 // numbers and key order exactly as written.
-constexpr std::array<const char*, k_postgres_schema_version> k_migrations = {
+constexpr std::array<const char*, k_postgres_schema_version> k_postgres_migrations = {
     // 0 -> 1: everything SQLite has at its version 3, and the master slots.
     R"sql(
 CREATE TABLE keys (
@@ -215,18 +216,6 @@ CREATE INDEX report_states_by_report ON report_states (jid, minion);
 // The tables `brine store check` counts.
 constexpr std::array<const char*, 8> k_tables = {"keys",        "jobs",    "returns", "undelivered",
                                                  "minion_data", "masters", "reports", "file_pins"};
-
-// JSON text for a column, as SQLite stores it: a bad UTF-8 byte in minion
-// output becomes U+FFFD instead of failing the batch.
-std::string to_json_text(const nlohmann::json& value) {
-  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// The same in the value's own key order (a return as the minion made it).
-template <class Json, std::enable_if_t<std::is_same_v<Json, nlohmann::ordered_json>, int> = 0>
-std::string to_json_text(const Json& value) {
-  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
 
 // The length of the valid UTF-8 sequence at s[i] that PostgreSQL accepts
 // (no NUL, no surrogate, no overlong form), or 0.
@@ -1720,9 +1709,9 @@ void postgres_store::migrate() {
   if (!db_.exec("SELECT to_regclass('brine_schema') IS NOT NULL", what).boolean(0, 0)) {
     db_.exec("CREATE TABLE brine_schema (version integer NOT NULL)", what);
   }
-  for (auto v = static_cast<size_t>(version); v < k_migrations.size(); ++v) {
-    db_.exec(k_migrations[v], "cannot migrate the schema from version " + std::to_string(v) +
-                                  " to " + std::to_string(v + 1));
+  for (auto v = static_cast<size_t>(version); v < k_postgres_migrations.size(); ++v) {
+    db_.exec(k_postgres_migrations[v], "cannot migrate the schema from version " +
+                                           std::to_string(v) + " to " + std::to_string(v + 1));
   }
   db_.exec(
       ("DELETE FROM brine_schema; INSERT INTO brine_schema VALUES (" + std::to_string(code) + ")")

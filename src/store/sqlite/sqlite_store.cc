@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "store/json_column.h"
 #include "store/store.h"
 
 namespace brine::store {
@@ -23,7 +24,7 @@ namespace {
 
 constexpr int k_busy_timeout_ms = 5000;
 
-// k_migrations[v] takes a file from user_version v to v + 1, so a later
+// k_sqlite_migrations[v] takes a file from user_version v to v + 1, so a later
 // version adds a step (minion data, state reports) and every existing file
 // walks the same path. Append only: a step that has shipped never changes.
 //
@@ -31,7 +32,7 @@ constexpr int k_busy_timeout_ms = 5000;
 // (forwarded by a cluster peer) or after the job was purged (a minion
 // re-sending after a long outage), and the first return must still win.
 // purge_jobs_before() removes such orphans once they are old.
-constexpr std::array<const char*, k_sqlite_schema_version> k_migrations = {
+constexpr std::array<const char*, k_sqlite_schema_version> k_sqlite_migrations = {
     // 0 -> 1: keys, jobs, returns.
     R"sql(
 CREATE TABLE keys (
@@ -217,19 +218,6 @@ const char* hint_for(int rc) {
     default:
       return nullptr;
   }
-}
-
-// JSON text for a column. Minion output arrives as MessagePack strings that
-// nothing forces to be UTF-8 (a command may print any bytes); replacing a bad
-// byte with U+FFFD beats refusing a whole batch of returns over it.
-std::string to_json_text(const nlohmann::json& value) {
-  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// The same in the value's own key order (a return as the minion made it).
-template <class Json, std::enable_if_t<std::is_same_v<Json, nlohmann::ordered_json>, int> = 0>
-std::string to_json_text(const Json& value) {
-  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 struct stmt_deleter {
@@ -521,9 +509,9 @@ void connection::migrate() {
                  "); upgrade brine or point the store at another file");
   }
   if (version < 0) fail_message("has a negative schema version; it was not written by brine");
-  for (auto v = static_cast<size_t>(version); v < k_migrations.size(); ++v) {
-    exec(k_migrations[v], "cannot migrate the schema from version " + std::to_string(v) + " to " +
-                              std::to_string(v + 1));
+  for (auto v = static_cast<size_t>(version); v < k_sqlite_migrations.size(); ++v) {
+    exec(k_sqlite_migrations[v], "cannot migrate the schema from version " + std::to_string(v) +
+                                     " to " + std::to_string(v + 1));
   }
   exec("PRAGMA application_id=" + std::to_string(k_sqlite_application_id),
        "cannot migrate the schema");
