@@ -25,6 +25,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace alternatives_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -281,12 +282,15 @@ function bound(asio::awaitable<outcome> (*fn)(alternatives_paths, call),
 }
 
 }  // namespace
+}  // namespace alternatives_mod
 
 void register_alternatives_module(registry& reg) {
+  using namespace alternatives_mod;
   register_alternatives_module(reg, alternatives_paths{});
 }
 
 void register_alternatives_module(registry& reg, const alternatives_paths& paths) {
+  using namespace alternatives_mod;
   constexpr auto instant = registry::kind::instant;
   reg.add("alternatives.show_current", bound(show_current, paths),
           "alternatives.show_current NAME: the target of the link /etc/alternatives/NAME (the "

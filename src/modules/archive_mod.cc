@@ -22,6 +22,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace archive_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -312,8 +313,10 @@ asio::awaitable<outcome> cmd_unzip(call c) {
 }
 
 }  // namespace
+}  // namespace archive_mod
 
 void register_archive_module(registry& reg) {
+  using namespace archive_mod;
   reg.add("archive.list", failures_as_outcomes<list>,
           "archive.list NAME [archive_format=tar|zip] [strip_components=] [verbose=False] "
           "[saltenv=]: the members of a tar or zip archive (a path or salt://), sorted; verbose: "

@@ -28,6 +28,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace cmd_mod {
 namespace {
 
 // A command without a job limit still gets one: a year is "none" in practice.
@@ -451,8 +452,10 @@ asio::awaitable<outcome> script(call c) {
 }
 
 }  // namespace
+}  // namespace cmd_mod
 
 void register_cmd_module(registry& reg) {
+  using namespace cmd_mod;
   reg.add("cmd.shell", run,
           "cmd.shell CMD [cwd= env= stdin= timeout=]: cmd.run through the shell (brine's "
           "cmd.run always uses /bin/sh).");

@@ -16,6 +16,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace config_mod {
 namespace {
 
 constexpr auto instant = registry::kind::instant;
@@ -322,8 +323,10 @@ asio::awaitable<outcome> manage_mode(call c) {
 }
 
 }  // namespace
-const json& config_defaults() {
-  static const json defaults = {
+}  // namespace config_mod
+
+const nlohmann::json& config_defaults() {
+  static const nlohmann::json defaults = {
       {"mongo.db", "salt"},
       {"mongo.password", ""},
       {"mongo.port", 27017},
@@ -333,7 +336,7 @@ const json& config_defaults() {
       {"redis.port", 6379},
       {"test.foo", "unconfigured"},
       {"ca.cert_base_path", "/etc/pki"},
-      {"solr.cores", json::array()},
+      {"solr.cores", nlohmann::json::array()},
       {"solr.host", "localhost"},
       {"solr.port", "8983"},
       {"solr.baseurl", "/solr"},
@@ -368,6 +371,7 @@ const json& config_defaults() {
 }
 
 void register_config_module(registry& reg) {
+  using namespace config_mod;
   reg.add("config.get", config_get,
           "config.get KEY [default=''] [delimiter=':'] [merge=recurse|overwrite] [omit_opts] "
           "[omit_grains] [omit_pillar] [omit_master]: the first of the minion's options, grains, "

@@ -23,6 +23,7 @@
 
 namespace brine::modules {
 
+namespace cp_mod {
 namespace {
 
 using nlohmann::json;
@@ -277,8 +278,10 @@ asio::awaitable<outcome> cp_get_dir(call c) {
 }
 
 }  // namespace
+}  // namespace cp_mod
 
 void register_cp_module(registry& reg) {
+  using namespace cp_mod;
   reg.add("cp.envs", cp_envs, "cp.envs: the saltenvs the file server has");
   reg.add("cp.list_states", cp_list_states,
           "cp.list_states [saltenv=base]: the sls names of the file server's saltenv");

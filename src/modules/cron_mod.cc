@@ -43,6 +43,7 @@ bool needs_change(const nlohmann::json& have, const nlohmann::json& want) {
 
 }  // namespace cron
 
+namespace cron_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -572,8 +573,10 @@ asio::awaitable<outcome> rm_env(call c) {
 }
 
 }  // namespace
+}  // namespace cron_mod
 
 void register_cron_module(registry& reg) {
+  using namespace cron_mod;
   reg.add("cron.raw_cron", failures_as_outcomes<raw_cron>,
           "cron.raw_cron USER: returns the user's crontab as crontab -l prints it ('' when the "
           "user has none).\n"

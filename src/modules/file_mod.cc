@@ -42,6 +42,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace file_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -1116,8 +1117,10 @@ asio::awaitable<outcome> now(call c) {
 }
 
 }  // namespace
+}  // namespace file_mod
 
 void register_file_module(registry& reg) {
+  using namespace file_mod;
   using k = registry::kind;
   reg.add("file.file_exists", now<file_exists>,
           "file.file_exists(path) -> True when path is a regular file (symlinks followed).\n\n"

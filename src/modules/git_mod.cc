@@ -17,6 +17,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace git_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -316,8 +317,10 @@ asio::awaitable<outcome> checkout(call c) {
 }
 
 }  // namespace
+}  // namespace git_mod
 
 void register_git_module(registry& reg) {
+  using namespace git_mod;
   reg.add("git.checkout", failures_as_outcomes<checkout>,
           "git.checkout CWD [rev=REV] [force=False] [opts=''] [git_opts=''] [user=USER]: checks "
           "out REV in the repository CWD (git checkout; opts -b/-B make a branch and need no "

@@ -16,6 +16,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace grains_mod {
 namespace {
 
 constexpr auto instant = registry::kind::instant;
@@ -177,8 +178,10 @@ asio::awaitable<outcome> delval(call c) {
 }
 
 }  // namespace
+}  // namespace grains_mod
 
 void register_grains_module(registry& reg) {
+  using namespace grains_mod;
   reg.add("grains.items", items,
           "grains.items: returns all of the minion's grains.\n\nCLI example: brine cmd '*' "
           "grains.items",

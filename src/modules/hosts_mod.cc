@@ -22,6 +22,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace hosts_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -295,8 +296,10 @@ asio::awaitable<outcome> set_host(call c) {
 }
 
 }  // namespace
+}  // namespace hosts_mod
 
 void register_hosts_module(registry& reg) {
+  using namespace hosts_mod;
   reg.add("hosts.list_hosts", failures_as_outcomes<list_hosts>,
           "hosts.list_hosts: returns the hosts file's addresses in file order, each as "
           "{aliases, comment}, and its comment lines as comment-N (the file is Salt's hosts.file "

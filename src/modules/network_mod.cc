@@ -41,6 +41,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace network_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -454,8 +455,10 @@ asio::awaitable<outcome> get_hostname(call c) {
 }
 
 }  // namespace
+}  // namespace network_mod
 
 void register_network_module(registry& reg) {
+  using namespace network_mod;
   using k = registry::kind;
   reg.add("network.get_hostname", get_hostname,
           "network.get_hostname() -> this host's name (gethostname).\n\n"

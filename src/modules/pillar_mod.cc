@@ -15,6 +15,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace pillar_mod {
 namespace {
 
 constexpr auto instant = registry::kind::instant;
@@ -205,8 +206,10 @@ asio::awaitable<outcome> ls(call c) {
 }
 
 }  // namespace
+}  // namespace pillar_mod
 
 void register_pillar_module(registry& reg) {
+  using namespace pillar_mod;
   reg.add("pillar.items", items,
           "pillar.items [pillar={...}] [pillarenv=ENV] [saltenv=ENV]: the pillar compiled now "
           "for this minion: the minion asks its master (the pillar it keeps is left as it is; "

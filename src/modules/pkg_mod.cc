@@ -29,6 +29,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace pkg_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -996,6 +997,7 @@ asio::awaitable<outcome> list_repo_pkgs(call c) {
 }
 
 }  // namespace
+}  // namespace pkg_mod
 
 namespace apt {
 
@@ -1004,18 +1006,18 @@ asio::awaitable<process_result> run_tool(std::chrono::seconds limit,
                                          std::string stdin_text) {
   std::optional<std::string> in;
   if (!stdin_text.empty()) in = std::move(stdin_text);
-  process_result r = co_await modules::run_tool(limit, std::move(argv), std::move(in));
+  process_result r = co_await pkg_mod::run_tool(limit, std::move(argv), std::move(in));
   co_return r;
 }
 
 asio::awaitable<nlohmann::json> refresh(std::chrono::seconds limit, double cache_valid_time,
                                         bool failhard) {
-  json r = co_await modules::refresh(limit, cache_valid_time, failhard);
+  nlohmann::json r = co_await pkg_mod::refresh(limit, cache_valid_time, failhard);
   co_return r;
 }
 
 int compare_versions(std::string_view a, std::string_view b) {
-  return modules::compare_versions(a, b);
+  return pkg_mod::compare_versions(a, b);
 }
 
 std::pair<std::string, std::string> split_comparison(const std::string& spec) {
@@ -1036,6 +1038,7 @@ std::pair<std::string, std::string> split_comparison(const std::string& spec) {
 }  // namespace apt
 
 void register_pkg_module(registry& reg) {
+  using namespace pkg_mod;
   reg.add("pkg.list_pkgs", failures_as_outcomes<list_pkgs>,
           "pkg.list_pkgs [versions_as_list=False] [removed=False] [purge_desired=False]: returns "
           "the installed packages as {name: version} (from dpkg-query; several versions are "

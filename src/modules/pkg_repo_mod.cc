@@ -27,6 +27,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace pkg_repo_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -363,8 +364,10 @@ asio::awaitable<outcome> del_repo(call c) {
 }
 
 }  // namespace
+}  // namespace pkg_repo_mod
 
 void register_pkg_repo_module(registry& reg) {
+  using namespace pkg_repo_mod;
   reg.add("pkg.list_repos", failures_as_outcomes<list_repos>,
           "pkg.list_repos: the apt sources (sources.list and sources.list.d/*.list, where apt's "
           "configuration puts them) as {uri: [{file, comps, disabled, dist, type, uri, line, "

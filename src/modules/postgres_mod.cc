@@ -50,6 +50,7 @@
 namespace brine::modules {
 
 namespace postgres {
+namespace postgres_mod {
 namespace {
 
 std::string base64(const unsigned char* data, std::size_t size) {
@@ -123,9 +124,11 @@ std::string method_of(const nlohmann::json& encrypted) {
 }
 
 }  // namespace
+}  // namespace postgres_mod
 
 std::string maybe_encrypt_password(const std::string& role, const std::string& password,
                                    const nlohmann::json& encrypted) {
+  using namespace postgres_mod;
   const std::string method = method_of(encrypted);
   if (method == "scram-sha-256" && !password.starts_with("SCRAM-SHA-256")) {
     std::string salt(16, '\0');
@@ -140,6 +143,7 @@ std::string maybe_encrypt_password(const std::string& role, const std::string& p
 
 bool verify_password(const std::string& role, const std::string& password,
                      const std::string& verifier, const nlohmann::json& method_json) {
+  using namespace postgres_mod;
   std::string method;
   try {
     method = method_of(method_json);
@@ -169,6 +173,7 @@ bool verify_password(const std::string& role, const std::string& password,
 
 }  // namespace postgres
 
+namespace postgres_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -1265,8 +1270,10 @@ asio::awaitable<outcome> schema_remove_fn(call c) {
 }
 
 }  // namespace
+}  // namespace postgres_mod
 
 void register_postgres_module(registry& reg) {
+  using namespace postgres_mod;
   const std::string conn =
       " Connection: user, host, port, maintenance_db, password (else postgres.user, "
       "postgres.host, postgres.port, postgres.maintenance_db, postgres.pass from the minion "

@@ -16,6 +16,7 @@
 namespace brine::modules {
 namespace service {
 
+namespace service_mod {
 namespace {
 
 // Salt's salt.utils.systemd.booted.
@@ -36,8 +37,10 @@ std::string os_release_id() {
 }
 
 }  // namespace
+}  // namespace service_mod
 
 backend detect() {
+  using namespace service_mod;
   struct stat st {};
   if (::stat(k_systemd_marker, &st) == 0 && S_ISDIR(st.st_mode)) return backend::systemd;
   const std::string id = os_release_id();
@@ -47,11 +50,13 @@ backend detect() {
 }
 
 backend chosen() {
+  using namespace service_mod;
   static const backend b = detect();
   return b;
 }
 
 bool offline() {
+  using namespace service_mod;
   if (chosen() == backend::systemd) return false;
   std::string dirs;
   if (const char* path = std::getenv("PATH"); path != nullptr) dirs = path;
@@ -74,6 +79,7 @@ bool offline() {
 }
 
 const char* backend_name(backend b) {
+  using namespace service_mod;
   switch (b) {
     case backend::systemd:
       return "systemd";
@@ -85,6 +91,7 @@ const char* backend_name(backend b) {
   return "nothing brine knows";
 }
 
+namespace service_mod {
 namespace {
 
 // The table of the backend chosen for this host; null where there is none.
@@ -149,10 +156,11 @@ void add(registry& reg, const char* name, const char* doc) {
 }
 
 }  // namespace
+}  // namespace service_mod
 }  // namespace service
 
 void register_service_module(registry& reg) {
-  using service::add;
+  using namespace service::service_mod;
   using service::operations;
   add<&operations::start>(
       reg, "service.start",
@@ -236,23 +244,24 @@ void register_service_module(registry& reg) {
       "service.get_disabled: returns the sorted names of the services in service.get_all that "
       "do not start at boot; Debian without systemd only.\n"
       "CLI Example: brine cmd '*' service.get_disabled");
-  reg.add("service.offline", failures_as_outcomes<service::offline_fn>,
+  reg.add("service.offline", failures_as_outcomes<service::service_mod::offline_fn>,
           "service.offline: returns True when systemd is installed (systemctl found) but is not "
           "this host's running init, as in a container; service.running and service.dead then "
           "do nothing, as Salt's do.\n"
           "CLI Example: brine cmd '*' service.offline");
   reg.add("service.masked",
-          failures_as_outcomes<service::dispatch_systemd_only<&operations::masked>>,
+          failures_as_outcomes<service::service_mod::dispatch_systemd_only<&operations::masked>>,
           "service.masked NAME [runtime=False]: returns True when the unit is masked (its file in "
           "/etc/systemd/system, or /run/systemd/system for runtime, links to /dev/null); systemd "
           "only.\n"
           "CLI Example: brine cmd '*' service.masked nginx");
-  reg.add("service.mask", failures_as_outcomes<service::dispatch_systemd_only<&operations::mask>>,
+  reg.add("service.mask",
+          failures_as_outcomes<service::service_mod::dispatch_systemd_only<&operations::mask>>,
           "service.mask NAME [runtime=False]: masks the unit (systemctl mask [--runtime]), returns "
           "True; systemd only.\n"
           "CLI Example: brine cmd '*' service.mask nginx");
   reg.add("service.unmask",
-          failures_as_outcomes<service::dispatch_systemd_only<&operations::unmask>>,
+          failures_as_outcomes<service::service_mod::dispatch_systemd_only<&operations::unmask>>,
           "service.unmask NAME [runtime=False]: removes the unit's mask (systemctl unmask "
           "[--runtime]) when it has one, returns True; systemd only.\n"
           "CLI Example: brine cmd '*' service.unmask nginx");

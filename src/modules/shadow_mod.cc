@@ -18,6 +18,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace shadow_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -93,8 +94,10 @@ asio::awaitable<outcome> default_hash(call c) {
 }
 
 }  // namespace
+}  // namespace shadow_mod
 
 void register_shadow_module(registry& reg) {
+  using namespace shadow_mod;
   reg.add("shadow.info", failures_as_outcomes<info>,
           "shadow.info NAME: returns the user's shadow entry: {name, passwd, lstchg, min, max, "
           "warn, inact, expire} (every field '' when there is none; needs root).\n"

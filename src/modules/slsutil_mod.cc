@@ -19,6 +19,7 @@
 
 namespace brine::modules {
 
+namespace slsutil_mod {
 namespace {
 
 using nlohmann::json;
@@ -191,8 +192,10 @@ asio::awaitable<outcome> log_at(call c) {
 }
 
 }  // namespace
+}  // namespace slsutil_mod
 
 void register_slsutil_module(registry& reg) {
+  using namespace slsutil_mod;
   using k = registry::kind;
   reg.add("slsutil.merge", slsutil_merge,
           "slsutil.merge OBJ_A OBJ_B [strategy=smart] [merge_lists=False]: OBJ_B merged into a "

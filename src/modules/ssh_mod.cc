@@ -31,6 +31,7 @@
 namespace brine::modules {
 namespace ssh {
 
+namespace ssh_mod {
 namespace {
 
 bool type_char(char ch) {
@@ -55,8 +56,10 @@ bool key_at(const std::string& line, std::size_t at) {
 }
 
 }  // namespace
+}  // namespace ssh_mod
 
 std::optional<key_line> split_key_line(const std::string& line) {
+  using namespace ssh_mod;
   for (std::size_t i = 0; i < line.size(); ++i) {
     if (std::isspace(static_cast<unsigned char>(line[i])) && key_at(line, i + 1)) {
       return key_line{line.substr(0, i), line.substr(i + 1)};
@@ -68,6 +71,7 @@ std::optional<key_line> split_key_line(const std::string& line) {
 
 }  // namespace ssh
 
+namespace ssh_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -749,8 +753,10 @@ asio::awaitable<outcome> set_known_host(call c) {
 }
 
 }  // namespace
+}  // namespace ssh_mod
 
 void register_ssh_module(registry& reg) {
+  using namespace ssh_mod;
   reg.add("ssh.auth_keys", failures_as_outcomes<auth_keys>,
           "ssh.auth_keys USER [config=.ssh/authorized_keys] [fingerprint_hash_type=sha256]: "
           "returns the user's authorized keys by key: {enc, comment, options, fingerprint}.\n"

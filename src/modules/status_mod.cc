@@ -14,6 +14,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace status_mod {
 namespace {
 
 // status.time(format='%A, %d. %B %Y %I:%M%p'): the local time, formatted
@@ -95,8 +96,10 @@ asio::awaitable<outcome> status_metrics(call c) {
 }
 
 }  // namespace
+}  // namespace status_mod
 
 void register_status_module(registry& reg) {
+  using namespace status_mod;
   using k = registry::kind;
   reg.add("status.time", status_time,
           "status.time(format='%A, %d. %B %Y %I:%M%p') -> the minion's local time, formatted "

@@ -10,6 +10,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace sys_mod {
 namespace {
 
 constexpr auto instant = registry::kind::instant;
@@ -119,8 +120,10 @@ asio::awaitable<outcome> sync_all(call c) {
 }
 
 }  // namespace
+}  // namespace sys_mod
 
 void register_sys_module(registry& reg) {
+  using namespace sys_mod;
   reg.add("sys.list_functions", list_functions,
           "sys.list_functions [GLOB...]: the functions this minion has (a module name stands "
           "for all of its functions).\n\nCLI example: brine cmd '*' sys.list_functions file",

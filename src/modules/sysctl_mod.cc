@@ -21,6 +21,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace sysctl_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -250,8 +251,10 @@ asio::awaitable<outcome> persist(call c) {
 }
 
 }  // namespace
+}  // namespace sysctl_mod
 
 void register_sysctl_module(registry& reg) {
+  using namespace sysctl_mod;
   reg.add("sysctl.get", failures_as_outcomes<get>,
           "sysctl.get NAME: returns the running value (sysctl -n NAME's output; its error text "
           "when there is no such key, as Salt's).\n"

@@ -21,6 +21,7 @@
 #endif
 
 namespace brine::modules {
+namespace test_mod {
 namespace {
 
 // The one argument of a function, given positionally or as `kwarg=`; nullptr
@@ -115,8 +116,10 @@ asio::awaitable<outcome> true_(call) { co_return outcome{true}; }
 asio::awaitable<outcome> false_(call) { co_return outcome{false}; }
 
 }  // namespace
+}  // namespace test_mod
 
 void register_test_module(registry& reg) {
+  using namespace test_mod;
   constexpr auto instant = registry::kind::instant;
   reg.add("test.ping", ping, "Returns true: the minion is up and answering jobs.", instant);
   reg.add("test.echo", echo, "test.echo TEXT: returns TEXT as a string.", instant);

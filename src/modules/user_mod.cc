@@ -33,6 +33,7 @@
 #include "modules/registry.h"
 
 namespace brine::modules {
+namespace user_mod {
 namespace {
 
 using json = nlohmann::json;
@@ -722,14 +723,17 @@ asio::awaitable<outcome> file_gid_to_group(call c) {
 }
 
 }  // namespace
+}  // namespace user_mod
 
 asio::awaitable<std::optional<account>> find_account(std::string name) {
+  using namespace user_mod;
   std::optional<user_entry> u = co_await lookup_user(std::move(name));
   if (!u) co_return std::nullopt;
   co_return account{u->name, u->home, u->uid, u->gid};
 }
 
 void register_user_module(registry& reg) {
+  using namespace user_mod;
   reg.add("user.info", failures_as_outcomes<user_info>,
           "user.info NAME: returns the account as {name, passwd, uid, gid, home, shell, "
           "fullname, roomnumber, workphone, homephone, other, groups (sorted, the primary one "

@@ -27,6 +27,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace archive_states {
 namespace {
 
 namespace fs = std::filesystem;
@@ -727,8 +728,10 @@ asio::awaitable<json> extracted(state_call c) {
 }
 
 }  // namespace
+}  // namespace archive_states
 
 void register_archive_states(registry& reg) {
+  using namespace archive_states;
   reg.add("archive.extracted", extracted, {"name", "source"},
           "archive.extracted name=DIR source=salt://|PATH [archive_format=tar|zip] "
           "[source_hash=] [skip_verify=] [options=] [enforce_toplevel=True] [if_missing=] "

@@ -25,6 +25,7 @@
 #include "states/templates.h"
 
 namespace brine::states {
+namespace cmd_states {
 namespace {
 
 bool is_dir(const std::string& path) {
@@ -479,8 +480,10 @@ asio::awaitable<json> mod_watch(state_call c) {
 }
 
 }  // namespace
+}  // namespace cmd_states
 
 void register_cmd_states(registry& reg) {
+  using namespace cmd_states;
   reg.add("cmd.run", run, {"name"},
           "cmd.run name=COMMAND [cwd=] [env=] [runas=] [umask=] [shell=] [timeout=] "
           "[stateful=False]: runs the command; "

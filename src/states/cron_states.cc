@@ -12,6 +12,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace cron_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -255,8 +256,10 @@ asio::awaitable<json> env_absent(state_call c) {
 }
 
 }  // namespace
+}  // namespace cron_states
 
 void register_cron_states(registry& reg) {
+  using namespace cron_states;
   reg.add("cron.present", present, {"name"},
           "cron.present name=COMMAND [user=root] [minute=*] [hour=*] [daymonth=*] [month=*] "
           "[dayweek=*] [comment] [commented=False] [identifier=COMMAND] [special=@hourly...]: "

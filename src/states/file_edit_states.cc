@@ -29,6 +29,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace file_edit_states {
 namespace {
 
 namespace fs = std::filesystem;
@@ -1222,8 +1223,10 @@ asio::awaitable<json> serialize(state_call c) {
 }
 
 }  // namespace
+}  // namespace file_edit_states
 
 void register_file_edit_states(registry& reg) {
+  using namespace file_edit_states;
   reg.add("file.append", append, {"name"},
           "file.append name=PATH text=TEXT|[LINES] [makedirs=False] [ignore_whitespace=True]: "
           "the text is in the file, appended where missing (source= is not in brine)");

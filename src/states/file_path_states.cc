@@ -18,6 +18,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace file_path_states {
 namespace {
 
 namespace fs = std::filesystem;
@@ -541,8 +542,10 @@ asio::awaitable<json> copy(state_call c) {
 }
 
 }  // namespace
+}  // namespace file_path_states
 
 void register_file_path_states(registry& reg) {
+  using namespace file_path_states;
   reg.add("file.absent", absent, {"name"},
           "file.absent name=PATH: the file, link or directory (recursively) is not there");
   reg.add("file.exists", exists_state, {"name"},

@@ -25,6 +25,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace file_recurse_states {
 namespace {
 
 namespace fs = std::filesystem;
@@ -373,13 +374,16 @@ asio::awaitable<json> recurse(state_call c) {
 }
 
 }  // namespace
+}  // namespace file_recurse_states
 
 asio::awaitable<std::set<std::string>> recurse_keep(state_call c) {
+  using namespace file_recurse_states;
   recurse_plan plan = co_await plan_recurse(c, expand_user(c.name()));
   co_return std::move(plan.keep);
 }
 
 void register_file_recurse_states(registry& reg) {
+  using namespace file_recurse_states;
   reg.add("file.recurse", recurse, {"name", "source"},
           "file.recurse name=DIR source=salt://DIR [clean=False] [include_pat=] [exclude_pat=] "
           "[maxdepth=] [include_empty=False] [user=] [group=] [dir_mode=] [file_mode=|keep] "

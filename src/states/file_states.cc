@@ -34,6 +34,7 @@
 #include "states/templates.h"
 
 namespace brine::states {
+namespace file_states {
 namespace {
 
 namespace fs = std::filesystem;
@@ -373,8 +374,10 @@ bool move_across(const std::string& from, const std::string& to) {
 }
 
 }  // namespace
+}  // namespace file_states
 
 asio::awaitable<json> file_managed(state_call c) {
+  using namespace file_states;
   std::string name = c.name();
   json ret = sorted_ret(name);
   if (name.empty()) co_return fail(ret, "Destination file name is required");
@@ -578,6 +581,7 @@ asio::awaitable<json> file_managed(state_call c) {
   co_return ret;
 }
 
+namespace file_states {
 namespace {
 
 // Salt's _get_recurse_set: the recurse list as a set; `error` when it is
@@ -635,8 +639,10 @@ void add_tree(const std::string& dir, std::set<std::string>& keep) {
 }
 
 }  // namespace
+}  // namespace file_states
 
 asio::awaitable<std::set<std::string>> keep_from_requires(state_call c, std::string name) {
+  using namespace file_states;
   std::set<std::string> keep;
   const json* require = c.arg("require");
   if (require == nullptr || !require->is_array() || c.per_run == nullptr ||
@@ -671,6 +677,7 @@ asio::awaitable<std::set<std::string>> keep_from_requires(state_call c, std::str
   co_return keep;
 }
 
+namespace file_states {
 namespace {
 
 // Salt's _check_directory: what file.directory would change, as
@@ -761,8 +768,10 @@ json fail_dir(json ret, const std::string& comment) {
 }
 
 }  // namespace
+}  // namespace file_states
 
 asio::awaitable<json> file_directory(state_call c) {
+  using namespace file_states;
   std::string name = expand_user(c.name());
   json ret = make_ret(name, true, "");
   if (name.empty()) co_return fail_dir(ret, "Must provide name to file.directory");
@@ -940,6 +949,7 @@ asio::awaitable<json> file_directory(state_call c) {
   co_return ret;
 }
 
+namespace file_states {
 namespace {
 
 // Salt's file.accumulated: charges the run's accumulator `name` for
@@ -1000,8 +1010,10 @@ asio::awaitable<json> accumulated(state_call c) {
 asio::awaitable<json> mod_run_check_cmd(state_call c) { co_return make_ret(c.name()); }
 
 }  // namespace
+}  // namespace file_states
 
 void register_file_states(registry& reg) {
+  using namespace file_states;
   reg.add("file.managed", file_managed, {"name"},
           "file.managed name=PATH contents=TEXT|source=URL [template=jinja] [mode=0644] "
           "[user=] [group=] [makedirs=False] [replace=True] [contents_newline=True] "

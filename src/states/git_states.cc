@@ -13,6 +13,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace git_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -262,8 +263,10 @@ asio::awaitable<json> config_unset(state_call c) {
 }
 
 }  // namespace
+}  // namespace git_states
 
 void register_git_states(registry& reg) {
+  using namespace git_states;
   reg.add("git.config_set", config_set, {"name"},
           "git.config_set name=KEY value=V|multivar=[...] repo=DIR|global=True [user=]: the git "
           "config key has the value(s)");

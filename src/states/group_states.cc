@@ -13,6 +13,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace group_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -245,8 +246,10 @@ asio::awaitable<json> absent(state_call c) {
 }
 
 }  // namespace
+}  // namespace group_states
 
 void register_group_states(registry& reg) {
+  using namespace group_states;
   reg.add("group.present", present, {"name"},
           "group.present name=GROUP [gid] [system=False] [addusers=[]] [delusers=[]] "
           "[members=[]] [non_unique=False]: the group exists with this gid and these members "

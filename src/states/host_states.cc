@@ -12,6 +12,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace host_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -237,8 +238,10 @@ asio::awaitable<json> only(state_call c) {
 }
 
 }  // namespace
+}  // namespace host_states
 
 void register_host_states(registry& reg) {
+  using namespace host_states;
   reg.add("host.present", present, {"name", "ip"},
           "host.present name=HOSTNAME ip=ADDRESS|[ADDRESS...] [comment] [clean=False]: the hosts "
           "file gives each address the name (clean=True removes the name from other addresses)");

@@ -24,6 +24,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace module_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -293,8 +294,10 @@ asio::awaitable<json> run(state_call c) {
 asio::awaitable<json> wait(state_call c) { co_return make_ret(c.name(), true, ""); }
 
 }  // namespace
+}  // namespace module_states
 
 void register_module_states(registry& reg) {
+  using namespace module_states;
   reg.add("module.run", run, {},
           "module.run: calls execution functions. New syntax: each argument `fun: [ARGS]` "
           "(mappings are keywords, `fun:tag` calls one twice); legacy syntax: name=FUN and its "

@@ -20,6 +20,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace pkg_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -1135,8 +1136,10 @@ asio::awaitable<json> mod_watch(state_call c) {
 }
 
 }  // namespace
+}  // namespace pkg_states
 
 void register_pkg_states(registry& reg) {
+  using namespace pkg_states;
   reg.add("pkg.installed", installed, {"name"},
           "pkg.installed name=PKG | pkgs=[a, {b: '1.2-1'}] [version=1.2-1 | '>=1.0'] "
           "[refresh=] [fromrepo=] [reinstall=False] [hold=] [ignore_epoch=] "

@@ -22,6 +22,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace pkgrepo_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -332,8 +333,10 @@ asio::awaitable<json> absent(state_call c) {
 }
 
 }  // namespace
+}  // namespace pkgrepo_states
 
 void register_pkgrepo_states(registry& reg) {
+  using namespace pkgrepo_states;
   reg.add("pkgrepo.managed", managed, {"name"},
           "pkgrepo.managed name='deb [signed-by=KEYRING] URI DIST COMP...' [file=] [comps=] "
           "[architectures=] [enabled=|disabled=] [comments=] [key_url=] [aptkey=True] "

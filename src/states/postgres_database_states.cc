@@ -11,6 +11,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace postgres_database_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -128,8 +129,10 @@ asio::awaitable<json> absent(state_call c) {
 }
 
 }  // namespace
+}  // namespace postgres_database_states
 
 void register_postgres_database_states(registry& reg) {
+  using namespace postgres_database_states;
   reg.add("postgres_database.present", postgres::guarded<present>, {"name"},
           "postgres_database.present NAME [tablespace] [encoding] [lc_collate] [lc_ctype] "
           "[owner] [owner_recurse=False] [template] [user] [maintenance_db] [db_user] "

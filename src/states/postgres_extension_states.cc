@@ -11,6 +11,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace postgres_extension_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -107,8 +108,10 @@ asio::awaitable<json> absent(state_call c) {
 }
 
 }  // namespace
+}  // namespace postgres_extension_states
 
 void register_postgres_extension_states(registry& reg) {
+  using namespace postgres_extension_states;
   reg.add("postgres_extension.present", postgres::guarded<present>, {"name"},
           "postgres_extension.present NAME [if_not_exists] [schema] [ext_version] "
           "[from_version] [user] [maintenance_db] [db_user] [db_password] [db_host] [db_port]: "

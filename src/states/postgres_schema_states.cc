@@ -10,6 +10,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace postgres_schema_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -105,8 +106,10 @@ asio::awaitable<json> absent(state_call c) {
 }
 
 }  // namespace
+}  // namespace postgres_schema_states
 
 void register_postgres_schema_states(registry& reg) {
+  using namespace postgres_schema_states;
   reg.add("postgres_schema.present", postgres::guarded<present>, {"dbname", "name"},
           "postgres_schema.present DBNAME NAME [owner] [user] [db_user] [db_password] [db_host] "
           "[db_port]: the schema exists in database DBNAME.");

@@ -14,6 +14,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace postgres_user_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -168,8 +169,10 @@ asio::awaitable<json> absent(state_call c) {
 }
 
 }  // namespace
+}  // namespace postgres_user_states
 
 void register_postgres_user_states(registry& reg) {
+  using namespace postgres_user_states;
   reg.add("postgres_user.present", postgres::guarded<present>, {"name"},
           "postgres_user.present NAME [createdb] [createroles] [encrypted=md5] [superuser] "
           "[replication] [inherit] [login] [password] [default_password] [refresh_password] "

@@ -20,6 +20,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace service_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -633,8 +634,10 @@ asio::awaitable<json> mod_watch(state_call c) {
 }
 
 }  // namespace
+}  // namespace service_states
 
 void register_service_states(registry& reg) {
+  using namespace service_states;
   reg.add("service.running", running, {"name"},
           "service.running name=SERVICE [enable=None] [sig=] [init_delay=] [no_block=] [unmask=] "
           "[unmask_runtime=] [timeout=]: the service runs (started when it does not); enable "

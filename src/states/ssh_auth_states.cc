@@ -11,6 +11,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace ssh_auth_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -189,8 +190,10 @@ asio::awaitable<json> absent(state_call c) {
 }
 
 }  // namespace
+}  // namespace ssh_auth_states
 
 void register_ssh_auth_states(registry& reg) {
+  using namespace ssh_auth_states;
   reg.add("ssh_auth.present", present, {"name", "user"},
           "ssh_auth.present name=KEY user=USER [enc=ssh-rsa] [comment] [options=[]] "
           "[config=.ssh/authorized_keys] [fingerprint_hash_type]: the key is in the user's "

@@ -11,6 +11,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace ssh_known_hosts_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -153,8 +154,10 @@ asio::awaitable<json> absent(state_call c) {
 }
 
 }  // namespace
+}  // namespace ssh_known_hosts_states
 
 void register_ssh_known_hosts_states(registry& reg) {
+  using namespace ssh_known_hosts_states;
   reg.add("ssh_known_hosts.present", present, {"name"},
           "ssh_known_hosts.present name=HOST [user] [key enc | fingerprint] [port] [config] "
           "[hash_known_hosts=True] [timeout=5]: the host's key is in the known_hosts file (the "

@@ -9,6 +9,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace sysctl_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -117,8 +118,10 @@ asio::awaitable<json> present(state_call c) {
 }
 
 }  // namespace
+}  // namespace sysctl_states
 
 void register_sysctl_states(registry& reg) {
+  using namespace sysctl_states;
   reg.add("sysctl.present", present, {"name", "value"},
           "sysctl.present name=KEY value=VALUE [config=FILE]: the kernel parameter has the value, "
           "now (sysctl -w) and at boot (the line 'KEY = VALUE' in config, by default "

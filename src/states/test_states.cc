@@ -11,6 +11,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace test_states {
 namespace {
 
 json pretend_change() {
@@ -216,8 +217,10 @@ asio::awaitable<json> check_pillar(state_call c) {
 }
 
 }  // namespace
+}  // namespace test_states
 
 void register_test_states(registry& reg) {
+  using namespace test_states;
   reg.add("test.nop", succeed_without_changes, {"name"},
           "test.nop: does nothing and succeeds (a placeholder for requisites)");
   reg.add("test.succeed_without_changes", succeed_without_changes, {"name"},

@@ -17,6 +17,7 @@
 #include "states/registry.h"
 
 namespace brine::states {
+namespace user_states {
 namespace {
 
 using plain_json = nlohmann::json;
@@ -531,8 +532,10 @@ asio::awaitable<json> absent(state_call c) {
 }
 
 }  // namespace
+}  // namespace user_states
 
 void register_user_states(registry& reg) {
+  using namespace user_states;
   reg.add("user.present", present, {"name"},
           "user.present name=USER [uid] [gid] [usergroup] [groups] [optional_groups] "
           "[remove_groups=True] [home] [createhome=True] [persist_home=False] [shell] "

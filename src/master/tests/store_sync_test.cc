@@ -11,6 +11,7 @@
 #include "master/tests/fakes.h"
 
 namespace brine::master {
+namespace store_sync_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -349,4 +350,5 @@ TEST_F(store_sync_test, without_a_cluster_acknowledgements_and_jobs_of_others_ar
 }
 
 }  // namespace
+}  // namespace store_sync_test
 }  // namespace brine::master

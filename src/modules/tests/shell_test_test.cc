@@ -16,6 +16,7 @@
 #include <vector>
 
 namespace brine::modules {
+namespace shell_test_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -90,4 +91,5 @@ TEST_F(shell_test_test, leaves_to_the_shell_what_it_cannot_answer_exactly) {
 }
 
 }  // namespace
+}  // namespace shell_test_test
 }  // namespace brine::modules

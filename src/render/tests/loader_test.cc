@@ -13,6 +13,7 @@
 // Salt's tags. Table cases render the template 'main' of a set of templates;
 // their expected outputs come from Python's Jinja2 3.1 with a DictLoader.
 namespace brine::render {
+namespace loader_test {
 namespace {
 
 struct loader_case {
@@ -379,4 +380,5 @@ json.dump(out, open(sys.argv[2], "w"))
 }
 
 }  // namespace
+}  // namespace loader_test
 }  // namespace brine::render
