@@ -17,6 +17,12 @@ endif()
 # `brine` links every module's objects itself (brine_link_modules), so that
 # the thousands of brine processes a test run starts do not each relocate 30
 # shared modules.
+#
+# The presets turn on CMAKE_UNITY_BUILD: each object library compiles its
+# sources in batches (CMake's default, eight a unit), a third of the CPU
+# one by one took; docs/architecture.md ("Modules") says what that asks of
+# a file's local names. A source with COMPILE_DEFINITIONS of its own is
+# compiled alone.
 function(brine_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   set(objects brine_${name}_objects)

@@ -3,6 +3,9 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config
+  # The presets' generator (CMakePresets.json): Ninja schedules the unity
+  # batches and links of every room on both cores without make's recursion.
+  ninja-build
   # The build's compiler cache, shared by every clone of the machine
   # (cmake/brine.cmake: brine_use_ccache).
   ccache
