@@ -200,7 +200,8 @@ endfunction()
 # same bytes as one compiled in another. (A unity batch includes its sources
 # by absolute path; with -fdebug-prefix-map alone, every batch whose code
 # expands __FILE__ — gtest's assertions, assert() — held the clone's path
-# and missed: 40 hits, 49 misses in a clean clone of a warm cache.) Measured (.ci/run on a clean clone, warm cache): the
+# and missed: 40 hits, 49 misses in a clean clone of a warm cache.)
+# Measured (.ci/run on a clean clone, warm cache): the
 # ASan build's compile goes from about 17 minutes to a few seconds of cache
 # hits; scripts/test.sh prints the hit rate.
 function(brine_use_ccache)

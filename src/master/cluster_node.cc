@@ -14,6 +14,7 @@
 #include "base/fs.h"
 #include "cluster/identity.h"
 #include "master/publisher.h"
+#include "proto/message.h"
 
 namespace brine::master {
 
@@ -270,16 +271,15 @@ void cluster_node::link_members() {
 
 void cluster_node::remove(const std::string& name, std::function<void(nlohmann::json)> answer) {
   if (name.empty()) {
-    answer({{"ok", false}, {"error", "remove-peer needs the master's name (host:port, as "
-                                     "`brine cluster status` lists it)"}});
+    answer(proto::api_error(
+        "remove-peer needs the master's name (host:port, as `brine cluster status` lists it)"));
     return;
   }
   d_.store.post([name, answer, cluster = cfg_.cluster_id](store::store& db) {
     try {
       if (!db.remove_member(name)) {
-        answer({{"ok", false},
-                {"error", "no master named " + name +
-                              " in the store; `brine cluster status` lists the members"}});
+        answer(proto::api_error("no master named " + name +
+                                " in the store; `brine cluster status` lists the members"));
         return;
       }
       spdlog::info("cluster {}: master {} removed; it closes its minions' connections at its "
@@ -287,7 +287,7 @@ void cluster_node::remove(const std::string& name, std::function<void(nlohmann::
                    cluster, name);
       answer({{"ok", true}, {"removed", name}});
     } catch (const std::exception& e) {
-      answer({{"ok", false}, {"error", e.what()}});
+      answer(proto::api_error(e.what()));
     }
   });
 }

@@ -21,6 +21,7 @@
 #include "base/fs.h"
 #include "cluster/identity.h"
 #include "master/inventory.h"
+#include "proto/message.h"
 #include "store/store.h"
 
 namespace brine::master {
@@ -131,7 +132,7 @@ master::master(base::master_config cfg)
       try {
         answer = answer_inventory(body, keys_, cache_, jobs_.nodegroups());
       } catch (const std::exception& e) {
-        answer = {{"ok", false}, {"error", e.what()}};
+        answer = proto::api_error(e.what());
       }
       reply(std::move(answer));
     });
