@@ -13,6 +13,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "base/python_truth.h"
 #include "modules/data.h"
 #include "modules/registry.h"
 #include "state/high.h"
@@ -107,15 +108,6 @@ bool matches(const json& chunk, const std::string& key, const json& value) {
 
 bool is_true(const json& v) { return v.is_boolean() && v.get<bool>(); }
 bool is_false(const json& v) { return v.is_boolean() && !v.get<bool>(); }
-
-// Python's truth of a value.
-bool truthy(const json& v) {
-  if (v.is_null()) return false;
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number_integer()) return v.get<long long>() != 0;
-  if (v.is_number_float()) return v.get<double>() != 0;
-  return !v.empty();
-}
 
 bool exists(const std::string& path) {
   struct stat st {};
@@ -270,7 +262,7 @@ struct runner::impl {
           auto [result, code] = co_await check_function(entry);
           if (code != 0) {
             if (!check(code)) break;
-          } else if (!truthy(result)) {
+          } else if (!base::python_truth(result)) {
             r["comment"] = "onlyif condition is false";
             r["skip_watch"] = true;
             r["result"] = true;
@@ -316,7 +308,7 @@ struct runner::impl {
           auto [result, code] = co_await check_function(entry);
           if (code != 0) {
             if (check(code)) break;
-          } else if (truthy(result)) {
+          } else if (base::python_truth(result)) {
             r["comment"] = "unless condition is true";
             r["skip_watch"] = true;
             r["result"] = true;
@@ -330,10 +322,10 @@ struct runner::impl {
           r["result"] = false;
         }
       }
-      ret["result"] = truthy(r["result"]) || truthy(ret["result"]);
+      ret["result"] = base::python_truth(r["result"]) || base::python_truth(ret["result"]);
       ret["comment"].push_back(r.value("comment", json()));
       if (r.contains("skip_watch")) {
-        ret["skip_watch"] = truthy(r["skip_watch"]) || truthy(ret.value("skip_watch", json(false)));
+        ret["skip_watch"] = base::python_truth(r["skip_watch"]) || base::python_truth(ret.value("skip_watch", json(false)));
       }
     }
     if (low.contains("creates")) {
@@ -353,10 +345,10 @@ struct runner::impl {
         r["comment"] = "Creates files not found";
         r["result"] = false;
       }
-      ret["result"] = truthy(r["result"]) || truthy(ret["result"]);
+      ret["result"] = base::python_truth(r["result"]) || base::python_truth(ret["result"]);
       ret["comment"].push_back(r["comment"]);
       if (r.contains("skip_watch")) {
-        ret["skip_watch"] = truthy(r["skip_watch"]) || truthy(ret.value("skip_watch", json(false)));
+        ret["skip_watch"] = base::python_truth(r["skip_watch"]) || base::python_truth(ret.value("skip_watch", json(false)));
       }
     }
     co_return ret;
@@ -426,7 +418,7 @@ struct runner::impl {
       ret["comment"] = joined;
     }
     if (ret.contains("result") && !ret["result"].is_null() && !ret["result"].is_boolean()) {
-      ret["result"] = truthy(ret["result"]);
+      ret["result"] = base::python_truth(ret["result"]);
     }
   }
 
@@ -450,7 +442,7 @@ struct runner::impl {
     ret["name"] = low["name"];
     ret["changes"] = json::object();
     std::string full = text(low["state"]) + "." + text(low["fun"]);
-    bool prereq = truthy(low.value("__prereq__", json(false)));
+    bool prereq = base::python_truth(low.value("__prereq__", json(false)));
     bool test = s.test || prereq;
     bool has_run_check = s.states->find(text(low["state"]) + ".mod_run_check") != nullptr;
     if ((low.contains("unless") || low.contains("onlyif") || low.contains("creates")) &&
@@ -460,7 +452,7 @@ struct runner::impl {
     }
     std::shared_ptr<proc> parallel;
     if (!ret.contains("result") || is_false(ret["result"])) {
-      if (!prereq && truthy(low.value("parallel", json(false)))) {
+      if (!prereq && base::python_truth(low.value("parallel", json(false)))) {
         parallel = std::make_shared<proc>();
         parallel->wake = std::make_unique<asio::steady_timer>(
             co_await asio::this_coro::executor, std::chrono::steady_clock::time_point::max());
@@ -661,10 +653,10 @@ struct runner::impl {
           continue;
         }
         if (r_state.starts_with("onchanges")) {
-          req_stats.insert(truthy(r.value("changes", json())) ? "onchangesmet" : "onchanges");
+          req_stats.insert(base::python_truth(r.value("changes", json())) ? "onchangesmet" : "onchanges");
           continue;
         }
-        if (r_state.starts_with("watch") && truthy(r.value("changes", json()))) {
+        if (r_state.starts_with("watch") && base::python_truth(r.value("changes", json()))) {
           req_stats.insert("change");
           continue;
         }
@@ -674,7 +666,7 @@ struct runner::impl {
         }
         if (r_state.starts_with("prereq") && !result.is_null()) {
           if (prereq_type) req_stats.insert("pre");
-        } else if (truthy(r.value("__state_ran__", json(true)))) {
+        } else if (base::python_truth(r.value("__state_ran__", json(true)))) {
           req_stats.insert("met");
         }
       }
@@ -715,11 +707,11 @@ struct runner::impl {
   bool check_failhard(const json& low) {
     if (s.test) return false;
     std::string tag = tag_of(low);
-    bool failhard = low.contains("failhard") ? truthy(low["failhard"]) : s.failhard;
+    bool failhard = low.contains("failhard") ? base::python_truth(low["failhard"]) : s.failhard;
     if (failhard && running.contains(tag)) {
       const json& result = running[tag].value("result", json());
       if (result.is_null()) return false;
-      return !truthy(result);
+      return !base::python_truth(result);
     }
     return false;
   }
@@ -745,9 +737,9 @@ struct runner::impl {
   asio::awaitable<void> call_chunk(size_t index, int depth = 0) {
     json& low = chunks[index];
     std::string tag = tag_of(low);
-    if (!truthy(low.value("prerequired", json(false)))) active.insert(tag);
+    if (!base::python_truth(low.value("prerequired", json(false)))) active.insert(tag);
     std::vector<std::string> requisites = k_requisites;
-    bool in_prereq = truthy(low.value("__prereq__", json(false)));
+    bool in_prereq = base::python_truth(low.value("__prereq__", json(false)));
     std::string status;
     std::map<std::string, std::vector<size_t>> reqs;
     if (!in_prereq) {
@@ -807,7 +799,7 @@ struct runner::impl {
             comment += std::string(23, ' ') + l.begin().key() + ": " + text(l.begin().value()) + "\n";
           }
         }
-        json& run_dict = truthy(low.value("__prereq__", json(false))) ? pre : running;
+        json& run_dict = base::python_truth(low.value("__prereq__", json(false))) ? pre : running;
         run_dict[tag] = fake(false, comment, run_num++, low);
         co_return;
       }
@@ -815,7 +807,7 @@ struct runner::impl {
         std::string ctag = tag_of(chunks[ci]);
         if (running.contains(ctag)) continue;
         if (active.count(ctag)) {
-          if (truthy(chunks[ci].value("__prerequired__", json(false)))) {
+          if (base::python_truth(chunks[ci].value("__prerequired__", json(false)))) {
             if (!pre.contains(tag)) {
               low["__prereq__"] = true;
               pre[ctag] = co_await call(low);
@@ -833,10 +825,10 @@ struct runner::impl {
         }
       }
       json& again = chunks[index];
-      if (truthy(again.value("__prereq__", json(false)))) {
+      if (base::python_truth(again.value("__prereq__", json(false)))) {
         auto [st, rq] = co_await check_requisite(again, false);
         pre[tag] = co_await call(again);
-        if (!truthy(pre[tag].value("changes", json())) && st == "change") {
+        if (!base::python_truth(pre[tag].value("changes", json())) && st == "change") {
           json w = json::object();
           w["watch"] = "watch";
           pre[tag]["changes"] = w;
@@ -887,7 +879,7 @@ struct runner::impl {
       ++run_num;
     } else if (status == "change" && !in_prereq) {
       json ret = co_await call(low);
-      if (!truthy(ret.value("changes", json())) && !truthy(ret.value("skip_watch", json(false)))) {
+      if (!base::python_truth(ret.value("changes", json())) && !base::python_truth(ret.value("skip_watch", json(false)))) {
         json watcher = low;
         watcher["sfun"] = low["fun"];
         watcher["fun"] = "mod_watch";
@@ -901,7 +893,7 @@ struct runner::impl {
             r["state"] = chunks[i]["state"];
             r["__id__"] = chunks[i]["__id__"];
             std::string rtag = tag_of(chunks[i]);
-            r["__changed__"] = running.contains(rtag) && truthy(running[rtag].value("changes", json()));
+            r["__changed__"] = running.contains(rtag) && base::python_truth(running[rtag].value("changes", json()));
             list.push_back(std::move(r));
           }
           reqs_low[r_state] = std::move(list);
@@ -1016,7 +1008,7 @@ struct runner::impl {
           for (const auto& c : crefs) {
             if (!in_cref(c, lkey, lval)) continue;
             std::string to_tag = tag_of(chunks[c.index]);
-            if (!running.contains(to_tag) || !truthy(running[to_tag].value("changes", json()))) {
+            if (!running.contains(to_tag) || !base::python_truth(running[to_tag].value("changes", json()))) {
               continue;
             }
             bool listener_known = std::any_of(crefs.begin(), crefs.end(), [&](const cref& x) {

@@ -10,6 +10,7 @@
 
 #include "apply/runner.h"
 #include "base/error.h"
+#include "base/python_truth.h"
 #include "catalog/request.h"
 #include "fileserver/pinned.h"
 #include "modules/context.h"
@@ -49,23 +50,12 @@ json arg(const call& c, size_t i, const std::string& name) {
   return json();
 }
 
-bool truthy(const nlohmann::json& v) {
-  if (v.is_null()) return false;
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number()) return v.get<double>() != 0;
-  if (v.is_string()) {
-    std::string s = v.get<std::string>();
-    return s == "True" || s == "true" || s == "1" || s == "yes";
-  }
-  return !v.empty();
-}
-
 // test=True per call, else the minion's `test` option (Salt's _get_test_value).
 bool test_mode(const call& c, modules::minion_context& ctx) {
   if (c.kwargs.is_object() && c.kwargs.contains("test") && !c.kwargs["test"].is_null()) {
-    return truthy(c.kwargs["test"]);
+    return base::python_truth(c.kwargs["test"]);
   }
-  return truthy(ctx.opts().value("test", nlohmann::json(false)));
+  return base::python_truth(ctx.opts().value("test", nlohmann::json(false)));
 }
 
 std::optional<std::string> mods_of(const json& v) {
@@ -119,7 +109,7 @@ outcome finish(json ret, int retcode) {
 // Waits (queue=True) or refuses (Salt's conflict, retcode 1) while another
 // state run is going on; nullopt when this one may go ahead.
 asio::awaitable<std::optional<outcome>> wait_for_turn(const call& c, modules::minion_context& ctx) {
-  bool queue = truthy(c.kwargs.value("queue", nlohmann::json(false)));
+  bool queue = base::python_truth(c.kwargs.value("queue", nlohmann::json(false)));
   while (true) {
     json others = other_runs(c, ctx);
     if (others.empty()) co_return std::nullopt;
@@ -317,7 +307,7 @@ settings settings_for(const call& c, modules::minion_context& ctx, const states:
   s.functions = &ctx.functions();
   s.context = &ctx;
   s.test = test_mode(c, ctx);
-  s.failhard = truthy(ctx.opts().value("failhard", nlohmann::json(false)));
+  s.failhard = base::python_truth(ctx.opts().value("failhard", nlohmann::json(false)));
   s.jid = c.jid;
   s.timeout = c.timeout;
   return s;

@@ -13,7 +13,7 @@ constexpr size_t k_recent_jobs = 64;
 
 // test= as Salt reads a keyword argument: YAML made it a boolean, but a
 // string or a number may come from an API client.
-bool truthy(const nlohmann::json& v) {
+bool test_flag(const nlohmann::json& v) {
   if (v.is_boolean()) return v.get<bool>();
   if (v.is_number()) return v.get<double>() != 0;
   if (v.is_string()) {
@@ -38,7 +38,7 @@ std::optional<bool> reports::test_of(store::store& db, const std::string& jid) {
         test = true;
       } else if (job->kwargs.is_object() && job->kwargs.contains("test") &&
                  !job->kwargs["test"].is_null()) {
-        test = truthy(job->kwargs["test"]);
+        test = test_flag(job->kwargs["test"]);
       }
     }
   } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 #include "modules/archive_listing.h"
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <set>
 
@@ -122,6 +123,17 @@ listing parse_zip_listing(const std::string& text) {
   }
   out.dirs.assign(dirs.begin(), dirs.end());
   return out;
+}
+
+std::optional<std::string> guess_archive_type(std::string name) {
+  for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* ending : {"tar", "tar.gz", "tgz", "tar.bz2", "tbz2", "tbz", "tar.xz", "txz",
+                             "tar.lzma", "tlz"}) {
+    if (name.ends_with(std::string(".") + ending)) return "tar";
+  }
+  if (name.ends_with(".zip")) return "zip";
+  if (name.ends_with(".rar")) return "rar";
+  return std::nullopt;
 }
 
 }  // namespace brine::modules

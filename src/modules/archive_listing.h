@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ listing parse_tar_listing(const std::string& text);
 // parent directories of the files count as directories (Salt's _list_zip),
 // sorted and unique.
 listing parse_zip_listing(const std::string& text);
+
+// Salt's guess_archive_type: "tar", "zip" or "rar" by the name's ending
+// (case-insensitive), nullopt for any other.
+std::optional<std::string> guess_archive_type(std::string name);
 
 // GNU tar's "escape" quoting undone.
 std::string tar_unescape(const std::string& s);

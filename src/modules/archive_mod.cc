@@ -27,19 +27,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// Salt's guess_archive_type: by the name's ending.
-std::optional<std::string> guess_format(std::string name) {
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  for (const char* ending : {"tar", "tar.gz", "tgz", "tar.bz2", "tbz2", "tbz", "tar.xz", "txz",
-                             "tar.lzma", "tlz"}) {
-    if (name.ends_with(std::string(".") + ending)) return "tar";
-  }
-  if (name.ends_with(".zip")) return "zip";
-  if (name.ends_with(".rar")) return "rar";
-  return std::nullopt;
-}
-
 asio::awaitable<process_result> run_tool(const call& c, std::vector<std::string> argv,
                                          std::string cwd = "", std::string runas = "") {
   process_options opts;
@@ -128,7 +115,7 @@ asio::awaitable<outcome> list(call c) {
   if (!format || format->empty()) {
     std::string path = name;
     if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
-    format = guess_format(path);
+    format = guess_archive_type(path);
     if (!format) {
       throw tool_failure("Unable to guess archive format, please pass an 'archive_format' "
                          "argument.");

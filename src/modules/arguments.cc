@@ -99,8 +99,9 @@ std::vector<std::string> shlex_split(const std::string& what, const std::string&
       if (ch == '"') {
         quote = 0;
       } else if (ch == '\\' && i + 1 < line.size() &&
-                 (line[i + 1] == '"' || line[i + 1] == '\\' || line[i + 1] == '$' ||
-                  line[i + 1] == '`')) {
+                 (line[i + 1] == '"' || line[i + 1] == '\\')) {
+        // Python's escapedquotes: inside "..." a backslash escapes only
+        // the quote and itself (a shell would also take $ and `).
         cur += line[++i];
       } else {
         cur += ch;
@@ -108,7 +109,8 @@ std::vector<std::string> shlex_split(const std::string& what, const std::string&
     } else if (ch == '\'' || ch == '"') {
       quote = ch;
       have = true;
-    } else if (ch == '\\' && i + 1 < line.size()) {
+    } else if (ch == '\\') {
+      if (i + 1 == line.size()) throw base::error(what + " ends with an escape: " + line);
       cur += line[++i];
       have = true;
     } else if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {

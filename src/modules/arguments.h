@@ -87,8 +87,10 @@ asio::awaitable<outcome> failures_as_outcomes(call c) {
 }
 
 
-// Python's shlex.split (POSIX mode, no comments); a base::error "<what> has
-// an unclosed quote: ..." for an unclosed quote (what: "cmd.script: args").
+// Python's shlex.split (POSIX mode, no comments): inside double quotes a
+// backslash escapes only `"` and itself. A base::error "<what> has an
+// unclosed quote: ..." (or "ends with an escape") where Python's raises
+// ValueError (what: "cmd.script: args").
 std::vector<std::string> shlex_split(const std::string& what, const std::string& line);
 
 // Without surrounding whitespace.

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/error.h"
+#include "base/python_truth.h"
 #include "modules/arguments.h"
 #include "modules/context.h"
 #include "modules/data.h"
@@ -152,19 +153,6 @@ std::string normalize_mode_text(const nlohmann::json& mode) {
     m.insert(sign ? 1 : 0, 4 - m.size(), '0');
   }
   return m;
-}
-
-// Python's truth of a value.
-bool truthy(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null: return false;
-    case json::value_t::boolean: return v.get<bool>();
-    case json::value_t::string: return !v.get_ref<const std::string&>().empty();
-    case json::value_t::object:
-    case json::value_t::array: return !v.empty();
-    case json::value_t::number_float: return v.get<double>() != 0;
-    default: return v.get<std::int64_t>() != 0;
-  }
 }
 
 // The master's options as a minion sees them (pillar key 'master', where
@@ -310,7 +298,7 @@ asio::awaitable<outcome> valid_fileproto(call c) {
 asio::awaitable<outcome> backup_mode(call c) {
   arguments s("config.backup_mode", c, {"backup"});
   const json* backup = s.get("backup");
-  if (backup != nullptr && truthy(*backup)) co_return outcome{*backup};
+  if (backup != nullptr && base::python_truth(*backup)) co_return outcome{*backup};
   // Salt's minion always has the option (default ''); brine's may not.
   const json* opt = top_level(need_context(c).opts(), json("backup_mode"));
   co_return outcome{opt ? *opt : json("")};

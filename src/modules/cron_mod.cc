@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/python_truth.h"
 #include "modules/arguments.h"
 #include "modules/process.h"
 #include "modules/registry.h"
@@ -195,27 +196,20 @@ json parse_tab(const std::string& text) {
   return ret;
 }
 
-bool truthy(const json& v) {
-  if (v.is_null()) return false;
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_string()) return !v.get<std::string>().empty();
-  return true;
-}
-
 std::string text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 // The comment line above a job: its comment (each line prefixed with "# ")
 // and its identifier.
 std::string comment_line(const json& entry, bool strip) {
   std::string line = "#";
-  if (truthy(entry["comment"])) {
+  if (base::python_truth(entry["comment"])) {
     std::string comment = entry["comment"].get<std::string>();
     if (strip) comment.erase(comment.find_last_not_of(" \t\r\n") + 1);
     std::string prefixed;
     for (char ch : comment) prefixed += ch == '\n' ? std::string("\n# ") : std::string(1, ch);
     line += " " + prefixed;
   }
-  if (truthy(entry["identifier"])) line += " " + k_identifier + ":" + text(entry["identifier"]);
+  if (base::python_truth(entry["identifier"])) line += " " + k_identifier + ":" + text(entry["identifier"]);
   return line + "\n";
 }
 
@@ -304,7 +298,7 @@ json date_time(json want) {
 }
 
 std::optional<std::string> ident_of(const json& v) {
-  if (!truthy(v)) return std::nullopt;
+  if (!base::python_truth(v)) return std::nullopt;
   return text(v);
 }
 
@@ -358,7 +352,7 @@ asio::awaitable<std::string> set_entry(std::chrono::seconds limit, std::string u
   const std::string cmd = want["cmd"];
   for (json entry : entries) {
     if (!cron::matched(entry, cmd, ident_of(want["identifier"]))) continue;
-    std::string cid = truthy(entry["identifier"]) ? text(entry["identifier"])
+    std::string cid = base::python_truth(entry["identifier"]) ? text(entry["identifier"])
                                                   : std::string(cron::k_no_identifier);
     json setted_id = entry["identifier"].is_null() ? json(cron::k_no_identifier) : entry["identifier"];
     std::vector<std::pair<json, json>> tests = {{entry["comment"], want["comment"]},
@@ -391,11 +385,11 @@ asio::awaitable<std::string> set_entry(std::chrono::seconds limit, std::string u
     if (!cron::needs_change(entry["cmd"], want["cmd"])) {
       next["cmd"] = entry["cmd"];
       if (cid == cron::k_no_identifier) {
-        if (truthy(want["identifier"])) cid_value = want["identifier"];
+        if (base::python_truth(want["identifier"])) cid_value = want["identifier"];
         if (cid_value == cron::k_no_identifier && entry["identifier"].is_null()) cid_value = nullptr;
       }
     }
-    if (!truthy(cid_value) || !cron::needs_change(cid_value, want["identifier"])) {
+    if (!base::python_truth(cid_value) || !cron::needs_change(cid_value, want["identifier"])) {
       next["identifier"] = cid_value;
     }
     std::string again = co_await set_entry(limit, user, special, next);

@@ -17,6 +17,7 @@
 #include "base/fs.h"
 #include "packed/packed.h"
 #include "pillar/merge.h"
+#include "base/python_truth.h"
 #include "pillar/render.h"
 
 namespace brine::pillar {
@@ -278,7 +279,7 @@ struct compiler::tree {
       f.error = err.what();
       return f;
     }
-    f.truthy = detail::truthy(data);
+    f.truthy = base::python_truth(data);
     if (!f.truthy) return f;  // own stays {}
     f.has_include = data.is_object() && data.contains("include");
     f.include_is_list = f.has_include && data["include"].is_array();
@@ -338,7 +339,7 @@ struct compiler::tree {
       const ordered_json& opts = item.begin().value();
       // `defaults` are template variables; brine's pillar files have no
       // template markup, so they change nothing.
-      if (auto k = opts.find("key"); k != opts.end() && detail::truthy(*k)) {
+      if (auto k = opts.find("key"); k != opts.end() && base::python_truth(*k)) {
         if (!k->is_string()) {
           ref.error = "Include Declaration in SLS '" + sls + "': the key of '" + sub +
                       "' must be a string like a:b, got " + k->dump();
@@ -475,7 +476,7 @@ struct compiler::tree {
           for (const auto& comp : items) {
             if (!comp.is_object()) continue;
             if (comp.contains("order")) m.order = order_of(comp["order"]);
-            if (comp.contains("ignore_missing") && detail::truthy(comp["ignore_missing"])) {
+            if (comp.contains("ignore_missing") && base::python_truth(comp["ignore_missing"])) {
               ignore_missing = true;
             }
           }
@@ -589,7 +590,7 @@ class renderer {
       for (const auto& m : inc.names) {
         auto done = mods_.find(m);
         const ordered_json* sub = done != mods_.end() ? done->second : render(m);
-        if (sub == nullptr || !detail::truthy(*sub)) continue;
+        if (sub == nullptr || !base::python_truth(*sub)) continue;
         if (!inc.key.empty()) {
           ordered_json nested = *sub;
           for (auto k = inc.key.rbegin(); k != inc.key.rend(); ++k) {

@@ -39,6 +39,11 @@ bool jinja_pipe(std::string_view text, const std::string& path) {
     if (bar == std::string_view::npos) break;
     rest = rest.substr(bar + 1);
   }
+  for (std::string_view name : names) {
+    if (std::string refusal = render::python_renderer_refusal(name, path); !refusal.empty()) {
+      throw render_error("pillar file " + path + " line 1: " + refusal);
+    }
+  }
   using v = std::vector<std::string_view>;
   if (names == v{"yaml"}) return false;
   if (names == v{"jinja", "yaml"} || names == v{"yaml", "jinja"}) return true;
@@ -113,28 +118,6 @@ std::string render_jinja(std::string_view text, const std::string& path,
 }
 
 }  // namespace
-
-template <class Json>
-bool truthy(const Json& v) {
-  switch (v.type()) {
-    case nlohmann::json::value_t::null:
-    case nlohmann::json::value_t::discarded:
-      return false;
-    case nlohmann::json::value_t::boolean:
-      return v.template get<bool>();
-    case nlohmann::json::value_t::number_integer:
-      return v.template get<int64_t>() != 0;
-    case nlohmann::json::value_t::number_unsigned:
-      return v.template get<uint64_t>() != 0;
-    case nlohmann::json::value_t::number_float:
-      return v.template get<double>() != 0.0;
-    default:
-      return !v.empty();
-  }
-}
-
-template bool truthy(const nlohmann::json&);
-template bool truthy(const nlohmann::ordered_json&);
 
 bool is_template(std::string_view text) {
   if (!has_markup(text)) return false;

@@ -56,9 +56,4 @@ Json render_text(std::string_view text, const std::string& path,
 template <class Json>
 Json render_file(const std::string& path, const template_context* ctx = nullptr);
 
-// Python's truth value of the data: null, false, 0, "", [] and {} are false.
-// Json: nlohmann::json or nlohmann::ordered_json.
-template <class Json>
-bool truthy(const Json& v);
-
 }  // namespace brine::pillar::detail

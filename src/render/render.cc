@@ -101,6 +101,13 @@ std::shared_ptr<const template_tree> shared_template(const std::string& source,
 
 void forget_parsed_templates() { detail::tree_cache_instance().clear(); }
 
+std::string python_renderer_refusal(std::string_view renderer, const std::string& path) {
+  if (renderer != "py" && renderer != "pyobjects" && renderer != "pydsl") return "";
+  return "renderer '" + std::string(renderer) + "' (in " + path +
+         ") runs Python code, which brine does not run: write the file as #!jinja|yaml "
+         "(the data as YAML, the logic as Jinja, Python's calls as salt['module.function'](...))";
+}
+
 environment environment::salt() {
   environment env;
   env.salt_trailing_newline = true;

@@ -84,4 +84,9 @@ std::string render(const std::string& source, const std::string& name, const con
 std::string render_json(const std::string& source, const std::string& name,
                         const nlohmann::ordered_json& ctx, const environment& env = {});
 
+// Salt's renderers that run Python code (#!py, #!pyobjects, #!pydsl), which
+// brine never runs: the refusal that names the renderer, the file and what
+// to write instead; "" for any other renderer.
+std::string python_renderer_refusal(std::string_view renderer, const std::string& path);
+
 }  // namespace brine::render

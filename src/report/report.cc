@@ -1,3 +1,4 @@
+#include "base/python_truth.h"
 #include "report/report.h"
 
 #include <algorithm>
@@ -12,16 +13,6 @@ namespace {
 
 constexpr std::string_view k_tag_sep = "_|-";
 constexpr double k_day_seconds = 86400;
-
-// Python's truthiness, as Salt reads `changes`.
-bool truthy(const ojson& v) {
-  if (v.is_null()) return false;
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_object() || v.is_array()) return !v.empty();
-  if (v.is_string()) return !v.get_ref<const std::string&>().empty();
-  if (v.is_number()) return v.get<double>() != 0;
-  return true;
-}
 
 std::string text_of(const ojson& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -126,9 +117,9 @@ std::vector<state_line> states_of(const ojson& ret) {
       if (result == value.end() || result->is_null()) {
         s.result = std::nullopt;
       } else {
-        s.result = truthy(*result);
+        s.result = base::python_truth(*result);
       }
-      if (auto it = value.find("changes"); it != value.end()) s.changes = truthy(*it);
+      if (auto it = value.find("changes"); it != value.end()) s.changes = base::python_truth(*it);
       if (auto it = value.find("comment"); it != value.end()) s.comment = text_of(*it);
       if (auto it = value.find("__sls__"); it != value.end()) s.sls = text_of(*it);
       if (auto it = value.find("start_time"); it != value.end()) s.start_time = text_of(*it);

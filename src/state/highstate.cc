@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "base/python.h"
+#include "base/python_truth.h"
 #include "modules/data.h"
 #include "render/render.h"
 #include "render/salt_filters.h"
@@ -156,25 +157,6 @@ std::vector<std::string> fnmatch_filter(const std::vector<std::string>& names,
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-// Python truthiness of decoded data.
-bool truthy(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return false;
-    case json::value_t::boolean:
-      return v.get<bool>();
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return v.get<int64_t>() != 0;
-    case json::value_t::number_float:
-      return v.get<double>() != 0.0;
-    case json::value_t::string:
-      return !v.get_ref<const std::string&>().empty();
-    default:
-      return !v.empty();
-  }
 }
 
 }  // namespace
@@ -436,6 +418,9 @@ struct compiler::impl {
       pipe = parse_pipe(default_pipe);
     }
     for (const auto& r : pipe) {
+      if (std::string refusal = render::python_renderer_refusal(r, path); !refusal.empty()) {
+        throw render_failure(refusal);
+      }
       if (r != "jinja" && r != "yaml" && r != "json") {
         throw render_failure("renderer '" + r + "' (in " + path +
                              ") is not supported by brine; it renders the jinja, yaml and json "
@@ -459,7 +444,7 @@ struct compiler::impl {
           // Salt's yaml renderer reports PyYAML's error text, not a position prefix.
           throw render_failure(e.salt_message());
         }
-        if (!truthy(data)) data = json::object();
+        if (!base::python_truth(data)) data = json::object();
         is_text = false;
       } else {
         // Salt's json renderer drops a first line that starts with #!.
@@ -793,7 +778,7 @@ struct compiler::impl {
         for (const auto& slsmod : slsmods) {
           if (slsmod.is_object()) {
             for (const auto& [k, val] : slsmod.items()) {
-              if (!truthy(val)) {
+              if (!base::python_truth(val)) {
                 errs.push_back("Improperly formatted top file matcher in saltenv " +
                                py_str(slsmod) + ": " + py_str(val) + " file");
               }
@@ -893,7 +878,7 @@ struct compiler::impl {
       }
       mods.insert(saltenv + ":" + sls);
     }
-    if (!truthy(state)) return {json::object(), errs};
+    if (!base::python_truth(state)) return {json::object(), errs};
     if (!state.is_object()) {
       errs.push_back("SLS " + sls + " does not render to a dictionary");
       return {state, errs};
@@ -959,7 +944,7 @@ struct compiler::impl {
           std::string r_env = resolved.size() == 1 ? resolved[0] : saltenv;
           if (mods.contains(r_env + ":" + t)) continue;
           auto [nstate, nerr] = render_state(t, r_env, mods, matches);
-          if (truthy(nstate) && nstate.is_object()) {
+          if (base::python_truth(nstate) && nstate.is_object()) {
             merge_included_states(state, nstate, errs);
           }
           errs.insert(errs.end(), nerr.begin(), nerr.end());
@@ -1005,7 +990,7 @@ struct compiler::impl {
         for (const auto& sls : statefiles) {
           if (mods.contains(saltenv + ":" + sls)) continue;
           auto [state, errs] = render_state(sls, saltenv, mods, matches);
-          if (truthy(state) && state.is_object()) merge_included_states(highstate, state, errs);
+          if (base::python_truth(state) && state.is_object()) merge_included_states(highstate, state, errs);
           for (auto& e : errs) {
             if (e.find("is not available") != std::string::npos &&
                 e.find("SLS " + sls_match + " in saltenv") != std::string::npos) {

@@ -21,6 +21,7 @@
 #include "base/error.h"
 #include "fileserver/client.h"
 #include "fileserver/path.h"
+#include "modules/archive_listing.h"
 #include "modules/context.h"
 #include "states/file_util.h"
 #include "states/python_text.h"
@@ -45,17 +46,6 @@ std::string shell_quote(const std::string& word) {
     }
   }
   return out + "'";
-}
-
-std::optional<std::string> guess_format(std::string name) {
-  for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (const char* ending : {"tar", "tar.gz", "tgz", "tar.bz2", "tbz2", "tbz", "tar.xz", "txz",
-                             "tar.lzma", "tlz"}) {
-    if (name.ends_with(std::string(".") + ending)) return "tar";
-  }
-  if (name.ends_with(".zip")) return "zip";
-  if (name.ends_with(".rar")) return "rar";
-  return std::nullopt;
 }
 
 // source_hash as "type=hex" or a bare hex digest (its type by length).
@@ -239,7 +229,7 @@ asio::awaitable<json> extracted(state_call c) {
       ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     }
   } else {
-    auto guessed = guess_format(basename_path);
+    auto guessed = modules::guess_archive_type(basename_path);
     if (!guessed) {
       co_return fail("Could not guess archive_format from the value of the 'source' argument. "
                      "Please set this archive_format to one of the following: tar, rar, zip");

@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "fileserver/client.h"
 #include "fileserver/path.h"
+#include "modules/arguments.h"
 #include "modules/context.h"
 #include "modules/registry.h"
 #include "states/registry.h"
@@ -42,41 +43,13 @@ bool is_true_text(const json& v) {
   return t == "true" || t == "yes" || t == "1" || t == "on";
 }
 
-// Python's shlex.split of one line; nullopt for an unclosed quote.
+// Python's shlex.split of one line; nullopt where it raises ValueError.
 std::optional<std::vector<std::string>> shlex_split(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool have = false;
-  char quote = 0;
-  for (size_t i = 0; i < line.size(); ++i) {
-    char ch = line[i];
-    if (quote) {
-      if (ch == quote) {
-        quote = 0;
-      } else if (quote == '"' && ch == '\\' && i + 1 < line.size() &&
-                 (line[i + 1] == '"' || line[i + 1] == '\\')) {
-        cur += line[++i];
-      } else {
-        cur += ch;
-      }
-    } else if (ch == '\'' || ch == '"') {
-      quote = ch;
-      have = true;
-    } else if (ch == '\\' && i + 1 < line.size()) {
-      cur += line[++i];
-      have = true;
-    } else if (std::isspace(static_cast<unsigned char>(ch))) {
-      if (have) out.push_back(cur);
-      cur.clear();
-      have = false;
-    } else {
-      cur += ch;
-      have = true;
-    }
+  try {
+    return modules::shlex_split("stateful output", line);
+  } catch (const base::error&) {
+    return std::nullopt;
   }
-  if (quote) return std::nullopt;
-  if (have) out.push_back(cur);
-  return out;
 }
 
 // Salt's _reinterpreted_state: a stateful command's output says what it did,

@@ -77,12 +77,6 @@ std::string check(const json& tab, const std::string& cmd, const plain_json& wan
   return "absent";
 }
 
-json fail(json ret, const std::string& comment) {
-  ret["result"] = false;
-  ret["comment"] = comment;
-  return ret;
-}
-
 // The answers present/env_present and absent/env_absent share; `what` is
 // "Cron" or "Cron env". Under test, from the crontab's status ("absent",
 // "present", else "update"):
@@ -124,7 +118,7 @@ json set_answer(json ret, const std::string& what, const std::string& name, cons
     ret["comment"] = what + " " + name + " updated";
     ret["changes"] = json{{user, name}};
   } else {
-    ret = fail(
+    ret = failed_ret(
         ret, what + " " + name + " for user " + user + " failed to commit with error \n" + status);
   }
   return ret;
@@ -138,7 +132,7 @@ json removed_answer(json ret, const std::string& what, const std::string& name,
     ret["comment"] = what + " " + name + " removed from " + user + "'s crontab";
     ret["changes"] = json{{user, name}};
   } else {
-    ret = fail(ret,
+    ret = failed_ret(ret,
                what + " " + name + " for user " + user + " failed to commit with error " + status);
   }
   return ret;

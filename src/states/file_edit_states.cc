@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "base/python_truth.h"
 #include "render/python_json.h"
 #include "render/value.h"
 #include "render/yaml.h"
@@ -33,12 +34,6 @@ namespace file_edit_states {
 namespace {
 
 namespace fs = std::filesystem;
-
-json error(json ret, const std::string& comment) {
-  ret["result"] = false;
-  ret["comment"] = comment;
-  return ret;
-}
 
 std::string arg_text(const state_call& c, const char* key, const std::string& fallback = "") {
   const json* v = c.arg(key);
@@ -163,7 +158,7 @@ std::string whitespace_split_regex(const std::string& text) {
 json not_supported(const json& ret, const std::string& fun, const state_call& c,
                    std::initializer_list<const char*> keys) {
   for (const char* key : keys) {
-    if (has(c, key)) return error(ret, fun + ": " + key + " is not supported by brine");
+    if (has(c, key)) return failed_ret(ret, fun + ": " + key + " is not supported by brine");
   }
   return json();
 }
@@ -206,7 +201,7 @@ json prepare_text_file(state_call& c, json& ret, const std::string& name) {
     if (c.test) return touch_test(name);
     if (name.empty() || name.front() != '/' || !create_empty(name, c.flag("makedirs")).empty() ||
         !check_file(name).empty()) {
-      return error(ret, why);
+      return failed_ret(ret, why);
     }
   }
   return json();
@@ -214,7 +209,7 @@ json prepare_text_file(state_call& c, json& ret, const std::string& name) {
 
 asio::awaitable<json> append(state_call c) {
   json ret = make_ret(c.name(), false);
-  if (c.name().empty()) co_return error(ret, "Must provide name to file.append");
+  if (c.name().empty()) co_return failed_ret(ret, "Must provide name to file.append");
   std::string name = expand_user(c.name());
   if (json r = not_supported(ret, "file.append", c, {"source", "sources"}); !r.is_null()) co_return r;
   if (json r = prepare_text_file(c, ret, name); !r.is_null()) co_return r;
@@ -262,7 +257,7 @@ asio::awaitable<json> append(state_call c) {
 asio::awaitable<json> prepend(state_call c) {
   std::string name = expand_user(c.name());
   json ret = make_ret(name, false);
-  if (name.empty()) co_return error(ret, "Must provide name to file.prepend");
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.prepend");
   if (json r = not_supported(ret, "file.prepend", c, {"source", "sources"}); !r.is_null()) co_return r;
   if (json r = prepare_text_file(c, ret, name); !r.is_null()) co_return r;
   std::vector<std::string> text = str_list(c.arg("text"));
@@ -384,15 +379,10 @@ json replace_file(const state_call& c, const std::string& given, bool dry_run) {
   return differences.empty() ? false : has_changes;
 }
 
-// A module's answer as a state reads it: a diff, or True/False.
-bool truthy(const json& v) {
-  return v.is_string() ? !v.get<std::string>().empty() : v.is_boolean() && v.get<bool>();
-}
-
 // file.line's and file.blockreplace's answer: the module's diff as the
 // change (None under test), or nothing to do.
 json edited_ret(json ret, const json& changes, bool test) {
-  if (truthy(changes)) {
+  if (base::python_truth(changes)) {
     ret["changes"]["diff"] = changes;
     ret["result"] = test ? json() : json(true);
     ret["comment"] = test ? "Changes would be made" : "Changes were made";
@@ -406,16 +396,16 @@ json edited_ret(json ret, const json& changes, bool test) {
 asio::awaitable<json> replace(state_call c) {
   std::string name = expand_user(c.name());
   json ret = make_ret(name);
-  if (name.empty()) co_return error(ret, "Must provide name to file.replace");
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.replace");
   if (std::string why = check_file(name); !why.empty()) {
     if (c.flag("ignore_if_missing") && why.find("file not found") != std::string::npos) {
       ret["comment"] = "No changes needed to be made";
       co_return ret;
     }
-    co_return error(ret, why);
+    co_return failed_ret(ret, why);
   }
   json changes = replace_file(c, name, c.test);
-  if (truthy(changes)) {
+  if (base::python_truth(changes)) {
     ret["changes"]["diff"] = changes;
     ret["result"] = c.test ? json() : json(true);
     ret["comment"] = c.test ? "Changes would have been made" : "Changes were made";
@@ -459,7 +449,7 @@ std::optional<std::vector<std::string>> regex_to_static(const std::vector<std::s
   return out;
 }
 
-bool truthy(const std::optional<std::vector<std::string>>& v) { return v && !v->empty(); }
+bool any_line(const std::optional<std::vector<std::string>>& v) { return v && !v->empty(); }
 
 std::size_t index_of(const std::vector<std::string>& lines, const std::string& line) {
   return static_cast<std::size_t>(std::find(lines.begin(), lines.end(), line) - lines.begin());
@@ -484,10 +474,10 @@ std::vector<std::string> set_line(std::vector<std::string> lines, const std::opt
   auto same = [&](const std::string& line) { return py_rstrip(line, "\r\n") == py_rstrip(text, "\r\n"); };
   if (lines.empty() && (mode == "delete" || mode == "replace")) {
     lines.clear();
-  } else if (mode == "delete" && truthy(matched)) {
+  } else if (mode == "delete" && any_line(matched)) {
     std::string first = matched->front();
     std::erase(lines, first);
-  } else if (mode == "replace" && truthy(matched)) {
+  } else if (mode == "replace" && any_line(matched)) {
     std::size_t idx = index_of(lines, matched->front());
     lines[idx] = set_line_indent(lines[idx], text, indent);
   } else if (mode == "insert") {
@@ -508,18 +498,18 @@ std::vector<std::string> set_line(std::vector<std::string> lines, const std::opt
           lines = {text + "\n"};
         }
       }
-    } else if (truthy(before) && truthy(after)) {
+    } else if (any_line(before) && any_line(after)) {
       assert_occurrence(*before, "before");
       assert_occurrence(*after, "after");
       std::size_t last = index_of(lines, before->front());
       lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(last), set_line_indent(lines[last], text, indent));
-    } else if (truthy(after)) {
+    } else if (any_line(after)) {
       assert_occurrence(*after, "after");
       std::size_t idx = index_of(lines, after->front());
       if (idx + 1 >= lines.size() || !same(lines[idx + 1])) {
         lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(idx + 1), set_line_indent(lines[idx], text, indent));
       }
-    } else if (truthy(before)) {
+    } else if (any_line(before)) {
       assert_occurrence(*before, "before");
       std::size_t idx = index_of(lines, before->front());
       const std::string& prev = lines[idx == 0 ? lines.size() - 1 : idx - 1];
@@ -530,7 +520,7 @@ std::vector<std::string> set_line(std::vector<std::string> lines, const std::opt
       throw base::error("Neither before or after was found in file");
     }
   } else if (mode == "ensure") {
-    if (truthy(before) && truthy(after)) {
+    if (any_line(before) && any_line(after)) {
       assert_occurrence(*after, "after");
       assert_occurrence(*before, "before");
       std::size_t after_index = index_of(lines, after->front());
@@ -547,14 +537,14 @@ std::vector<std::string> set_line(std::vector<std::string> lines, const std::opt
           throw base::error("Found more than one line between boundaries \"before\" and \"after\".");
         }
       }
-    } else if (truthy(before)) {
+    } else if (any_line(before)) {
       assert_occurrence(*before, "before");
       std::size_t idx = index_of(lines, before->front());
       const std::string& prev = lines[idx == 0 ? lines.size() - 1 : idx - 1];
       if (idx == 0 || !same(prev)) {
         lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(idx), set_line_indent(prev, text, indent));
       }
-    } else if (truthy(after)) {
+    } else if (any_line(after)) {
       assert_occurrence(*after, "after");
       std::size_t idx = index_of(lines, after->front());
       if (idx + 1 >= lines.size() || !same(lines[idx + 1])) {
@@ -619,7 +609,7 @@ json line_file(const state_call& c, const std::string& given, const std::string&
 asio::awaitable<json> line(state_call c) {
   std::string name = expand_user(c.name());
   json ret = make_ret(name);
-  if (name.empty()) co_return error(ret, "Must provide name to file.line");
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.line");
   if (json r = not_supported(ret, "file.line", c, {"user", "group", "file_mode"}); !r.is_null()) co_return r;
   // Salt runs file.managed(create=create, replace=False) first: with
   // create, a missing file is made empty.
@@ -627,12 +617,12 @@ asio::awaitable<json> line(state_call c) {
       fs::is_directory(dirname(name))) {
     must_write(name, "");
   }
-  if (std::string why = check_file(name); !why.empty()) co_return error(ret, why);
+  if (std::string why = check_file(name); !why.empty()) co_return failed_ret(ret, why);
   std::string mode = arg_text(c, "mode");
   for (char& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (mode.empty()) co_return error(ret, "Mode was not defined. How to process the file?");
+  if (mode.empty()) co_return failed_ret(ret, "Mode was not defined. How to process the file?");
   if (mode != "delete" && !has(c, "content")) {
-    co_return error(ret, "Content can only be empty if mode is ['delete']");
+    co_return failed_ret(ret, "Content can only be empty if mode is ['delete']");
   }
   if (mode != "insert" && mode != "ensure" && mode != "delete" && mode != "replace") {
     throw base::error("Unknown mode: \"" + mode + "\"");
@@ -763,9 +753,9 @@ json blockreplace_file(const state_call& c, const std::string& path, const std::
 asio::awaitable<json> blockreplace(state_call c) {
   std::string name = expand_user(c.name());
   json ret = make_ret(name, false);
-  if (name.empty()) co_return error(ret, "Must provide name to file.blockreplace");
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.blockreplace");
   if (json r = not_supported(ret, "file.blockreplace", c, {"source", "sources"}); !r.is_null()) co_return r;
-  if (std::string why = check_file(name); !why.empty()) co_return error(ret, why);
+  if (std::string why = check_file(name); !why.empty()) co_return failed_ret(ret, why);
   std::string content = arg_text(c, "content");
   // file.accumulated's texts for this file follow the content: those
   // required by this state, else all of them (Salt's blockreplace).
@@ -840,8 +830,8 @@ std::string backup_suffix(const state_call& c) {
 asio::awaitable<json> comment(state_call c) {
   std::string name = expand_user(c.name());
   json ret = make_ret(name, false);
-  if (name.empty()) co_return error(ret, "Must provide name to file.comment");
-  if (std::string why = check_file(name); !why.empty()) co_return error(ret, why);
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.comment");
+  if (std::string why = check_file(name); !why.empty()) co_return failed_ret(ret, why);
   std::string regex = arg_text(c, "regex");
   std::string ch = arg_text(c, "char", "#");
   // Salt drops a leading (?x) flag, a ^ and a trailing $.
@@ -866,7 +856,7 @@ asio::awaitable<json> comment(state_call c) {
       ret["result"] = true;
       co_return ret;
     }
-    co_return error(ret, unanchor + ": Pattern not found");
+    co_return failed_ret(ret, unanchor + ": Pattern not found");
   }
   if (c.test) {
     ret["changes"][name] = "updated";
@@ -888,8 +878,8 @@ asio::awaitable<json> comment(state_call c) {
 asio::awaitable<json> uncomment(state_call c) {
   std::string name = expand_user(c.name());
   json ret = make_ret(name, false);
-  if (name.empty()) co_return error(ret, "Must provide name to file.uncomment");
-  if (std::string why = check_file(name); !why.empty()) co_return error(ret, why);
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.uncomment");
+  if (std::string why = check_file(name); !why.empty()) co_return failed_ret(ret, why);
   std::string regex = arg_text(c, "regex");
   std::string ch = arg_text(c, "char", "#");
   std::string bare = py_lstrip(regex, "^");
@@ -901,7 +891,7 @@ asio::awaitable<json> uncomment(state_call c) {
     ret["result"] = true;
     co_return ret;
   } else {
-    co_return error(ret, regex + ": Pattern not found");
+    co_return failed_ret(ret, regex + ": Pattern not found");
   }
   if (c.test) {
     ret["changes"][name] = "updated";
@@ -926,19 +916,19 @@ asio::awaitable<json> keyvalue(state_call c) {
   std::string name = expand_user(c.name());
   json ret = make_ret(name);
   ret["result"] = nullptr;
-  if (name.empty()) co_return error(ret, "Must provide name to file.keyvalue");
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.keyvalue");
   if (json r = not_supported(ret, "file.keyvalue", c, {"search_only"}); !r.is_null()) co_return r;
   json key_values = json::object();
   const json* kv = c.arg("key_values");
   if (has(c, "key") && has(c, "value")) {
     if (kv != nullptr && kv->is_object()) {
-      co_return error(ret, "file.keyvalue can not combine key_values with key and value");
+      co_return failed_ret(ret, "file.keyvalue can not combine key_values with key and value");
     }
     key_values[python_str(*c.arg("key"))] = *c.arg("value");
   } else if (kv == nullptr || !kv->is_object() || kv->empty()) {
     bool empty = kv == nullptr || kv->is_null() || (kv->is_boolean() && !kv->get<bool>()) ||
                  ((kv->is_object() || kv->is_array() || kv->is_string()) && kv->empty());
-    co_return error(ret, std::string("file.keyvalue key and value not supplied and key_values ") +
+    co_return failed_ret(ret, std::string("file.keyvalue key and value not supplied and key_values ") +
                              (empty ? "is empty" : "is not a dictionary"));
   } else {
     key_values = *kv;
@@ -1097,7 +1087,7 @@ json recursive_diff(const json& past, const json& current) {
 asio::awaitable<json> serialize(state_call c) {
   std::string name = expand_user(c.name());
   json ret = sorted_ret(name);
-  if (name.empty()) co_return error(ret, "Must provide name to file.serialize");
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.serialize");
   if (json r = not_supported(ret, "file.serialize", c,
                              {"dataset_pillar", "user", "group", "serializer_opts",
                               "deserializer_opts", "encoding", "backup"});
@@ -1109,14 +1099,14 @@ asio::awaitable<json> serialize(state_call c) {
     co_return ret;
   }
   if (has(c, "serializer") && has(c, "formatter")) {
-    co_return error(ret, "Only one of serializer and formatter are allowed");
+    co_return failed_ret(ret, "Only one of serializer and formatter are allowed");
   }
   std::string serializer = arg_text(c, "serializer", arg_text(c, "formatter", "yaml"));
   if (serializer.empty()) serializer = "yaml";
   for (char& ch : serializer) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   const json* dataset_arg = c.arg("dataset");
   if (dataset_arg == nullptr || dataset_arg->is_null()) {
-    co_return error(ret, "Neither 'dataset' nor 'dataset_pillar' was defined");
+    co_return failed_ret(ret, "Neither 'dataset' nor 'dataset_pillar' was defined");
   }
   if (serializer != "json" && serializer != "yaml") {
     ret = json::object();
@@ -1172,10 +1162,10 @@ asio::awaitable<json> serialize(state_call c) {
   std::optional<mode_t> mode;
   if (has(c, "mode")) {
     mode = parse_mode(*c.arg("mode"));
-    if (!mode) co_return error(ret, "Invalid mode " + arg_text(c, "mode"));
+    if (!mode) co_return failed_ret(ret, "Invalid mode " + arg_text(c, "mode"));
   }
   std::optional<std::string> have = is_file(name) ? read_file(name) : std::nullopt;
-  if (exists(name) && !is_file(name)) co_return error(ret, "Specified target " + name + " is a directory");
+  if (exists(name) && !is_file(name)) co_return failed_ret(ret, "Specified target " + name + " is a directory");
   struct stat st {};
   bool mode_differs = have && mode && ::stat(name.c_str(), &st) == 0 && (st.st_mode & 07777) != *mode;
   bool show = c.flag("show_changes", true);
@@ -1200,12 +1190,12 @@ asio::awaitable<json> serialize(state_call c) {
   } else {
     std::string parent = dirname(name);
     if (!fs::is_directory(parent)) {
-      if (!c.flag("makedirs")) co_return error(ret, "Parent directory not present");
+      if (!c.flag("makedirs")) co_return failed_ret(ret, "Parent directory not present");
       std::error_code ec;
       fs::create_directories(parent, ec);
     }
     if (!have || *have != contents) {
-      if (std::string why = write_file(name, contents, mode); !why.empty()) co_return error(ret, why);
+      if (std::string why = write_file(name, contents, mode); !why.empty()) co_return failed_ret(ret, why);
       ret["changes"]["diff"] = !have ? std::string("New file")
                                : show ? get_diff(read_lines(*have), read_lines(contents))
                                       : std::string("<show_changes=False>");

@@ -23,12 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-json error(json ret, const std::string& comment) {
-  ret["result"] = false;
-  ret["comment"] = comment;
-  return ret;
-}
-
 // Salt's name handling: expanduser of the name argument.
 std::string path_name(const state_call& c) { return expand_user(c.name()); }
 
@@ -159,7 +153,7 @@ json not_supported(json ret, const std::string& fun, const state_call& c,
   for (const char* key : keys) {
     const json* v = c.arg(key);
     if (v != nullptr && !v->is_null() && !(v->is_boolean() && !v->get<bool>())) {
-      return error(std::move(ret), fun + ": " + key + " is not supported by brine");
+      return failed_ret(std::move(ret), fun + ": " + key + " is not supported by brine");
     }
   }
   return json();
@@ -168,9 +162,9 @@ json not_supported(json ret, const std::string& fun, const state_call& c,
 asio::awaitable<json> absent(state_call c) {
   std::string name = path_name(c);
   json ret = make_ret(name);
-  if (name.empty()) co_return error(ret, "Must provide name to file.absent");
-  if (name.front() != '/') co_return error(ret, "Specified file " + name + " is not an absolute path");
-  if (name == "/") co_return error(ret, "Refusing to make \"/\" absent");
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.absent");
+  if (name.front() != '/') co_return failed_ret(ret, "Specified file " + name + " is not an absolute path");
+  if (name == "/") co_return failed_ret(ret, "Refusing to make \"/\" absent");
   if (is_file(name) || is_link(name)) {
     if (c.test) {
       ret["result"] = nullptr;
@@ -179,7 +173,7 @@ asio::awaitable<json> absent(state_call c) {
       co_return ret;
     }
     if (::unlink(name.c_str()) != 0) {
-      co_return error(ret, "Could not remove '" + name + "': " + os_error(errno, name));
+      co_return failed_ret(ret, "Could not remove '" + name + "': " + os_error(errno, name));
     }
     ret["comment"] = "Removed file " + name;
     ret["changes"]["removed"] = name;
@@ -194,7 +188,7 @@ asio::awaitable<json> absent(state_call c) {
     }
     std::error_code ec;
     fs::remove_all(name, ec);
-    if (ec) co_return error(ret, "Failed to remove directory " + name);
+    if (ec) co_return failed_ret(ret, "Failed to remove directory " + name);
     ret["comment"] = "Removed directory " + name;
     ret["changes"]["removed"] = name;
     co_return ret;
@@ -208,8 +202,8 @@ asio::awaitable<json> absent(state_call c) {
 asio::awaitable<json> exists_state(state_call c) {
   std::string name = path_name(c);
   json ret = make_ret(name);
-  if (name.empty()) co_return error(ret, "Must provide name to file.exists");
-  if (!exists(name)) co_return error(ret, "Specified path " + name + " does not exist");
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.exists");
+  if (!exists(name)) co_return failed_ret(ret, "Specified path " + name + " does not exist");
   ret["comment"] = "Path " + name + " exists";
   co_return ret;
 }
@@ -217,8 +211,8 @@ asio::awaitable<json> exists_state(state_call c) {
 asio::awaitable<json> missing(state_call c) {
   std::string name = path_name(c);
   json ret = make_ret(name);
-  if (name.empty()) co_return error(ret, "Must provide name to file.missing");
-  if (exists(name)) co_return error(ret, "Specified path " + name + " exists");
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.missing");
+  if (exists(name)) co_return failed_ret(ret, "Specified path " + name + " exists");
   ret["comment"] = "Path " + name + " is missing";
   co_return ret;
 }
@@ -228,8 +222,8 @@ asio::awaitable<json> touch(state_call c) {
   json ret = json::object();
   ret["name"] = name;
   ret["changes"] = json::object();
-  if (name.empty()) co_return error(ret, "Must provide name to file.touch");
-  if (name.front() != '/') co_return error(ret, "Specified file " + name + " is not an absolute path");
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.touch");
+  if (name.front() != '/') co_return failed_ret(ret, "Specified file " + name + " is not an absolute path");
   if (json refused = not_supported(ret, "file.touch", c, {"atime", "mtime"}); !refused.is_null()) {
     co_return refused;
   }
@@ -247,16 +241,16 @@ asio::awaitable<json> touch(state_call c) {
     co_return ret;
   }
   if (c.flag("makedirs")) {
-    if (std::string why = make_parents(name); !why.empty()) co_return error(ret, why);
+    if (std::string why = make_parents(name); !why.empty()) co_return failed_ret(ret, why);
   }
-  if (!is_dir(dirname(name))) co_return error(ret, "Directory not present to touch file " + name);
+  if (!is_dir(dirname(name))) co_return failed_ret(ret, "Directory not present to touch file " + name);
   bool extant = exists(name);
   if (!extant) {
     int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
-    if (fd < 0) co_return error(ret, std::strerror(errno));
+    if (fd < 0) co_return failed_ret(ret, std::strerror(errno));
     ::close(fd);
   }
-  if (::utimensat(AT_FDCWD, name.c_str(), nullptr, 0) != 0) co_return error(ret, std::strerror(errno));
+  if (::utimensat(AT_FDCWD, name.c_str(), nullptr, 0) != 0) co_return failed_ret(ret, std::strerror(errno));
   ret["result"] = true;
   if (!extant) {
     ret["comment"] = "Created empty file " + name;
@@ -271,7 +265,7 @@ asio::awaitable<json> touch(state_call c) {
 asio::awaitable<json> symlink(state_call c) {
   std::string name = path_name(c);
   json ret = make_ret(name);
-  if (name.empty()) co_return error(ret, "Must provide name to file.symlink");
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.symlink");
   if (json refused = not_supported(ret, "file.symlink", c,
                                    {"atomic", "inherit_user_and_group", "win_owner", "win_perms",
                                     "win_deny_perms", "win_inheritance"});
@@ -295,7 +289,7 @@ asio::awaitable<json> symlink(state_call c) {
     std::string msg;
     for (std::size_t i = 0; i < preflight.size(); ++i) msg += (i ? ". " : "") + preflight[i];
     if (preflight.size() > 1) msg += ".";
-    co_return error(ret, msg);
+    co_return failed_ret(ret, msg);
   }
   auto owned = [&] {
     auto [u, g] = link_owner(name);
@@ -341,12 +335,12 @@ asio::awaitable<json> symlink(state_call c) {
       if (c.test) {
         tcomment += "\n" + parent + " will be created";
       } else if (std::string why = make_parents(name, mode); !why.empty()) {
-        co_return error(ret, why);
+        co_return failed_ret(ret, why);
       }
     } else if (c.test) {
       tcomment += "\nDirectory " + parent + " for symlink is not present";
     } else {
-      co_return error(ret, "Directory " + parent + " for symlink is not present");
+      co_return failed_ret(ret, "Directory " + parent + " for symlink is not present");
     }
   }
   if (c.test) {
@@ -378,12 +372,12 @@ asio::awaitable<json> symlink(state_call c) {
         if (backup == basename(backup)) {
           backup = dirname(normpath(name)) + "/" + backup;
         } else {
-          co_return error(ret, "Backupname must be an absolute path or a file name: " + backup);
+          co_return failed_ret(ret, "Backupname must be an absolute path or a file name: " + backup);
         }
       }
       if (lexists(backup)) {
         if (!force) {
-          co_return error(ret, "Symlink & backup dest exists and Force not set. " + name + " -> " +
+          co_return failed_ret(ret, "Symlink & backup dest exists and Force not set. " + name + " -> " +
                                    target + " - backup: " + backup);
         }
         std::error_code ec;
@@ -393,12 +387,12 @@ asio::awaitable<json> symlink(state_call c) {
       fs::rename(name, backup, ec);
       if (ec) {
         ret["changes"] = json::object();
-        co_return error(ret, "Unable to rename " + name + " to backup " + backup + " -> : " +
+        co_return failed_ret(ret, "Unable to rename " + name + " to backup " + backup + " -> : " +
                                  os_error(ec.value(), name));
       }
     } else if (!force) {
       std::string kind = is_file(name) ? "File" : is_dir(name) ? "Directory" : "File system entry";
-      co_return error(ret, kind + " exists where the symlink " + name + " should be");
+      co_return failed_ret(ret, kind + " exists where the symlink " + name + " should be");
     }
   }
   // Salt's file.symlink: with force, whatever is in the way is unlinked (a
@@ -432,12 +426,12 @@ asio::awaitable<json> copy(state_call c) {
   ret["changes"] = json::object();
   ret["comment"] = "Copied \"" + source + "\" to \"" + name + "\"";
   ret["result"] = true;
-  if (name.empty()) co_return error(ret, "Must provide name to file.copy");
+  if (name.empty()) co_return failed_ret(ret, "Must provide name to file.copy");
   if (json refused = not_supported(ret, "file.copy", c, {"subdir"}); !refused.is_null()) {
     co_return refused;
   }
-  if (name.front() != '/') co_return error(ret, "Specified file " + name + " is not an absolute path");
-  if (!exists(source)) co_return error(ret, "Source file \"" + source + "\" is not present");
+  if (name.front() != '/') co_return failed_ret(ret, "Specified file " + name + " is not an absolute path");
+  if (!exists(source)) co_return failed_ret(ret, "Source file \"" + source + "\" is not present");
   bool preserve = c.flag("preserve");
   bool force = c.flag("force");
   struct stat src_st {};
@@ -455,10 +449,10 @@ asio::awaitable<json> copy(state_call c) {
     std::string err;
     if (!uid_of(user)) err += "User " + user + " is not available ";
     if (!gid_of(group)) err += "Group " + group + " is not available";
-    if (!err.empty() && !c.test) co_return error(ret, err);
+    if (!err.empty() && !c.test) co_return failed_ret(ret, err);
     if (const json* m = c.arg("mode"); m != nullptr && !m->is_null()) {
       mode = parse_mode(*m);
-      if (!mode) co_return error(ret, "Invalid mode " + python_str(*m));
+      if (!mode) co_return failed_ret(ret, "Invalid mode " + python_str(*m));
     } else {
       mode = src_st.st_mode & 07777;
     }
@@ -473,7 +467,7 @@ asio::awaitable<json> copy(state_call c) {
     } else if (!c.test) {
       std::error_code ec;
       fs::remove_all(name, ec);
-      if (ec) co_return error(ret, "Failed to delete \"" + name + "\" in preparation for forced move");
+      if (ec) co_return failed_ret(ret, "Failed to delete \"" + name + "\" in preparation for forced move");
     }
   }
   if (c.test) {
@@ -493,7 +487,7 @@ asio::awaitable<json> copy(state_call c) {
   }
   std::string dname = dirname(name);
   if (!is_dir(dname)) {
-    if (!c.flag("makedirs")) co_return error(ret, "The target directory " + dname + " is not present");
+    if (!c.flag("makedirs")) co_return failed_ret(ret, "The target directory " + dname + " is not present");
     std::optional<mode_t> dir_mode;
     if (const json* m = c.arg("dir_mode"); m != nullptr && !m->is_null()) {
       dir_mode = parse_mode(*m);
@@ -505,7 +499,7 @@ asio::awaitable<json> copy(state_call c) {
       }
       dir_mode = d;
     }
-    if (std::string why = make_parents(name, dir_mode); !why.empty()) co_return error(ret, why);
+    if (std::string why = make_parents(name, dir_mode); !why.empty()) co_return failed_ret(ret, why);
   }
   std::error_code ec;
   if (is_dir(source)) {
@@ -515,7 +509,7 @@ asio::awaitable<json> copy(state_call c) {
     fs::copy_file(source, name, fs::copy_options::overwrite_existing, ec);
     if (!ec) ::chmod(name.c_str(), src_st.st_mode & 07777);
   }
-  if (ec) co_return error(ret, "Failed to copy \"" + source + "\" to \"" + name + "\"");
+  if (ec) co_return failed_ret(ret, "Failed to copy \"" + source + "\" to \"" + name + "\"");
   ret["changes"] = json::object();
   ret["changes"][name] = source;
   if (!preserve) {
@@ -526,7 +520,7 @@ asio::awaitable<json> copy(state_call c) {
     gid_t want_gid = gid_of(group).value_or(st.st_gid);
     if (st.st_uid != want_uid || st.st_gid != want_gid) {
       if (::lchown(name.c_str(), want_uid, want_gid) != 0) {
-        co_return error(ret, "Failed to change ownership of " + name + " to " + user + ":" + group);
+        co_return failed_ret(ret, "Failed to change ownership of " + name + " to " + user + ":" + group);
       }
       if (st.st_uid != want_uid) ret["changes"]["user"] = user;
       if (st.st_gid != want_gid) ret["changes"]["group"] = group;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fileserver/client.h"
+#include "base/python_truth.h"
 #include "fileserver/path.h"
 #include "fileserver/roots.h"
 #include "modules/context.h"
@@ -29,20 +30,6 @@ namespace file_recurse_states {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool truthy(const json* v) {
-  if (v == nullptr || v->is_null()) return false;
-  if (v->is_boolean()) return v->get<bool>();
-  if (v->is_string() || v->is_array() || v->is_object()) return !v->empty();
-  if (v->is_number_integer()) return v->get<long long>() != 0;
-  return true;
-}
-
-json error(json ret, const std::string& comment) {
-  ret["result"] = false;
-  ret["comment"] = comment;
-  return ret;
-}
 
 std::string saltenv_of(const state_call& c) {
   for (const char* key : {"saltenv", "__env__"}) {
@@ -198,10 +185,10 @@ asio::awaitable<json> recurse(state_call c) {
   r.ret = make_ret(name, true, "");
   json& ret = r.ret;
   if (c.arg("mode") != nullptr) {
-    co_return error(ret, "'mode' is not allowed in 'file.recurse'. Please use 'file_mode' and 'dir_mode'.");
+    co_return failed_ret(ret, "'mode' is not allowed in 'file.recurse'. Please use 'file_mode' and 'dir_mode'.");
   }
   wanted_perms want;
-  if (const json* u = c.arg("user"); truthy(u)) {
+  if (const json* u = c.arg("user"); base::python_truth(u)) {
     want.user = *u;
   } else if (const json* o = c.arg("owner")) {
     want.user = *o;
@@ -214,17 +201,17 @@ asio::awaitable<json> recurse(state_call c) {
   if (!dir_mode.is_null()) dir_mode = *normalize_mode(dir_mode);
   if (!file_mode.is_null()) file_mode = *normalize_mode(file_mode);
   want.mode = normalize_mode(dir_mode);
-  if (std::string err = check_user(want, c.test); !err.empty()) co_return error(ret, err);
+  if (std::string err = check_user(want, c.test); !err.empty()) co_return failed_ret(ret, err);
   if (name.empty() || name.front() != '/') {
-    co_return error(ret, "Specified file " + name + " is not an absolute path");
+    co_return failed_ret(ret, "Specified file " + name + " is not an absolute path");
   }
   if (c.flag("keep_symlinks")) {
-    co_return error(ret, "file.recurse: keep_symlinks is not supported by brine yet (the file "
+    co_return failed_ret(ret, "file.recurse: keep_symlinks is not supported by brine yet (the file "
                          "server does not list symlinks); leave it out to copy what they point to");
   }
 
   recurse_plan plan = co_await plan_recurse(c, name);
-  if (!plan.error.empty()) co_return error(ret, plan.error);
+  if (!plan.error.empty()) co_return failed_ret(ret, plan.error);
   const std::string& senv = plan.senv;
   std::set<std::string>& keep = plan.keep;
   const auto& managed_dirs = plan.managed_dirs;
@@ -233,7 +220,7 @@ asio::awaitable<json> recurse(state_call c) {
   std::error_code ec;
   if (!fs::is_directory(name, ec)) {
     if (fs::exists(fs::symlink_status(name, ec))) {
-      co_return error(ret, "The path " + name + " exists and is not a directory");
+      co_return failed_ret(ret, "The path " + name + " exists and is not a directory");
     }
     if (!c.test) {
       // file.makedirs_perms: each missing level with the owner and dir_mode.
@@ -244,7 +231,7 @@ asio::awaitable<json> recurse(state_call c) {
       }
       for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
         if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST) {
-          co_return error(ret, "Failed to create directory " + *it + ": " + std::strerror(errno));
+          co_return failed_ret(ret, "Failed to create directory " + *it + ": " + std::strerror(errno));
         }
         json ignored = json::object();
         std::vector<std::string> errs;
@@ -255,7 +242,7 @@ asio::awaitable<json> recurse(state_call c) {
 
   // What must come from the server: files whose destination differs from
   // the server's hash, and every template (its output is not the source).
-  bool templated = truthy(c.arg("template"));
+  bool templated = base::python_truth(c.arg("template"));
   bool replace = c.flag("replace", true);
   std::vector<std::string> fetch;
   std::vector<bool> needs(managed_files.size(), false);
@@ -328,6 +315,9 @@ asio::awaitable<json> recurse(state_call c) {
         continue;
       }
       fc.low["source"] = it->second.local;
+      // What the template sees as `source`: the file's URL, as Salt's
+      // recurse passes it to managed (salt.utils.url.create).
+      fc.low["__source_url__"] = "salt://" + e->path + "?saltenv=" + senv;
     } else {
       // The destination already holds the server's bytes: nothing to fetch,
       // only owner and mode to check.

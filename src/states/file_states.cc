@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/python_truth.h"
 #include "fileserver/client.h"
 #include "fileserver/path.h"
 #include "modules/accounts.h"
@@ -44,22 +45,6 @@ namespace fs = std::filesystem;
 std::string diff_of(const state_call& c, const std::string& before, const std::string& after) {
   if (!c.flag("show_changes", true)) return "<show_changes=False>";
   return get_diff(read_lines(before), read_lines(after));
-}
-
-// Python's truth of an argument.
-bool truthy(const json& v) {
-  if (v.is_null()) return false;
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_string() || v.is_array() || v.is_object()) return !v.empty();
-  if (v.is_number_integer()) return v.get<long long>() != 0;
-  if (v.is_number_float()) return v.get<double>() != 0;
-  return true;
-}
-
-json fail(json ret, const std::string& comment) {
-  ret["result"] = false;
-  ret["comment"] = comment;
-  return ret;
 }
 
 // The text `contents` declares: a string, or a list of lines; Salt ends it
@@ -182,16 +167,60 @@ asio::awaitable<fetched> fetch_source(const state_call& c, std::string source, s
   co_return out;
 }
 
-// template: jinja over a source, with the state's defaults and context.
-asio::awaitable<declared> render_template(const state_call& c, std::string local, std::string saltenv) {
-  declared out;
+// file.managed's parameters in Salt 3006's signature, and get_managed's:
+// any other keyword argument of the state reaches the template as a
+// variable of its own (get_managed's **kwargs).
+const std::set<std::string>& managed_parameters() {
+  static const std::set<std::string> k_named = {
+      "name", "source", "source_hash", "source_hash_name", "keep_source", "user", "group",
+      "mode", "attrs", "template", "makedirs", "dir_mode", "context", "replace", "defaults",
+      "backup", "show_changes", "create", "contents", "tmp_dir", "tmp_ext", "contents_pillar",
+      "contents_grains", "contents_newline", "contents_delimiter", "encoding",
+      "encoding_errors", "allow_empty", "follow_symlinks", "check_cmd", "skip_verify",
+      "selinux", "win_owner", "win_perms", "win_deny_perms", "win_inheritance",
+      "win_perms_reset", "verify_ssl", "use_etag", "env"};
+  return k_named;
+}
+
+// The context Salt renders a file.managed template with (file.get_managed,
+// then salt.utils.templates.render_tmpl): the state's name, the source the
+// source list chose (file.recurse: the salt:// URL of the file), user,
+// group, mode (normalized, as managed() does), attrs and saltenv, the
+// state's other keyword arguments, and `defaults` updated by `context` over
+// all of them. salt, grains, pillar and opts come from the compiler.
+json managed_template_context(const state_call& c, const std::string& source,
+                              const std::string& saltenv) {
   json ctx = json::object();
+  ctx["name"] = c.name();
+  if (const json* url = c.arg("__source_url__"); url != nullptr && url->is_string()) {
+    ctx["source"] = *url;
+  } else {
+    ctx["source"] = source;
+  }
+  for (const char* key : {"user", "group", "attrs"}) {
+    const json* v = c.arg(key);
+    ctx[key] = v == nullptr ? json() : *v;
+  }
+  const json* mode = c.arg("mode");
+  std::optional<std::string> normal = mode == nullptr ? std::nullopt : normalize_mode(*mode);
+  ctx["mode"] = normal ? json(*normal) : json();
+  ctx["saltenv"] = saltenv;
+  json extra = extra_kwargs(c, managed_parameters());
+  for (const auto& [k, v] : extra.items()) ctx[k] = v;
   if (const json* d = c.arg("defaults"); d != nullptr && d->is_object()) {
     for (const auto& [k, v] : d->items()) ctx[k] = v;
   }
   if (const json* x = c.arg("context"); x != nullptr && x->is_object()) {
     for (const auto& [k, v] : x->items()) ctx[k] = v;
   }
+  return ctx;
+}
+
+// template: jinja over a source, in Salt's template context.
+asio::awaitable<declared> render_template(const state_call& c, std::string local,
+                                          std::string source, std::string saltenv) {
+  declared out;
+  json ctx = managed_template_context(c, source, saltenv);
   rendered_template r = co_await render_template_file(c, std::move(local), std::move(saltenv),
                                                       std::move(ctx));
   if (!r.error.empty()) {
@@ -247,10 +276,12 @@ asio::awaitable<declared> declared_text(state_call c) {
   std::string saltenv = saltenv_of(c);
   fetched got;
   bool found = false;
+  std::string chosen;
   for (const auto& s : sources) {
     got = co_await fetch_source(c, s, saltenv);
     if (got.text) {
       found = true;
+      chosen = s;
       break;
     }
     if (!got.missing || sources.size() == 1) {
@@ -273,7 +304,7 @@ asio::awaitable<declared> declared_text(state_call c) {
     out.error = "Specified template format " + kind + " is not supported";
     co_return out;
   }
-  declared r = co_await render_template(c, got.local, saltenv);
+  declared r = co_await render_template(c, got.local, chosen, saltenv);
   r.from_source = true;
   co_return r;
 }
@@ -380,15 +411,15 @@ asio::awaitable<json> file_managed(state_call c) {
   using namespace file_states;
   std::string name = c.name();
   json ret = sorted_ret(name);
-  if (name.empty()) co_return fail(ret, "Destination file name is required");
+  if (name.empty()) co_return failed_ret(ret, "Destination file name is required");
   std::error_code ec;
   if (!c.flag("create", true) && !fs::is_regular_file(name, ec)) {
     ret["comment"] = "File " + name + " is not present and is not set for creation";
     co_return ret;
   }
-  if (name.front() != '/') co_return fail(ret, "Specified file " + name + " is not an absolute path");
+  if (name.front() != '/') co_return failed_ret(ret, "Specified file " + name + " is not an absolute path");
   owner own = owner_of(c);
-  if (!own.error.empty()) co_return fail(ret, own.error);
+  if (!own.error.empty()) co_return failed_ret(ret, own.error);
   // follow_symlinks (default): a symlink's target is the file managed;
   // else the link is replaced by a regular file.
   std::string path = name;
@@ -412,7 +443,7 @@ asio::awaitable<json> file_managed(state_call c) {
     c.low["context"]["accumulator"] = c.per_run->accumulators[name];
   }
   declared d = co_await declared_text(c);
-  if (!d.error.empty()) co_return fail(ret, d.error);
+  if (!d.error.empty()) co_return failed_ret(ret, d.error);
   if (!d.text) {
     // Neither contents nor source: the file only has to exist.
     if (exists) {
@@ -425,10 +456,10 @@ asio::awaitable<json> file_managed(state_call c) {
   std::optional<mode_t> mode;
   if (const json* m = c.arg("mode"); m != nullptr && !m->is_null()) {
     mode = parse_mode(*m);
-    if (!mode) co_return fail(ret, "Invalid mode " + (m->is_string() ? m->get<std::string>() : m->dump()));
+    if (!mode) co_return failed_ret(ret, "Invalid mode " + (m->is_string() ? m->get<std::string>() : m->dump()));
   }
   if (exists && fs::is_directory(path, ec)) {
-    co_return fail(ret, "Specified target " + name + " is a directory");
+    co_return failed_ret(ret, "Specified target " + name + " is a directory");
   }
   std::optional<std::string> have = exists ? read_file(path) : std::nullopt;
   bool same = have && *have == *want;
@@ -469,7 +500,7 @@ asio::awaitable<json> file_managed(state_call c) {
   }
   fs::path parent = fs::path(path).parent_path();
   if (!fs::is_directory(parent, ec)) {
-    if (!c.flag("makedirs")) co_return fail(ret, "Parent directory not present");
+    if (!c.flag("makedirs")) co_return failed_ret(ret, "Parent directory not present");
     std::vector<fs::path> missing;
     for (fs::path p = parent; !p.empty() && !fs::is_directory(p, ec); p = p.parent_path()) {
       missing.push_back(p);
@@ -488,13 +519,13 @@ asio::awaitable<json> file_managed(state_call c) {
     }
     for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
       if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST) {
-        co_return fail(ret, "Failed to create directory " + it->string() + ": " + std::strerror(errno));
+        co_return failed_ret(ret, "Failed to create directory " + it->string() + ": " + std::strerror(errno));
       }
       if (dir_mode) ::chmod(it->c_str(), *dir_mode);
       if (own.uid || own.gid) {
         if (::chown(it->c_str(), own.uid ? *own.uid : static_cast<uid_t>(-1),
                     own.gid ? *own.gid : static_cast<gid_t>(-1)) != 0) {
-          co_return fail(ret, "Failed to change ownership of " + it->string() + ": " + std::strerror(errno));
+          co_return failed_ret(ret, "Failed to change ownership of " + it->string() + ": " + std::strerror(errno));
         }
       }
     }
@@ -512,12 +543,12 @@ asio::awaitable<json> file_managed(state_call c) {
       if (!out) {
         std::error_code rm;
         fs::remove(tmp, rm);
-        co_return fail(ret, "Unable to write " + name + ": " + std::strerror(errno));
+        co_return failed_ret(ret, "Unable to write " + name + ": " + std::strerror(errno));
       }
     }
     if (const json* check = c.arg("check_cmd"); check != nullptr && !check->is_null()) {
       std::string command = (check->is_string() ? check->get<std::string>() : check->dump()) + " " + tmp;
-      if (c.functions == nullptr) co_return fail(ret, "check_cmd needs the minion's execution functions");
+      if (c.functions == nullptr) co_return failed_ret(ret, "check_cmd needs the minion's execution functions");
       json out = co_await run_check_cmd(c.functions, c.context, c.jid, c.timeout, std::move(command));
       if (out.value("retcode", 1) != 0) {
         std::error_code rm;
@@ -543,12 +574,12 @@ asio::awaitable<json> file_managed(state_call c) {
     if (::rename(tmp.c_str(), path.c_str()) != 0 && !move_across(tmp, path)) {
       std::error_code rm;
       fs::remove(tmp, rm);
-      co_return fail(ret, "Unable to replace " + name + ": " + std::strerror(errno));
+      co_return failed_ret(ret, "Unable to replace " + name + ": " + std::strerror(errno));
     }
     if (own.uid || own.gid) {
       if (::chown(path.c_str(), own.uid ? *own.uid : static_cast<uid_t>(-1),
                   own.gid ? *own.gid : static_cast<gid_t>(-1)) != 0) {
-        co_return fail(ret, "Failed to change ownership of " + name + ": " + std::strerror(errno));
+        co_return failed_ret(ret, "Failed to change ownership of " + name + ": " + std::strerror(errno));
       }
     }
     ret["changes"]["diff"] = exists ? diff_of(c, have.value_or(""), *want) : "New file";
@@ -568,7 +599,7 @@ asio::awaitable<json> file_managed(state_call c) {
     if (own.uid || own.gid) {
       if (::chown(path.c_str(), own.uid ? *own.uid : static_cast<uid_t>(-1),
                   own.gid ? *own.gid : static_cast<gid_t>(-1)) != 0) {
-        co_return fail(ret, "Failed to change ownership of " + name + ": " + std::strerror(errno));
+        co_return failed_ret(ret, "Failed to change ownership of " + name + ": " + std::strerror(errno));
       }
       note_owner();
     }
@@ -786,16 +817,16 @@ asio::awaitable<json> file_directory(state_call c) {
   }
   if (max_depth && clean) co_return fail_dir(ret, "Cannot specify both max_depth and clean");
   wanted_perms want;
-  if (const json* u = c.arg("user"); u != nullptr && truthy(*u)) {
+  if (const json* u = c.arg("user"); u != nullptr && base::python_truth(*u)) {
     want.user = *u;
   } else if (const json* o = c.arg("owner"); o != nullptr) {
     want.user = *o;
   }
   if (const json* g = c.arg("group")) want.group = *g;
   json dir_mode = c.low.value("dir_mode", json());
-  if (c.arg("mode") != nullptr && !truthy(dir_mode)) dir_mode = *c.arg("mode");
+  if (c.arg("mode") != nullptr && !base::python_truth(dir_mode)) dir_mode = *c.arg("mode");
   json file_mode = c.low.value("file_mode", json());
-  if (!truthy(file_mode)) file_mode = dir_mode;
+  if (!base::python_truth(file_mode)) file_mode = dir_mode;
   want.mode = normalize_mode(dir_mode);
   std::optional<std::string> fmode = normalize_mode(file_mode);
   if (std::string err = check_user(want, c.test); !err.empty()) co_return fail_dir(ret, err);
@@ -888,7 +919,7 @@ asio::awaitable<json> file_directory(state_call c) {
   if (!rs.items.empty()) {
     wanted_perms sub = want;
     if (rs.items.count("user")) {
-      if (!truthy(want.user) && !want.user.is_number_integer()) {
+      if (!base::python_truth(want.user) && !want.user.is_number_integer()) {
         ret["result"] = false;
         ret["comment"] = "user not specified, but configured as a target for recursive ownership management";
       }
@@ -896,7 +927,7 @@ asio::awaitable<json> file_directory(state_call c) {
       sub.user = nullptr;
     }
     if (rs.items.count("group")) {
-      if (!truthy(want.group) && !want.group.is_number_integer()) {
+      if (!base::python_truth(want.group) && !want.group.is_number_integer()) {
         ret["result"] = false;
         ret["comment"] = "group not specified, but configured as a target for recursive ownership management";
       }

@@ -18,12 +18,6 @@ namespace {
 
 using plain_json = nlohmann::json;
 
-json fail(json ret, const std::string& msg) {
-  ret["result"] = false;
-  ret["comment"] = msg;
-  return ret;
-}
-
 // Salt's invalid_kwargs: arguments the state does not take.
 std::string invalid_kwargs(const state_call& c, const std::vector<std::string>& known) {
   static const std::vector<std::string> k_state = {
@@ -72,14 +66,14 @@ asio::awaitable<json> config_set(state_call c) {
   if (value != nullptr && value->is_null()) value = nullptr;
   if (multivar != nullptr && multivar->is_null()) multivar = nullptr;
   if (value != nullptr && multivar != nullptr) {
-    co_return fail(ret, "Only one of 'value' and 'multivar' is permitted");
+    co_return failed_ret(ret, "Only one of 'value' and 'multivar' is permitted");
   }
   std::string bad = invalid_kwargs(
       c, {"value", "multivar", "repo", "user", "password", "output_encoding", "global"});
-  if (!bad.empty()) co_return fail(ret, bad);
+  if (!bad.empty()) co_return failed_ret(ret, bad);
   const bool global = c.flag("global");
   if (!global && !has_repo(c)) {
-    co_return fail(ret, "Non-global config options require the 'repo' argument to be set");
+    co_return failed_ret(ret, "Non-global config options require the 'repo' argument to be set");
   }
   if (value == nullptr && multivar == nullptr) {
     throw base::error("git.config_set: give value= or multivar=");
@@ -139,7 +133,7 @@ asio::awaitable<json> config_set(state_call c) {
     if (why.starts_with("Command '")) {
       if (auto at = why.find("' failed: "); at != std::string::npos) why = why.substr(at + 10);
     }
-    co_return fail(ret, "Failed to set " + std::string(global ? "global key " : "") + "'" + name +
+    co_return failed_ret(ret, "Failed to set " + std::string(global ? "global key " : "") + "'" + name +
                             "' to " + value_comment + ": " + why);
   }
   if (pre != post) {
@@ -147,7 +141,7 @@ asio::awaitable<json> config_set(state_call c) {
     ret["changes"][name]["new"] = post;
   }
   if (post != desired) {
-    co_return fail(ret, "Failed to set " + std::string(global ? "global key " : "") + "'" + name +
+    co_return failed_ret(ret, "Failed to set " + std::string(global ? "global key " : "") + "'" + name +
                             "' to " + value_comment);
   }
   ret["comment"] = global_key + "'" + name + "' was " + verb + " " + value_comment;
@@ -164,11 +158,11 @@ asio::awaitable<json> config_unset(state_call c) {
   json ret = make_ret(c.name(), true, "No matching keys are set");
   std::string bad = invalid_kwargs(
       c, {"value_regex", "repo", "user", "password", "output_encoding", "global", "all"});
-  if (!bad.empty()) co_return fail(ret, bad);
+  if (!bad.empty()) co_return failed_ret(ret, bad);
   const bool global = c.flag("global");
   const bool all = c.flag("all");
   if (!global && !has_repo(c)) {
-    co_return fail(ret, "Non-global config options require the 'repo' argument to be set");
+    co_return failed_ret(ret, "Non-global config options require the 'repo' argument to be set");
   }
   const std::string name = c.name();
   std::optional<std::string> value_regex;
@@ -193,7 +187,7 @@ asio::awaitable<json> config_unset(state_call c) {
     if (!greedy.empty()) {
       std::string list;
       for (const auto& g : greedy) list += (list.empty() ? "" : "; ") + g;
-      co_return fail(ret, value_regex ? "Multiple values are matched by value_regex for the "
+      co_return failed_ret(ret, value_regex ? "Multiple values are matched by value_regex for the "
                                         "following keys (set 'all' to True to force removal): " +
                                             list
                                       : "Multivar(s) matched by the key expression (set 'all' "
@@ -228,7 +222,7 @@ asio::awaitable<json> config_unset(state_call c) {
   if (!failed.empty()) {
     std::string list;
     for (const auto& f : failed) list += (list.empty() ? "" : ", ") + f;
-    co_return fail(ret, "Error(s) occurred unsetting values for the following keys (see the "
+    co_return failed_ret(ret, "Error(s) occurred unsetting values for the following keys (see the "
                         "minion log for details): " + list);
   }
   plain_json post_kw = get_regexp(false);
@@ -256,7 +250,7 @@ asio::awaitable<json> config_unset(state_call c) {
     for (const auto& [k, values] : post_matches.items()) {
       list += (list.empty() ? "" : "; ") + k + " (" + join(values, ", ") + ")";
     }
-    co_return fail(ret, "Failed to unset value(s): " + list);
+    co_return failed_ret(ret, "Failed to unset value(s): " + list);
   }
   ret["comment"] = "Value(s) successfully unset";
   co_return ret;

@@ -23,12 +23,6 @@ const std::vector<std::string> k_info_order = {"name", "passwd", "gid", "members
 
 plain_json plain(const json& v) { return plain_json::parse(v.dump()); }
 
-json fail(json ret, const std::string& comment) {
-  ret["result"] = false;
-  ret["comment"] = comment;
-  return ret;
-}
-
 asio::awaitable<json> group_info(const state_call& c, std::string name) {
   plain_json args = plain_json::array();
   args.push_back(std::move(name));
@@ -105,7 +99,7 @@ asio::awaitable<json> present(state_call c) {
     std::string text = py_text(*v);
     if (text.empty() || text.size() > 10 ||
         !std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-      co_return fail(ret, "Invalid gid");
+      co_return failed_ret(ret, "Invalid gid");
     }
     w.gid = std::stoll(text);
   }
@@ -182,7 +176,7 @@ asio::awaitable<json> present(state_call c) {
     json all = co_await c.run(std::move(fun), std::move(none));
     for (const auto& g : all) {
       if (g["gid"] == *w.gid) {
-        co_return fail(ret, "Group " + name + " is not present but gid " + std::to_string(*w.gid) +
+        co_return failed_ret(ret, "Group " + name + " is not present but gid " + std::to_string(*w.gid) +
                                 " is already taken by group " + g["name"].get<std::string>());
       }
     }
@@ -197,7 +191,7 @@ asio::awaitable<json> present(state_call c) {
   } catch (const base::error&) {
     added = false;
   }
-  if (!added) co_return fail(ret, "Failed to create new group " + name);
+  if (!added) co_return failed_ret(ret, "Failed to create new group " + name);
   std::optional<std::vector<std::string>> members;
   if (w.members && !w.members->empty()) members = w.members;
   if (w.addusers && !w.addusers->empty()) members = w.addusers;
@@ -239,7 +233,7 @@ asio::awaitable<json> absent(state_call c) {
   } catch (const base::error&) {
     removed = false;
   }
-  if (!removed) co_return fail(ret, "Failed to remove group " + name);
+  if (!removed) co_return failed_ret(ret, "Failed to remove group " + name);
   ret["changes"][name] = "";
   ret["comment"] = "Removed group " + name;
   co_return ret;

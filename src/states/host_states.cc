@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "states/python_text.h"
+#include "base/python_truth.h"
 #include "states/registry.h"
 
 namespace brine::states {
@@ -40,8 +41,6 @@ asio::awaitable<json> hosts(const state_call& c, std::string fun, plain_json arg
   json r = co_await c.run(std::move(name), std::move(args));
   co_return r;
 }
-
-bool truthy(const json& v) { return v.is_boolean() ? v.get<bool>() : !v.is_null(); }
 
 void add_change(json& ret, const std::string& kind, const std::string& addr,
                 const std::string& what) {
@@ -115,7 +114,7 @@ asio::awaitable<json> present(state_call c) {
       plain_json done_args = plain_json::array({addr, host});
       std::string done_fun = "add_host";
       json done = co_await hosts(c, std::move(done_fun), std::move(done_args));
-      if (!truthy(done)) {
+      if (!base::python_truth(done)) {
         ret["result"] = false;
         comments.push_back("Failed to add host " + host + " (" + addr + ")");
         continue;
@@ -131,7 +130,7 @@ asio::awaitable<json> present(state_call c) {
       plain_json done_args = plain_json::array({addr, note});
       std::string done_fun = "set_comment";
       json done = co_await hosts(c, std::move(done_fun), std::move(done_args));
-      if (!truthy(done)) {
+      if (!base::python_truth(done)) {
         ret["result"] = false;
         comments.push_back("Failed to add comment for host " + addr + " (" + note + ")");
         continue;
@@ -148,7 +147,7 @@ asio::awaitable<json> present(state_call c) {
       plain_json done_args = plain_json::array({addr, host});
       std::string done_fun = "rm_host";
       json done = co_await hosts(c, std::move(done_fun), std::move(done_args));
-      if (!truthy(done)) {
+      if (!base::python_truth(done)) {
         ret["result"] = false;
         comments.push_back("Failed to remove host " + host + " (" + addr + ")");
         continue;
@@ -172,7 +171,7 @@ asio::awaitable<json> absent(state_call c) {
     plain_json has_args = plain_json::array({addr, name});
     std::string has_fun = "has_pair";
     json has = co_await hosts(c, std::move(has_fun), std::move(has_args));
-    if (!truthy(has)) {
+    if (!base::python_truth(has)) {
       ret["result"] = true;
       comments.push_back("Host " + name + " (" + addr + ") already absent");
     } else if (c.test) {
@@ -181,7 +180,7 @@ asio::awaitable<json> absent(state_call c) {
       plain_json done_args = plain_json::array({addr, name});
       std::string done_fun = "rm_host";
       json done = co_await hosts(c, std::move(done_fun), std::move(done_args));
-      if (truthy(done)) {
+      if (base::python_truth(done)) {
         ret["changes"] = json{{"host", name}};
         ret["result"] = true;
         comments.push_back("Removed host " + name + " (" + addr + ")");
@@ -226,8 +225,8 @@ asio::awaitable<json> only(state_call c) {
   plain_json done_args = plain_json::array({name, now});
   std::string done_fun = "set_host";
   json done = co_await hosts(c, std::move(done_fun), std::move(done_args));
-  ret["result"] = truthy(done);
-  if (!truthy(done)) {
+  ret["result"] = base::python_truth(done);
+  if (!base::python_truth(done)) {
     ret["comment"] = "hosts.set_host failed to change " + name + " from \"" + old + "\" to \"" +
                      now + "\"";
     co_return ret;

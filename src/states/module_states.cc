@@ -29,31 +29,6 @@ namespace {
 
 using plain_json = nlohmann::json;
 
-// Salt's STATE_INTERNAL_KEYWORDS: what format_call keeps from a **kwargs
-// state function. Keys starting with "__" are brine's and Salt's
-// bookkeeping too, but for __reqs__, which Salt passes on.
-bool internal_key(const std::string& key) {
-  static const std::set<std::string> k_internal = {
-      "onchanges", "onchanges_any", "onfail", "onfail_any", "onfail_all", "onfail_stop",
-      "prereq", "prerequired", "watch", "watch_any", "require", "require_any", "listen",
-      "onchanges_in", "onfail_in", "prereq_in", "watch_in", "require_in", "listen_in",
-      "fun", "state", "check_cmd", "cmd_opts_exclude", "failhard", "onlyif", "unless",
-      "creates", "retry", "order", "parallel", "reload_modules", "reload_grains",
-      "reload_pillar", "runas", "runas_password", "fire_event", "saltenv", "umask", "use",
-      "use_in"};
-  if (key == "__reqs__") return false;
-  return key.starts_with("__") || k_internal.contains(key);
-}
-
-// The state's keyword arguments as Salt's run(**kwargs) sees them.
-json state_kwargs(const state_call& c) {
-  json out = json::object();
-  for (const auto& [k, v] : c.low.items()) {
-    if (!internal_key(k)) out[k] = v;
-  }
-  return out;
-}
-
 // Salt's _get_dict_result: False when any "result" is False or any
 // "retcode" is not 0, at any depth of mappings.
 bool dict_result(const json& node) {
@@ -278,7 +253,7 @@ asio::awaitable<json> run_legacy(state_call c, json kwargs) {
 // Salt's run: legacy when any argument but name (and the watch bookkeeping)
 // has no dot, or when there is no such argument at all.
 asio::awaitable<json> run(state_call c) {
-  json kwargs = state_kwargs(c);
+  json kwargs = extra_kwargs(c);
   bool legacy = false;
   bool any = false;
   for (const auto& [k, v] : kwargs.items()) {

@@ -1,6 +1,7 @@
 #include "states/registry.h"
 
 #include "base/error.h"
+#include "base/python_truth.h"
 #include "modules/registry.h"
 #include "modules/shell_test.h"
 
@@ -19,13 +20,28 @@ const json* state_call::arg(const std::string& key) const {
 
 bool state_call::flag(const std::string& key, bool fallback) const {
   const json* v = arg(key);
-  if (v == nullptr) return fallback;
-  if (v->is_boolean()) return v->get<bool>();
-  if (v->is_null()) return false;
-  if (v->is_number_integer()) return v->get<long long>() != 0;
-  if (v->is_number_float()) return v->get<double>() != 0;
-  if (v->is_string() || v->is_array() || v->is_object()) return !v->empty();
-  return fallback;
+  return v == nullptr ? fallback : base::python_truth(*v);
+}
+
+bool is_internal_keyword(const std::string& key) {
+  static const std::set<std::string> k_internal = {
+      "onchanges", "onchanges_any", "onfail", "onfail_any", "onfail_all", "onfail_stop",
+      "prereq", "prerequired", "watch", "watch_any", "require", "require_any", "listen",
+      "onchanges_in", "onfail_in", "prereq_in", "watch_in", "require_in", "listen_in",
+      "fun", "state", "check_cmd", "cmd_opts_exclude", "failhard", "onlyif", "unless",
+      "creates", "retry", "order", "parallel", "reload_modules", "reload_grains",
+      "reload_pillar", "runas", "runas_password", "fire_event", "saltenv", "umask", "use",
+      "use_in"};
+  if (key == "__reqs__") return false;
+  return key.starts_with("__") || k_internal.contains(key);
+}
+
+json extra_kwargs(const state_call& c, const std::set<std::string>& named) {
+  json out = json::object();
+  for (const auto& [k, v] : c.low.items()) {
+    if (!is_internal_keyword(k) && !named.contains(k)) out[k] = v;
+  }
+  return out;
 }
 
 asio::awaitable<int> state_call::retcode(std::string command, json options, int failed) const {
@@ -86,6 +102,12 @@ json make_ret(const std::string& name, bool result, const std::string& comment) 
   r["result"] = result;
   r["comment"] = comment;
   return r;
+}
+
+json failed_ret(json ret, const std::string& comment) {
+  ret["result"] = false;
+  ret["comment"] = comment;
+  return ret;
 }
 
 json sorted_ret(const std::string& name, bool result) {

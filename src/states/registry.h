@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,16 @@ struct state_call {
                                       nlohmann::json kwargs = nlohmann::json::object()) const;
 };
 
+// Salt's STATE_INTERNAL_KEYWORDS (requisites and runtime keywords such as
+// onlyif, order, saltenv) and the "__" bookkeeping of Salt and brine, but
+// for __reqs__, which Salt passes on: what format_call keeps out of a state
+// function's **kwargs.
+bool is_internal_keyword(const std::string& key);
+// The low chunk's keyword arguments that a state function does not name in
+// its signature (`named`, Salt's argspec): the function's **kwargs as
+// format_call builds them, in the chunk's order.
+json extra_kwargs(const state_call& c, const std::set<std::string>& named = {});
+
 // A state function's answer in Salt's shape and key order, as the module
 // builds it: at least name, changes, result (true, false, or null for "would
 // change" under test) and comment (a string, or a list of strings). Extra
@@ -103,6 +114,8 @@ json make_ret(const std::string& name, bool result = true, const std::string& co
 // "result", "changes", "comment"} (cron.absent, sysctl.present,
 // archive.extracted).
 json sorted_ret(const std::string& name, bool result = true);
+// Salt's _error(ret, msg): `ret` with result False and `comment`.
+json failed_ret(json ret, const std::string& comment);
 json result_first_ret(const std::string& name, bool result = true);
 
 // State functions by "module.function". Filled once by explicit

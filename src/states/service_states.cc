@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/python_truth.h"
 #include "modules/service.h"
 #include "states/python_text.h"
 #include "states/registry.h"
@@ -25,15 +26,6 @@ namespace {
 
 using plain_json = nlohmann::json;
 using modules::service::backend;
-
-bool truthy(const json& v) {
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_null()) return false;
-  if (v.is_number_integer()) return v.get<long long>() != 0;
-  if (v.is_number_float()) return v.get<double>() != 0;
-  if (v.is_string() || v.is_array() || v.is_object()) return !v.empty();
-  return true;
-}
 
 // Salt's `enable`: True or False act (a string counts as its
 // salt.utils.data.is_true), anything else (None, 1) leaves boot alone.
@@ -74,7 +66,7 @@ asio::awaitable<json> fn(state_call c, std::string fun, plain_json args,
 asio::awaitable<bool> fn_bool(state_call c, std::string fun, plain_json args,
                               plain_json kwargs = plain_json::object()) {
   json r = co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
-  co_return truthy(r);
+  co_return base::python_truth(r);
 }
 
 // A sig of null is Salt's None.
@@ -383,14 +375,14 @@ struct service_after {
 asio::awaitable<service_after> status_after(state_call c, std::string name, plain_json status_args,
                                             service_look before) {
   const json* init_delay = c.arg("init_delay");
-  if (init_delay != nullptr && truthy(*init_delay)) co_await delay(*init_delay);
+  if (init_delay != nullptr && base::python_truth(*init_delay)) co_await delay(*init_delay);
   std::string status_fun = "service.status";
   std::string enabled_fun = "service.enabled";
   const plain_json name_only = plain_json::array({name});
   service_after out;
   out.status = co_await fn(c, status_fun, std::move(status_args));
   const bool enabled_now = co_await fn_bool(c, enabled_fun, name_only);
-  out.moved = before.enabled != enabled_now || before.running != truthy(out.status);
+  out.moved = before.enabled != enabled_now || before.running != base::python_truth(out.status);
   co_return out;
 }
 
@@ -444,7 +436,7 @@ asio::awaitable<json> running(state_call c) {
   const plain_json with_sig = name_and_sig(name, c);
   service_after after = co_await status_after(c, name, with_sig, before);
   if (after.moved && ret["changes"].empty()) ret["changes"][name] = after.status;
-  const bool now_running = truthy(after.status);
+  const bool now_running = base::python_truth(after.status);
   if (now_running) {
     ret["comment"] = "Started service " + name;
   } else {
@@ -454,7 +446,7 @@ asio::awaitable<json> running(state_call c) {
   json part = co_await boot(c, name, enable_to, now_running, now_running);
   merge(ret, part);
   const json* init_delay = c.arg("init_delay");
-  if (init_delay != nullptr && truthy(*init_delay)) {
+  if (init_delay != nullptr && base::python_truth(*init_delay)) {
     ret["comment"] = ret["comment"].get<std::string>() + "\nDelayed return for " +
                      py_text(*init_delay) + " seconds";
   }
@@ -503,7 +495,7 @@ asio::awaitable<json> dead(state_call c) {
   // Salt asks without sig here: the script's own status.
   service_after after = co_await status_after(c, name, name_only, before);
   if (after.moved && ret["changes"].empty()) ret["changes"][name] = after.status;
-  const bool still_running = truthy(after.status);
+  const bool still_running = base::python_truth(after.status);
   if (still_running) {
     ret["result"] = false;
     ret["comment"] = "Service " + name + " failed to die";
@@ -625,11 +617,11 @@ asio::awaitable<json> mod_watch(state_call c) {
     co_return ret;
   }
   const json* init_delay = c.arg("init_delay");
-  if (init_delay != nullptr && truthy(*init_delay)) co_await delay(*init_delay);
+  if (init_delay != nullptr && base::python_truth(*init_delay)) co_await delay(*init_delay);
   ret["changes"] = json::object();
   ret["changes"][name] = result;
   ret["result"] = result;
-  ret["comment"] = truthy(result) ? "Service " + past : "Failed to " + verb + " the service";
+  ret["comment"] = base::python_truth(result) ? "Service " + past : "Failed to " + verb + " the service";
   co_return ret;
 }
 

@@ -37,12 +37,6 @@ bool is_dir(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-json fail(json ret, const std::string& comment) {
-  ret["result"] = false;
-  ret["comment"] = comment;
-  return ret;
-}
-
 // An argument given and not None.
 const json* given(const state_call& c, const std::string& key) {
   const json* v = c.arg(key);
@@ -293,7 +287,7 @@ asio::awaitable<json> present(state_call c) {
   for (const char* key : k_unsupported) {
     const json* v = given(c, key);
     if (v != nullptr && !(v->is_boolean() && !v->get<bool>())) {
-      co_return fail(ret, std::string("user.present: ") + key + " is not supported by brine yet");
+      co_return failed_ret(ret, std::string("user.present: ") + key + " is not supported by brine yet");
     }
   }
   wanted w;
@@ -303,7 +297,7 @@ asio::awaitable<json> present(state_call c) {
   std::string error;
   w.groups = name_list(c, "groups", error);
   if (auto opt = name_list(c, "optional_groups", error)) w.optional_groups = *opt;
-  if (!error.empty()) co_return fail(ret, error);
+  if (!error.empty()) co_return failed_ret(ret, error);
   w.remove_groups = c.flag("remove_groups", true);
   if (const json* v = given(c, "home")) w.home = py_text(*v);
   if (const json* v = given(c, "shell")) w.shell = py_text(*v);
@@ -321,7 +315,7 @@ asio::awaitable<json> present(state_call c) {
   for (const char* field : {"fullname", "roomnumber", "workphone"}) {
     auto it = w.gecos.find(field);
     if (it != w.gecos.end() && it->second.find(',') != std::string::npos) {
-      co_return fail(ret, "Unsupported char ',' in " + it->second);
+      co_return failed_ret(ret, "Unsupported char ',' in " + it->second);
     }
   }
   if (w.groups && !w.groups->empty()) {
@@ -331,7 +325,7 @@ asio::awaitable<json> present(state_call c) {
       if (!info.is_object() || info.empty()) missing += (missing.empty() ? "" : ",") + g;
     }
     if (!missing.empty()) {
-      co_return fail(ret, "The following group(s) are not present: " + missing);
+      co_return failed_ret(ret, "The following group(s) are not present: " + missing);
     }
   }
   std::vector<std::string> present_optional;
@@ -358,7 +352,7 @@ asio::awaitable<json> present(state_call c) {
     std::string comment =
         "Encountered error checking for needed changes. Additional info follows:\n";
     for (const auto& r : refused) comment += "\n- " + r;
-    co_return fail(ret, comment);
+    co_return failed_ret(ret, comment);
   }
 
   if (changes && !changes->empty()) {
@@ -477,7 +471,7 @@ asio::awaitable<json> present(state_call c) {
     } catch (const base::error&) {
       added = false;
     }
-    if (!added) co_return fail(ret, "Failed to create new user " + name);
+    if (!added) co_return failed_ret(ret, "Failed to create new user " + name);
     ret["comment"] = "New user " + name + " created";
     json info = co_await user_info(c, name);
     ret["changes"] = in_order(info, k_info_order);
@@ -520,7 +514,7 @@ asio::awaitable<json> absent(state_call c) {
   } catch (const base::error&) {
     removed = false;
   }
-  if (!removed) co_return fail(ret, "Failed to remove user " + name);
+  if (!removed) co_return failed_ret(ret, "Failed to remove user " + name);
   // userdel also deletes the user's own group; Salt reports each group gone.
   for (const auto& g : before) {
     json info = co_await group_info(c, g);

@@ -5,6 +5,7 @@
 #include <asio/cancellation_signal.hpp>
 
 #include "base/error.h"
+#include "modules/arguments.h"
 #include "modules/tests/test_util.h"
 
 namespace brine::modules {
@@ -137,6 +138,18 @@ TEST_F(registry_test, caller_cancellation_kills_the_job_and_says_so) {
   pid_t child = read_pid(pid_file);
   ASSERT_GT(child, 0);
   EXPECT_TRUE(process_gone(child));
+}
+
+// Python's shlex.split, as Salt splits cmd.script's args: inside double
+// quotes only \" and \\ are escapes (shlex.split('"a\\$b"') is ['a\\$b']).
+TEST(shlex_split, splits_as_python_does) {
+  using v = std::vector<std::string>;
+  EXPECT_EQ(shlex_split("t", "a 'b c' \"d e\" f\\ g"), (v{"a", "b c", "d e", "f g"}));
+  EXPECT_EQ(shlex_split("t", "\"a\\$b\\`c\\\"d\\\\e\""), (v{"a\\$b\\`c\"d\\e"}));
+  EXPECT_EQ(shlex_split("t", "'a\\b' \"\" x"), (v{"a\\b", "", "x"}));
+  EXPECT_EQ(shlex_split("t", "  \t "), v{});
+  EXPECT_THROW(shlex_split("t", "'open"), base::error);
+  EXPECT_THROW(shlex_split("t", "end\\"), base::error);
 }
 
 }  // namespace

@@ -146,8 +146,13 @@ TEST(Render, RendererShebangs) {
        "pillar file /p/x.sls line 1: renderer '#!yaml|gpg' is not supported; brine renders "
        "pillar files as #!yaml or #!jinja|yaml (the default)"},
       {"#!py\ndef run(): return {}\n",
-       "pillar file /p/x.sls line 1: renderer '#!py' is not supported; brine renders pillar "
-       "files as #!yaml or #!jinja|yaml (the default)"},
+       "pillar file /p/x.sls line 1: renderer 'py' (in /p/x.sls) runs Python code, which brine "
+       "does not run: write the file as #!jinja|yaml (the data as YAML, the logic as Jinja, "
+       "Python's calls as salt['module.function'](...))"},
+      {"#!pyobjects\nFile.managed('/x')\n",
+       "pillar file /p/x.sls line 1: renderer 'pyobjects' (in /p/x.sls) runs Python code, which "
+       "brine does not run: write the file as #!jinja|yaml (the data as YAML, the logic as "
+       "Jinja, Python's calls as salt['module.function'](...))"},
       {"#!mako|yaml\na: 1\n",
        "pillar file /p/x.sls line 1: renderer '#!mako|yaml' is not supported; brine renders "
        "pillar files as #!yaml or #!jinja|yaml (the default)"},

@@ -91,5 +91,33 @@ TEST(StateModule, ShowSlsErrorsFailTheJob) {
   EXPECT_EQ(out.ret, nlohmann::json::array({"No matching sls found for 'nope' in env 'base'"}));
 }
 
+// A #!py or #!pyobjects file runs Python, which brine never runs: the
+// refusal names the renderer, the file and what to write instead.
+TEST(StateModule, PythonRenderersAreRefusedByName) {
+  fs::path root = fs::temp_directory_path() / ("brine-state-py-" + std::to_string(::getpid()));
+  fs::create_directories(root);
+  std::ofstream(root / "web.sls") << "#!pyobjects\nPkg.installed('nginx')\n";
+  modules::registry reg;
+  register_state_module(reg);
+  fake_context ctx(reg, {{"file_roots", {{"base", {root.string()}}}}});
+  modules::call c;
+  c.fun = "state.show_sls";
+  c.args = {"web"};
+  c.context = &ctx;
+  asio::io_context io;
+  modules::outcome out;
+  asio::co_spawn(io, modules::execute(reg, c),
+                 [&](std::exception_ptr, modules::outcome r) { out = std::move(r); });
+  io.run();
+  fs::remove_all(root);
+  EXPECT_FALSE(out.success);
+  std::string text = out.ret.dump();
+  EXPECT_NE(text.find("renderer 'pyobjects' (in " + (root / "web.sls").string() +
+                      ") runs Python code, which brine does not run: write the file as "
+                      "#!jinja|yaml"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace brine::state

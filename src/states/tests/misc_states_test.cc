@@ -347,6 +347,59 @@ TEST_F(misc_states_test, cmd_script_local_template_and_success_retcodes) {
   EXPECT_EQ(r["changes"]["stdout"], "hello on m1");
 }
 
+// Salt's template context of file.managed (file.get_managed, then
+// salt.utils.templates.render_tmpl): name, the source the list chose, user,
+// group, mode as managed() normalizes it, attrs, saltenv, the state's
+// other keyword arguments (not requisites), then defaults updated by
+// context over all of them.
+TEST_F(misc_states_test, file_managed_template_sees_salts_whole_context) {
+  write("roots/app/tmpl.conf",
+        "# {{ source }} for {{ name }}\n{{ user }} {{ group }} {{ mode }} {{ attrs }} {{ saltenv }}\n"
+        "{{ port }} {{ a }} {{ b }} {{ require is defined }} {{ order is defined }} "
+        "{{ grains.id }}\n");
+  std::string dest = dir_.file("out.conf");
+  json r = call("file.managed",
+                {{"name", dest},
+                 {"source", {"salt://app/missing.conf", "salt://app/tmpl.conf"}},
+                 {"template", "jinja"}, {"user", "root"}, {"mode", 644}, {"port", 8080},
+                 {"require", {{{"file", "x"}}}}, {"order", 10000},
+                 {"defaults", {{"a", 1}, {"b", 2}}}, {"context", {{"b", 3}}},
+                 {"__env__", "base"}, {"__sls__", "app"}});
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(read("out.conf"), "# salt://app/tmpl.conf for " + dest +
+                                  "\nroot None 0644 None base\n8080 1 3 False False m1\n");
+
+  // context wins over the state's own arguments, name among them.
+  write("roots/app/name.conf", "{{ name }} {{ source }}\n");
+  r = call("file.managed", {{"name", dir_.file("name.conf")}, {"source", "salt://app/name.conf"},
+                            {"template", "jinja"}, {"context", {{"name", "from-context"}}},
+                            {"__env__", "base"}});
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(read("name.conf"), "from-context salt://app/name.conf\n");
+
+  // What Salt's template cannot see fails as Salt words it.
+  write("roots/app/bad.conf", "{{ nothing_here }}\n");
+  r = call("file.managed", {{"name", dir_.file("bad.conf")}, {"source", "salt://app/bad.conf"},
+                            {"template", "jinja"}, {"__env__", "base"}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_TRUE(r["comment"].get<std::string>().starts_with(
+      "Unable to manage file: Jinja variable 'nothing_here' is undefined"))
+      << r["comment"];
+}
+
+// file.recurse hands each file's salt:// URL (with its saltenv, as
+// salt.utils.url.create writes it) to the template as `source`.
+TEST_F(misc_states_test, file_recurse_template_source_is_the_files_url) {
+  write("roots/tree/a.conf", "{{ source }} {{ name }} {{ mode }}\n");
+  std::string dest = dir_.file("tree-out");
+  json r = call("file.recurse", {{"name", dest}, {"source", "salt://tree"},
+                                 {"template", "jinja"}, {"file_mode", "600"},
+                                 {"__env__", "base"}});
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(read("tree-out/a.conf"),
+            "salt://tree/a.conf?saltenv=base " + dest + "/a.conf 0600\n");
+}
+
 TEST_F(misc_states_test, cmd_run_umask_applies_to_the_command) {
   json r = call("cmd.run", {{"name", "umask"}, {"umask", "077"}});
   EXPECT_EQ(r["changes"]["stdout"], "0077");
