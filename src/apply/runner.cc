@@ -177,7 +177,7 @@ struct runner::impl {
     if (e == nullptr) {
       if (low.contains("__sls__")) {
         errs.push_back("State '" + full + "' was not found in SLS '" + text(low["__sls__"]) + "'");
-        errs.push_back("Reason: '" + full + "' is not available.");
+        errs.push_back("Reason: " + states::missing_fun_string(full, *s.states, s.functions));
       } else {
         errs.push_back("Specified state '" + full + "' was not found");
       }

@@ -42,6 +42,15 @@ asio::awaitable<outcome> get(call c) {
   co_return outcome{v ? *v : (fallback ? *fallback : nlohmann::json(""))};
 }
 
+// Salt's has_value: whether the key (':' walks into maps and lists) is
+// there, whatever its value (None and False count).
+asio::awaitable<outcome> has_value(call c) {
+  arguments s("grains.has_value", c, {"key"});
+  if (s.given("key") == nullptr) throw base::error("grains.has_value needs a key: grains.has_value pkg:apache");
+  auto g = grains_of(c);
+  co_return outcome{traverse(*g, s.scalar_text("key", "")) != nullptr};
+}
+
 asio::awaitable<outcome> item(call c) {
   arguments s("grains.item", c, {"default", "delimiter", "sanitize"}, true);
   // Salt: item(*args, **kwargs), default and delimiter by keyword only.
@@ -189,6 +198,10 @@ void register_grains_module(registry& reg) {
   reg.add("grains.get", get,
           "grains.get KEY [default=''] [delimiter=':']: the value of a grain; ':' walks into "
           "nested maps and lists.\n\nCLI example: brine cmd '*' grains.get ip_interfaces:eth0",
+          instant);
+  reg.add("grains.has_value", has_value,
+          "grains.has_value KEY: True when the grain (':' walks into nested maps and lists) "
+          "exists, whatever its value.\n\nCLI example: brine cmd '*' grains.has_value pkg:apache",
           instant);
   reg.add("grains.item", item,
           "grains.item KEY... [default=''] [delimiter=':']: a map of the named grains.\n\nCLI "

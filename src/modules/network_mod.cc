@@ -195,6 +195,95 @@ std::optional<network> parse_network(const std::string& text) {
   return n;
 }
 
+// Python's ipaddress.ip_network(text, strict): "ADDR", "ADDR/PREFIX" or,
+// for IPv4, "ADDR/NETMASK" (255.255.255.0) or "ADDR/HOSTMASK" (0.0.0.255);
+// strict refuses host bits, otherwise they are masked off. The reason in
+// `error` when Python raises ValueError.
+std::optional<network> python_ip_network(const std::string& text, bool strict, std::string& error) {
+  auto slash = text.find('/');
+  auto base = parse_ip(text.substr(0, slash));
+  if (!base) {
+    error = "'" + text + "' does not appear to be an IPv4 or IPv6 network";
+    return std::nullopt;
+  }
+  const int width = static_cast<int>(base->size() * 8);
+  network n{*base, width};
+  if (slash != std::string::npos) {
+    const std::string p = text.substr(slash + 1);
+    auto mask = parse_ip(p);
+    if (!p.empty() && p.size() <= 3 &&
+        std::all_of(p.begin(), p.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+      n.prefix = std::stoi(p);
+    } else if (mask && mask->family == AF_INET && base->family == AF_INET) {
+      std::uint32_t m = (std::uint32_t{mask->bytes[0]} << 24) | (std::uint32_t{mask->bytes[1]} << 16) |
+                        (std::uint32_t{mask->bytes[2]} << 8) | mask->bytes[3];
+      if (m != 0 && (m & 1u) && !(m & 0x80000000u)) m = ~m;  // a hostmask
+      int ones = 0;
+      while (ones < 32 && (m & (0x80000000u >> ones))) ++ones;
+      if (ones < 32 && (m << ones) != 0) n.prefix = -1;
+      else n.prefix = ones;
+    } else {
+      n.prefix = -1;
+    }
+    if (n.prefix < 0 || n.prefix > width) {
+      error = "'" + p + "' is not a valid netmask";
+      return std::nullopt;
+    }
+  }
+  network masked = n;
+  for (int b = n.prefix; b < width; ++b) {
+    masked.base.bytes[static_cast<std::size_t>(b / 8)] &= static_cast<unsigned char>(~(0x80u >> (b % 8)));
+  }
+  if (strict && masked.base.bytes != n.base.bytes) {
+    error = text + " has host bits set";
+    return std::nullopt;
+  }
+  return masked;
+}
+
+std::string network_text(const network& n) {
+  char buf[INET6_ADDRSTRLEN];
+  ::inet_ntop(n.base.family, n.base.bytes.data(), buf, sizeof buf);
+  return std::string(buf) + "/" + std::to_string(n.prefix);
+}
+
+// Salt's network.calc_net: the network (CIDR) an address is in, its
+// netmask in the address ("10.1.2.3/24") or given apart.
+asio::awaitable<outcome> calc_net(call c) {
+  arguments sig("network.calc_net", c, {"ip_addr", "netmask"});
+  if (sig.given("ip_addr") == nullptr) fail("network.calc_net", "needs ip_addr: network.calc_net 10.1.2.3/24");
+  std::string text = sig.scalar_text("ip_addr", "");
+  if (const auto* m = sig.given("netmask"); m != nullptr && !m->is_null()) {
+    text += "/" + sig.scalar_text("netmask", "");
+  }
+  std::string error;
+  auto n = python_ip_network(text, false, error);
+  if (!n) fail("network.calc_net", error);
+  co_return outcome{network_text(*n)};
+}
+
+// Salt's network.ip_in_subnet (salt.utils.network.in_subnet): whether the
+// address lies in the network; False for a network that is not one
+// (host bits set, as ipaddress's strict parse refuses).
+asio::awaitable<outcome> ip_in_subnet(call c) {
+  arguments sig("network.ip_in_subnet", c, {"ip_addr", "cidr"});
+  std::string error;
+  auto n = python_ip_network(sig.scalar_text("cidr", ""), true, error);
+  if (!n) co_return outcome{false};
+  std::vector<std::string> addrs;
+  if (const auto* a = sig.given("ip_addr"); a != nullptr && a->is_array()) {
+    for (const auto& item : *a) addrs.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+  } else {
+    addrs.push_back(sig.scalar_text("ip_addr", ""));
+  }
+  for (const auto& text : addrs) {
+    auto addr = parse_ip(text);
+    if (!addr) fail("network.ip_in_subnet", "'" + text + "' does not appear to be an IPv4 or IPv6 address");
+    if (n->contains(*addr)) co_return outcome{true};
+  }
+  co_return outcome{false};
+}
+
 // Python's ipaddress is_private (3.11's tables).
 bool is_private(const ip_address& a) {
   static const std::vector<network> nets = [] {
@@ -463,6 +552,15 @@ void register_network_module(registry& reg) {
   reg.add("network.get_hostname", get_hostname,
           "network.get_hostname() -> this host's name (gethostname).\n\n"
           "CLI example: brine cmd '*' network.get_hostname",
+          k::instant);
+  reg.add("network.calc_net", calc_net,
+          "network.calc_net(ip_addr, netmask=None) -> the network an address is in, in CIDR "
+          "notation (any address of the subnet will do).\n\n"
+          "CLI example: brine cmd '*' network.calc_net 172.17.0.5 255.255.255.240",
+          k::instant);
+  reg.add("network.ip_in_subnet", ip_in_subnet,
+          "network.ip_in_subnet(ip_addr, cidr) -> True when the address is in the network.\n\n"
+          "CLI example: brine cmd '*' network.ip_in_subnet 172.17.0.4 172.16.0.0/12",
           k::instant);
   reg.add("network.interfaces", interfaces,
           "network.interfaces() -> {name: {hwaddr, up, inet: [{address, netmask, broadcast, "

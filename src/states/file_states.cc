@@ -26,6 +26,7 @@
 #include "fileserver/path.h"
 #include "modules/accounts.h"
 #include "modules/context.h"
+#include "modules/data.h"
 #include "modules/registry.h"
 #include "modules/diff.h"
 #include "states/file_states.h"
@@ -77,31 +78,6 @@ std::string saltenv_of(const state_call& c) {
     }
   }
   return "base";
-}
-
-// `key` looked up with ':' as Salt's traverse_dict_and_list does.
-const json* traverse(const json& data, const std::string& key) {
-  const json* at = &data;
-  size_t start = 0;
-  while (start <= key.size()) {
-    size_t colon = key.find(':', start);
-    std::string part = key.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-    if (at->is_object()) {
-      auto it = at->find(part);
-      if (it == at->end()) return nullptr;
-      at = &*it;
-    } else if (at->is_array()) {
-      char* end = nullptr;
-      long i = std::strtol(part.c_str(), &end, 10);
-      if (end == part.c_str() || *end != '\0' || i < 0 || static_cast<size_t>(i) >= at->size()) return nullptr;
-      at = &(*at)[static_cast<size_t>(i)];
-    } else {
-      return nullptr;
-    }
-    if (colon == std::string::npos) break;
-    start = colon + 1;
-  }
-  return at;
 }
 
 std::string as_text(const json& v) {
@@ -248,7 +224,9 @@ asio::awaitable<declared> declared_text(state_call c) {
     }
     auto data = pillar ? c.context->pillar() : c.context->grains();
     std::string path = as_text(*want);
-    const json* v = traverse(*data, path);
+    // The grains and pillar are plain json: walk them as they are (a
+    // pointer into a converted copy would dangle).
+    const nlohmann::json* v = modules::traverse(*data, path);
     if (v == nullptr) {
       out.error = std::string(pillar ? "Pillar " : "Grain ") + path + " does not exist";
       co_return out;
@@ -294,8 +272,9 @@ asio::awaitable<declared> declared_text(state_call c) {
     co_return out;
   }
   out.from_source = true;
+  // Salt's `if template:`: None, "" and False render nothing.
   const json* tmpl = c.arg("template");
-  if (tmpl == nullptr || tmpl->is_null()) {
+  if (!base::python_truth(tmpl)) {
     out.text = std::move(got.text);
     co_return out;
   }

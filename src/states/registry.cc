@@ -141,6 +141,34 @@ const registry::entry* registry::find(const std::string& name) const {
   return it == entries_.end() ? nullptr : &it->second;
 }
 
+std::string missing_fun_string(const std::string& full, const registry& states,
+                               const modules::registry* functions) {
+  const std::string mod = full.substr(0, full.find('.'));
+  // State modules brine has no code for, with the execution function their
+  // __virtual__ asks for and the reason Salt gives without it.
+  struct gate {
+    const char* module;
+    const char* function;
+    const char* reason;
+  };
+  static const gate k_gates[] = {
+      {"iptables", "iptables.version", "iptables module could not be loaded"},
+      {"mysql_database", "mysql.db_exists", "mysql module could not be loaded"},
+      {"mysql_user", "mysql.user_exists", "mysql module could not be loaded"},
+      {"mysql_grants", "mysql.grant_exists", "mysql module could not be loaded"},
+      {"mysql_query", "mysql.query", "mysql module could not be loaded"},
+      {"chocolatey", "chocolatey.install", "chocolatey module could not be loaded"},
+  };
+  if (!states.has_module(mod)) {
+    for (const auto& g : k_gates) {
+      if (mod != g.module) continue;
+      if (functions != nullptr && functions->find(g.function) != nullptr) break;
+      return "'" + mod + "' __virtual__ returned False: " + g.reason;
+    }
+  }
+  return "'" + full + "' is not available.";
+}
+
 bool registry::has_module(const std::string& module) const {
   auto it = entries_.lower_bound(module + ".");
   return it != entries_.end() && it->first.starts_with(module + ".");
@@ -172,6 +200,7 @@ void register_builtin_states(registry& reg) {
   register_pkgrepo_states(reg);
   register_module_states(reg);
   register_git_states(reg);
+  register_alternatives_states(reg);
   register_archive_states(reg);
   register_postgres_user_states(reg);
   register_postgres_database_states(reg);

@@ -140,6 +140,14 @@ class registry {
   std::map<std::string, entry> entries_;
 };
 
+// Salt's missing_fun_string for a state function brine does not register:
+// "'mod' __virtual__ returned False: <reason>" where Salt's module gates on
+// an execution function that `functions` lacks too (mysql_* on
+// mysql.db_exists, iptables on iptables.version ...), else "'mod.fun' is
+// not available.".
+std::string missing_fun_string(const std::string& full, const registry& states,
+                               const modules::registry* functions);
+
 // Every built-in state module.
 void register_builtin_states(registry& reg);
 // One module each; register_builtin_states calls them all.
@@ -168,6 +176,8 @@ void register_pkg_states(registry& reg);
 void register_pkgrepo_states(registry& reg);
 // module.run, module.wait (module_states.cc).
 void register_module_states(registry& reg);
+// alternatives.install, remove, auto, set (alternatives_states.cc).
+void register_alternatives_states(registry& reg);
 // git.config_set, git.config_unset (git_states.cc).
 void register_git_states(registry& reg);
 // archive.extracted (archive_states.cc).

@@ -343,6 +343,19 @@ TEST_F(runner_test, an_unknown_function_fails_that_state_only) {
   EXPECT_EQ(at(ret, "test_|-z_|-z_|-nop")["result"], true);
 }
 
+// Salt's missing_fun_string: a state module whose __virtual__ needs an
+// execution function that is not there says so, with Salt's reason.
+TEST_F(runner_test, a_module_salt_would_hide_gives_salts_virtual_reason) {
+  json ret = run(json::array({chunk("i", "iptables.append", {}, 0),
+                              chunk("m", "mysql_user.present", {}, 1)}));
+  EXPECT_EQ(at(ret, "iptables_|-i_|-i_|-append")["comment"],
+            "State 'iptables.append' was not found in SLS 's'\nReason: 'iptables' __virtual__ "
+            "returned False: iptables module could not be loaded\n");
+  EXPECT_EQ(at(ret, "mysql_user_|-m_|-m_|-present")["comment"],
+            "State 'mysql_user.present' was not found in SLS 's'\nReason: 'mysql_user' "
+            "__virtual__ returned False: mysql module could not be loaded\n");
+}
+
 TEST_F(runner_test, states_of_one_run_share_its_chunks_and_accumulators) {
   temp_dir dir;
   std::string d = dir.file("d"), block = dir.file("block.txt");

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <string>
 
+#include "modules/alternatives.h"
 #include "states/tests/state_fixture.h"
 
 namespace brine::states {
@@ -398,6 +399,103 @@ TEST_F(misc_states_test, file_recurse_template_source_is_the_files_url) {
   EXPECT_EQ(r["result"], true) << r.dump();
   EXPECT_EQ(read("tree-out/a.conf"),
             "salt://tree/a.conf?saltenv=base " + dest + "/a.conf 0600\n");
+}
+
+// alternatives.* against a fake update-alternatives that keeps its
+// registrations in files beside it and the links in the test's directory.
+constexpr const char* k_fake_alternatives = R"sh(#!/bin/sh
+here=$(dirname "$0")
+links="$here/../links"
+case "$1" in
+  --display)
+    [ -f "$here/reg_$2" ] || { echo "update-alternatives: error: no alternatives for $2" >&2; exit 2; }
+    echo "$2 - auto mode"
+    echo "  link currently points to $(readlink "$links/$2")"
+    cat "$here/reg_$2" ;;
+  --install)
+    echo "$4 - priority $5" >> "$here/reg_$3"
+    [ -L "$links/$3" ] || ln -s "$4" "$links/$3"
+    echo "update-alternatives: using $4 to provide $2 ($3) in auto mode" ;;
+  --remove)
+    grep -v "^$3 " "$here/reg_$2" > "$here/tmp"; mv "$here/tmp" "$here/reg_$2"
+    [ "$(readlink "$links/$2")" = "$3" ] && rm -f "$links/$2"
+    [ -s "$here/reg_$2" ] || rm -f "$here/reg_$2" ;;
+  --set)
+    ln -sfn "$3" "$links/$2" ;;
+  --auto)
+    echo "update-alternatives: $2 in auto mode" ;;
+esac
+)sh";
+
+class alternatives_states_test : public misc_states_test {
+ protected:
+  alternatives_states_test() {
+    modules::alternatives_paths p;
+    p.links = dir_.file("links");
+    p.redhat_admin = dir_.file("admin");
+    p.suse_admin = dir_.file("admin");
+    p.tool_dir = dir_.file("bin");
+    fs::create_directories(p.links);
+    fs::create_directories(p.tool_dir);
+    std::string tool = p.tool_dir + "/update-alternatives";
+    put(tool, k_fake_alternatives);
+    ::chmod(tool.c_str(), 0755);
+    modules::register_alternatives_module(alternatives_, p);
+    table_ = &alternatives_;
+  }
+  modules::registry alternatives_;
+};
+
+// Salt's alternatives states, branch by branch (salt/states/alternatives.py).
+TEST_F(alternatives_states_test, install_set_remove_auto_as_salt_words_them) {
+  json low = {{"name", "brinealt"}, {"link", "/usr/bin/brinealt"}, {"path", "/opt/a"},
+              {"priority", 30}};
+  json r = call("alternatives.install", low, true);
+  EXPECT_EQ(r["result"], nullptr) << r.dump();
+  EXPECT_EQ(r["comment"], "Alternative will be set for brinealt to /opt/a with priority 30");
+  EXPECT_EQ(r.dump().substr(0, 78),
+            R"({"name":"brinealt","link":"/usr/bin/brinealt","path":"/opt/a","priority":30,"r)");
+
+  r = call("alternatives.install", low);
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(r["comment"], "Alternative for brinealt set to path /opt/a with priority 30");
+  EXPECT_EQ(r["changes"].dump(),
+            R"({"name":"brinealt","link":"/usr/bin/brinealt","path":"/opt/a","priority":30})");
+  r = call("alternatives.install", low);
+  EXPECT_EQ(r["comment"], "Alternative /opt/a for brinealt is already registered");
+  EXPECT_TRUE(r["changes"].empty());
+
+  // A second one registers without becoming the default.
+  low["path"] = "/opt/b";
+  r = call("alternatives.install", low);
+  EXPECT_EQ(r["comment"],
+            "Alternative /opt/b for brinealt registered with priority 30 and not set to default");
+
+  r = call("alternatives.set", {{"name", "brinealt"}, {"path", "/opt/nope"}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "Alternative /opt/nope for brinealt doesn't exist");
+  r = call("alternatives.set", {{"name", "brinealt"}, {"path", "/opt/b"}}, true);
+  EXPECT_EQ(r["result"], nullptr);
+  EXPECT_EQ(r["comment"], "Alternative for brinealt will be set to path /opt/b");
+  r = call("alternatives.set", {{"name", "brinealt"}, {"path", "/opt/b"}});
+  EXPECT_EQ(r["comment"], "Alternative for brinealt set to path /opt/b");
+  EXPECT_EQ(r["changes"], (json{{"path", "/opt/b"}}));
+  r = call("alternatives.set", {{"name", "brinealt"}, {"path", "/opt/b"}});
+  EXPECT_EQ(r["comment"], "Alternative for brinealt already set to /opt/b");
+
+  r = call("alternatives.auto", {{"name", "brinealt"}});
+  EXPECT_EQ(r["comment"], "brinealt already in auto mode");
+
+  r = call("alternatives.remove", {{"name", "brinealt"}, {"path", "/opt/b"}}, true);
+  EXPECT_EQ(r["comment"], "Alternative for brinealt will be removed");
+  r = call("alternatives.remove", {{"name", "brinealt"}, {"path", "/opt/b"}});
+  EXPECT_EQ(r["comment"], "Alternative for brinealt removed");
+  EXPECT_TRUE(r["changes"].empty());
+  r = call("alternatives.remove", {{"name", "brinealt"}, {"path", "/opt/a"}});
+  EXPECT_EQ(r["comment"], "Alternative for brinealt removed");
+  r = call("alternatives.remove", {{"name", "brinealt"}, {"path", "/opt/a"}});
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "Alternative for brinealt doesn't exist");
 }
 
 TEST_F(misc_states_test, cmd_run_umask_applies_to_the_command) {
