@@ -105,6 +105,18 @@ TEST(data, dict_update_recurses_and_merges_lists_when_asked) {
   EXPECT_EQ(dest["a"]["l"], json({1, 2, 3, 3}));
 }
 
+// Salt's has_value: the key is there, whatever its value.
+TEST_F(minion_mods, grains_has_value_is_presence_not_truth) {
+  ctx_.grains_["empty"] = "";
+  ctx_.grains_["none"] = nullptr;
+  EXPECT_EQ(run("grains.has_value", {"os_family"}).ret, true);
+  EXPECT_EQ(run("grains.has_value", {"ip_interfaces:eth0:0"}).ret, true);
+  EXPECT_EQ(run("grains.has_value", {"empty"}).ret, true);
+  EXPECT_EQ(run("grains.has_value", {"none"}).ret, true);
+  EXPECT_EQ(run("grains.has_value", {"nope"}).ret, false);
+  EXPECT_EQ(run("grains.has_value", {"os_family:deeper"}).ret, false);
+}
+
 TEST_F(minion_mods, grains_get_traverses_with_default_and_delimiter) {
   EXPECT_EQ(run("grains.get", {"os_family"}).ret, "Debian");
   EXPECT_EQ(run("grains.get", {"ip_interfaces:eth0:0"}).ret, "10.0.0.5");

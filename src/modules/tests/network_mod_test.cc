@@ -58,6 +58,22 @@ TEST_F(network_mod_test, get_hostname_is_the_kernels_host_name) {
   EXPECT_CONTAINS(error_of("network.get_hostname", {"extra"}), "at most 0 positional");
 }
 
+// Python's ipaddress.ip_network(strict=False) for calc_net; in_subnet's
+// strict parse (host bits set: False) for ip_in_subnet.
+TEST_F(network_mod_test, calc_net_and_ip_in_subnet_as_python_computes_them) {
+  EXPECT_EQ(ret("network.calc_net", {"172.17.0.5", "255.255.255.240"}), "172.17.0.0/28");
+  EXPECT_EQ(ret("network.calc_net", {"10.1.2.3/24"}), "10.1.2.0/24");
+  EXPECT_EQ(ret("network.calc_net", {"10.1.2.3", "0.0.0.255"}), "10.1.2.0/24");
+  EXPECT_EQ(ret("network.calc_net", {"10.1.2.3"}), "10.1.2.3/32");
+  EXPECT_EQ(ret("network.calc_net", {"2001:db8::7/64"}), "2001:db8::/64");
+  EXPECT_THROW(call_fn("network.calc_net", {"10.1.2.3", "255.0.255.0"}), base::error);
+  EXPECT_THROW(call_fn("network.calc_net", {"not-an-ip"}), base::error);
+  EXPECT_EQ(ret("network.ip_in_subnet", {"172.17.0.4", "172.16.0.0/12"}), true);
+  EXPECT_EQ(ret("network.ip_in_subnet", {"192.168.1.1", "172.16.0.0/12"}), false);
+  EXPECT_EQ(ret("network.ip_in_subnet", {"10.0.0.1", "10.0.0.1/8"}), false);  // host bits
+  EXPECT_EQ(ret("network.ip_in_subnet", {"2001:db8::1", "2001:db8::/32"}), true);
+}
+
 TEST_F(network_mod_test, interfaces_has_loopback_in_salts_shape) {
   json ifaces = ret("network.interfaces");
   ASSERT_TRUE(ifaces.contains("lo")) << ifaces.dump();
