@@ -92,6 +92,14 @@ bool same_owner(const json& want, const std::string& name, unsigned id) {
   return false;
 }
 
+bool truthy_owner(const json& v) {
+  if (v.is_null()) return false;
+  if (v.is_string()) return !v.get<std::string>().empty();
+  return true;
+}
+
+}  // namespace
+
 std::optional<uid_t> uid_of(const json& user) {
   if (user.is_number_integer()) return static_cast<uid_t>(user.get<long long>());
   std::string name = python_str(user);
@@ -104,14 +112,6 @@ std::optional<gid_t> gid_of(const json& group) {
   std::string name = python_str(group);
   return modules::accounts::group_id(name);
 }
-
-bool truthy_owner(const json& v) {
-  if (v.is_null()) return false;
-  if (v.is_string()) return !v.get<std::string>().empty();
-  return true;
-}
-
-}  // namespace
 
 std::string path_join(const std::string& a, const std::string& b) {
   if (b.starts_with('/')) return b;

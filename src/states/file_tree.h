@@ -5,6 +5,8 @@
 // patterns, and Salt's ownership and mode checks (_check_dir_meta,
 // file.check_perms, _check_user).
 
+#include <sys/types.h>
+
 #include <optional>
 #include <set>
 #include <string>
@@ -18,6 +20,11 @@ namespace brine::states {
 // salt.utils.files.normalize_mode: a mode as text, zero-padded to four
 // digits ("0644" for 644, "644", "0644", "0o644"); nullopt for null.
 std::optional<std::string> normalize_mode(const nlohmann::ordered_json& v);
+
+// Salt's file.user_to_uid and group_to_gid: an int is the id itself,
+// anything else a name looked up; nullopt for a name with no account.
+std::optional<uid_t> uid_of(const nlohmann::ordered_json& user);
+std::optional<gid_t> gid_of(const nlohmann::ordered_json& group);
 
 // salt.utils.stringutils.check_include_exclude: whether `path` matches
 // include_pat (when given) and not exclude_pat (when given). A pattern is a

@@ -388,6 +388,31 @@ TEST_F(misc_states_test, file_managed_template_sees_salts_whole_context) {
       << r["comment"];
 }
 
+// Salt's _check_user: a user or group that does not exist fails the state
+// in one text, but under test only warns (a package installed earlier in
+// the run may create it), and the plan shows the owner as a change. Ids
+// given as numbers are ids (file.user_to_uid).
+TEST_F(misc_states_test, file_managed_owner_checks_as_salt) {
+  std::string dest = dir_.file("owned.conf");
+  json low = {{"name", dest}, {"contents", "x"}, {"user", "brinenosuchuser"},
+              {"group", "brinenosuchgroup"}};
+  json r = call("file.managed", low);
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"],
+            "User brinenosuchuser is not available Group brinenosuchgroup is not available");
+  r = call("file.managed", low, true);
+  EXPECT_EQ(r["result"], nullptr) << r.dump();
+  EXPECT_EQ(r["changes"], (json{{"newfile", dest}}));
+  write("owned.conf", "x\n");
+  r = call("file.managed", low, true);
+  EXPECT_EQ(r["result"], nullptr) << r.dump();
+  EXPECT_EQ(r["changes"]["user"], "brinenosuchuser");
+  EXPECT_EQ(r["changes"]["group"], "brinenosuchgroup");
+  r = call("file.managed", {{"name", dest}, {"contents", "x"}, {"user", ::getuid()},
+                            {"group", ::getgid()}});
+  EXPECT_EQ(r["result"], true) << r.dump();
+}
+
 // file.recurse hands each file's salt:// URL (with its saltenv, as
 // salt.utils.url.create writes it) to the template as `source`.
 TEST_F(misc_states_test, file_recurse_template_source_is_the_files_url) {
