@@ -127,6 +127,13 @@ bool py_regex::match(std::string_view subject) { return run(subject, 0, PCRE2_AN
 std::size_t py_regex::begin() const { return pcre2_get_ovector_pointer(impl_->match)[0]; }
 std::size_t py_regex::end() const { return pcre2_get_ovector_pointer(impl_->match)[1]; }
 
+std::optional<std::string> py_regex::group(std::string_view subject, int n) const {
+  if (n < 0 || static_cast<uint32_t>(n) >= pcre2_get_ovector_count(impl_->match)) return std::nullopt;
+  const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(impl_->match);
+  if (ov[2 * n] == PCRE2_UNSET) return std::nullopt;
+  return std::string(subject.substr(ov[2 * n], ov[2 * n + 1] - ov[2 * n]));
+}
+
 std::pair<std::string, long long> py_regex::subn(std::string_view repl, std::string_view subject,
                                                  long long count) {
   // The template: literal text and group numbers, in order.

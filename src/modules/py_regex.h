@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,6 +47,9 @@ class py_regex {
   bool match(std::string_view subject);
   std::size_t begin() const;
   std::size_t end() const;
+  // Group `n` of the last match as text of `subject`; nullopt when it did
+  // not take part (Python's None).
+  std::optional<std::string> group(std::string_view subject, int n) const;
   // re.subn(pattern, repl, subject, count): Python's template in repl
   // (count 0: every match). Throws base::error for a bad template.
   std::pair<std::string, long long> subn(std::string_view repl, std::string_view subject,

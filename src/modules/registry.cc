@@ -90,6 +90,7 @@ void register_builtin_modules(registry& reg) {
   register_git_module(reg);
   register_archive_module(reg);
   register_postgres_module(reg);
+  register_ini_module(reg);
   register_status_module(reg);
 }
 

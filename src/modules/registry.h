@@ -107,6 +107,8 @@ void register_git_module(registry& reg);
 void register_archive_module(registry& reg);
 // postgres.*: users, databases, schemas, extensions through libpq (postgres_mod.cc)
 void register_postgres_module(registry& reg);
+// ini.set_option, get_option, remove_option, get_section, remove_section, get_ini.
+void register_ini_module(registry& reg);
 
 // Runs `c` with `c.timeout` as its limit. An unknown function, an exception,
 // a bad argument or the limit each give an outcome with success == false and a

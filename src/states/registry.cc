@@ -201,6 +201,7 @@ void register_builtin_states(registry& reg) {
   register_module_states(reg);
   register_git_states(reg);
   register_alternatives_states(reg);
+  register_ini_states(reg);
   register_archive_states(reg);
   register_postgres_user_states(reg);
   register_postgres_database_states(reg);

@@ -176,6 +176,8 @@ void register_pkg_states(registry& reg);
 void register_pkgrepo_states(registry& reg);
 // module.run, module.wait (module_states.cc).
 void register_module_states(registry& reg);
+// ini.options_present (ini_states.cc).
+void register_ini_states(registry& reg);
 // alternatives.install, remove, auto, set (alternatives_states.cc).
 void register_alternatives_states(registry& reg);
 // git.config_set, git.config_unset (git_states.cc).

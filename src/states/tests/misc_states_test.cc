@@ -523,6 +523,36 @@ TEST_F(alternatives_states_test, install_set_remove_auto_as_salt_words_them) {
   EXPECT_EQ(r["comment"], "Alternative for brinealt doesn't exist");
 }
 
+// ini.options_present as salt/states/ini_manage.py (3006.10+) plans and
+// applies it: per-key comments under test, the module's changes after.
+TEST_F(misc_states_test, ini_options_present_plans_then_applies) {
+  write("app.ini", "name=old\n\n[main]\nkey1 = v1\nkeep = yes\n");
+  json low = {{"name", dir_.file("app.ini")},
+              {"sections", {{"name", "old"}, {"main", {{"key1", "v2"}, {"keep", "yes"}}}}}};
+  json r = call("ini.options_present", low, true);
+  EXPECT_EQ(r["result"], nullptr) << r.dump();
+  EXPECT_EQ(r["comment"],
+            "Unchanged key name.\nChanged key key1 in section main.\nUnchanged key keep in section main.\n");
+  EXPECT_TRUE(r["changes"].empty());
+  r = call("ini.options_present", low);
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(r["comment"], "Changes take effect");
+  EXPECT_EQ(r["changes"].dump(), R"({"main":{"key1":{"before":"v1","after":"v2"}}})");
+  EXPECT_EQ(read("app.ini"), "name = old\n\n[main]\nkey1 = v2\nkeep = yes\n");
+  r = call("ini.options_present", low);
+  EXPECT_EQ(r["comment"], "No anomaly detected");
+  EXPECT_TRUE(r["changes"].empty());
+  // strict: the keys not named go.
+  low["strict"] = true;
+  low["sections"] = {{"main", {{"key1", "v2"}}}};
+  r = call("ini.options_present", low, true);
+  EXPECT_EQ(r["comment"], "Removed key name.\nDeleted key keep in section main.\nUnchanged key key1 in section main.\n");
+  r = call("ini.options_present", low);
+  EXPECT_EQ(read("app.ini"), "[main]\nkey1 = v2\n");
+  EXPECT_EQ(r["changes"].dump(),
+            R"({"name":{"before":"old","after":null},"main":{"keep":{"before":"yes","after":null}}})");
+}
+
 TEST_F(misc_states_test, cmd_run_umask_applies_to_the_command) {
   json r = call("cmd.run", {{"name", "umask"}, {"umask", "077"}});
   EXPECT_EQ(r["changes"]["stdout"], "0077");
