@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/python_str.h"
 #include "modules/arguments.h"
 #include "modules/process.h"
 #include "modules/registry.h"
@@ -88,6 +89,55 @@ asio::awaitable<outcome> set_password(call c) {
   co_return outcome{shadow_info(name)["passwd"] == *password};
 }
 
+// Salt's _set_attrib: chage FLAG VALUE NAME unless the entry already holds
+// VALUE; True when chage printed nothing (and, with validate, the entry
+// holds VALUE after); False for a user without an entry.
+asio::awaitable<outcome> set_attrib(call c, std::string fun, std::string key, std::string flag,
+                                    bool validate) {
+  std::string param = key == "lstchg" ? "date" : key == "min" ? "mindays" : key == "max" ? "maxdays"
+                      : key == "inact" ? "inactdays" : key == "warn" ? "warndays" : "expire";
+  arguments a(fun, c, {"name", param, "root"});
+  std::string name = user_name(a);
+  if (a.get("root") != nullptr) a.fail("root is not supported by brine");
+  const nlohmann::json& value = a.need(param);
+  if (!value.is_primitive() || value.is_null()) a.fail(param + " must be a number or a date");
+  std::string text = base::python_str_of(value);
+  if (text.find_first_of("\r\n") != std::string::npos) a.fail(param + " must be one line");
+  json pre = shadow_info(name);
+  if (pre["name"] == "") co_return outcome{false};
+  if (value == pre[key]) co_return outcome{true};
+  process_options opts;
+  opts.argv = {"chage", flag, text, name};
+  opts.env = {{"LC_ALL", "C"}};
+  opts.timeout = child_limit(c.timeout);
+  process_result r = co_await run_process(std::move(opts));
+  bool ok = r.stdout_text.empty() && !r.timed_out;
+  if (validate) ok = shadow_info(name)[key] == value;
+  co_return outcome{ok};
+}
+
+asio::awaitable<outcome> set_date(call c) { co_return co_await set_attrib(std::move(c), "shadow.set_date", "lstchg", "-d", false); }
+asio::awaitable<outcome> set_mindays(call c) { co_return co_await set_attrib(std::move(c), "shadow.set_mindays", "min", "-m", false); }
+asio::awaitable<outcome> set_maxdays(call c) { co_return co_await set_attrib(std::move(c), "shadow.set_maxdays", "max", "-M", false); }
+asio::awaitable<outcome> set_inactdays(call c) { co_return co_await set_attrib(std::move(c), "shadow.set_inactdays", "inact", "-I", false); }
+asio::awaitable<outcome> set_warndays(call c) { co_return co_await set_attrib(std::move(c), "shadow.set_warndays", "warn", "-W", false); }
+asio::awaitable<outcome> set_expire(call c) { co_return co_await set_attrib(std::move(c), "shadow.set_expire", "expire", "-E", false); }
+
+// Salt's del_password: passwd -d NAME; True when the entry is left with no
+// password.
+asio::awaitable<outcome> del_password(call c) {
+  arguments a("shadow.del_password", c, {"name", "root"});
+  std::string name = user_name(a);
+  if (a.get("root") != nullptr) a.fail("root is not supported by brine");
+  process_options opts;
+  opts.argv = {"passwd", "-d", name};
+  opts.env = {{"LC_ALL", "C"}};
+  opts.timeout = child_limit(c.timeout);
+  co_await run_process(std::move(opts));
+  json after = shadow_info(name);
+  co_return outcome{after["passwd"] == "" && after["name"] == name};
+}
+
 asio::awaitable<outcome> default_hash(call c) {
   arguments a("shadow.default_hash", c, {});
   co_return outcome{"!"};
@@ -106,6 +156,28 @@ void register_shadow_module(registry& reg) {
           "shadow.set_password NAME HASH: sets the user's password hash (as mkpasswd or "
           "openssl passwd make it) with usermod -p; returns True when the entry holds it.\n"
           "CLI Example: brine cmd '*' shadow.set_password alice '$6$salt$hash'");
+  struct setter {
+    const char* name;
+    function fn;
+    const char* what;
+    const char* example;
+  };
+  for (const setter& st : {
+           setter{"shadow.set_date", failures_as_outcomes<set_date>, "DATE: the date of the last password change (days since 1970-01-01, or YYYY-MM-DD)", "shadow.set_date alice 2026-01-01"},
+           setter{"shadow.set_mindays", failures_as_outcomes<set_mindays>, "DAYS: the days before the password may be changed", "shadow.set_mindays alice 7"},
+           setter{"shadow.set_maxdays", failures_as_outcomes<set_maxdays>, "DAYS: the days the password stays valid", "shadow.set_maxdays alice 90"},
+           setter{"shadow.set_inactdays", failures_as_outcomes<set_inactdays>, "DAYS: the days after expiry before the account locks", "shadow.set_inactdays alice 14"},
+           setter{"shadow.set_warndays", failures_as_outcomes<set_warndays>, "DAYS: the days of warning before the password expires", "shadow.set_warndays alice 7"},
+           setter{"shadow.set_expire", failures_as_outcomes<set_expire>, "DATE: the day the account expires (days since 1970-01-01, YYYY-MM-DD, or -1 for never)", "shadow.set_expire alice 2027-01-01"}}) {
+    reg.add(st.name, st.fn,
+            std::string(st.name) + " NAME " + st.what + ", with chage; True when chage had "
+            "nothing to say (False for a user without a shadow entry).\nCLI Example: brine cmd '*' " +
+            st.example);
+  }
+  reg.add("shadow.del_password", failures_as_outcomes<del_password>,
+          "shadow.del_password NAME: removes the user's password (passwd -d), so the account "
+          "has none; True when the entry is left without one.\n"
+          "CLI Example: brine cmd '*' shadow.del_password alice");
   reg.add("shadow.default_hash", failures_as_outcomes<default_hash>,
           "shadow.default_hash: returns the hash of an account without a password ('!').\n"
           "CLI Example: brine cmd '*' shadow.default_hash");

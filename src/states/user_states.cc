@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/python_truth.h"
 #include "states/python_text.h"
 #include "states/registry.h"
 
@@ -57,7 +58,30 @@ struct wanted {
   bool allow_uid_change = false;
   bool allow_gid_change = false;
   std::string password;  // a hash; "" when not given
+  bool password_given = false;
   bool enforce_password = true;
+  bool empty_password = false;
+  // The shadow ageing arguments given: date, mindays, maxdays, inactdays,
+  // warndays, expire (Salt's names), in that order.
+  std::vector<std::pair<std::string, json>> ageing;
+};
+
+// Salt's shadow ageing arguments: the shadow.info field each is compared
+// with and the shadow function that sets it; `truthy`: compared only when
+// true (Salt's `if mindays:` after useradd, `if expire and ...` always).
+struct ageing_field {
+  const char* arg;
+  const char* field;
+  const char* setter;
+  const char* words;  // "User X created but failed to set <words> to V"
+};
+const ageing_field k_ageing[] = {
+    {"date", "lstchg", "shadow.set_date", "last change date"},
+    {"mindays", "min", "shadow.set_mindays", "minimum days"},
+    {"maxdays", "max", "shadow.set_maxdays", "maximum days"},
+    {"inactdays", "inact", "shadow.set_inactdays", "inactive days"},
+    {"warndays", "warn", "shadow.set_warndays", "warn days"},
+    {"expire", "expire", "shadow.set_expire", "expire days"},
 };
 
 std::optional<std::vector<std::string>> name_list(const state_call& c, const std::string& key,
@@ -250,12 +274,24 @@ asio::awaitable<std::optional<json>> changes_for(const state_call& c, wanted w,
     if (!is_dir(newhome)) change["homeDoesNotExist"] = newhome;
   }
   if (w.shell && user["shell"] != *w.shell) change["shell"] = *w.shell;
-  if (!w.password.empty()) {
-    // Salt: a locked or password-less account ("!") always gets the hash;
-    // another one only with enforce_password.
+  if ((!w.password.empty() && !w.empty_password) || w.empty_password || !w.ageing.empty()) {
     json shadow = co_await shadow_info(c, w.name);
     const json& have = shadow["passwd"];
-    if ((have == "!" || w.enforce_password) && have != w.password) change["passwd"] = w.password;
+    // Salt: a locked or password-less account ("!") always gets the hash;
+    // another one only with enforce_password.
+    if (!w.password.empty() && !w.empty_password && (have == "!" || w.enforce_password) &&
+        have != w.password) {
+      change["passwd"] = w.password;
+    }
+    if (w.empty_password && have != "") change["empty_password"] = true;
+    for (const auto& [arg, value] : w.ageing) {
+      const char* field = "";
+      for (const auto& f : k_ageing)
+        if (arg == f.arg) field = f.field;
+      // Salt: `date is not None`, the others likewise, but `if expire and`.
+      if (arg == "expire" && !base::python_truth(value)) continue;
+      if (shadow[field] != value) change[arg] = value;
+    }
   }
   for (const auto& field : k_gecos) {
     auto it = w.gecos.find(field);
@@ -274,12 +310,29 @@ asio::awaitable<std::optional<json>> changes_for(const state_call& c, wanted w,
   co_return change;
 }
 
+bool is_ageing(const std::string& key) {
+  for (const auto& f : k_ageing)
+    if (key == f.arg) return true;
+  return false;
+}
+
+// Salt's order of applying the ageing changes of an existing user: the
+// date before the home directory, the others after it.
+asio::awaitable<void> set_ageing(const state_call& c, const std::string& name, json& todo,
+                                 bool date_only) {
+  for (const auto& f : k_ageing) {
+    if ((std::string(f.arg) == "date") != date_only || !todo.contains(f.arg)) continue;
+    plain_json args = plain_json::array({name, plain(todo[f.arg])});
+    todo.erase(f.arg);
+    std::string fun = f.setter;
+    co_await c.run(std::move(fun), std::move(args));
+  }
+}
+
 // Arguments of Salt's user.present that brine does not implement: refused
 // (when given a value other than Salt's default) rather than ignored.
-const char* const k_unsupported[] = {
-    "hash_password", "empty_password",  "date",           "mindays",        "maxdays",
-    "inactdays",     "warndays",        "expire",         "password_lock",  "win_homedrive",
-    "win_profile",   "win_logonscript", "win_description"};
+const char* const k_unsupported[] = {"hash_password", "password_lock", "win_homedrive",
+                                     "win_profile",   "win_logonscript", "win_description"};
 
 asio::awaitable<json> present(state_call c) {
   const std::string name = c.name();
@@ -308,8 +361,15 @@ asio::awaitable<json> present(state_call c) {
   }
   w.allow_uid_change = c.flag("allow_uid_change", false);
   w.allow_gid_change = c.flag("allow_gid_change", false);
-  if (const json* v = given(c, "password")) w.password = py_text(*v);
+  if (const json* v = given(c, "password")) {
+    w.password = py_text(*v);
+    w.password_given = true;
+  }
   w.enforce_password = c.flag("enforce_password", true);
+  w.empty_password = c.flag("empty_password", false);
+  for (const auto& f : k_ageing) {
+    if (const json* v = given(c, f.arg)) w.ageing.emplace_back(f.arg, *v);
+  }
 
   // A comma would split the GECOS field and be added again on every run.
   for (const char* field : {"fullname", "roomnumber", "workphone"}) {
@@ -371,10 +431,19 @@ asio::awaitable<json> present(state_call c) {
     json todo = *changes;
     if (todo.contains("passwd")) {
       todo.erase("passwd");
-      plain_json args = plain_json::array({name, w.password});
-      std::string fun = "shadow.set_password";
+      if (!w.empty_password) {
+        plain_json args = plain_json::array({name, w.password});
+        std::string fun = "shadow.set_password";
+        co_await c.run(std::move(fun), std::move(args));
+      }
+    }
+    if (todo.contains("empty_password")) {
+      todo.erase("empty_password");
+      plain_json args = plain_json::array({name});
+      std::string fun = "shadow.del_password";
       co_await c.run(std::move(fun), std::move(args));
     }
+    co_await set_ageing(c, name, todo, true);
     bool home_changed = false;
     if (todo.contains("home")) {
       json home = todo["home"];
@@ -405,9 +474,11 @@ asio::awaitable<json> present(state_call c) {
         co_await c.run(std::move(fun), std::move(args));
       }
     }
+    co_await set_ageing(c, name, todo, false);
     // The ch* functions, groups last: a new primary group first.
     for (const auto& [key, val] : changes->items()) {
-      if (key == "groups" || key == "home" || key == "homeDoesNotExist" || key == "passwd") {
+      if (key == "groups" || key == "home" || key == "homeDoesNotExist" || key == "passwd" ||
+          key == "empty_password" || is_ageing(key)) {
         continue;
       }
       plain_json args = plain_json::array({name, plain(val)});
@@ -424,7 +495,7 @@ asio::awaitable<json> present(state_call c) {
     for (const auto& key : k_info_order) {
       if (post.contains(key) && post[key] != pre[key]) ret["changes"][key] = post[key];
     }
-    if (shadow_pre["passwd"] != w.password) {
+    if (!w.password_given || shadow_pre["passwd"] != w.password) {
       json shadow_post = co_await shadow_info(c, name);
       for (const auto& [key, val] : shadow_post.items()) {
         if (shadow_pre[key] == val) continue;
@@ -488,6 +559,34 @@ asio::awaitable<json> present(state_call c) {
       }
       ret["changes"]["password"] = "XXX-REDACTED-XXX";
     }
+    if (w.empty_password && w.password.empty()) {
+      plain_json args = plain_json::array({name});
+      std::string fun = "shadow.del_password";
+      co_await c.run(std::move(fun), std::move(args));
+      json shadow = co_await shadow_info(c, name);
+      if (shadow["passwd"] != "") {
+        ret["comment"] = "User " + name + " created but failed to empty password";
+        ret["result"] = false;
+      }
+      ret["changes"]["password"] = "";
+    }
+    for (const auto& [arg, value] : w.ageing) {
+      // Salt: `if date is not None`, then `if mindays:` ... `if expire:`.
+      if (arg != "date" && !base::python_truth(value)) continue;
+      const ageing_field* f = nullptr;
+      for (const auto& each : k_ageing)
+        if (arg == each.arg) f = &each;
+      plain_json args = plain_json::array({name, plain(value)});
+      std::string fun = f->setter;
+      co_await c.run(std::move(fun), std::move(args));
+      json shadow = co_await shadow_info(c, name);
+      if (shadow[f->field] != value) {
+        ret["comment"] = "User " + name + " created but failed to set " + f->words + " to " +
+                         py_text(value);
+        ret["result"] = false;
+      }
+      ret["changes"][arg] = value;
+    }
   }
   co_return ret;
 }
@@ -535,9 +634,9 @@ void register_user_states(registry& reg) {
           "[remove_groups=True] [home] [createhome=True] [persist_home=False] [shell] "
           "[unique=True] [system=False] [fullname] [roomnumber] [workphone] [homephone] [other] "
           "[nologinit=False] [allow_uid_change=False] [allow_gid_change=False] [password=HASH] "
-          "[enforce_password=True]: the user exists with these attributes (useradd, usermod); "
-          "hash_password, empty_password, password_lock and the shadow ageing fields are not in "
-          "brine yet");
+          "[enforce_password=True] [empty_password=False] [date] [mindays] [maxdays] [inactdays] "
+          "[warndays] [expire]: the user exists with these attributes (useradd, usermod, chage); "
+          "hash_password and password_lock are not in brine yet");
   reg.add("user.absent", absent, {"name"},
           "user.absent name=USER [purge=False] [force=False]: the user does not exist (userdel; "
           "purge=True removes the home directory too)");

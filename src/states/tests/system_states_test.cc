@@ -334,6 +334,36 @@ TEST_F(account_test, user_present_creates_updates_and_absent_removes) {
             "User brinetestu is not present");
 }
 
+// The shadow ageing arguments and empty_password, as salt/states/user.py
+// plans, sets and reports them (chage, passwd -d).
+TEST_F(account_test, user_present_sets_shadow_ageing_and_empty_password) {
+  if (!have_tool("chage")) GTEST_SKIP() << "no chage";
+  json low = {{"name", "brinetestu"}, {"createhome", false}, {"mindays", 2}, {"maxdays", 90},
+              {"warndays", 5}, {"expire", 20000}};
+  json made = call("user.present", low);
+  EXPECT_EQ(made["result"], true) << made.dump();
+  EXPECT_EQ(made["comment"], "New user brinetestu created");
+  EXPECT_EQ(made["changes"]["mindays"], 2);
+  EXPECT_EQ(made["changes"]["maxdays"], 90);
+  EXPECT_EQ(made["changes"]["warndays"], 5);
+  EXPECT_EQ(made["changes"]["expire"], 20000);
+  EXPECT_EQ(call("user.present", low)["comment"], "User brinetestu is present and up to date");
+
+  low["maxdays"] = 60;
+  low["empty_password"] = true;
+  json planned = call("user.present", low, true);
+  EXPECT_EQ(planned["result"], nullptr) << planned.dump();
+  EXPECT_EQ(planned["comment"],
+            "The following user attributes are set to be changed:\nempty_password: True\n"
+            "maxdays: 60\n");
+  json changed = call("user.present", low);
+  EXPECT_EQ(changed["result"], true) << changed.dump();
+  EXPECT_EQ(changed["comment"], "Updated user brinetestu");
+  EXPECT_EQ(changed["changes"]["max"], 60);
+  EXPECT_EQ(changed["changes"]["passwd"], "XXX-REDACTED-XXX");
+  EXPECT_EQ(call("user.present", low)["comment"], "User brinetestu is present and up to date");
+}
+
 TEST_F(account_test, cron_present_absent_and_env_on_a_throwaway_crontab) {
   if (!have_tool("crontab")) GTEST_SKIP() << "no crontab (Debian's cron package)";
   quietly("useradd -M brinetestu");
