@@ -14,6 +14,8 @@
 
 #include "base/error.h"
 #include "base/python_truth.h"
+#include "fileserver/client.h"
+#include "modules/context.h"
 #include "modules/data.h"
 #include "modules/registry.h"
 #include "state/high.h"
@@ -177,7 +179,12 @@ struct runner::impl {
     if (e == nullptr) {
       if (low.contains("__sls__")) {
         errs.push_back("State '" + full + "' was not found in SLS '" + text(low["__sls__"]) + "'");
-        errs.push_back("Reason: " + states::missing_fun_string(full, *s.states, s.functions));
+        std::vector<std::string> dirs;
+        if (s.context != nullptr) {
+          std::string env = low.contains("__env__") ? text(low["__env__"]) : "base";
+          dirs = s.context->files().dirs_of(env);
+        }
+        errs.push_back("Reason: " + states::missing_fun_string(full, *s.states, s.functions, dirs));
       } else {
         errs.push_back("Specified state '" + full + "' was not found");
       }

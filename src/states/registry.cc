@@ -1,5 +1,7 @@
 #include "states/registry.h"
 
+#include <filesystem>
+
 #include "base/error.h"
 #include "base/python_truth.h"
 #include "modules/registry.h"
@@ -142,8 +144,19 @@ const registry::entry* registry::find(const std::string& name) const {
 }
 
 std::string missing_fun_string(const std::string& full, const registry& states,
-                               const modules::registry* functions) {
+                               const modules::registry* functions,
+                               const std::vector<std::string>& file_dirs) {
   const std::string mod = full.substr(0, full.find('.'));
+  if (!states.has_module(mod)) {
+    for (const auto& dir : file_dirs) {
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(dir + "/_states/" + mod + ".py", ec)) {
+        return "'" + mod + "' is a custom state module in Python (salt://_states/" + mod +
+               ".py), which brine does not run: write these states with brine's own (cmd.run, "
+               "file.*, module.run)";
+      }
+    }
+  }
   // State modules brine has no code for, with the execution function their
   // __virtual__ asks for and the reason Salt gives without it.
   struct gate {

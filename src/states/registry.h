@@ -145,8 +145,12 @@ class registry {
 // an execution function that `functions` lacks too (mysql_* on
 // mysql.db_exists, iptables on iptables.version ...), else "'mod.fun' is
 // not available.".
+// A module that the state tree ships as Salt's custom Python code
+// (_states/MOD.py in `file_dirs`, the saltenv's roots) is named as such:
+// brine does not run Python.
 std::string missing_fun_string(const std::string& full, const registry& states,
-                               const modules::registry* functions);
+                               const modules::registry* functions,
+                               const std::vector<std::string>& file_dirs = {});
 
 // Every built-in state module.
 void register_builtin_states(registry& reg);

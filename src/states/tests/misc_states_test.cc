@@ -553,6 +553,22 @@ TEST_F(misc_states_test, ini_options_present_plans_then_applies) {
             R"({"name":{"before":"old","after":null},"main":{"keep":{"before":"yes","after":null}}})");
 }
 
+// A state module the tree ships as Python (_states/ufw.py, as ufw-formula
+// does) is named as such; others get Salt's missing_fun_string.
+TEST_F(misc_states_test, missing_state_modules_say_why) {
+  std::vector<std::string> roots = {dir_.file("roots")};
+  write("roots/_states/ufw.py", "def enabled(name): pass\n");
+  EXPECT_EQ(missing_fun_string("ufw.enabled", states_, &functions_, roots),
+            "'ufw' is a custom state module in Python (salt://_states/ufw.py), which brine does "
+            "not run: write these states with brine's own (cmd.run, file.*, module.run)");
+  EXPECT_EQ(missing_fun_string("iptables.append", states_, &functions_, roots),
+            "'iptables' __virtual__ returned False: iptables module could not be loaded");
+  EXPECT_EQ(missing_fun_string("nosuch.thing", states_, &functions_, roots),
+            "'nosuch.thing' is not available.");
+  EXPECT_EQ(missing_fun_string("file.nosuch", states_, &functions_, roots),
+            "'file.nosuch' is not available.");
+}
+
 TEST_F(misc_states_test, cmd_run_umask_applies_to_the_command) {
   json r = call("cmd.run", {{"name", "umask"}, {"umask", "077"}});
   EXPECT_EQ(r["changes"]["stdout"], "0077");
