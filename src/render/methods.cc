@@ -128,6 +128,52 @@ std::string py_title(const std::string& s) {
   return out;
 }
 
+std::size_t utf8_length(unsigned char lead) {
+  if (lead >= 0xf0) return 4;
+  if (lead >= 0xe0) return 3;
+  if (lead >= 0xc0) return 2;
+  return 1;
+}
+
+// The code points of UTF-8 text (a broken sequence: its bytes one by one).
+std::vector<std::uint32_t> code_points(const std::string& s) {
+  std::vector<std::uint32_t> out;
+  for (std::size_t i = 0; i < s.size();) {
+    auto lead = static_cast<unsigned char>(s[i]);
+    std::size_t len = utf8_length(lead);
+    if (len == 1 || i + len > s.size()) {
+      out.push_back(lead);
+      ++i;
+      continue;
+    }
+    std::uint32_t cp = lead & (0xff >> (len + 1));
+    for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+    out.push_back(cp);
+    i += len;
+  }
+  return out;
+}
+
+std::string encode_utf8(std::uint32_t cp) {
+  std::string out;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xc0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xe0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+  return out;
+}
+
 value string_arg(call_args& a, std::size_t pos, const char* name) {
   value v = argument(a, pos, name);
   v.defined();
@@ -255,11 +301,26 @@ value string_method(const value& obj, const std::string& name, call_args& a) {
     std::size_t i = 0;
     while (i < s.size()) {
       std::size_t j = i;
-      while (j < s.size() && s[j] != '\n' && s[j] != '\r') ++j;
-      std::size_t e = j;
-      if (j < s.size()) {
-        e = (s[j] == '\r' && j + 1 < s.size() && s[j + 1] == '\n') ? j + 2 : j + 1;
+      // Python's line boundaries: \n \r \r\n \v \f \x1c \x1d \x1e, and
+      // U+0085, U+2028, U+2029 (as UTF-8).
+      std::size_t width = 0;
+      for (; j < s.size(); ++j) {
+        auto c = static_cast<unsigned char>(s[j]);
+        if (c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e)) {
+          width = (c == '\r' && j + 1 < s.size() && s[j + 1] == '\n') ? 2 : 1;
+          break;
+        }
+        if (c == 0xc2 && j + 1 < s.size() && static_cast<unsigned char>(s[j + 1]) == 0x85) {
+          width = 2;
+          break;
+        }
+        if (c == 0xe2 && j + 2 < s.size() && static_cast<unsigned char>(s[j + 1]) == 0x80 &&
+            (static_cast<unsigned char>(s[j + 2]) == 0xa8 || static_cast<unsigned char>(s[j + 2]) == 0xa9)) {
+          width = 3;
+          break;
+        }
       }
+      std::size_t e = j + width;
       out.emplace_back(s.substr(i, (keep ? e : j) - i));
       i = e;
     }
@@ -305,6 +366,125 @@ value string_method(const value& obj, const std::string& name, call_args& a) {
     }
     std::size_t left = n / 2 + (n & static_cast<std::size_t>(width) & 1);
     return rep(left) + s + rep(n - left);
+  }
+  if (name == "casefold") return lower(s);
+  if (name == "removeprefix" || name == "removesuffix") {
+    std::string affix = string_arg(a, 0, name == "removeprefix" ? "prefix" : "suffix").as_string();
+    if (name == "removeprefix") return s.starts_with(affix) ? s.substr(affix.size()) : s;
+    return !affix.empty() && s.ends_with(affix) ? s.substr(0, s.size() - affix.size()) : s;
+  }
+  if (name == "expandtabs") {
+    std::int64_t tab = to_int(argument(a, 0, "tabsize", 8), "tabsize");
+    std::string out;
+    std::int64_t column = 0;
+    for (char c : s) {
+      if (c == '\t') {
+        if (tab > 0) {
+          std::int64_t pad = tab - column % tab;
+          charge_steps(static_cast<std::size_t>(pad));
+          out.append(static_cast<std::size_t>(pad), ' ');
+          column += pad;
+        }
+      } else {
+        out += c;
+        if (c == '\n' || c == '\r') {
+          column = 0;
+        } else if ((static_cast<unsigned char>(c) & 0xc0) != 0x80) {
+          ++column;
+        }
+      }
+    }
+    return out;
+  }
+  if (name == "format_map") {
+    value m = argument(a, 0, "mapping").defined();
+    if (!m.is_dict()) throw template_error("'" + type_name(m) + "' object is not a mapping");
+    call_args kw;
+    for (const auto& [k, v] : m.dict().entries)
+      if (k.is_string()) kw.keyword.emplace_back(k.as_string(), v);
+    return str_format(s, kw);
+  }
+  if (name == "isascii")
+    return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  if (name == "isdecimal" || name == "isnumeric")
+    return all([](unsigned char c) { return std::isdigit(c) != 0; });
+  if (name == "isidentifier") {
+    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) {
+      auto u = static_cast<unsigned char>(c);
+      return std::isalnum(u) || u == '_' || u >= 0x80;
+    });
+  }
+  if (name == "isprintable")
+    return std::all_of(s.begin(), s.end(), [](char c) {
+      auto u = static_cast<unsigned char>(c);
+      return u >= 0x80 || (u >= 0x20 && u < 0x7f);
+    });
+  if (name == "istitle") {
+    bool cased = false, prev_cased = false;
+    for (char c : s) {
+      auto u = static_cast<unsigned char>(c);
+      if (std::isupper(u)) {
+        if (prev_cased) return false;
+        prev_cased = cased = true;
+      } else if (std::islower(u)) {
+        if (!prev_cased) return false;
+        prev_cased = cased = true;
+      } else {
+        prev_cased = false;
+      }
+    }
+    return cased;
+  }
+  if (name == "maketrans") {
+    value table = value::make_dict();
+    value x = argument(a, 0, "x").defined();
+    if (!has_argument(a, 1, "y")) {
+      if (!x.is_dict()) throw template_error("if you give only one argument to maketrans it must be a dict");
+      for (const auto& [k, v] : x.dict().entries) {
+        if (k.is_string()) {
+          auto cps = code_points(k.as_string());
+          if (cps.size() != 1) throw template_error("string keys in translate table must be of length 1");
+          table.dict().set(value(static_cast<std::int64_t>(cps[0])), v);
+        } else {
+          table.dict().set(k, v);
+        }
+      }
+      return table;
+    }
+    auto from = code_points(string_arg(a, 0, "x").as_string());
+    auto to = code_points(string_arg(a, 1, "y").as_string());
+    if (from.size() != to.size())
+      throw template_error("the first two maketrans arguments must have equal length");
+    for (std::size_t i = 0; i < from.size(); ++i)
+      table.dict().set(value(static_cast<std::int64_t>(from[i])), value(static_cast<std::int64_t>(to[i])));
+    if (has_argument(a, 2, "z"))
+      for (auto cp : code_points(string_arg(a, 2, "z").as_string()))
+        table.dict().set(value(static_cast<std::int64_t>(cp)), value(nullptr));
+    return table;
+  }
+  if (name == "translate") {
+    value table = argument(a, 0, "table").defined();
+    std::string out;
+    std::size_t i = 0;
+    for (auto cp : code_points(s)) {
+      std::size_t len = utf8_length(static_cast<unsigned char>(s[i]));
+      std::string original = s.substr(i, len);
+      i += len;
+      const value* to = table.is_dict() ? table.dict().find(value(static_cast<std::int64_t>(cp))) : nullptr;
+      if (to == nullptr) {
+        out += original;
+      } else if (to->is_none()) {
+        continue;
+      } else if (to->is_int()) {
+        out += encode_utf8(static_cast<std::uint32_t>(to->as_int()));
+      } else if (to->is_string()) {
+        out += to->as_string();
+      } else {
+        throw template_error("character mapping must return integer, None or str");
+      }
+    }
+    return out;
   }
   throw template_error("'str' object has no attribute '" + name + "'");
 }
@@ -418,6 +598,18 @@ value dict_method(const value& obj, const std::string& name, call_args& a) {
     if (has_argument(a, 1, "default")) return argument(a, 1, "default");
     throw template_error("KeyError: " + k.repr());
   }
+  if (name == "popitem") {
+    if (d.entries.empty()) throw template_error("KeyError: 'popitem(): dictionary is empty'");
+    auto [k, v] = d.entries.back();
+    d.erase(k);
+    return value::make_tuple({k, v});
+  }
+  if (name == "fromkeys") {
+    value out = value::make_dict();
+    value v = argument(a, 1, "value", nullptr);
+    for (const auto& k : iterate(argument(a, 0, "iterable").defined())) out.dict().set(k, v);
+    return out;
+  }
   if (name == "setdefault") {
     value k = argument(a, 0, "key").defined();
     if (value* v = d.find(k)) return *v;
@@ -444,12 +636,15 @@ bool has_method(const value& obj, const std::string& name) {
       "replace", "lower",      "upper",      "title",   "capitalize", "swapcase",   "join",
       "format",  "partition",  "rpartition", "count",   "find",       "index",      "rfind",
       "rindex",  "splitlines", "isdigit",    "isalpha", "isalnum",    "isspace",    "islower",
-      "isupper", "zfill",      "ljust",      "rjust",   "center"};
+      "isupper", "zfill",      "ljust",      "rjust",   "center",     "casefold",   "removeprefix",
+      "removesuffix", "expandtabs", "format_map", "isascii", "isdecimal", "isnumeric",
+      "isidentifier", "isprintable", "istitle", "maketrans", "translate"};
   static const char* const list_methods[] = {"index",  "count", "append", "extend",
                                              "insert", "pop",   "remove", "reverse",
                                              "sort",   "copy",  "clear"};
-  static const char* const dict_methods[] = {"get", "items",      "keys", "values", "update",
-                                             "pop", "setdefault", "copy", "clear"};
+  static const char* const dict_methods[] = {"get",        "items", "keys",  "values",  "update",
+                                             "pop",        "setdefault", "copy", "clear", "popitem",
+                                             "fromkeys"};
   auto in = [&](const auto& names) {
     return std::any_of(std::begin(names), std::end(names),
                        [&](const char* n) { return name == n; });
