@@ -1,6 +1,7 @@
 // The grains module: Salt's grains.* over the minion's grains, and
 // grains.setval/delval into the grains file beside the minion config.
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -186,6 +187,37 @@ asio::awaitable<outcome> delval(call c) {
   co_return outcome{set_value(need_context(c), key, nullptr, s.flag("destructive", false))};
 }
 
+// Salt's dnsutil.serial: a zone's serial kept as the grain dnsserial[_ZONE]:
+// the stored one (today's YYYYMMDD01 when there is none); with update, one
+// more than the stored one, or today's when that is older, stored again.
+asio::awaitable<outcome> dns_serial(call c) {
+  arguments s("dnsutil.serial", c, {"zone", "update"});
+  std::string key = "dnsserial";
+  if (std::string zone = s.scalar_text("zone", ""); !zone.empty()) key += "_" + zone;
+  auto g = grains_of(c);
+  const auto* v = traverse(*g, key);
+  std::string stored;
+  if (v != nullptr && v->is_string()) stored = v->get<std::string>();
+  if (v != nullptr && v->is_number_integer()) stored = std::to_string(v->get<long long>());
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y%m%d01", &tm);
+  std::string present = buf;
+  if (!s.flag("update", false)) co_return outcome{stored.empty() ? present : stored};
+  std::string current = present;
+  if (!stored.empty() && stored >= present) {
+    try {
+      current = std::to_string(std::stoll(stored) + 1);
+    } catch (const std::exception&) {
+      throw base::error("dnsutil.serial: the stored serial " + stored + " is not a number");
+    }
+  }
+  set_value(need_context(c), key, current, false);
+  co_return outcome{current};
+}
+
 }  // namespace
 }  // namespace grains_mod
 
@@ -199,6 +231,11 @@ void register_grains_module(registry& reg) {
           "grains.get KEY [default=''] [delimiter=':']: the value of a grain; ':' walks into "
           "nested maps and lists.\n\nCLI example: brine cmd '*' grains.get ip_interfaces:eth0",
           instant);
+  reg.add("dnsutil.serial", dns_serial,
+          "dnsutil.serial [zone=''] [update=False]: the zone's serial, kept as the grain "
+          "dnsserial_ZONE (today's YYYYMMDD01 when none is stored); update=True stores and "
+          "returns the next one.\n\nCLI example: brine cmd '*' dnsutil.serial example.com "
+          "update=True");
   reg.add("grains.has_value", has_value,
           "grains.has_value KEY: True when the grain (':' walks into nested maps and lists) "
           "exists, whatever its value.\n\nCLI example: brine cmd '*' grains.has_value pkg:apache",

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 #include <fstream>
 #include <optional>
 
@@ -167,6 +169,25 @@ TEST_F(minion_mods, grains_setval_and_delval_write_the_grains_file_and_refresh) 
   EXPECT_EQ(json::parse(again), json({{"role", nullptr}}));
   EXPECT_EQ(ctx_.grain_refreshes, 4);
   EXPECT_FALSE(run("grains.setval", {"only-key"}).success);
+}
+
+// Salt's dnsutil.serial: the stored grain, else today's YYYYMMDD01; with
+// update, the next one (today's when the stored one is older), stored.
+TEST_F(minion_mods, dnsutil_serial_counts_in_a_grain) {
+  char buf[16];
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&now, &tm);
+  std::strftime(buf, sizeof buf, "%Y%m%d01", &tm);
+  const std::string today = buf;
+  EXPECT_EQ(run("dnsutil.serial", {"example.com"}).ret, today);
+  ctx_.grains_["dnsserial_example.com"] = "2020010105";
+  EXPECT_EQ(run("dnsutil.serial", {"example.com"}).ret, "2020010105");
+  EXPECT_EQ(run("dnsutil.serial", {"example.com"}, {{"update", true}}).ret, today);
+  ctx_.grains_["dnsserial_example.com"] = "9999010101";
+  EXPECT_EQ(run("dnsutil.serial", {"example.com"}, {{"update", true}}).ret, "9999010102");
+  std::ifstream in(ctx_.grains_file());
+  EXPECT_EQ(json::parse(in)["dnsserial_example.com"], "9999010102");
 }
 
 TEST_F(minion_mods, pillar_items_is_compiled_now_raw_is_what_the_minion_holds) {
