@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "base/python.h"
+#include "base/utf8.h"
 #include "render/interpreter.h"
 #include "render/python_json.h"
 #include "render/salt_filters.h"
@@ -790,21 +791,7 @@ value f_striptags(interpreter&, const value& v, call_args&) {
         unsigned long cp = std::stoul(words.substr(d, e - d), nullptr, hex ? 16 : 10);
         if (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) cp = 0xfffd;
         std::string u;
-        if (cp < 0x80) {
-          u += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-          u += static_cast<char>(0xc0 | (cp >> 6));
-          u += static_cast<char>(0x80 | (cp & 0x3f));
-        } else if (cp < 0x10000) {
-          u += static_cast<char>(0xe0 | (cp >> 12));
-          u += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-          u += static_cast<char>(0x80 | (cp & 0x3f));
-        } else {
-          u += static_cast<char>(0xf0 | (cp >> 18));
-          u += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-          u += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-          u += static_cast<char>(0x80 | (cp & 0x3f));
-        }
+        base::append_utf8(u, static_cast<char32_t>(cp));
         rv += u;
         k = e < words.size() && words[e] == ';' ? e + 1 : e;
         continue;

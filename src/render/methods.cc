@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/utf8.h"
 #include "render/interpreter.h"
 
 // The Python methods of str, list, tuple and dict that Salt formulas call.
@@ -124,52 +125,6 @@ std::string py_title(const std::string& s) {
       out += c;
       prev_cased = false;
     }
-  }
-  return out;
-}
-
-std::size_t utf8_length(unsigned char lead) {
-  if (lead >= 0xf0) return 4;
-  if (lead >= 0xe0) return 3;
-  if (lead >= 0xc0) return 2;
-  return 1;
-}
-
-// The code points of UTF-8 text (a broken sequence: its bytes one by one).
-std::vector<std::uint32_t> code_points(const std::string& s) {
-  std::vector<std::uint32_t> out;
-  for (std::size_t i = 0; i < s.size();) {
-    auto lead = static_cast<unsigned char>(s[i]);
-    std::size_t len = utf8_length(lead);
-    if (len == 1 || i + len > s.size()) {
-      out.push_back(lead);
-      ++i;
-      continue;
-    }
-    std::uint32_t cp = lead & (0xff >> (len + 1));
-    for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
-    out.push_back(cp);
-    i += len;
-  }
-  return out;
-}
-
-std::string encode_utf8(std::uint32_t cp) {
-  std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
   }
   return out;
 }
@@ -443,7 +398,7 @@ value string_method(const value& obj, const std::string& name, call_args& a) {
       if (!x.is_dict()) throw template_error("if you give only one argument to maketrans it must be a dict");
       for (const auto& [k, v] : x.dict().entries) {
         if (k.is_string()) {
-          auto cps = code_points(k.as_string());
+          auto cps = base::utf8_code_points(k.as_string());
           if (cps.size() != 1) throw template_error("string keys in translate table must be of length 1");
           table.dict().set(value(static_cast<std::int64_t>(cps[0])), v);
         } else {
@@ -452,14 +407,14 @@ value string_method(const value& obj, const std::string& name, call_args& a) {
       }
       return table;
     }
-    auto from = code_points(string_arg(a, 0, "x").as_string());
-    auto to = code_points(string_arg(a, 1, "y").as_string());
+    auto from = base::utf8_code_points(string_arg(a, 0, "x").as_string());
+    auto to = base::utf8_code_points(string_arg(a, 1, "y").as_string());
     if (from.size() != to.size())
       throw template_error("the first two maketrans arguments must have equal length");
     for (std::size_t i = 0; i < from.size(); ++i)
       table.dict().set(value(static_cast<std::int64_t>(from[i])), value(static_cast<std::int64_t>(to[i])));
     if (has_argument(a, 2, "z"))
-      for (auto cp : code_points(string_arg(a, 2, "z").as_string()))
+      for (auto cp : base::utf8_code_points(string_arg(a, 2, "z").as_string()))
         table.dict().set(value(static_cast<std::int64_t>(cp)), value(nullptr));
     return table;
   }
@@ -467,8 +422,8 @@ value string_method(const value& obj, const std::string& name, call_args& a) {
     value table = argument(a, 0, "table").defined();
     std::string out;
     std::size_t i = 0;
-    for (auto cp : code_points(s)) {
-      std::size_t len = utf8_length(static_cast<unsigned char>(s[i]));
+    for (auto cp : base::utf8_code_points(s)) {
+      std::size_t len = base::utf8_sequence_length(static_cast<unsigned char>(s[i]));
       std::string original = s.substr(i, len);
       i += len;
       const value* to = table.is_dict() ? table.dict().find(value(static_cast<std::int64_t>(cp))) : nullptr;
@@ -477,7 +432,7 @@ value string_method(const value& obj, const std::string& name, call_args& a) {
       } else if (to->is_none()) {
         continue;
       } else if (to->is_int()) {
-        out += encode_utf8(static_cast<std::uint32_t>(to->as_int()));
+        base::append_utf8(out, static_cast<char32_t>(to->as_int()));
       } else if (to->is_string()) {
         out += to->as_string();
       } else {

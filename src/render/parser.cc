@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "base/utf8.h"
 #include "render/ast.h"
 
 namespace brine::render::detail {
@@ -59,23 +60,7 @@ std::string describe(const token& t) {
   }
 }
 
-void append_utf8(std::string& s, std::uint32_t cp) {
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xc0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    s += static_cast<char>(0xe0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    s += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    s += static_cast<char>(0xf0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    s += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-}
+using base::append_utf8;
 
 bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';

@@ -1,5 +1,7 @@
 #include "render/yaml.h"
 
+#include "base/utf8.h"
+
 #include <yaml.h>
 
 #include <algorithm>
@@ -498,43 +500,8 @@ bool resolves_to_non_string(const std::string& s) {
   return false;
 }
 
-// The code points of UTF-8 text (a bad byte stands for itself).
-std::vector<char32_t> decode(const std::string& s) {
-  std::vector<char32_t> out;
-  for (std::size_t i = 0; i < s.size();) {
-    auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) {
-      out.push_back(c);
-      ++i;
-      continue;
-    }
-    char32_t cp = n == 1 ? c : c & (0x7f >> n);
-    for (std::size_t k = 1; k < n; ++k)
-      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
-    out.push_back(cp);
-    i += n;
-  }
-  return out;
-}
-
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-}
+std::vector<char32_t> decode(const std::string& s) { return base::utf8_code_points(s); }
+using base::append_utf8;
 
 bool is_break(char32_t c) {
   return c == '\n' || c == '\r' || c == 0x85 || c == 0x2028 || c == 0x2029;
