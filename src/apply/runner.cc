@@ -215,15 +215,15 @@ struct runner::impl {
     c.fun = text(entry["fun"]);
     entry.erase("fun");
     if (entry.contains("args")) {
-      c.args = nlohmann::json::parse(entry["args"].dump());
+      c.args = nlohmann::json(entry["args"]);
       entry.erase("args");
     }
-    c.kwargs = nlohmann::json::parse(entry.dump());
+    c.kwargs = nlohmann::json(entry);
     c.jid = s.jid;
     c.timeout = s.timeout;
     c.context = s.context;
     modules::outcome o = co_await modules::execute(*s.functions, std::move(c));
-    json result = json::parse(o.ret.dump());
+    json result = json(o.ret);
     // get_return: the part of the return that decides (Salt's traverse).
     if (get.is_string()) {
       const nlohmann::json* at = modules::traverse(o.ret, get.get<std::string>());

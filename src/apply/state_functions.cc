@@ -46,7 +46,7 @@ json arg(const call& c, size_t i, const std::string& name) {
   if (c.kwargs.is_object()) {
     if (auto it = c.kwargs.find(name); it != c.kwargs.end()) return json::parse(it->dump());
   }
-  if (c.args.is_array() && i < c.args.size()) return json::parse(c.args[i].dump());
+  if (c.args.is_array() && i < c.args.size()) return json(c.args[i]);
   return json();
 }
 
@@ -99,7 +99,7 @@ json other_runs(const call& c, modules::minion_context& ctx) {
 
 outcome finish(json ret, int retcode) {
   outcome o;
-  o.ret = nlohmann::json::parse(ret.dump());
+  o.ret = nlohmann::json(ret);
   o.ordered_ret = std::make_shared<const json>(std::move(ret));
   o.retcode = retcode;
   o.success = retcode == 0;
@@ -135,7 +135,7 @@ std::shared_ptr<const nlohmann::ordered_json> pillar_for(const call& c,
   modules::dict_update(merged, over);
   // Keep the minion's key order, new keys after.
   auto out = std::make_shared<nlohmann::ordered_json>(*base);
-  for (auto& [k, v] : merged.items()) (*out)[k] = nlohmann::ordered_json::parse(v.dump());
+  for (auto& [k, v] : merged.items()) (*out)[k] = nlohmann::ordered_json(v);
   return out;
 }
 
@@ -252,7 +252,7 @@ asio::awaitable<std::optional<catalog::reply>> master_catalog(const call& c, run
   r.fun = c.fun;
   r.mods = std::move(mods);
   r.saltenv = mods_of(arg(c, 99, "saltenv"));
-  r.exclude = nlohmann::json::parse(exclude.dump());
+  r.exclude = nlohmann::json(exclude);
   r.grains = *ctx.grains();
   r.pillar = *ctx.ordered_pillar();
   r.pillar_compiled_here = ctx.pillar_compiled_here();
@@ -281,7 +281,7 @@ asio::awaitable<std::optional<catalog::reply>> master_catalog(const call& c, run
 // and imports read it), as a compile here would have.
 asio::awaitable<std::optional<outcome>> take_catalog(catalog::reply& cat, run_context& ctx) {
   if (cat.what == catalog::reply::kind::errors) {
-    co_return finish(json::parse(cat.errors.dump()), k_compiler_error);
+    co_return finish(json(cat.errors), k_compiler_error);
   }
   if (cat.what == catalog::reply::kind::no_top) co_return finish(no_top(), k_state_failure);
   ctx.seed_files(cat.files);
@@ -410,7 +410,7 @@ asio::awaitable<outcome> single(call c, const states::registry* st) {
   json low = json::object();
   for (const auto& [k, v] : c.kwargs.items()) {
     if (k.starts_with("__") || k == "test" || k == "queue" || k == "pillar" || k == "fun") continue;
-    low[k] = json::parse(v.dump());
+    low[k] = json(v);
   }
   low["state"] = f.substr(0, f.find('.'));
   low["fun"] = f.substr(f.find('.') + 1);

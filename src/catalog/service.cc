@@ -28,7 +28,7 @@ class compile_context : public modules::minion_context {
       : id_(std::move(id)),
         grains_(std::make_shared<const nlohmann::json>(r.grains)),
         ordered_(std::make_shared<const nlohmann::ordered_json>(r.pillar)),
-        plain_(std::make_shared<const nlohmann::json>(nlohmann::json::parse(r.pillar.dump()))),
+        plain_(std::make_shared<const nlohmann::json>(nlohmann::json(r.pillar))),
         opts_(r.opts),
         here_(r.pillar_compiled_here),
         files_(files),
@@ -223,7 +223,7 @@ reply service::compile_miss(
     m.opts = state::json(r.opts);
     state::compiler comp(o, std::move(m));
     comp.set_salt(state::make_salt(comp, functions_, &ctx));
-    plan = comp.plan(r.mods, r.saltenv, state::json::parse(r.exclude.dump()));
+    plan = comp.plan(r.mods, r.saltenv, state::json(r.exclude));
   } catch (const std::exception& e) {
     if (std::string fun = ctx.needed(); !fun.empty()) {
       out.what = reply::kind::minion;
@@ -241,7 +241,7 @@ reply service::compile_miss(
   }
   if (!plan.errors.is_null()) {
     out.what = reply::kind::errors;
-    out.errors = json::parse(plan.errors.dump());
+    out.errors = json(plan.errors);
     return out;
   }
   if (plan.no_top) {

@@ -130,7 +130,7 @@ int call_command(const base::minion_config& cfg, const call_options& o) {
                                       : ctx.opts().value("state_verbose", true);
     h.color = !o.no_color && (o.force_color || ::isatty(STDOUT_FILENO));
     nlohmann::ordered_json data =
-        out.ordered_ret ? *out.ordered_ret : nlohmann::ordered_json::parse(out.ret.dump());
+        out.ordered_ret ? *out.ordered_ret : nlohmann::ordered_json(out.ret);
     std::cout << highstate_out("local", data, h);
   } else if (format == "json" && out.ordered_ret) {
     // Salt's json outputter: its dicts' own key order, ASCII only.

@@ -107,7 +107,7 @@ class printer {
       h.state_output = o_.state_output.empty() ? "full" : o_.state_output;
       h.state_verbose = o_.state_verbose.value_or(true);
       h.color = !o_.no_color && (o_.force_color || ::isatty(STDOUT_FILENO));
-      return highstate_out(id, nlohmann::ordered_json::parse(ret.dump()), h);
+      return highstate_out(id, nlohmann::ordered_json(ret), h);
     }
     return nested(id, ret);
   }

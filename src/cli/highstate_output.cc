@@ -101,7 +101,7 @@ std::string highstate_out(const std::string& host, const ojson& data, const high
       lines.push_back(hcolor + "----------\n    " + py(err) + c.endc);
     }
   } else if (!data.is_object()) {
-    std::string text = nested_at(nlohmann::json::parse(data.dump()), 4);
+    std::string text = nested_at(nlohmann::json(data), 4);
     if (!text.empty() && text.back() == '\n') text.pop_back();
     lines.push_back(text);
     hcolor = c.cyan;
@@ -136,7 +136,7 @@ std::string highstate_out(const std::string& host, const ojson& data, const high
       std::string ctext;
       if (schanged) {
         ctext = changes.is_object()
-                    ? "\n" + nested_at(nlohmann::json::parse(changes.dump()), 14)
+                    ? "\n" + nested_at(nlohmann::json(changes), 14)
                     : "Invalid Changes data: " + py(changes);
         // Salt's out_format rstrips the nested text (a diff's last context
         // line, a lone space, goes with it).

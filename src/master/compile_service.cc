@@ -54,7 +54,7 @@ void compile_service::serve(const std::shared_ptr<session>& s, proto::message&& 
     reply(std::move(r));
     return;
   }
-  nlohmann::json plain_pillar = nlohmann::json::parse(req->pillar.dump());
+  nlohmann::json plain_pillar = nlohmann::json(req->pillar);
   target::expression::tree_data data{&req->grains, &plain_pillar};
   if (!target_->matches(s->id, data, false)) {
     figures_.catalogs_to_minion.inc();

@@ -137,7 +137,7 @@ asio::awaitable<json> get_regexp(const call& c, const place& p, std::string key,
   if (value_regex) argv.push_back(*value_regex);
   process_result r = co_await git(c, p, std::move(argv), false);
   nlohmann::ordered_json ret = nlohmann::ordered_json::object();
-  if (r.retcode == 1) co_return json::parse(ret.dump());
+  if (r.retcode == 1) co_return json(ret);
   for (const auto& line : lines(r.stdout_text)) {
     std::vector<std::string> words = split_words(line);
     if (words.size() < 2) continue;
@@ -146,7 +146,7 @@ asio::awaitable<json> get_regexp(const call& c, const place& p, std::string key,
     std::string value = trim(line.substr(at));
     ret[words[0]].push_back(value);
   }
-  co_return json::parse(ret.dump());
+  co_return json(ret);
 }
 
 asio::awaitable<outcome> config_get_regexp(call c) {

@@ -156,7 +156,7 @@ std::string comment_text(const arguments& a, const std::string& name) {
 
 outcome with_order(ordered value) {
   outcome o;
-  o.ret = json::parse(value.dump());
+  o.ret = json(value);
   o.ordered_ret = std::make_shared<const ordered>(std::move(value));
   return o;
 }

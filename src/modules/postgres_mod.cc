@@ -771,7 +771,7 @@ asio::awaitable<ordered> schemas_in(target t) {
 }
 
 outcome ordered_outcome(ordered v) {
-  outcome o{json::parse(v.dump())};
+  outcome o{json(v)};
   o.ordered_ret = std::make_shared<const ordered>(std::move(v));
   return o;
 }

@@ -261,7 +261,7 @@ asio::awaitable<outcome> auth_keys(call c) {
   std::string hash_type = a.text("fingerprint_hash_type").value_or("");
   nlohmann::ordered_json keys = co_await user_keys(*user, config, hash_type);
   outcome o;
-  o.ret = json::parse(keys.dump());
+  o.ret = json(keys);
   o.ordered_ret = std::make_shared<const nlohmann::ordered_json>(std::move(keys));
   co_return o;
 }
@@ -480,7 +480,7 @@ host_args read_host_args(const arguments& a) {
 // none; an error dict when the file cannot be named.
 asio::awaitable<nlohmann::ordered_json> host_entries(std::chrono::seconds limit, host_args h) {
   json full = co_await known_hosts_file(h.config, h.user);
-  if (full.is_object()) co_return nlohmann::ordered_json::parse(full.dump());
+  if (full.is_object()) co_return nlohmann::ordered_json(full);
   std::vector<std::string> argv = {"ssh-keygen", "-F", ssh_hostname(h.hostname, h.port), "-f",
                                    full.get<std::string>()};
   process_result r = co_await run_tool(limit, std::move(argv));
@@ -491,7 +491,7 @@ asio::awaitable<nlohmann::ordered_json> host_entries(std::chrono::seconds limit,
 
 outcome ordered_outcome(nlohmann::ordered_json v) {
   outcome o;
-  o.ret = json::parse(v.dump());
+  o.ret = json(v);
   o.ordered_ret = std::make_shared<const nlohmann::ordered_json>(std::move(v));
   return o;
 }

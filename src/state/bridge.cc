@@ -160,7 +160,7 @@ value master_of(const value& pillar) {
   return value::make_dict();
 }
 
-nlohmann::json plain(const nlohmann::ordered_json& j) { return nlohmann::json::parse(j.dump()); }
+nlohmann::json plain(const nlohmann::ordered_json& j) { return nlohmann::json(j); }
 
 // Runs registry function `fun` to completion on a private io_context.
 value run_registry(const modules::registry& reg, modules::minion_context* ctx,
@@ -191,7 +191,7 @@ value run_registry(const modules::registry& reg, modules::minion_context* ctx,
     if (msg.starts_with("ERROR: ")) msg = msg.substr(7);
     throw render::template_error("Problem running salt function in Jinja template: " + msg);
   }
-  return value::from_json(nlohmann::ordered_json::parse(out.ret.dump()));
+  return value::from_json(nlohmann::ordered_json(out.ret));
 }
 
 std::string os_path_join(const std::vector<std::string>& parts) {

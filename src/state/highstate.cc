@@ -809,11 +809,11 @@ struct compiler::impl {
       auto e = target::expression::parse(match, *t, o.nodegroups);
       target::expression::tree_data d;
       if (e.uses_grains()) {
-        if (!match_grains) match_grains = nlohmann::json::parse(m.grains.dump());
+        if (!match_grains) match_grains = nlohmann::json(m.grains);
         d.grains = &*match_grains;
       }
       if (e.uses_pillar()) {
-        if (!match_pillar) match_pillar = nlohmann::json::parse(m.pillar.dump());
+        if (!match_pillar) match_pillar = nlohmann::json(m.pillar);
         d.pillar = &*match_pillar;
       }
       return e.matches(m.id, d, false);

@@ -63,7 +63,7 @@ namespace {
 
 outcome to_outcome(result r) {
   outcome o;
-  o.ret = nlohmann::json::parse(r.ret.dump());
+  o.ret = nlohmann::json(r.ret);
   o.ordered_ret = std::make_shared<const json>(std::move(r.ret));
   o.retcode = r.retcode;
   o.success = r.retcode == 0;
@@ -185,7 +185,7 @@ void register_state_module(modules::registry& reg) {
             if (k == "path" || k == "default_renderer" || k == "string" || k.starts_with("__")) {
               continue;
             }
-            kwargs[k] = json::parse(v.dump());
+            kwargs[k] = json(v);
           }
           return x.renderer(*path, def, kwargs);
         });

@@ -523,7 +523,7 @@ asio::awaitable<json> extracted(state_call c) {
         plain_json args = plain_json::array({cached, name});
         plain_json kwargs = plain_json::object();
         if (!options.empty()) kwargs["options"] = options;
-        kwargs["trim_output"] = plain_json::parse(trim_output.dump());
+        kwargs["trim_output"] = plain_json(trim_output);
         std::string fun = use_cmd_unzip ? "archive.cmd_unzip" : "archive.unzip";
         files = co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
       } else if (options.empty()) {

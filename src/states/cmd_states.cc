@@ -187,7 +187,7 @@ asio::awaitable<command_outcome> run_command(state_call c, modules::call run, st
     co_return out;
   }
   for (const char* key : keys) {
-    if (o.ret.contains(key)) out.changes[key] = json::parse(o.ret[key].dump());
+    if (o.ret.contains(key)) out.changes[key] = json(o.ret[key]);
   }
   co_return out;
 }

@@ -30,7 +30,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-plain_json plain(const json& v) { return plain_json::parse(v.dump()); }
+plain_json plain(const json& v) { return plain_json(v); }
 
 std::string user_of(const state_call& c) {
   const json* v = c.arg("user");

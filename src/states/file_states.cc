@@ -369,7 +369,7 @@ asio::awaitable<json> run_check_cmd(const modules::registry* functions,
   mc.context = context;
   modules::outcome o = co_await modules::execute(*functions, std::move(mc));
   if (!o.ret.is_object()) co_return json{{"retcode", 1}};
-  co_return json::parse(o.ret.dump());
+  co_return json(o.ret);
 }
 
 // rename() across filesystems (a tmp_dir elsewhere): copy, then remove.

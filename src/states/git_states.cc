@@ -121,7 +121,7 @@ asio::awaitable<json> config_set(state_call c) {
   if (value != nullptr) {
     set_kw["value"] = desired[0].get<std::string>();
   } else {
-    set_kw["multivar"] = plain_json::parse(desired.dump());
+    set_kw["multivar"] = plain_json(desired);
   }
   json post;
   try {

@@ -21,7 +21,7 @@ using plain_json = nlohmann::json;
 // Salt's group.info keys in the order its dict has them.
 const std::vector<std::string> k_info_order = {"name", "passwd", "gid", "members"};
 
-plain_json plain(const json& v) { return plain_json::parse(v.dump()); }
+plain_json plain(const json& v) { return plain_json(v); }
 
 asio::awaitable<json> group_info(const state_call& c, std::string name) {
   plain_json args = plain_json::array();

@@ -76,11 +76,11 @@ asio::awaitable<called> call_function(state_call c, std::string fun, plain_json 
     out.error = o.ret.get<std::string>().substr(7);
     co_return out;
   }
-  out.ret = o.ordered_ret ? *o.ordered_ret : json::parse(o.ret.dump());
+  out.ret = o.ordered_ret ? *o.ordered_ret : json(o.ret);
   co_return out;
 }
 
-plain_json plain(const json& v) { return plain_json::parse(v.dump()); }
+plain_json plain(const json& v) { return plain_json(v); }
 
 // The new syntax: every argument with a dot is a function ("fun" or
 // "fun:tag" to call one twice), its value the list of its arguments

@@ -65,7 +65,7 @@ asio::awaitable<json> call_fn(const state_call& c, std::string fun,
   co_return r;
 }
 
-plain_json plain(const json& v) { return plain_json::parse(v.dump()); }
+plain_json plain(const json& v) { return plain_json(v); }
 
 std::string text(const json& v) { return v.is_null() ? "" : py_text(v); }
 

@@ -120,7 +120,7 @@ asio::awaitable<json> present(state_call c) {
         kwargs[key] = plain_json::parse(v->dump());
       }
     }
-    kwargs["encrypted"] = plain_json::parse(encrypted.dump());
+    kwargs["encrypted"] = plain_json(encrypted);
     if (!password.is_null()) kwargs["rolepassword"] = password.get<std::string>();
     std::string fun = "postgres.user_" + mode;
     plain_json none = plain_json::array();

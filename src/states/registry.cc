@@ -94,7 +94,7 @@ asio::awaitable<json> state_call::run(std::string fun, nlohmann::json args,
     throw base::error(text);
   }
   if (o.ordered_ret) co_return *o.ordered_ret;
-  co_return json::parse(o.ret.dump());
+  co_return json(o.ret);
 }
 
 json make_ret(const std::string& name, bool result, const std::string& comment) {

@@ -61,7 +61,7 @@ asio::awaitable<rendered_template> render_template_file(state_call c, std::strin
         if (!made) made = make_compiler(mc, functions, saltenv, dirs);
         comp = made;
       }
-      result->text = comp->render_file(local, saltenv, sls, nlohmann::json::parse(context.dump()));
+      result->text = comp->render_file(local, saltenv, sls, nlohmann::json(context));
     } catch (const std::exception& e) {
       result->error = e.what();
     }

@@ -31,7 +31,7 @@ const std::vector<std::string> k_info_order = {
 const std::vector<std::string> k_gecos = {"fullname", "roomnumber", "workphone", "homephone",
                                           "other"};
 
-plain_json plain(const json& v) { return plain_json::parse(v.dump()); }
+plain_json plain(const json& v) { return plain_json(v); }
 
 bool is_dir(const std::string& path) {
   struct stat st {};

@@ -98,7 +98,7 @@ outcome_text run(const fs::path& tree, const json& grains, const parsed_call& ca
   pillar::options po;
   po.roots = {{"base", {(tree / "pillar").string()}}};
   auto pc = pillar::compiler::load(po);
-  nlohmann::json plain_grains = nlohmann::json::parse(grains.dump());
+  nlohmann::json plain_grains = nlohmann::json(grains);
   auto pr = pc.compile("minion1", &plain_grains);
   nlohmann::ordered_json pillar = std::move(pr.ordered);
   if (!pr.errors.empty()) pillar["_errors"] = pr.errors;
@@ -111,7 +111,7 @@ outcome_text run(const fs::path& tree, const json& grains, const parsed_call& ca
   nlohmann::json opts = {{"id", "minion1"}, {"file_client", "local"}};
   for (const auto& [env, dirs] : o.file_roots) opts["file_roots"][env] = dirs;
   opts["pillar_roots"]["base"] = {(tree / "pillar").string()};
-  m.opts = json::parse(opts.dump());
+  m.opts = json(opts);
 
   static modules::registry reg = [] {
     modules::registry r;
