@@ -65,6 +65,13 @@ std::vector<std::string> split_lines_on(const std::string& s, char sep) {
   }
 }
 
+// An indentation as Salt compares it: each tab four spaces.
+std::string tabs_as_spaces(const std::string& indent) {
+  std::string out;
+  for (char ch : indent) out += ch == '\t' ? std::string("    ") : std::string(1, ch);
+  return out;
+}
+
 // _Section: an OrderedDict of entries with the separator and commenter it
 // was read with.
 struct section {
@@ -109,8 +116,7 @@ struct section {
     text = strip_chars(std::move(text), "\n");
     if (text.empty()) return;
     entries.clear();
-    static const std::string com_re = R"(^\s*(#|;)\s*(.*))";
-    py_regex comment(com_re);
+    py_regex comment(R"(^\s*(#|;)\s*(.*))");
     py_regex indented(R"((\s+)(.*))");
     py_regex option(option_pattern());
     int comments = 1, unknowns = 1;
@@ -123,9 +129,7 @@ struct section {
       }
       if (indented.match(line)) {
         std::string indent = indented.group(line, 1).value_or("");
-        std::string spaced;
-        for (char ch : indent) spaced += ch == '\t' ? std::string("    ") : std::string(1, ch);
-        if (spaced > curr_indent) {
+        if (tabs_as_spaces(indent) > curr_indent) {
           if (!entries.empty()) {
             entry& prev = entries.back();
             if (!prev.sect) set_text(prev.key, prev.text.value_or("None") + "\n" + line);
@@ -135,8 +139,7 @@ struct section {
       }
       if (option.match(line)) {
         std::string indent = option.group(line, 1).value_or("");
-        curr_indent.clear();
-        for (char ch : indent) curr_indent += ch == '\t' ? std::string("    ") : std::string(1, ch);
+        curr_indent = tabs_as_spaces(indent);
         std::string key = option.group(line, 2).value_or("");
         sep = option.group(line, 3).value_or(sep);
         set_text(key, option.group(line, 4).value_or(""));
@@ -212,7 +215,10 @@ struct section {
         continue;
       }
       if (have->sect) {
-        if (!incoming.sect) throw base::error("ini: " + key + " is a section, not an option");
+        if (!incoming.sect) {
+          throw base::error("ini.set_option: " + key +
+                            " is a section in the file; give it a mapping of options, not a value");
+        }
         ojson sub = have->sect->update(value);
         if (!sub.empty()) changes[key] = sub;
         continue;
@@ -297,13 +303,13 @@ struct ini_file {
     py_regex header(R"(^\s*\[(.+?)\]\s*$)", k_re_multiline);
     std::vector<std::string> parts;
     std::size_t pos = 0;
-    while (pos <= text.size() && header.search(text, pos)) {
+    // A header match is never empty (it holds "[x]"), so each one moves on.
+    while (pos < text.size() && header.search(text, pos)) {
       parts.push_back(text.substr(pos, header.begin() - pos));
       parts.push_back(header.group(text, 1).value_or(""));
       pos = header.end();
-      if (header.end() == header.begin()) ++pos;
     }
-    parts.push_back(text.substr(std::min(pos, text.size())));
+    parts.push_back(pos < text.size() ? text.substr(pos) : "");
     top.refresh(parts[0]);
     for (std::size_t i = 1; i + 1 < parts.size(); i += 2) {
       section read(parts[i], top.sep, "#", false);
@@ -337,14 +343,22 @@ ini_file load(const arguments& a, bool no_spaces = false) {
   return f;
 }
 
+ojson value_of(const entry& e);
+
 // ini_odict2dict: sections and options, comments left out.
 ojson without_comments(const section& s) {
   ojson out = ojson::object();
   for (const auto& e : s.entries) {
-    if (e.key.starts_with("#")) continue;
-    out[e.key] = e.sect ? without_comments(*e.sect) : e.text ? ojson(*e.text) : ojson();
+    if (!e.key.starts_with("#")) out[e.key] = value_of(e);
   }
   return out;
+}
+
+// An entry as the functions answer it: a section's options, an option's
+// text, None for an option without one.
+ojson value_of(const entry& e) {
+  if (e.sect) return without_comments(*e.sect);
+  return e.text ? ojson(*e.text) : ojson();
 }
 
 outcome answer(ojson v) {
@@ -379,7 +393,7 @@ asio::awaitable<outcome> get_option(call c) {
     e = f.top.find(option);
   }
   if (e == nullptr) co_return answer(ojson());
-  co_return answer(e->sect ? without_comments(*e->sect) : e->text ? ojson(*e->text) : ojson());
+  co_return answer(value_of(*e));
 }
 
 asio::awaitable<outcome> remove_option(call c) {
@@ -396,21 +410,14 @@ asio::awaitable<outcome> remove_option(call c) {
   }
   f.flush();
   if (!gone) co_return answer(ojson());
-  co_return answer(gone->sect ? without_comments(*gone->sect) : gone->text ? ojson(*gone->text) : ojson());
+  co_return answer(value_of(*gone));
 }
 
 asio::awaitable<outcome> get_section(call c) {
   arguments a("ini.get_section", c, {"file_name", "section", "separator", "encoding"});
   ini_file f = load(a);
   entry* s = f.top.find(a.scalar_text("section", ""));
-  ojson out = ojson::object();
-  if (s != nullptr && s->sect) {
-    for (const auto& e : s->sect->entries) {
-      if (e.key.starts_with("#")) continue;
-      out[e.key] = e.sect ? without_comments(*e.sect) : e.text ? ojson(*e.text) : ojson();
-    }
-  }
-  co_return answer(std::move(out));
+  co_return answer(s != nullptr && s->sect ? without_comments(*s->sect) : ojson::object());
 }
 
 asio::awaitable<outcome> remove_section(call c) {

@@ -89,20 +89,18 @@ asio::awaitable<outcome> set_password(call c) {
   co_return outcome{shadow_info(name)["passwd"] == *password};
 }
 
-// Salt's _set_attrib: chage FLAG VALUE NAME unless the entry already holds
-// VALUE; True when chage printed nothing (and, with validate, the entry
-// holds VALUE after); False for a user without an entry.
-asio::awaitable<outcome> set_attrib(call c, std::string fun, std::string key, std::string flag,
-                                    bool validate) {
-  std::string param = key == "lstchg" ? "date" : key == "min" ? "mindays" : key == "max" ? "maxdays"
-                      : key == "inact" ? "inactdays" : key == "warn" ? "warndays" : "expire";
+// Salt's _set_attrib (validate=False, as every caller of it here passes):
+// chage FLAG VALUE NAME unless the entry's `key` already holds VALUE; True
+// when chage printed nothing, False for a user without an entry.
+asio::awaitable<outcome> set_attrib(call c, const char* fun, const char* param, const char* key,
+                                    const char* flag) {
   arguments a(fun, c, {"name", param, "root"});
   std::string name = user_name(a);
   if (a.get("root") != nullptr) a.fail("root is not supported by brine");
   const nlohmann::json& value = a.need(param);
-  if (!value.is_primitive() || value.is_null()) a.fail(param + " must be a number or a date");
+  if (!value.is_primitive() || value.is_null()) a.fail(std::string(param) + " must be a number or a date");
   std::string text = base::python_str_of(value);
-  if (text.find_first_of("\r\n") != std::string::npos) a.fail(param + " must be one line");
+  if (text.find_first_of("\r\n") != std::string::npos) a.fail(std::string(param) + " must be one line");
   json pre = shadow_info(name);
   if (pre["name"] == "") co_return outcome{false};
   if (value == pre[key]) co_return outcome{true};
@@ -111,17 +109,27 @@ asio::awaitable<outcome> set_attrib(call c, std::string fun, std::string key, st
   opts.env = {{"LC_ALL", "C"}};
   opts.timeout = child_limit(c.timeout);
   process_result r = co_await run_process(std::move(opts));
-  bool ok = r.stdout_text.empty() && !r.timed_out;
-  if (validate) ok = shadow_info(name)[key] == value;
-  co_return outcome{ok};
+  co_return outcome{r.stdout_text.empty() && !r.timed_out};
 }
 
-asio::awaitable<outcome> set_date(call c) { co_return co_await set_attrib(std::move(c), "shadow.set_date", "lstchg", "-d", false); }
-asio::awaitable<outcome> set_mindays(call c) { co_return co_await set_attrib(std::move(c), "shadow.set_mindays", "min", "-m", false); }
-asio::awaitable<outcome> set_maxdays(call c) { co_return co_await set_attrib(std::move(c), "shadow.set_maxdays", "max", "-M", false); }
-asio::awaitable<outcome> set_inactdays(call c) { co_return co_await set_attrib(std::move(c), "shadow.set_inactdays", "inact", "-I", false); }
-asio::awaitable<outcome> set_warndays(call c) { co_return co_await set_attrib(std::move(c), "shadow.set_warndays", "warn", "-W", false); }
-asio::awaitable<outcome> set_expire(call c) { co_return co_await set_attrib(std::move(c), "shadow.set_expire", "expire", "-E", false); }
+asio::awaitable<outcome> set_date(call c) {
+  co_return co_await set_attrib(std::move(c), "shadow.set_date", "date", "lstchg", "-d");
+}
+asio::awaitable<outcome> set_mindays(call c) {
+  co_return co_await set_attrib(std::move(c), "shadow.set_mindays", "mindays", "min", "-m");
+}
+asio::awaitable<outcome> set_maxdays(call c) {
+  co_return co_await set_attrib(std::move(c), "shadow.set_maxdays", "maxdays", "max", "-M");
+}
+asio::awaitable<outcome> set_inactdays(call c) {
+  co_return co_await set_attrib(std::move(c), "shadow.set_inactdays", "inactdays", "inact", "-I");
+}
+asio::awaitable<outcome> set_warndays(call c) {
+  co_return co_await set_attrib(std::move(c), "shadow.set_warndays", "warndays", "warn", "-W");
+}
+asio::awaitable<outcome> set_expire(call c) {
+  co_return co_await set_attrib(std::move(c), "shadow.set_expire", "expire", "expire", "-E");
+}
 
 // Salt's del_password: passwd -d NAME; True when the entry is left with no
 // password.

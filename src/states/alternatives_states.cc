@@ -41,6 +41,17 @@ asio::awaitable<json> answer(const state_call& c, std::string fun, plain_json ar
 plain_json list_of(const std::string& a) { return plain_json::array({a}); }
 plain_json list_of(const std::string& a, const std::string& b) { return plain_json::array({a, b}); }
 
+// The return of remove and set: {name, path, result, changes, comment}.
+json path_ret(const state_call& c) {
+  json ret = json::object();
+  ret["name"] = c.name();
+  ret["path"] = arg_or_none(c, "path");
+  ret["result"] = true;
+  ret["changes"] = json::object();
+  ret["comment"] = "";
+  return ret;
+}
+
 std::string first_line(const json& display) {
   std::string text = display.is_string() ? display.get<std::string>() : py_text(display);
   std::istringstream in(text);
@@ -102,12 +113,7 @@ asio::awaitable<json> install(state_call c) {
 asio::awaitable<json> remove(state_call c) {
   const std::string name = c.name();
   const std::string path = text_arg(c, "path");
-  json ret = json::object();
-  ret["name"] = name;
-  ret["path"] = arg_or_none(c, "path");
-  ret["result"] = true;
-  ret["changes"] = json::object();
-  ret["comment"] = "";
+  json ret = path_ret(c);
   if (base::python_truth(co_await answer(c, "alternatives.check_exists", list_of(name, path)))) {
     if (c.test) {
       ret["comment"] = "Alternative for " + name + " will be removed";
@@ -158,12 +164,7 @@ asio::awaitable<json> auto_(state_call c) {
 asio::awaitable<json> set_(state_call c) {
   const std::string name = c.name();
   const std::string path = text_arg(c, "path");
-  json ret = json::object();
-  ret["name"] = name;
-  ret["path"] = arg_or_none(c, "path");
-  ret["result"] = true;
-  ret["changes"] = json::object();
-  ret["comment"] = "";
+  json ret = path_ret(c);
   json current = co_await answer(c, "alternatives.show_current", list_of(name));
   if (current.is_string() && current.get<std::string>() == path) {
     ret["comment"] = "Alternative for " + name + " already set to " + path;

@@ -32,6 +32,25 @@ asio::awaitable<json> call_ini(const state_call& c, std::string fun, plain_json 
   co_return out;
 }
 
+// ini.set_option of `sections` (None: Salt's sections=None) in the file.
+asio::awaitable<json> set_option(const state_call& c, const std::string& name,
+                                 plain_json sections, bool no_spaces) {
+  plain_json kw = ini_kwargs(c, name);
+  kw["sections"] = std::move(sections);
+  kw["no_spaces"] = no_spaces;
+  json out = co_await call_ini(c, "ini.set_option", std::move(kw));
+  co_return out;
+}
+
+// ini.remove_option of `option` in `section` (None: above every section).
+asio::awaitable<void> remove_option(const state_call& c, const std::string& name,
+                                    plain_json section, const std::string& option) {
+  plain_json kw = ini_kwargs(c, name);
+  kw["section"] = std::move(section);
+  kw["option"] = option;
+  co_await call_ini(c, "ini.remove_option", std::move(kw));
+}
+
 asio::awaitable<json> options_present(state_call c) {
   const std::string name = c.name();
   json ret = json::object();
@@ -67,10 +86,7 @@ asio::awaitable<json> options_present(state_call c) {
         }
       }
     } else {
-      plain_json kw = ini_kwargs(c, name);
-      kw["sections"] = plain_json(options);
-      kw["no_spaces"] = no_spaces;
-      json updated = co_await call_ini(c, "ini.set_option", std::move(kw));
+      json updated = co_await set_option(c, name, plain_json(options), no_spaces);
       for (const auto& [k, v] : updated.items()) changes[k] = v;
     }
     if (strict) {
@@ -80,10 +96,7 @@ asio::awaitable<json> options_present(state_call c) {
           comment += "Removed key " + opt + ".\n";
           ret["result"] = nullptr;
         } else {
-          plain_json kw = ini_kwargs(c, name);
-          kw["section"] = nullptr;
-          kw["option"] = opt;
-          co_await call_ini(c, "ini.remove_option", std::move(kw));
+          co_await remove_option(c, name, nullptr, opt);
           changes[opt] = json{{"before", value}, {"after", nullptr}};
         }
       }
@@ -102,10 +115,7 @@ asio::awaitable<json> options_present(state_call c) {
             comment += "Deleted key " + key + descr + ".\n";
             ret["result"] = nullptr;
           } else {
-            plain_json kw = ini_kwargs(c, name);
-            kw["section"] = section_name;
-            kw["option"] = key;
-            co_await call_ini(c, "ini.remove_option", std::move(kw));
+            co_await remove_option(c, name, section_name, key);
             changes[section_name][key] = json{{"before", value}, {"after", nullptr}};
           }
         }
@@ -121,12 +131,9 @@ asio::awaitable<json> options_present(state_call c) {
           }
         }
       } else {
-        plain_json kw = ini_kwargs(c, name);
         plain_json one = plain_json::object();
         one[section_name] = plain_json(section_body);
-        kw["sections"] = std::move(one);
-        kw["no_spaces"] = no_spaces;
-        json updated = co_await call_ini(c, "ini.set_option", std::move(kw));
+        json updated = co_await set_option(c, name, std::move(one), no_spaces);
         if (base::python_truth(updated) && updated.contains(section_name)) {
           for (const auto& [k, v] : updated[section_name].items()) changes[section_name][k] = v;
         }
@@ -134,10 +141,8 @@ asio::awaitable<json> options_present(state_call c) {
       }
     }
   } else if (!c.test) {
-    plain_json kw = ini_kwargs(c, name);
-    kw["sections"] = given == nullptr ? plain_json() : plain_json(*given);
-    kw["no_spaces"] = no_spaces;
-    changes = co_await call_ini(c, "ini.set_option", std::move(kw));
+    changes = co_await set_option(c, name, given == nullptr ? plain_json() : plain_json(*given),
+                                  no_spaces);
   }
   ret["comment"] = comment;
   if (changes.contains("error")) {

@@ -42,6 +42,16 @@ class fake_context : public modules::minion_context {
   nlohmann::json opts_;
 };
 
+// Runs the call as a minion's job runs it, to its outcome.
+modules::outcome run_call(const modules::registry& reg, const modules::call& c) {
+  asio::io_context io;
+  modules::outcome out;
+  asio::co_spawn(io, modules::execute(reg, c),
+                 [&](std::exception_ptr, modules::outcome r) { out = std::move(r); });
+  io.run();
+  return out;
+}
+
 TEST(StateModule, ShowLowstateRunsOnThePoolInSaltsOrder) {
   fs::path root = fs::temp_directory_path() / ("brine-state-mod-" + std::to_string(::getpid()));
   fs::create_directories(root / "edit");
@@ -57,11 +67,7 @@ TEST(StateModule, ShowLowstateRunsOnThePoolInSaltsOrder) {
   modules::call c;
   c.fun = "state.show_lowstate";
   c.context = &ctx;
-  asio::io_context io;
-  modules::outcome out;
-  asio::co_spawn(io, modules::execute(reg, c),
-                 [&](std::exception_ptr, modules::outcome r) { out = std::move(r); });
-  io.run();
+  modules::outcome out = run_call(reg, c);
   fs::remove_all(root);
   ASSERT_TRUE(out.success) << out.ret.dump();
   ASSERT_TRUE(out.ordered_ret);
@@ -81,11 +87,7 @@ TEST(StateModule, ShowSlsErrorsFailTheJob) {
   c.fun = "state.show_sls";
   c.args = {"nope"};
   c.context = &ctx;
-  asio::io_context io;
-  modules::outcome out;
-  asio::co_spawn(io, modules::execute(reg, c),
-                 [&](std::exception_ptr, modules::outcome r) { out = std::move(r); });
-  io.run();
+  modules::outcome out = run_call(reg, c);
   EXPECT_FALSE(out.success);
   EXPECT_EQ(out.retcode, 1);
   EXPECT_EQ(out.ret, nlohmann::json::array({"No matching sls found for 'nope' in env 'base'"}));
@@ -104,11 +106,7 @@ TEST(StateModule, PythonRenderersAreRefusedByName) {
   c.fun = "state.show_sls";
   c.args = {"web"};
   c.context = &ctx;
-  asio::io_context io;
-  modules::outcome out;
-  asio::co_spawn(io, modules::execute(reg, c),
-                 [&](std::exception_ptr, modules::outcome r) { out = std::move(r); });
-  io.run();
+  modules::outcome out = run_call(reg, c);
   fs::remove_all(root);
   EXPECT_FALSE(out.success);
   std::string text = out.ret.dump();
