@@ -24,7 +24,13 @@ class Cli(ClusterCase):
 
     @classmethod
     def after_start(cls):
-        # m4 is accepted but stopped: a down minion.
+        # m4 is accepted but stopped: a down minion. Its grains must be in
+        # the master's cache first, or a grain target includes it (greedy).
+        def cached():
+            rc, out, _ = cls.c.brine("inventory", "-G", "id:m4", "--fields", "id",
+                                     "--out", "json")
+            return rc == 0 and "m4" in out
+        wait_for(cached, 20, "m4's grains in the master's cache")
         assert cls.c.minions["m4"].terminate() == 0
 
     def cmd(self, *args):
