@@ -4,6 +4,13 @@
 docs/functions.md is what scripts/function_reference.py generates from the
 built binary's sys.doc: a new or changed function shows up as a difference.
 
+Each room's README (src/ROOM/README.md) says what the room depends on in
+one sentence, "Depends on ...": the rooms it names outside parentheses are
+exactly the brine libraries its CMakeLists.txt links (DEPS of its
+brine_library calls), and every `#include "ROOM/..."` in its own sources
+names the room itself, one of those, or one they depend on in turn (an
+include against the arrows would make a cycle).
+
 The README's high-availability walkthroughs are run as a new user would run
 them: each section's first ```sh block, copied as written, in an empty
 temporary directory with the built `brine` first on PATH (bash -euo
@@ -50,6 +57,94 @@ README = os.path.join(ROOT, "README.md")
 # Bound on a walkthrough (its own waits are bounded: 60 s each) and on its teardown.
 WALK_TIMEOUT = 180
 TEARDOWN_TIMEOUT = 60
+
+
+def rooms():
+    src = os.path.join(ROOT, "src")
+    return sorted(d for d in os.listdir(src) if os.path.isfile(os.path.join(src, d, "CMakeLists.txt")))
+
+
+def readme_depends(text, names):
+    """The rooms a README's "Depends on" sentence names outside parentheses
+    (None when it has no such sentence). The sentence ends at the first
+    period outside parentheses that ends a word."""
+    at = text.find("Depends on")
+    if at < 0:
+        return None
+    sentence, depth = [], 0
+    for i, ch in enumerate(text[at:], at):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0:
+            if ch == "." and (i + 1 == len(text) or text[i + 1].isspace()):
+                break
+            sentence.append(ch)
+    words = re.findall(r"[A-Za-z_]+", "".join(sentence))
+    return {w for w in words if w in names}
+
+
+def cmake_depends(cmake, names):
+    """The rooms a room's brine_library calls list as DEPS (brine_gitfs is
+    the fileserver room's second library)."""
+    libraries = {"gitfs": "fileserver"}
+    out = set()
+    for call in re.findall(r"brine_library\((.*?)\)\s*$", cmake, re.S | re.M):
+        deps = call.split("DEPS", 1)[1] if "DEPS" in call else ""
+        for lib in re.findall(r"\bbrine_([a-z_]+)", deps):
+            room = libraries.get(lib, lib)
+            if room in names:
+                out.add(room)
+    return out
+
+
+class RoomReadmes(unittest.TestCase):
+
+    def test_each_readme_names_exactly_its_rooms_dependencies(self):
+        names = set(rooms())
+        wrong = []
+        for room in sorted(names - {"app"}):
+            base = os.path.join(ROOT, "src", room)
+            with open(os.path.join(base, "README.md")) as f:
+                said = readme_depends(f.read(), names)
+            with open(os.path.join(base, "CMakeLists.txt")) as f:
+                linked = cmake_depends(f.read(), names) - {room}
+            if said is None:
+                wrong.append("%s: README.md has no \"Depends on ...\" sentence" % room)
+            elif said != linked:
+                wrong.append("%s: README.md names %s, CMakeLists.txt links %s" %
+                             (room, sorted(said), sorted(linked)))
+        self.assertEqual(wrong, [], "\n".join(wrong))
+
+    def test_each_rooms_includes_follow_its_dependencies(self):
+        # What a room links, directly or through what it links: an include
+        # outside that would be an arrow the other way (a cycle).
+        names = set(rooms())
+        direct = {}
+        for room in names:
+            with open(os.path.join(ROOT, "src", room, "CMakeLists.txt")) as f:
+                direct[room] = cmake_depends(f.read(), names) - {room}
+
+        def reach(room, seen):
+            for dep in direct[room] - seen:
+                seen.add(dep)
+                reach(dep, seen)
+            return seen
+        wrong = []
+        for room in sorted(names - {"app"}):
+            base = os.path.join(ROOT, "src", room)
+            allowed = reach(room, set()) | {room}
+            for entry in sorted(os.listdir(base)):
+                if not entry.endswith((".cc", ".h", ".inc")):
+                    continue
+                with open(os.path.join(base, entry)) as f:
+                    for n, line in enumerate(f, 1):
+                        m = re.match(r'\s*#\s*include\s+"([a-z_]+)/', line)
+                        if m and m.group(1) in names and m.group(1) not in allowed:
+                            wrong.append("src/%s/%s:%d includes %s/, which %s does not link, not even through its dependencies"
+                                         % (room, entry, n, m.group(1), room, m.group(1)))
+        self.assertEqual(wrong, [], "\n".join(wrong))
 
 
 class FunctionReference(unittest.TestCase):
