@@ -1,8 +1,11 @@
 // The shadow module: Salt's linux_shadow, as far as user.present needs it:
 // shadow.info (getspnam), shadow.set_password (usermod -p: the tool keeps
 // /etc/shadow's locking and last-change date, where Salt rewrites the file
-// itself), shadow.default_hash.
+// itself), shadow.default_hash, shadow.gen_password (crypt(3), Salt's
+// pycrypto.gen_hash), shadow.lock_password/unlock_password (passwd -l/-u).
 
+#include <crypt.h>
+#include <openssl/rand.h>
 #include <shadow.h>
 
 #include <cerrno>
@@ -146,6 +149,83 @@ asio::awaitable<outcome> del_password(call c) {
   co_return outcome{after["passwd"] == "" && after["name"] == name};
 }
 
+// Salt's gen_hash through crypt: the algorithm's prefix ($6$ for sha512)
+// and the salt given, or 16 random characters of crypt's alphabet (Python's
+// crypt.mksalt); DES ("crypt") takes a two-character salt of its own.
+asio::awaitable<outcome> gen_password(call c) {
+  arguments a("shadow.gen_password", c, {"password", "crypt_salt", "algorithm"});
+  std::optional<std::string> password = a.text("password");
+  if (!password) a.fail("needs the clear text: shadow.gen_password PASSWORD");
+  std::string algorithm = a.text("algorithm").value_or("sha512");
+  struct method {
+    const char* name;
+    const char* ident;
+  };
+  static const method k_methods[] = {
+      {"md5", "1"}, {"blowfish", "2b"}, {"sha256", "5"}, {"sha512", "6"}, {"crypt", ""}};
+  const method* m = nullptr;
+  for (const auto& each : k_methods)
+    if (algorithm == each.name) m = &each;
+  if (m == nullptr) a.fail("Algorithm '" + algorithm + "' is not supported");
+  std::optional<std::string> salt = a.text("crypt_salt");
+  if (salt && salt->find_first_of("$:\r\n") != std::string::npos) {
+    a.fail("crypt_salt must not hold '$', ':' or newlines, got '" + *salt + "'");
+  }
+  std::string setting;
+  if (!salt) {
+    static const char k_chars[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789./";
+    std::size_t length = *m->ident ? (std::string(m->ident) == "2b" ? 22 : 16) : 2;
+    std::vector<unsigned char> bytes(length);
+    if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+      throw tool_failure("shadow.gen_password: no random bytes from OpenSSL");
+    }
+    std::string random;
+    for (unsigned char b : bytes) random += k_chars[b % 64];
+    setting = *m->ident ? "$" + std::string(m->ident) + "$" +
+                              (std::string(m->ident) == "2b" ? "12$" : "") + random
+                        : random;
+  } else if (*m->ident) {
+    setting = "$" + std::string(m->ident) + "$" + *salt;
+  } else {
+    if (salt->size() != 2) a.fail("Invalid salt for hash, 'crypt' salt must be 2 characters.");
+    setting = *salt;
+  }
+  crypt_data data{};
+  const char* hashed = ::crypt_rn(password->c_str(), setting.c_str(), &data, sizeof data);
+  if (hashed == nullptr || *hashed == '*') {
+    throw tool_failure("shadow.gen_password: crypt(3) refused the " + algorithm + " setting '" +
+                       setting + "' (this system's libcrypt lacks the method, or the salt is "
+                       "not valid for it)");
+  }
+  co_return outcome{std::string(hashed)};
+}
+
+// Salt's lock_password/unlock_password: passwd -l/-u unless the hash
+// already starts (or does not start) with '!'; False for a user without an
+// entry, else whether the entry is now locked (unlocked).
+asio::awaitable<outcome> set_lock(call c, bool lock) {
+  const char* fun = lock ? "shadow.lock_password" : "shadow.unlock_password";
+  arguments a(fun, c, {"name", "root"});
+  std::string name = user_name(a);
+  if (a.get("root") != nullptr) a.fail("root is not supported by brine");
+  json pre = shadow_info(name);
+  if (pre["name"] == "") co_return outcome{false};
+  auto locked = [](const json& info) { return info["passwd"].get<std::string>().starts_with("!"); };
+  if (locked(pre) == lock) co_return outcome{true};
+  process_options opts;
+  opts.argv = {"passwd", lock ? "-l" : "-u", name};
+  opts.env = {{"LC_ALL", "C"}};
+  opts.timeout = child_limit(c.timeout);
+  co_await run_process(std::move(opts));
+  co_return outcome{locked(shadow_info(name)) == lock};
+}
+
+asio::awaitable<outcome> lock_password(call c) { co_return co_await set_lock(std::move(c), true); }
+asio::awaitable<outcome> unlock_password(call c) {
+  co_return co_await set_lock(std::move(c), false);
+}
+
 asio::awaitable<outcome> default_hash(call c) {
   arguments a("shadow.default_hash", c, {});
   co_return outcome{"!"};
@@ -186,6 +266,20 @@ void register_shadow_module(registry& reg) {
           "shadow.del_password NAME: removes the user's password (passwd -d), so the account "
           "has none; True when the entry is left without one.\n"
           "CLI Example: brine cmd '*' shadow.del_password alice");
+  reg.add("shadow.gen_password", failures_as_outcomes<gen_password>,
+          "shadow.gen_password PASSWORD [crypt_salt=SALT] [algorithm=sha512]: the crypt(3) hash "
+          "of a clear-text password (md5, blowfish, sha256, sha512 or crypt), with the salt given "
+          "or a random one; what user.present's password takes.\n"
+          "CLI Example: brine cmd '*' shadow.gen_password 'I_am_password' crypt_salt=I_am_salt "
+          "algorithm=sha256");
+  reg.add("shadow.lock_password", failures_as_outcomes<lock_password>,
+          "shadow.lock_password NAME: locks the user's password (passwd -l, a '!' before the "
+          "hash); True when it is locked, False for a user without a shadow entry.\n"
+          "CLI Example: brine cmd '*' shadow.lock_password alice");
+  reg.add("shadow.unlock_password", failures_as_outcomes<unlock_password>,
+          "shadow.unlock_password NAME: unlocks the user's password (passwd -u); True when it "
+          "is unlocked, False for a user without a shadow entry.\n"
+          "CLI Example: brine cmd '*' shadow.unlock_password alice");
   reg.add("shadow.default_hash", failures_as_outcomes<default_hash>,
           "shadow.default_hash: returns the hash of an account without a password ('!').\n"
           "CLI Example: brine cmd '*' shadow.default_hash");

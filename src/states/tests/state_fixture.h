@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -92,6 +93,24 @@ class state_fixture : public ::testing::Test {
     io.run_for(timeout_ + std::chrono::seconds(30));
     EXPECT_FALSE(out.is_null()) << fun << " did not finish in time";
     return out;
+  }
+
+  // What the execution function `fun` returns (a failure fails the test).
+  json run_fn(const std::string& fun, json args = json::array(), json kwargs = json::object()) {
+    modules::call c;
+    c.fun = fun;
+    c.args = std::move(args);
+    c.kwargs = std::move(kwargs);
+    asio::io_context io;
+    std::optional<modules::outcome> out;
+    asio::co_spawn(io, modules::execute(functions_, std::move(c)),
+                   [&](std::exception_ptr ex, modules::outcome r) {
+                     if (ex) std::rethrow_exception(ex);
+                     out = std::move(r);
+                   });
+    io.run_for(std::chrono::seconds(60));
+    EXPECT_TRUE(out && out->success) << fun << ": " << (out ? out->ret.dump() : "no answer");
+    return out ? json(out->ret) : json();
   }
 
   std::string path(const std::string& name) const { return dir_.file(name); }
