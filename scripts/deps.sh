@@ -22,6 +22,9 @@ packages=(
   # The system state modules' tools: crontab (cron.*), ssh-keygen and
   # ssh-keyscan (ssh.*, ssh_known_hosts); useradd and sysctl are in every base.
   cron openssh-client
+  # Salt's gpg renderer (#!yaml|gpg pillar and state files) runs gpg; its
+  # tests make a key pair with it.
+  gnupg
   # git.config_* (git; its http-backend also serves the gitfs tests' private
   # remote over HTTP), archive.extracted (tar with gzip, bzip2, xz; unzip,
   # and zip to build the tests' archives).

@@ -129,6 +129,11 @@ struct master_config {
   std::string pillar_source_merging_strategy = "smart";
   bool pillar_merge_lists = false;
   std::string pillarenv;                // empty: every environment
+  // Salt's gpg renderer: where gpg finds the secret keys (empty: gpgkeys
+  // beside the config file, as Salt's CONFIG_DIR/gpgkeys) and whether a
+  // block it cannot decrypt fails the file (Salt's default: kept as is).
+  std::string gpg_keydir;
+  bool gpg_decrypt_must_succeed = false;
   // Salt's `publisher_acl`: local user (or glob) -> allowed function globs,
   // or {target glob: [function globs]}; as read, checked by the master.
   nlohmann::json publisher_acl = nlohmann::json::object();
@@ -212,6 +217,9 @@ struct minion_config {
   // Masterless runs (brine call --local): Salt's file_roots and pillar_roots.
   std::map<std::string, std::vector<std::string>> file_roots{{"base", {"/srv/salt"}}};
   std::map<std::string, std::vector<std::string>> pillar_roots{{"base", {"/srv/pillar"}}};
+  // Salt's gpg renderer (masterless pillar and state files), as the master's.
+  std::string gpg_keydir;
+  bool gpg_decrypt_must_succeed = false;
   // What the state compiler reads (Salt's names and defaults): file_client
   // (remote or local), state_top, top_file_merging_strategy (merge, same,
   // merge_all), env_order, state_auto_order.

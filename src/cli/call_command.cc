@@ -32,6 +32,7 @@
 #include "state/highstate.h"
 #include "state/pillar_salt.h"
 #include "apply/state_functions.h"
+#include "state/gpg.h"
 #include "state/state_mod.h"
 #include "states/registry.h"
 
@@ -47,6 +48,7 @@ nlohmann::ordered_json local_pillar(const base::minion_config& cfg, const json& 
   o.roots = cfg.pillar_roots;
   // Pillar templates call the minion's execution functions.
   o.salt = state::pillar_salt(cfg.pillar_roots, functions, &ctx, ctx.opts());
+  o.gpg = state::gpg_decryptor_of(ctx.opts());
   auto compiler = pillar::compiler::load(o);
   auto result = compiler.compile(cfg.id, &grains);
   nlohmann::ordered_json p = std::move(result.ordered);

@@ -8,6 +8,7 @@
 #include "master/figures.h"
 #include "net/connection.h"
 #include "proto/frame.h"
+#include "state/gpg.h"
 #include "state/pillar_salt.h"
 
 namespace brine::master {
@@ -22,6 +23,9 @@ pillar_service::pillar_service(const base::master_config& cfg, const target::nod
   options_.groups = groups;
   modules::register_builtin_modules(functions_);
   options_.salt = state::pillar_salt(cfg.pillar_roots, functions_, nullptr, nlohmann::json::object());
+  options_.gpg = state::gpg_decryptor_of({{"gpg_keydir", cfg.gpg_keydir},
+                                          {"conf_file", cfg.source},
+                                          {"gpg_decrypt_must_succeed", cfg.gpg_decrypt_must_succeed}});
   try {
     compiler_ = std::make_shared<const pillar::compiler>(pillar::compiler::load(options_));
   } catch (const std::exception& e) {

@@ -45,6 +45,8 @@ nlohmann::json opts_of(const base::minion_config& cfg) {
   // Only where set, as in Salt's opts: config.option falls back to grains
   // and pillar.
   if (!cfg.hosts_file.empty()) opts["hosts.file"] = cfg.hosts_file;
+  if (!cfg.gpg_keydir.empty()) opts["gpg_keydir"] = cfg.gpg_keydir;
+  opts["gpg_decrypt_must_succeed"] = cfg.gpg_decrypt_must_succeed;
   // Salt's config_dir: the directory of the minion's config file (formulas
   // read it, e.g. openssh-formula's gather_host_keys).
   opts["config_dir"] = std::filesystem::absolute(cfg.source.empty() ? "minion" : cfg.source)

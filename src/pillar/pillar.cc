@@ -247,11 +247,12 @@ struct compiler::tree {
     } catch (const base::error& err) {
       throw detail::render_error("pillar file " + std::string(err.what()));
     }
-    if (!detail::is_template(text)) return detail::render_text<Json>(text, path);
+    const render::pgp_decryptor* gpg = opts.gpg ? &opts.gpg : nullptr;
+    if (!detail::is_template(text)) return detail::render_text<Json>(text, path, nullptr, gpg);
     templated = true;
     if (!minion_id) return std::nullopt;
     detail::template_context ctx{e.name, sls, e.roots, salt_v, grains_v, pillar_v, opts_v};
-    return detail::render_text<Json>(text, path, &ctx);
+    return detail::render_text<Json>(text, path, &ctx, gpg);
   }
 
   const sls_file& file(const std::string& path, const env_data& e, const std::string& sls) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "packed/packed.h"
+#include "render/pgp.h"
 #include "render/value.h"
 #include "target/target.h"
 
@@ -46,6 +47,9 @@ struct options {
     std::shared_ptr<const void> keep;  // what `salt` refers to, kept while the tree renders
   };
   std::function<minion_salt(std::string_view id, const nlohmann::json& grains)> salt;
+  // What `#!yaml|gpg` files decrypt their PGP blocks with (the host runs
+  // gpg: state::gpg_decryptor); empty: such files are errors.
+  render::pgp_decryptor gpg;
 };
 
 // A pillar tree loaded once: every top file read and merged, every sls file

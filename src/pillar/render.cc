@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/fs.h"
+#include "render/pgp.h"
 #include "render/render.h"
 #include "render/salt_filters.h"
 #include "render/yaml.h"
@@ -24,11 +25,16 @@ std::string_view trim(std::string_view s) {
 
 // Salt's template_shebang and check_render_pipe_str: a first line `#!a|b`
 // (not `#!/path`) names the renderers, each maybe followed by a space and
-// arguments; otherwise the master's `renderer`, jinja|yaml. True when the
-// pipe includes jinja; throws for pipes brine cannot run.
-bool jinja_pipe(std::string_view text, const std::string& path) {
+// arguments; otherwise the master's `renderer`, jinja|yaml. Throws for
+// pipes brine cannot run.
+struct pipe_plan {
+  bool jinja = true;  // the text goes through Jinja first
+  bool gpg = false;   // the data through the gpg renderer last
+};
+
+pipe_plan parse_pipe(std::string_view text, const std::string& path) {
   std::string_view first = text.substr(0, text.find('\n'));
-  if (!first.starts_with("#!") || first.starts_with("#!/")) return true;
+  if (!first.starts_with("#!") || first.starts_with("#!/")) return {};
   std::string_view pipe = trim(first.substr(2));
   std::vector<std::string_view> names;
   std::string_view rest = pipe;
@@ -44,12 +50,20 @@ bool jinja_pipe(std::string_view text, const std::string& path) {
       throw render_error("pillar file " + path + " line 1: " + refusal);
     }
   }
+  pipe_plan plan;
+  if (names.size() > 1 && names.back() == "gpg") {
+    plan.gpg = true;
+    names.pop_back();
+  }
   using v = std::vector<std::string_view>;
-  if (names == v{"yaml"}) return false;
-  if (names == v{"jinja", "yaml"} || names == v{"yaml", "jinja"}) return true;
+  if (names == v{"yaml"}) {
+    plan.jinja = false;
+    return plan;
+  }
+  if (names == v{"jinja", "yaml"} || names == v{"yaml", "jinja"}) return plan;
   throw render_error("pillar file " + path + " line 1: renderer '#!" + std::string(pipe) +
                      "' is not supported; brine renders pillar files as #!yaml or "
-                     "#!jinja|yaml (the default)");
+                     "#!jinja|yaml (the default), either followed by |gpg");
 }
 
 bool has_markup(std::string_view text) {
@@ -122,16 +136,18 @@ std::string render_jinja(std::string_view text, const std::string& path,
 bool is_template(std::string_view text) {
   if (!has_markup(text)) return false;
   try {
-    return jinja_pipe(text, "");
+    return parse_pipe(text, "").jinja;
   } catch (const render_error&) {
     return false;  // refused when it is rendered
   }
 }
 
 template <class Json>
-Json render_text(std::string_view text, const std::string& path, const template_context* ctx) {
+Json render_text(std::string_view text, const std::string& path, const template_context* ctx,
+                 const render::pgp_decryptor* gpg) {
+  const pipe_plan plan = parse_pipe(text, path);
   std::string rendered;
-  if (jinja_pipe(text, path) && has_markup(text)) {
+  if (plan.jinja && has_markup(text)) {
     if (ctx == nullptr) {
       throw render_error("pillar file " + path +
                          " is a Jinja template: it renders for a minion, with its grains");
@@ -139,8 +155,9 @@ Json render_text(std::string_view text, const std::string& path, const template_
     rendered = render_jinja(text, path, *ctx);
     text = rendered;
   }
+  Json data;
   try {
-    return render::load_yaml<Json>(text, path);
+    data = render::load_yaml<Json>(text, path);
   } catch (const render::yaml_error& e) {
     std::string where = "pillar file " + path;
     if (e.line() > 0) {
@@ -148,26 +165,41 @@ Json render_text(std::string_view text, const std::string& path, const template_
     }
     throw render_error(where + ": " + e.message());
   }
+  if (plan.gpg) {
+    if (gpg == nullptr || !*gpg) {
+      throw render_error("pillar file " + path +
+                         " line 1: the gpg renderer needs the host's gpg settings, which this "
+                         "compile was not given");
+    }
+    try {
+      render::decrypt_pgp(data, *gpg);
+    } catch (const base::error& e) {
+      throw render_error("pillar file " + path + ": " + e.what());
+    }
+  }
+  return data;
 }
 
 template <class Json>
-Json render_file(const std::string& path, const template_context* ctx) {
+Json render_file(const std::string& path, const template_context* ctx,
+                 const render::pgp_decryptor* gpg) {
   std::string text;
   try {
     text = base::read_file(path);
   } catch (const base::error& e) {
     throw render_error("pillar file " + std::string(e.what()));
   }
-  return render_text<Json>(text, path, ctx);
+  return render_text<Json>(text, path, ctx, gpg);
 }
 
 template nlohmann::json render_text<nlohmann::json>(std::string_view, const std::string&,
-                                                    const template_context*);
-template nlohmann::ordered_json render_text<nlohmann::ordered_json>(std::string_view,
-                                                                    const std::string&,
-                                                                    const template_context*);
-template nlohmann::json render_file<nlohmann::json>(const std::string&, const template_context*);
-template nlohmann::ordered_json render_file<nlohmann::ordered_json>(const std::string&,
-                                                                    const template_context*);
+                                                    const template_context*,
+                                                    const render::pgp_decryptor*);
+template nlohmann::ordered_json render_text<nlohmann::ordered_json>(
+    std::string_view, const std::string&, const template_context*, const render::pgp_decryptor*);
+template nlohmann::json render_file<nlohmann::json>(const std::string&, const template_context*,
+                                                    const render::pgp_decryptor*);
+template nlohmann::ordered_json render_file<nlohmann::ordered_json>(
+    const std::string&, const template_context*, const render::pgp_decryptor*);
 
 }  // namespace brine::pillar::detail

@@ -6,10 +6,11 @@
 #include <vector>
 
 #include "base/error.h"
+#include "render/pgp.h"
 #include "render/value.h"
 
 // Rendering one pillar file as Salt's renderer pipe would, for the pipes
-// brine can run: yaml and jinja|yaml.
+// brine can run: yaml and jinja|yaml, either followed by gpg.
 namespace brine::pillar::detail {
 
 // A file that cannot be rendered. what() names the file and, where known,
@@ -41,19 +42,23 @@ bool is_template(std::string_view text);
 
 // The data of pillar file `path` whose text is `text`, as Salt's renderer
 // pipe makes it: the first line chooses the renderers as Salt's
-// template_shebang does (`#!yaml`, `#!jinja|yaml`, the default; anything
-// else is refused); a template renders through Jinja with `ctx` (without
-// one it is an error), then the YAML is read as Salt's loader does
-// (render::load_yaml: YAML 1.1 scalars, `0644` is 644, merge keys,
-// duplicate keys refused with "found conflicting ID", one document). An
-// empty file is null. Throws render_error. Json: nlohmann::json (sorted
-// keys) or nlohmann::ordered_json (document order, for top files).
+// template_shebang does (`#!yaml`, `#!jinja|yaml`, the default, each maybe
+// followed by `|gpg`; anything else is refused); a template renders
+// through Jinja with `ctx` (without one it is an error), then the YAML is
+// read as Salt's loader does (render::load_yaml: YAML 1.1 scalars, `0644`
+// is 644, merge keys, duplicate keys refused with "found conflicting ID",
+// one document), then with `|gpg` its PGP blocks are decrypted with `gpg`
+// (render::decrypt_pgp; without one the file is an error). An empty file is
+// null. Throws render_error. Json: nlohmann::json (sorted keys) or
+// nlohmann::ordered_json (document order, for top files).
 template <class Json>
 Json render_text(std::string_view text, const std::string& path,
-                 const template_context* ctx = nullptr);
+                 const template_context* ctx = nullptr,
+                 const render::pgp_decryptor* gpg = nullptr);
 
 // render_text of the file's contents.
 template <class Json>
-Json render_file(const std::string& path, const template_context* ctx = nullptr);
+Json render_file(const std::string& path, const template_context* ctx = nullptr,
+                 const render::pgp_decryptor* gpg = nullptr);
 
 }  // namespace brine::pillar::detail

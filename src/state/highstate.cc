@@ -16,6 +16,7 @@
 #include "render/render.h"
 #include "render/salt_filters.h"
 #include "render/yaml.h"
+#include "state/gpg.h"
 
 namespace brine::state {
 
@@ -212,6 +213,7 @@ options options::from_opts(const nlohmann::json& opts) {
   if (auto v = str("top_file_merging_strategy")) o.top_file_merging_strategy = *v;
   if (auto v = str("default_top")) o.default_top = v;
   if (auto v = str("renderer")) o.renderer = *v;
+  o.gpg = gpg_decryptor_of(opts);
   if (auto it = opts.find("env_order"); it != opts.end() && it->is_array()) {
     for (const auto& e : *it) {
       if (e.is_string()) o.env_order.push_back(e.get<std::string>());
@@ -421,16 +423,34 @@ struct compiler::impl {
       if (std::string refusal = render::python_renderer_refusal(r, path); !refusal.empty()) {
         throw render_failure(refusal);
       }
-      if (r != "jinja" && r != "yaml" && r != "json") {
+      if (r != "jinja" && r != "yaml" && r != "json" && r != "gpg") {
         throw render_failure("renderer '" + r + "' (in " + path +
-                             ") is not supported by brine; it renders the jinja, yaml and json "
-                             "renderers (#!jinja|yaml, #!yaml, #!json, #!jinja|json)");
+                             ") is not supported by brine; it renders the jinja, yaml, json "
+                             "and gpg renderers (#!jinja|yaml, #!yaml, #!json, #!jinja|json, "
+                             "#!yaml|gpg)");
       }
     }
     bool is_text = true;
     json data;
     std::string current = *text;
     for (const auto& r : pipe) {
+      if (r == "gpg") {
+        // Salt's gpg renderer takes text or data: its blocks decrypted.
+        if (!o.gpg) {
+          throw render_failure("renderer 'gpg' (in " + path +
+                               ") needs the minion's gpg settings, which this compile lacks");
+        }
+        try {
+          if (is_text) {
+            current = render::decrypt_pgp_text(current, o.gpg);
+          } else {
+            render::decrypt_pgp(data, o.gpg);
+          }
+        } catch (const base::error& e) {
+          throw render_failure(e.what());
+        }
+        continue;
+      }
       if (!is_text) {
         throw render_failure("renderer '" + r + "' (in " + path +
                              ") needs text, but the renderer before it made data");

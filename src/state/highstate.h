@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "render/pgp.h"
 #include "render/value.h"
 #include "state/high.h"
 #include "target/target.h"
@@ -37,6 +38,9 @@ struct options {
   bool jinja_trim_blocks = false;
   bool jinja_lstrip_blocks = false;
   target::nodegroups nodegroups;
+  // Salt's gpg renderer (`#!yaml|gpg`, `#!jinja|yaml|gpg`): what decrypts
+  // the PGP blocks (from_opts: state::gpg_decryptor_of); empty: refused.
+  render::pgp_decryptor gpg;
 
   // Reads Salt's option names from a minion's opts (file_roots,
   // state_top, top_file_merging_strategy, env_order, ...); missing ones

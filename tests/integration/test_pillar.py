@@ -8,6 +8,7 @@ and kill_job on a real job."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import textwrap
 import unittest
@@ -312,6 +313,101 @@ class Masterless(unittest.TestCase):
             self.assertIn("'no.such_function' is not available.", out)
         finally:
             c.abort()
+
+
+GPG_SECRET = "gpg-Pillar-s3cret"
+
+
+def gpg_keys(keydir):
+    """A key pair in keydir (Salt's setup: gpg --homedir KEYDIR --gen-key,
+    no passphrase) and GPG_SECRET encrypted to it, armored."""
+    os.makedirs(keydir, mode=0o700)
+    gpg = ["gpg", "--batch", "--homedir", keydir]
+    subprocess.run(gpg + ["--passphrase", "", "--quick-gen-key", "brine test <t@brine>",
+                          "future-default", "default", "never"],
+                   check=True, capture_output=True, timeout=60)
+    p = subprocess.run(gpg + ["--trust-model", "always", "--armor", "-r", "t@brine", "--encrypt"],
+                       input=GPG_SECRET, check=True, capture_output=True, text=True, timeout=60)
+    return p.stdout
+
+
+def stop_gpg_agent(keydir):
+    if os.path.isdir(keydir):
+        subprocess.run(["gpgconf", "--homedir", keydir, "--kill", "all"], capture_output=True,
+                       timeout=30)
+
+
+def gpg_tree(cipher):
+    block = "\n".join("    " + line for line in cipher.strip().splitlines())
+    return {"top.sls": "base:\n  '*':\n    - secrets\n",
+            "secrets.sls": "#!yaml|gpg\ndb:\n  user: app\n  password: |\n%s\n" % block}
+
+
+@unittest.skipUnless(shutil.which("gpg"), "needs gpg (scripts/deps.sh installs gnupg)")
+class GpgPillar(unittest.TestCase):
+    """#!yaml|gpg pillar: decrypted by the master with the keys in gpgkeys
+    beside its config (Salt's CONFIG_DIR/gpgkeys), sent to the minion in
+    clear, never logged; and masterless with the minion's gpg_keydir."""
+
+    def test_the_master_decrypts_with_the_keys_beside_its_config(self):
+        c = Cluster(start=False)
+        keydir = os.path.join(os.path.dirname(c.config), "gpgkeys")
+        try:
+            cipher = gpg_keys(keydir)
+            root = c.path("pillar")
+            write_tree(root, gpg_tree(cipher))
+            c.configure(pillar_roots={"base": [root]})
+            c.start_master()
+            c.add_accepted_minion("m1")
+            c.wait_connected("m1")
+            rc, out, err = c.brine("cmd", "--out", "json", "-t", "20", "m1", "pillar.get",
+                                   "db:password")
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(json.loads(out), {"m1": GPG_SECRET})
+            for d in [c.master] + list(c.minions.values()):
+                self.assertNotIn(GPG_SECRET, d.log())
+        finally:
+            c.abort()
+            stop_gpg_agent(keydir)
+
+    def test_masterless_decrypts_with_the_minions_gpg_keydir_and_can_insist(self):
+        c = Cluster(start=False)
+        keydir = c.path("keys")
+        try:
+            cipher = gpg_keys(keydir)
+            root = c.path("pillar")
+            write_tree(root, gpg_tree(cipher))
+            d = c.minion_dir("solo")
+            os.makedirs(d)
+            conf = os.path.join(d, "minion.conf")
+            options = {"id": "solo", "pki_dir": "pki", "cachedir": "cache",
+                       "pillar_roots": {"base": [root]}, "gpg_keydir": keydir}
+            write_config(conf, options)
+
+            def call(*args):
+                p = subprocess.run([BRINE_BIN, "call", "-c", conf, "--local", "--out", "json"] +
+                                   list(args), capture_output=True, text=True, timeout=60)
+                return p.returncode, p.stdout, p.stderr
+            rc, out, err = call("pillar.get", "db")
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(json.loads(out), {"local": {"user": "app", "password": GPG_SECRET}})
+            # Keys elsewhere: Salt keeps the block as it is, with a warning;
+            # gpg_decrypt_must_succeed makes the file an error instead.
+            options["gpg_keydir"] = c.path("nokeys")
+            write_config(conf, options)
+            rc, out, err = call("pillar.get", "db:password")
+            self.assertEqual(rc, 0, err)
+            self.assertTrue(json.loads(out)["local"].startswith("-----BEGIN PGP MESSAGE-----"), out)
+            self.assertIn("Could not decrypt cipher", err)
+            options["gpg_decrypt_must_succeed"] = True
+            write_config(conf, options)
+            rc, out, err = call("pillar.items")
+            self.assertIn("secrets.sls: Could not decrypt cipher", out + err)
+            self.assertIn("gpg_decrypt_must_succeed is on", out + err)
+            self.assertNotIn(GPG_SECRET, out + err)
+        finally:
+            c.abort()
+            stop_gpg_agent(keydir)
 
 
 class MinionModules(unittest.TestCase):

@@ -143,8 +143,8 @@ TEST(Render, RendererShebangs) {
       {"a: 1\n{% if true %}\nb: 2\n{% endif %}\n", "pillar file /p/x.sls is a Jinja template: it renders for a minion, with its grains"},
       {"{# a comment #}\na: 1\n", "pillar file /p/x.sls is a Jinja template: it renders for a minion, with its grains"},
       {"#!yaml|gpg\na: 1\n",
-       "pillar file /p/x.sls line 1: renderer '#!yaml|gpg' is not supported; brine renders "
-       "pillar files as #!yaml or #!jinja|yaml (the default)"},
+       "pillar file /p/x.sls line 1: the gpg renderer needs the host's gpg settings, which this "
+       "compile was not given"},
       {"#!py\ndef run(): return {}\n",
        "pillar file /p/x.sls line 1: renderer 'py' (in /p/x.sls) runs Python code, which brine "
        "does not run: write the file as #!jinja|yaml (the data as YAML, the logic as Jinja, "
@@ -155,7 +155,7 @@ TEST(Render, RendererShebangs) {
        "Jinja, Python's calls as salt['module.function'](...))"},
       {"#!mako|yaml\na: 1\n",
        "pillar file /p/x.sls line 1: renderer '#!mako|yaml' is not supported; brine renders "
-       "pillar files as #!yaml or #!jinja|yaml (the default)"},
+       "pillar files as #!yaml or #!jinja|yaml (the default), either followed by |gpg"},
   };
   for (const auto& r : rows) {
     std::string got = render_error(r.text);
@@ -549,8 +549,8 @@ TEST(Sls, ErrorsAreReportedAndTheRestCompiles) {
                     "/jinja.sls: template 'jinja.sls' line 3 column 7: 'salt' is undefined",
                 "SLS 'listy' does not render to a dictionary",
                 "Rendering SLS 'gpg' failed, render error:\npillar file " + base +
-                    "/gpg.sls line 1: renderer '#!yaml|gpg' is not supported; brine renders "
-                    "pillar files as #!yaml or #!jinja|yaml (the default)",
+                    "/gpg.sls line 1: the gpg renderer needs the host's gpg settings, which "
+                    "this compile was not given",
             }));
 }
 

@@ -1,0 +1,104 @@
+#include "state/gpg.h"
+
+#include <unistd.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "base/error.h"
+#include "base/python.h"
+#include "modules/process.h"
+
+namespace brine::state {
+
+namespace gpg_run {
+namespace {
+
+bool on_path(const std::string& tool) {
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (!dirs.empty()) {
+    std::string_view dir = dirs.substr(0, dirs.find(':'));
+    if (!dir.empty() && ::access((std::string(dir) + "/" + tool).c_str(), X_OK) == 0) return true;
+    if (dirs.size() == dir.size()) break;
+    dirs.remove_prefix(dir.size() + 1);
+  }
+  return false;
+}
+
+modules::process_result run_gpg(const std::string& keydir, const std::string& block) {
+  modules::process_options o;
+  o.argv = {"gpg", "--homedir", keydir, "--status-fd", "2", "--no-tty", "-d"};
+  o.env = {{"LC_ALL", "C"}};
+  o.stdin_text = block;
+  o.timeout = std::chrono::seconds(60);
+  asio::io_context io;
+  std::optional<modules::process_result> out;
+  std::exception_ptr failure;
+  asio::co_spawn(io, modules::run_process(std::move(o)),
+                 [&](std::exception_ptr e, modules::process_result r) {
+                   failure = e;
+                   out = std::move(r);
+                 });
+  io.run();
+  if (failure) std::rethrow_exception(failure);
+  return std::move(*out);
+}
+
+}  // namespace
+}  // namespace gpg_run
+
+render::pgp_decryptor gpg_decryptor(std::string keydir, bool must_succeed) {
+  return [keydir = std::move(keydir), must_succeed](const std::string& block) -> std::string {
+    if (!gpg_run::on_path("gpg")) {
+      throw base::error("GPG unavailable: the gpg renderer runs the gpg binary, which is not on "
+                        "PATH (apt-get install gnupg)");
+    }
+    modules::process_result r = gpg_run::run_gpg(keydir, block);
+    if (!r.stdout_text.empty() && !r.timed_out) return r.stdout_text;
+    // Salt formats both as bytes: b'...'.
+    std::string message = "Could not decrypt cipher b" + base::python_repr(block) +
+                          ", received: b" + base::python_repr(r.stderr_text);
+    if (r.timed_out) message += " (gpg did not finish within 60 s)";
+    spdlog::warn("{}", message);
+    if (must_succeed) {
+      throw base::error(message + " (the secret keys are looked for in " + keydir +
+                        ": gpg_keydir; gpg_decrypt_must_succeed is on)");
+    }
+    return block;
+  };
+}
+
+std::string gpg_keydir_of(const nlohmann::json& opts) {
+  // A non-empty string option, else "" (nlohmann's empty() is false for any string).
+  auto text = [&opts](const char* key) -> std::string {
+    auto it = opts.find(key);
+    return it != opts.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (std::string keydir = text("gpg_keydir"); !keydir.empty()) return keydir;
+  std::string dir = text("config_dir");
+  if (dir.empty() && !text("conf_file").empty()) {
+    dir = std::filesystem::absolute(text("conf_file")).parent_path().string();
+  }
+  if (dir.empty()) dir = "/etc/brine";
+  return (std::filesystem::path(dir) / "gpgkeys").string();
+}
+
+render::pgp_decryptor gpg_decryptor_of(const nlohmann::json& opts) {
+  bool must = false;
+  if (auto m = opts.find("gpg_decrypt_must_succeed"); m != opts.end() && m->is_boolean()) {
+    must = m->get<bool>();
+  }
+  return gpg_decryptor(gpg_keydir_of(opts), must);
+}
+
+}  // namespace brine::state
