@@ -86,6 +86,18 @@ std::string arguments::accepted() const {
   return out + ")";
 }
 
+std::string shell_quote(const std::string& word) {
+  std::string out = "'";
+  for (char ch : word) {
+    if (ch == '\'') {
+      out += "'\\''";
+    } else {
+      out += ch;
+    }
+  }
+  return out + "'";
+}
+
 std::vector<std::string> shlex_split(const std::string& what, const std::string& line) {
   std::vector<std::string> out;
   std::string cur;

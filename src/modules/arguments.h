@@ -93,6 +93,10 @@ asio::awaitable<outcome> failures_as_outcomes(call c) {
 // ValueError (what: "cmd.script: args").
 std::vector<std::string> shlex_split(const std::string& what, const std::string& line);
 
+// One word for /bin/sh: always in single quotes, a ' inside as '\'' (what
+// shlex_split reads back as the word).
+std::string shell_quote(const std::string& word);
+
 // Without surrounding whitespace.
 inline std::string trim(std::string s) {
   auto end = s.find_last_not_of(" \t\r\n");

@@ -314,14 +314,6 @@ asio::awaitable<outcome> has_exec(call c) {
   co_return outcome{which_path(one_name("cmd.has_exec", c)).has_value()};
 }
 
-std::string shell_quote(const std::string& word) {
-  std::string out = "'";
-  for (char ch : word) {
-    if (ch == '\'') out += "'\\''"; else out += ch;
-  }
-  return out + "'";
-}
-
 // Removes the script's temporary copy however the call ends.
 struct temp_file {
   std::string path;

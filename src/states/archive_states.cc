@@ -22,6 +22,7 @@
 #include "fileserver/client.h"
 #include "fileserver/path.h"
 #include "modules/archive_listing.h"
+#include "modules/arguments.h"
 #include "modules/context.h"
 #include "states/file_util.h"
 #include "states/python_text.h"
@@ -36,17 +37,7 @@ using plain_json = nlohmann::json;
 
 std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : py_text(v); }
 
-std::string shell_quote(const std::string& word) {
-  std::string out = "'";
-  for (char ch : word) {
-    if (ch == '\'') {
-      out += "'\\''";
-    } else {
-      out += ch;
-    }
-  }
-  return out + "'";
-}
+using modules::shell_quote;
 
 // source_hash as "type=hex" or a bare hex digest (its type by length).
 struct wanted_hash {
