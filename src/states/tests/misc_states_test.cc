@@ -305,6 +305,74 @@ TEST_F(archive_test, if_missing_and_argument_errors) {
   EXPECT_TRUE(r["comment"].get<std::string>().starts_with("Invalid archive_format '7z'"));
 }
 
+TEST_F(archive_test, wrong_types_need_force_or_clean_and_options_run_tar) {
+  std::string tgz = dir_.file("roots/top.tar.gz");
+  json low = {{"name", dir_.file("w")}, {"source", tgz}};
+  // A file where the archive has a directory.
+  put(dir_.file("w/top/sub"), "not a dir\n");
+  json r = call("archive.extracted", low);
+  EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"], "The below paths (relative to " + dir_.file("w") +
+                              "/) exist, but are the incorrect type (file instead of directory, "
+                              "symlink instead of file, etc.). To proceed with extraction, set "
+                              "'force' to True. Note that this will remove these paths before "
+                              "extracting.\n\n- top/sub/");
+  json clean = low;
+  clean["clean"] = true;
+  r = call("archive.extracted", clean, true);
+  EXPECT_EQ(r["result"], nullptr);
+  EXPECT_TRUE(r["comment"].get<std::string>().find("Since the 'clean' option is enabled") !=
+              std::string::npos)
+      << r.dump();
+  json forced = low;
+  forced["force"] = true;
+  r = call("archive.extracted", forced);
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(r["changes"]["removed"], json::array({dir_.file("w") + "/top/sub/"}));
+  EXPECT_EQ(read("w/top/sub/b.txt"), "beta\n");
+  // clean: the top-level members go first, then the archive is extracted
+  // again; options= runs tar's own command line (its verbose output).
+  clean["options"] = "z";
+  clean["overwrite"] = true;
+  put(dir_.file("w/top/stray.txt"), "stray\n");
+  r = call("archive.extracted", clean);
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(r["changes"]["removed"], json::array({dir_.file("w") + "/top/"}));
+  EXPECT_FALSE(fs::exists(dir_.file("w/top/stray.txt")));
+  std::vector<std::string> files = r["changes"]["extracted_files"].get<std::vector<std::string>>();
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"top/", "top/a.txt", "top/sub/", "top/sub/b.txt"}));
+  clean["clean_parent"] = true;
+  EXPECT_EQ(call("archive.extracted", clean)["comment"],
+            "Only one of 'clean' and 'clean_parent' can be set to True");
+}
+
+TEST_F(archive_test, ownership_is_enforced_on_the_top_level_members) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to change owners";
+  std::string tgz = dir_.file("roots/top.tar.gz");
+  json low = {{"name", dir_.file("o")}, {"source", tgz}, {"user", "nobody"}};
+  json r = call("archive.extracted", low);
+  EXPECT_EQ(r["result"], true) << r.dump();
+  EXPECT_EQ(r["changes"]["updated ownership"], true);
+  struct stat st {};
+  ASSERT_EQ(::lstat(dir_.file("o/top/sub/b.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::getpwnam("nobody")->pw_uid);
+  ASSERT_EQ(::chown(dir_.file("o/top/a.txt").c_str(), 0, 0), 0);
+  ASSERT_EQ(::chown(dir_.file("o/top").c_str(), 0, 0), 0);
+  r = call("archive.extracted", low, true);
+  EXPECT_EQ(r["result"], nullptr) << r.dump();
+  EXPECT_EQ(r["comment"], "All files in archive are already present. Ownership would be "
+                          "updated on one or more files/directories.");
+  r = call("archive.extracted", low);
+  EXPECT_EQ(r["result"], true);
+  EXPECT_EQ(r["changes"]["updated ownership"], true);
+  ASSERT_EQ(::lstat(dir_.file("o/top/a.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::getpwnam("nobody")->pw_uid);
+  EXPECT_EQ(call("archive.extracted", {{"name", dir_.file("o")}, {"source", tgz},
+                                       {"user", "nosuchuser9"}})["comment"],
+            "User nosuchuser9 does not exist");
+}
+
 // cmd.script, runas, umask
 
 TEST_F(misc_states_test, cmd_script_from_salt_with_args_and_stateful) {
