@@ -331,8 +331,6 @@ asio::awaitable<void> set_ageing(const state_call& c, const std::string& name, j
   }
 }
 
-// Arguments of Salt's user.present that brine does not implement: refused
-// (when given a value other than Salt's default) rather than ignored.
 // Salt's hash_password: the clear text hashed with the salt and algorithm
 // of the hash the user has now ("$6$SALT$HASH" splits into four at '$'), so
 // the same password gives the same hash run after run; with no such hash,
@@ -366,26 +364,21 @@ asio::awaitable<std::string> hash_password(const state_call& c, const std::strin
   co_return hashed.get<std::string>();
 }
 
+// Arguments of Salt's user.present that brine does not implement: refused
+// (when given a value other than Salt's default) rather than ignored.
 const char* const k_unsupported[] = {"password_lock", "win_homedrive",
                                      "win_profile",   "win_logonscript", "win_description"};
 
-asio::awaitable<json> present(state_call c) {
-  const std::string name = c.name();
-  json ret = make_ret(name, true, "User " + name + " is present and up to date");
-  for (const char* key : k_unsupported) {
-    const json* v = given(c, key);
-    if (v != nullptr && !(v->is_boolean() && !v->get<bool>())) {
-      co_return failed_ret(ret, std::string("user.present: ") + key + " is not supported by brine yet");
-    }
-  }
-  wanted w;
+// The arguments as user.present reads them (the password as given: the
+// caller hashes it for hash_password); an error text for a bad one.
+std::string read_wanted(const state_call& c, const std::string& name, wanted& w) {
   w.name = name;
   if (const json* v = given(c, "uid")) w.uid = *v;
   if (const json* v = given(c, "gid")) w.gid = *v;
   std::string error;
   w.groups = name_list(c, "groups", error);
   if (auto opt = name_list(c, "optional_groups", error)) w.optional_groups = *opt;
-  if (!error.empty()) co_return failed_ret(ret, error);
+  if (!error.empty()) return error;
   w.remove_groups = c.flag("remove_groups", true);
   if (const json* v = given(c, "home")) w.home = py_text(*v);
   if (const json* v = given(c, "shell")) w.shell = py_text(*v);
@@ -400,21 +393,204 @@ asio::awaitable<json> present(state_call c) {
     w.password = py_text(*v);
     w.password_given = true;
   }
-  if (w.password_given && !w.password.empty() && c.flag("hash_password", false)) {
-    w.password = co_await hash_password(c, name, w.password);
-  }
   w.enforce_password = c.flag("enforce_password", true);
   w.empty_password = c.flag("empty_password", false);
   for (const auto& f : k_ageing) {
     if (const json* v = given(c, f.arg)) w.ageing.emplace_back(f.arg, *v);
   }
-
   // A comma would split the GECOS field and be added again on every run.
   for (const char* field : {"fullname", "roomnumber", "workphone"}) {
     auto it = w.gecos.find(field);
     if (it != w.gecos.end() && it->second.find(',') != std::string::npos) {
-      co_return failed_ret(ret, "Unsupported char ',' in " + it->second);
+      return "Unsupported char ',' in " + it->second;
     }
+  }
+  return "";
+}
+
+// Salt's changes to an existing user, applied in its order (the password,
+// the date, the home directory, the other ageing fields, the ch* functions,
+// groups last), then what changed, and what still differs.
+asio::awaitable<void> update_user(const state_call& c, const wanted& w, const wanted& have_opt,
+                                  const json& changes, json& ret) {
+  const std::string& name = w.name;
+  json shadow_pre = co_await shadow_info(c, name);
+  json pre = co_await user_info(c, name);
+  json todo = changes;
+  if (todo.contains("passwd")) {
+    todo.erase("passwd");
+    if (!w.empty_password) {
+      plain_json args = plain_json::array({name, w.password});
+      std::string fun = "shadow.set_password";
+      co_await c.run(std::move(fun), std::move(args));
+    }
+  }
+  if (todo.contains("empty_password")) {
+    todo.erase("empty_password");
+    plain_json args = plain_json::array({name});
+    std::string fun = "shadow.del_password";
+    co_await c.run(std::move(fun), std::move(args));
+  }
+  co_await set_ageing(c, name, todo, true);
+  bool home_changed = false;
+  if (todo.contains("home")) {
+    json home = todo["home"];
+    todo.erase("home");
+    if (!todo.contains("homeDoesNotExist")) {
+      plain_json args = plain_json::array({name, plain(home)});
+      plain_json kwargs = {{"persist", w.persist_home}};
+      std::string fun = "user.chhome";
+      co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
+      home_changed = true;
+    }
+  }
+  if (todo.contains("homeDoesNotExist")) {
+    json home = todo["homeDoesNotExist"];
+    todo.erase("homeDoesNotExist");
+    if (!home_changed) {
+      plain_json args = plain_json::array({name, plain(home)});
+      plain_json kwargs = {{"persist", w.persist_home}};
+      std::string fun = "user.chhome";
+      co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
+    }
+    std::string dir = home.get<std::string>();
+    if (!is_dir(dir)) {
+      // Salt's file.mkdir: the directory and its parents, owned by the
+      // user as it was before this run, mode 0755.
+      plain_json args = plain_json::array({dir, plain(pre["uid"]), plain(pre["gid"]), "0755"});
+      std::string fun = "file.mkdir";
+      co_await c.run(std::move(fun), std::move(args));
+    }
+  }
+  co_await set_ageing(c, name, todo, false);
+  // The ch* functions, groups last: a new primary group first.
+  for (const auto& [key, val] : changes.items()) {
+    if (key == "groups" || key == "home" || key == "homeDoesNotExist" || key == "passwd" ||
+        key == "empty_password" || is_ageing(key)) {
+      continue;
+    }
+    plain_json args = plain_json::array({name, plain(val)});
+    std::string fn = "user.ch" + key;
+    co_await c.run(std::move(fn), std::move(args));
+  }
+  if (changes.contains("groups")) {
+    plain_json args = plain_json::array({name, plain(changes["groups"])});
+    plain_json kwargs = {{"append", !w.remove_groups}};
+    std::string fun = "user.chgroups";
+    co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
+  }
+  json post = co_await user_info(c, name);
+  for (const auto& key : k_info_order) {
+    if (post.contains(key) && post[key] != pre[key]) ret["changes"][key] = post[key];
+  }
+  if (!w.password_given || shadow_pre["passwd"] != w.password) {
+    json shadow_post = co_await shadow_info(c, name);
+    for (const auto& [key, val] : shadow_post.items()) {
+      if (shadow_pre[key] == val) continue;
+      ret["changes"][key] = key == "passwd" ? json("XXX-REDACTED-XXX") : val;
+    }
+  }
+  if (!ret["changes"].empty()) ret["comment"] = "Updated user " + name;
+  std::vector<std::string> ignored;
+  std::optional<json> left =
+      co_await changes_for(c, have_opt, w.gid, true, true, &ignored);
+  if (left && !left->empty()) {
+    ret["comment"] = "These values could not be changed: " + py_repr(*left);
+    ret["result"] = false;
+  }
+}
+
+// Salt's user.add for a new user, then its password, empty password and
+// ageing fields, each checked ("created but failed to set ...").
+asio::awaitable<void> add_user(const state_call& c, const wanted& w,
+                               const std::vector<std::string>& present_optional, json& ret) {
+  const std::string& name = w.name;
+  plain_json kwargs = plain_json::object();
+  kwargs["name"] = name;
+  if (w.uid) kwargs["uid"] = plain(*w.uid);
+  if (w.gid) kwargs["gid"] = plain(*w.gid);
+  std::vector<std::string> groups = w.groups.value_or(std::vector<std::string>{});
+  groups.insert(groups.end(), present_optional.begin(), present_optional.end());
+  if (w.groups || !present_optional.empty()) kwargs["groups"] = groups;
+  if (w.home) kwargs["home"] = *w.home;
+  if (w.shell) kwargs["shell"] = *w.shell;
+  kwargs["unique"] = c.flag("unique", true);
+  kwargs["system"] = c.flag("system", false);
+  for (const auto& [field, value] : w.gecos) kwargs[field] = value;
+  kwargs["createhome"] = w.createhome;
+  kwargs["nologinit"] = c.flag("nologinit", false);
+  if (const json* v = given(c, "usergroup")) kwargs["usergroup"] = plain(*v);
+  bool added = true;
+  try {
+    plain_json args = plain_json::array();
+    std::string fun = "user.add";
+    co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
+  } catch (const base::error&) {
+    added = false;
+  }
+  if (!added) {
+    failed_ret(ret, "Failed to create new user " + name);
+    co_return;
+  }
+  ret["comment"] = "New user " + name + " created";
+  json info = co_await user_info(c, name);
+  ret["changes"] = in_order(info, k_info_order);
+  // pwd reports a home that createhome=False did not make.
+  if (!w.createhome) ret["changes"]["home"] = "";
+  if (!w.password.empty()) {
+    plain_json args = plain_json::array({name, w.password});
+    std::string fun = "shadow.set_password";
+    co_await c.run(std::move(fun), std::move(args));
+    json shadow = co_await shadow_info(c, name);
+    if (shadow["passwd"] != w.password) {
+      ret["comment"] = "User " + name + " created but failed to set password to XXX-REDACTED-XXX";
+      ret["result"] = false;
+    }
+    ret["changes"]["password"] = "XXX-REDACTED-XXX";
+  }
+  if (w.empty_password && w.password.empty()) {
+    plain_json args = plain_json::array({name});
+    std::string fun = "shadow.del_password";
+    co_await c.run(std::move(fun), std::move(args));
+    json shadow = co_await shadow_info(c, name);
+    if (shadow["passwd"] != "") {
+      ret["comment"] = "User " + name + " created but failed to empty password";
+      ret["result"] = false;
+    }
+    ret["changes"]["password"] = "";
+  }
+  for (const auto& [arg, value] : w.ageing) {
+    // Salt: `if date is not None`, then `if mindays:` ... `if expire:`.
+    if (arg != "date" && !base::python_truth(value)) continue;
+    const ageing_field* f = nullptr;
+    for (const auto& each : k_ageing)
+      if (arg == each.arg) f = &each;
+    plain_json args = plain_json::array({name, plain(value)});
+    std::string fun = f->setter;
+    co_await c.run(std::move(fun), std::move(args));
+    json shadow = co_await shadow_info(c, name);
+    if (shadow[f->field] != value) {
+      ret["comment"] = "User " + name + " created but failed to set " + f->words + " to " +
+                       py_text(value);
+      ret["result"] = false;
+    }
+    ret["changes"][arg] = value;
+  }
+}
+
+asio::awaitable<json> present(state_call c) {
+  const std::string name = c.name();
+  json ret = make_ret(name, true, "User " + name + " is present and up to date");
+  for (const char* key : k_unsupported) {
+    const json* v = given(c, key);
+    if (v != nullptr && !(v->is_boolean() && !v->get<bool>())) {
+      co_return failed_ret(ret, std::string("user.present: ") + key + " is not supported by brine yet");
+    }
+  }
+  wanted w;
+  if (std::string error = read_wanted(c, name, w); !error.empty()) co_return failed_ret(ret, error);
+  if (w.password_given && !w.password.empty() && c.flag("hash_password", false)) {
+    w.password = co_await hash_password(c, name, w.password);
   }
   // Under test a missing group may be one an earlier state creates (Salt
   // 69438): it is left out of the comparison and reported as pending.
@@ -473,90 +649,7 @@ asio::awaitable<json> present(state_call c) {
       ret["comment"] = comment + pending_line;
       co_return ret;
     }
-    json shadow_pre = co_await shadow_info(c, name);
-    json pre = co_await user_info(c, name);
-    json todo = *changes;
-    if (todo.contains("passwd")) {
-      todo.erase("passwd");
-      if (!w.empty_password) {
-        plain_json args = plain_json::array({name, w.password});
-        std::string fun = "shadow.set_password";
-        co_await c.run(std::move(fun), std::move(args));
-      }
-    }
-    if (todo.contains("empty_password")) {
-      todo.erase("empty_password");
-      plain_json args = plain_json::array({name});
-      std::string fun = "shadow.del_password";
-      co_await c.run(std::move(fun), std::move(args));
-    }
-    co_await set_ageing(c, name, todo, true);
-    bool home_changed = false;
-    if (todo.contains("home")) {
-      json home = todo["home"];
-      todo.erase("home");
-      if (!todo.contains("homeDoesNotExist")) {
-        plain_json args = plain_json::array({name, plain(home)});
-        plain_json kwargs = {{"persist", w.persist_home}};
-        std::string fun = "user.chhome";
-        co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
-        home_changed = true;
-      }
-    }
-    if (todo.contains("homeDoesNotExist")) {
-      json home = todo["homeDoesNotExist"];
-      todo.erase("homeDoesNotExist");
-      if (!home_changed) {
-        plain_json args = plain_json::array({name, plain(home)});
-        plain_json kwargs = {{"persist", w.persist_home}};
-        std::string fun = "user.chhome";
-        co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
-      }
-      std::string dir = home.get<std::string>();
-      if (!is_dir(dir)) {
-        // Salt's file.mkdir: the directory and its parents, owned by the
-        // user as it was before this run, mode 0755.
-        plain_json args = plain_json::array({dir, plain(pre["uid"]), plain(pre["gid"]), "0755"});
-        std::string fun = "file.mkdir";
-        co_await c.run(std::move(fun), std::move(args));
-      }
-    }
-    co_await set_ageing(c, name, todo, false);
-    // The ch* functions, groups last: a new primary group first.
-    for (const auto& [key, val] : changes->items()) {
-      if (key == "groups" || key == "home" || key == "homeDoesNotExist" || key == "passwd" ||
-          key == "empty_password" || is_ageing(key)) {
-        continue;
-      }
-      plain_json args = plain_json::array({name, plain(val)});
-      std::string fn = "user.ch" + key;
-      co_await c.run(std::move(fn), std::move(args));
-    }
-    if (changes->contains("groups")) {
-      plain_json args = plain_json::array({name, plain((*changes)["groups"])});
-      plain_json kwargs = {{"append", !w.remove_groups}};
-      std::string fun = "user.chgroups";
-      co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
-    }
-    json post = co_await user_info(c, name);
-    for (const auto& key : k_info_order) {
-      if (post.contains(key) && post[key] != pre[key]) ret["changes"][key] = post[key];
-    }
-    if (!w.password_given || shadow_pre["passwd"] != w.password) {
-      json shadow_post = co_await shadow_info(c, name);
-      for (const auto& [key, val] : shadow_post.items()) {
-        if (shadow_pre[key] == val) continue;
-        ret["changes"][key] = key == "passwd" ? json("XXX-REDACTED-XXX") : val;
-      }
-    }
-    if (!ret["changes"].empty()) ret["comment"] = "Updated user " + name;
-    std::vector<std::string> ignored;
-    std::optional<json> left =
-        co_await changes_for(c, have_opt, w.gid, true, true, &ignored);
-    if (left && !left->empty()) {
-      ret["comment"] = "These values could not be changed: " + py_repr(*left);
-      ret["result"] = false;
-    }
+    co_await update_user(c, w, have_opt, *changes, ret);
     co_return ret;
   }
 
@@ -567,74 +660,7 @@ asio::awaitable<json> present(state_call c) {
                        (pending.empty() ? "" : "\n" + pending_line);
       co_return ret;
     }
-    plain_json kwargs = plain_json::object();
-    kwargs["name"] = name;
-    if (w.uid) kwargs["uid"] = plain(*w.uid);
-    if (w.gid) kwargs["gid"] = plain(*w.gid);
-    std::vector<std::string> groups = w.groups.value_or(std::vector<std::string>{});
-    groups.insert(groups.end(), present_optional.begin(), present_optional.end());
-    if (w.groups || !present_optional.empty()) kwargs["groups"] = groups;
-    if (w.home) kwargs["home"] = *w.home;
-    if (w.shell) kwargs["shell"] = *w.shell;
-    kwargs["unique"] = c.flag("unique", true);
-    kwargs["system"] = c.flag("system", false);
-    for (const auto& [field, value] : w.gecos) kwargs[field] = value;
-    kwargs["createhome"] = w.createhome;
-    kwargs["nologinit"] = c.flag("nologinit", false);
-    if (const json* v = given(c, "usergroup")) kwargs["usergroup"] = plain(*v);
-    bool added = true;
-    try {
-      plain_json args = plain_json::array();
-      std::string fun = "user.add";
-      co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
-    } catch (const base::error&) {
-      added = false;
-    }
-    if (!added) co_return failed_ret(ret, "Failed to create new user " + name);
-    ret["comment"] = "New user " + name + " created";
-    json info = co_await user_info(c, name);
-    ret["changes"] = in_order(info, k_info_order);
-    // pwd reports a home that createhome=False did not make.
-    if (!w.createhome) ret["changes"]["home"] = "";
-    if (!w.password.empty()) {
-      plain_json args = plain_json::array({name, w.password});
-      std::string fun = "shadow.set_password";
-      co_await c.run(std::move(fun), std::move(args));
-      json shadow = co_await shadow_info(c, name);
-      if (shadow["passwd"] != w.password) {
-        ret["comment"] = "User " + name + " created but failed to set password to XXX-REDACTED-XXX";
-        ret["result"] = false;
-      }
-      ret["changes"]["password"] = "XXX-REDACTED-XXX";
-    }
-    if (w.empty_password && w.password.empty()) {
-      plain_json args = plain_json::array({name});
-      std::string fun = "shadow.del_password";
-      co_await c.run(std::move(fun), std::move(args));
-      json shadow = co_await shadow_info(c, name);
-      if (shadow["passwd"] != "") {
-        ret["comment"] = "User " + name + " created but failed to empty password";
-        ret["result"] = false;
-      }
-      ret["changes"]["password"] = "";
-    }
-    for (const auto& [arg, value] : w.ageing) {
-      // Salt: `if date is not None`, then `if mindays:` ... `if expire:`.
-      if (arg != "date" && !base::python_truth(value)) continue;
-      const ageing_field* f = nullptr;
-      for (const auto& each : k_ageing)
-        if (arg == each.arg) f = &each;
-      plain_json args = plain_json::array({name, plain(value)});
-      std::string fun = f->setter;
-      co_await c.run(std::move(fun), std::move(args));
-      json shadow = co_await shadow_info(c, name);
-      if (shadow[f->field] != value) {
-        ret["comment"] = "User " + name + " created but failed to set " + f->words + " to " +
-                         py_text(value);
-        ret["result"] = false;
-      }
-      ret["changes"][arg] = value;
-    }
+    co_await add_user(c, w, present_optional, ret);
   }
   co_return ret;
 }
