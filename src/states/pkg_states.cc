@@ -323,242 +323,229 @@ hold_results split_hold(const json& hold_ret) {
   return out;
 }
 
-asio::awaitable<json> installed(state_call c) {
-  const std::string name = c.name();
-  if (c.arg("sources") != nullptr && !c.arg("sources")->is_null()) {
-    co_return make_ret(name, false,
-                       "brine's pkg.installed does not support sources; install packages "
-                       "from a repository with name or pkgs (pkgrepo.managed adds one)");
-  }
-  json pkgs = c.arg("pkgs") != nullptr ? *c.arg("pkgs") : json(nullptr);
-  if (pkgs.is_array() && pkgs.empty()) {
-    co_return make_ret(name, true, "No packages to install provided");
-  }
-  std::optional<std::string> version;
-  if (const json* v = c.arg("version"); v != nullptr && !v->is_null()) version = text(*v);
-  if (!name.empty() && (pkgs.is_null() || (pkgs.is_array() && pkgs.empty()))) {
-    pkgs = json::array();
-    if (version && !version->empty()) {
-      json one = json::object();
-      one[name] = *version;
-      pkgs.push_back(one);
-    } else {
-      pkgs.push_back(name);
-    }
-  }
-  bool refresh = check_refresh(c);
-  const bool reinstall = c.flag("reinstall");
-  const std::optional<bool> ignore_epoch = optional_flag(c, "ignore_epoch");
-  const bool allow_updates = c.flag("allow_updates");
-  const bool has_hold = c.arg("hold") != nullptr;
-  const bool hold = c.flag("hold");
-
-  // Salt's _find_install_targets.
+// What pkg.installed will do: Salt's _find_install_targets over the
+// packages asked for (`desired`, "latest" resolved to a version) and those
+// installed (`cur`); `early` is the return when there is nothing to do or
+// the request is bad.
+struct install_plan {
   versions_map cur;
-  std::optional<wanted_list> desired;
-  std::optional<json> early;
-  wanted_list targets, to_reinstall;
+  wanted_list desired;
+  wanted_list targets;
+  wanted_list to_reinstall;
   std::vector<std::string> to_unpurge;
   bool version_spec = false;
+  bool refresh = false;
+  std::optional<bool> ignore_epoch;
+  std::optional<json> early;
+};
+
+asio::awaitable<void> find_install_targets(const state_call& c, const std::string& name,
+                                           const json& pkgs, install_plan& p) {
+  std::optional<wanted_list> desired;
   try {
-    cur = co_await list_pkgs(c, plain_json::object());
+    p.cur = co_await list_pkgs(c, plain_json::object());
     desired = repack(pkgs);
   } catch (const base::error& e) {
-    early = make_ret(name, false, e.what());
+    p.early = make_ret(name, false, e.what());
+    co_return;
   }
-  if (!early && !desired) {
-    early = make_ret(name, false, "Invalidly formatted 'pkgs' parameter. See minion log.");
+  if (!desired) {
+    p.early = make_ret(name, false, "Invalidly formatted 'pkgs' parameter. See minion log.");
+    co_return;
   }
-  if (!early) {
-    plain_json which = plain_json{{"purge_desired", true}};
-    versions_map purge_desired = co_await list_pkgs(c, std::move(which));
-    for (const auto& w : *desired) {
-      if (purge_desired.contains(w.name)) to_unpurge.push_back(w.name);
-    }
-    std::vector<std::string> wants_latest;
-    for (const auto& w : *desired) {
-      if (w.version == "latest") wants_latest.push_back(w.name);
-    }
-    if (!wants_latest.empty()) {
-      json latest = co_await latest_versions(c, wants_latest, refresh);
-      refresh = false;
-      for (const auto& n : wants_latest) {
-        std::string v = wants_latest.size() == 1 ? text(latest) : text(latest.value(n, json("")));
-        wanted* w = find(*desired, n);
-        if (!v.empty()) {
-          w->version = v;
-        } else if (cur.contains(n)) {
-          w->version = cur[n].back();
-        } else {
-          w->version.reset();
-        }
+  p.desired = std::move(*desired);
+  plain_json which = plain_json{{"purge_desired", true}};
+  versions_map purge_desired = co_await list_pkgs(c, std::move(which));
+  for (const auto& w : p.desired) {
+    if (purge_desired.contains(w.name)) p.to_unpurge.push_back(w.name);
+  }
+  std::vector<std::string> wants_latest;
+  for (const auto& w : p.desired) {
+    if (w.version == "latest") wants_latest.push_back(w.name);
+  }
+  if (!wants_latest.empty()) {
+    json latest = co_await latest_versions(c, wants_latest, p.refresh);
+    p.refresh = false;
+    for (const auto& n : wants_latest) {
+      std::string v = wants_latest.size() == 1 ? text(latest) : text(latest.value(n, json("")));
+      wanted* w = find(p.desired, n);
+      if (!v.empty()) {
+        w->version = v;
+      } else if (p.cur.contains(n)) {
+        w->version = p.cur[n].back();
+      } else {
+        w->version.reset();
       }
     }
-    for (const auto& w : *desired) {
-      auto it = cur.find(w.name);
-      if (it == cur.end() || it->second.empty()) {
-        targets.push_back(w);
-        continue;
-      }
-      if (reinstall) {
-        to_reinstall.push_back(w);
-        continue;
-      }
-      if (!w.version) continue;
-      bool ok = co_await fulfills(c, it->second, *w.version, ignore_epoch, allow_updates);
-      version_spec = true;
-      if (!ok) targets.push_back(w);
+  }
+  const bool reinstall = c.flag("reinstall");
+  const bool allow_updates = c.flag("allow_updates");
+  for (const auto& w : p.desired) {
+    auto it = p.cur.find(w.name);
+    if (it == p.cur.end() || it->second.empty()) {
+      p.targets.push_back(w);
+      continue;
     }
-    if (targets.empty() && to_unpurge.empty() && to_reinstall.empty()) {
-      early = make_ret(name, true,
+    if (reinstall) {
+      p.to_reinstall.push_back(w);
+      continue;
+    }
+    if (!w.version) continue;
+    bool ok = co_await fulfills(c, it->second, *w.version, p.ignore_epoch, allow_updates);
+    p.version_spec = true;
+    if (!ok) p.targets.push_back(w);
+  }
+  if (p.targets.empty() && p.to_unpurge.empty() && p.to_reinstall.empty()) {
+    p.early = make_ret(name, true,
                        std::string("All specified packages are already installed") +
-                           (version_spec ? " and are at the desired version" : ""));
+                           (p.version_spec ? " and are at the desired version" : ""));
+  }
+}
+
+// pkg.hold or pkg.unhold (hold=) of `kwargs`' packages, split as Salt's
+// installed splits the answers.
+asio::awaitable<hold_results> set_holds(const state_call& c, plain_json kwargs) {
+  const char* fun = c.flag("hold") ? "pkg.hold" : "pkg.unhold";
+  json hold_ret = co_await call_fn(c, fun, plain_json::array(), std::move(kwargs));
+  co_return split_hold(hold_ret);
+}
+
+// The early return with hold= applied, as Salt applies it when nothing is
+// installed: each hold's comment after it, its result the last one's.
+asio::awaitable<json> early_with_holds(const state_call& c, const std::string& name,
+                                       const json& pkgs, json result) {
+  hold_results h;
+  try {
+    plain_json kwargs = {{"name", name}, {"test", c.test}};
+    if (!pkgs.is_null()) kwargs["pkgs"] = plain(pkgs);
+    h = co_await set_holds(c, std::move(kwargs));
+  } catch (const base::error& e) {
+    co_return make_ret(name, false, e.what());
+  }
+  std::string comment = text(result["comment"]);
+  for (const auto& i : h.modified) {
+    comment += ".\n" + text(i["comment"]);
+    result["result"] = i["result"];
+    result["changes"][text(i["name"])] = i["changes"];
+  }
+  for (const std::vector<json>* list : {&h.not_modified, &h.failed}) {
+    for (const auto& i : *list) {
+      comment += ".\n" + text(i["comment"]);
+      result["result"] = i["result"];
     }
   }
+  result["comment"] = comment;
+  co_return result;
+}
 
-  if (early) {
-    json result = *early;
-    if (has_hold) {
-      json hold_ret;
-      try {
-        plain_json kwargs = {{"name", name}, {"test", c.test}};
-        if (!pkgs.is_null()) kwargs["pkgs"] = plain(pkgs);
-        hold_ret = co_await call_fn(c, hold ? "pkg.hold" : "pkg.unhold", plain_json::array(),
-                                    std::move(kwargs));
-      } catch (const base::error& e) {
-        co_return make_ret(name, false, e.what());
-      }
-      hold_results h = split_hold(hold_ret);
-      std::string comment = text(result["comment"]);
-      for (const auto& i : h.modified) {
-        comment += ".\n" + text(i["comment"]);
-        result["result"] = i["result"];
-        result["changes"][text(i["name"])] = i["changes"];
-      }
-      for (const auto& i : h.not_modified) {
-        comment += ".\n" + text(i["comment"]);
-        result["result"] = i["result"];
-      }
-      for (const auto& i : h.failed) {
-        comment += ".\n" + text(i["comment"]);
-        result["result"] = i["result"];
-      }
-      result["comment"] = comment;
-    }
-    co_return result;
-  }
-
-  if (!to_unpurge.empty()) co_return make_ret(name, false, "lowpkg.unpurge not implemented");
-
+// Under test: what would be installed and reinstalled.
+json test_plan_ret(const std::string& name, const install_plan& p) {
   std::vector<std::string> comment;
   json changes = json::object();
-  if (c.test) {
-    if (!targets.empty()) {
-      std::vector<std::string> names;
-      for (const auto& t : targets) names.push_back(t.name);
-      for (const auto& n : names) changes[n] = json{{"new", "installed"}, {"old", ""}};
-      comment.push_back("The following packages would be installed/updated: " + joined(names));
-    }
-    if (!to_reinstall.empty()) {
-      std::vector<std::string> shown;
-      for (const auto& t : to_reinstall) {
-        shown.push_back(desired_text(t));
-        changes[shown.back()] = json{{"new", "installed"}, {"old", ""}};
-      }
-      comment.push_back("The following packages would be reinstalled: " + joined(shown));
-    }
-    json ret = ret_with(name, true, joined(comment, "\n"), changes);
-    ret["result"] = nullptr;
-    co_return ret;
+  if (!p.targets.empty()) {
+    std::vector<std::string> names;
+    for (const auto& t : p.targets) names.push_back(t.name);
+    for (const auto& n : names) changes[n] = json{{"new", "installed"}, {"old", ""}};
+    comment.push_back("The following packages would be installed/updated: " + joined(names));
   }
-
-  json pkg_ret = json::object();
-  {
-    plain_json install = install_passthrough(c);
-    install["refresh"] = refresh;
-    install["reinstall"] = !to_reinstall.empty();
-    if (ignore_epoch) install["ignore_epoch"] = *ignore_epoch;
-    plain_json list = plain_json::array();
-    for (const wanted_list* l : {&targets, &to_reinstall}) {
-      for (const auto& t : *l) {
-        plain_json one = plain_json::object();
-        one[t.name] = t.version ? plain_json(*t.version) : plain_json(nullptr);
-        list.push_back(one);
-      }
+  if (!p.to_reinstall.empty()) {
+    std::vector<std::string> shown;
+    for (const auto& t : p.to_reinstall) {
+      shown.push_back(desired_text(t));
+      changes[shown.back()] = json{{"new", "installed"}, {"old", ""}};
     }
-    install["pkgs"] = list;
-    std::optional<std::string> install_error;
-    try {
-      json answer = co_await call_fn(c, "pkg.install", plain_json::array(), std::move(install));
-      pkg_ret = old_first(answer);
-    } catch (const base::error& e) {
-      install_error = e.what();
-    }
-    if (refresh) mark_refreshed(c);
-    if (install_error) {
-      json ret = json::object();
-      ret["name"] = name;
-      ret["result"] = false;
-      // What did change before the failure, from dpkg's own list (Salt
-      // takes it from the error's info).
-      versions_map now = co_await list_pkgs(c, plain_json::object());
-      ret["changes"] = diff_lists(cur, now);
-      std::optional<std::string> bare = without_changes(*install_error);
-      ret["comment"] = bare ? *bare
-                            : "An error was encountered while installing package(s): " +
-                                  *install_error;
-      co_return ret;
-    }
-    for (const auto& [k, v] : pkg_ret.items()) changes[k] = v;
+    comment.push_back("The following packages would be reinstalled: " + joined(shown));
   }
+  json ret = ret_with(name, true, joined(comment, "\n"), changes);
+  ret["result"] = nullptr;
+  return ret;
+}
 
-  std::optional<hold_results> holds;
-  if (has_hold) {
-    plain_json names = plain_json::array();
-    for (const auto& w : *desired) names.push_back(w.name);
-    try {
-      plain_json kwargs = {{"name", name}, {"pkgs", names}};
-      json hold_ret =
-          co_await call_fn(c, hold ? "pkg.hold" : "pkg.unhold", plain_json::array(), kwargs);
-      holds = split_hold(hold_ret);
-    } catch (const base::error& e) {
-      comment.push_back(e.what());
-      co_return ret_with(name, false, joined(comment, "\n"), changes);
+// pkg.install of the targets and reinstalls: its answer in `pkg_ret`, or
+// the state's return when it failed (what changed before the failure, from
+// dpkg's own list, as Salt takes it from the error's info).
+asio::awaitable<std::optional<json>> run_install(const state_call& c, const std::string& name,
+                                                 const install_plan& p, json& pkg_ret) {
+  plain_json install = install_passthrough(c);
+  install["refresh"] = p.refresh;
+  install["reinstall"] = !p.to_reinstall.empty();
+  if (p.ignore_epoch) install["ignore_epoch"] = *p.ignore_epoch;
+  plain_json list = plain_json::array();
+  for (const wanted_list* l : {&p.targets, &p.to_reinstall}) {
+    for (const auto& t : *l) {
+      plain_json one = plain_json::object();
+      one[t.name] = t.version ? plain_json(*t.version) : plain_json(nullptr);
+      list.push_back(one);
     }
   }
-
-  // Salt's _verify_install.
+  install["pkgs"] = list;
+  std::optional<std::string> install_error;
+  try {
+    json answer = co_await call_fn(c, "pkg.install", plain_json::array(), std::move(install));
+    pkg_ret = old_first(answer);
+  } catch (const base::error& e) {
+    install_error = e.what();
+  }
+  if (p.refresh) mark_refreshed(c);
+  if (!install_error) co_return std::nullopt;
+  json ret = json::object();
+  ret["name"] = name;
+  ret["result"] = false;
   versions_map now = co_await list_pkgs(c, plain_json::object());
-  std::vector<std::string> ok, failed;
-  for (const auto& w : *desired) {
+  ret["changes"] = diff_lists(p.cur, now);
+  std::optional<std::string> bare = without_changes(*install_error);
+  ret["comment"] =
+      bare ? *bare : "An error was encountered while installing package(s): " + *install_error;
+  co_return ret;
+}
+
+// Salt's _verify_install: which desired packages are now installed at a
+// version that fulfills the request.
+struct verified {
+  std::vector<std::string> ok;
+  std::vector<std::string> failed;
+};
+asio::awaitable<verified> verify_install(const state_call& c, const install_plan& p) {
+  versions_map now = co_await list_pkgs(c, plain_json::object());
+  verified v;
+  for (const auto& w : p.desired) {
     auto it = now.find(w.name.substr(0, w.name.find('=')));
     if (it == now.end() || it->second.empty()) {
-      failed.push_back(w.name);
+      v.failed.push_back(w.name);
     } else if (!w.version || w.version->empty() || *w.version == "latest") {
-      ok.push_back(w.name);
+      v.ok.push_back(w.name);
     } else if (w.version->ends_with('*') &&
                it->second.front().starts_with(w.version->substr(0, w.version->size() - 1))) {
-      ok.push_back(w.name);
-    } else if (co_await fulfills(c, it->second, *w.version, ignore_epoch, false)) {
-      ok.push_back(w.name);
+      v.ok.push_back(w.name);
+    } else if (co_await fulfills(c, it->second, *w.version, p.ignore_epoch, false)) {
+      v.ok.push_back(w.name);
     } else {
-      failed.push_back(w.name);
+      v.failed.push_back(w.name);
     }
   }
+  co_return v;
+}
+
+// Salt's closing comment and result: installed/updated, holds, already
+// installed, failures first, reinstalls.
+json installed_ret(const std::string& name, const install_plan& p, const json& pkg_ret,
+                   const verified& v, const std::optional<hold_results>& holds,
+                   std::vector<std::string> comment, json changes) {
   auto in = [](const wanted_list& l, const std::string& n) {
     return std::any_of(l.begin(), l.end(), [&](const wanted& w) { return w.name == n; });
   };
   std::vector<std::string> modified, not_modified, failed_targets;
-  for (const auto& n : ok) {
-    if (in(targets, n)) modified.push_back(n);
-    if (!in(targets, n) && !in(to_reinstall, n)) not_modified.push_back(n);
+  for (const auto& n : v.ok) {
+    if (in(p.targets, n)) modified.push_back(n);
+    if (!in(p.targets, n) && !in(p.to_reinstall, n)) not_modified.push_back(n);
   }
-  for (const auto& n : failed) {
-    if (in(targets, n)) failed_targets.push_back(n);
+  for (const auto& n : v.failed) {
+    if (in(p.targets, n)) failed_targets.push_back(n);
   }
-  auto summary = [&](const std::vector<std::string>& names) {
+  wanted_list desired = p.desired;
+  auto summary = [&desired](const std::vector<std::string>& names) {
     std::vector<std::string> shown;
-    for (const auto& n : names) shown.push_back(desired_text(*find(*desired, n)));
+    for (const auto& n : names) shown.push_back(desired_text(*find(desired, n)));
     return joined(shown);
   };
   auto count = [](std::size_t n, const char* what) {
@@ -607,7 +594,7 @@ asio::awaitable<json> installed(state_call c) {
     for (const auto& i : holds->failed) comment.push_back(text(i["comment"]));
     if (!holds->failed.empty()) result = false;
   }
-  for (const auto& w : to_reinstall) {
+  for (const auto& w : p.to_reinstall) {
     if (pkg_ret.contains(w.name)) {
       comment.push_back("Package " + desired_text(w) + " was reinstalled.");
     } else {
@@ -615,7 +602,64 @@ asio::awaitable<json> installed(state_call c) {
       result = false;
     }
   }
-  co_return ret_with(name, result, joined(comment, "\n"), changes);
+  return ret_with(name, result, joined(comment, "\n"), std::move(changes));
+}
+
+asio::awaitable<json> installed(state_call c) {
+  const std::string name = c.name();
+  if (c.arg("sources") != nullptr && !c.arg("sources")->is_null()) {
+    co_return make_ret(name, false,
+                       "brine's pkg.installed does not support sources; install packages "
+                       "from a repository with name or pkgs (pkgrepo.managed adds one)");
+  }
+  json pkgs = c.arg("pkgs") != nullptr ? *c.arg("pkgs") : json(nullptr);
+  if (pkgs.is_array() && pkgs.empty()) {
+    co_return make_ret(name, true, "No packages to install provided");
+  }
+  std::optional<std::string> version;
+  if (const json* v = c.arg("version"); v != nullptr && !v->is_null()) version = text(*v);
+  if (!name.empty() && (pkgs.is_null() || (pkgs.is_array() && pkgs.empty()))) {
+    pkgs = json::array();
+    if (version && !version->empty()) {
+      json one = json::object();
+      one[name] = *version;
+      pkgs.push_back(one);
+    } else {
+      pkgs.push_back(name);
+    }
+  }
+  install_plan p;
+  p.refresh = check_refresh(c);
+  p.ignore_epoch = optional_flag(c, "ignore_epoch");
+  const bool has_hold = c.arg("hold") != nullptr;
+  co_await find_install_targets(c, name, pkgs, p);
+  if (p.early) {
+    if (!has_hold) co_return *p.early;
+    co_return co_await early_with_holds(c, name, pkgs, *p.early);
+  }
+  if (!p.to_unpurge.empty()) co_return make_ret(name, false, "lowpkg.unpurge not implemented");
+  if (c.test) co_return test_plan_ret(name, p);
+
+  json pkg_ret = json::object();
+  if (std::optional<json> failed = co_await run_install(c, name, p, pkg_ret)) co_return *failed;
+  json changes = json::object();
+  for (const auto& [k, v] : pkg_ret.items()) changes[k] = v;
+
+  std::vector<std::string> comment;
+  std::optional<hold_results> holds;
+  if (has_hold) {
+    plain_json names = plain_json::array();
+    for (const auto& w : p.desired) names.push_back(w.name);
+    try {
+      plain_json kwargs = {{"name", name}, {"pkgs", names}};
+      holds = co_await set_holds(c, std::move(kwargs));
+    } catch (const base::error& e) {
+      comment.push_back(e.what());
+      co_return ret_with(name, false, joined(comment, "\n"), changes);
+    }
+  }
+  verified v = co_await verify_install(c, p);
+  co_return installed_ret(name, p, pkg_ret, v, holds, std::move(comment), std::move(changes));
 }
 
 asio::awaitable<json> latest(state_call c) {
