@@ -8,20 +8,6 @@
 namespace brine::modules {
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    out.push_back(std::move(line));
-    start = end + 1;
-  }
-  return out;
-}
-
 // The rest of `line` after `fields` whitespace-separated fields.
 std::optional<std::string> after_fields(const std::string& line, int fields) {
   std::size_t i = 0;
@@ -68,9 +54,23 @@ std::string tar_unescape(const std::string& s) {
   return out;
 }
 
+std::vector<std::string> output_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out.push_back(std::move(line));
+    start = end + 1;
+  }
+  return out;
+}
+
 listing parse_tar_listing(const std::string& text) {
   listing out;
-  for (const auto& line : lines_of(text)) {
+  for (const auto& line : output_lines(text)) {
     if (line.empty()) continue;
     auto rest = after_fields(line, 5);
     if (!rest) continue;
@@ -99,7 +99,7 @@ listing parse_tar_listing(const std::string& text) {
 listing parse_zip_listing(const std::string& text) {
   listing out;
   std::set<std::string> dirs;
-  for (const auto& line : lines_of(text)) {
+  for (const auto& line : output_lines(text)) {
     if (line.size() < 10 || std::string("-dlbcps?").find(line[0]) == std::string::npos) continue;
     // mode, version, os, size, type, csize, method, date, time, name
     auto rest = after_fields(line, 9);

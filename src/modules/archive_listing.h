@@ -32,6 +32,11 @@ listing parse_zip_listing(const std::string& text);
 // (case-insensitive), nullopt for any other.
 std::optional<std::string> guess_archive_type(std::string name);
 
+// A tool's output split at '\n' (a line's trailing '\r' dropped; no empty
+// last line for a final newline): what the listings and tar's verbose
+// output are read line by line from.
+std::vector<std::string> output_lines(const std::string& text);
+
 // GNU tar's "escape" quoting undone.
 std::string tar_unescape(const std::string& s);
 

@@ -39,19 +39,6 @@ asio::awaitable<process_result> run_tool(const call& c, std::vector<std::string>
   co_return r;
 }
 
-std::vector<std::string> output_lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    out.push_back(line);
-    start = end + 1;
-  }
-  return out;
-}
 
 // `tar -tv` of a local file: each member's type from its mode column.
 asio::awaitable<listing> list_tar(const call& c, std::string name, std::string local) {

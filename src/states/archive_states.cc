@@ -527,24 +527,14 @@ bool clean_destination(const state_call& c, const request& r, const json& conten
   return stop_with(ret, m);
 }
 
-// The lines of a command's output; `trim_slashes` drops trailing '/' and
-// empty lines (tar -t), else every line is kept.
-std::vector<std::string> output_lines(const std::string& out, bool trim_slashes) {
-  std::vector<std::string> list;
-  std::size_t start = 0;
-  while (start < out.size()) {
-    std::size_t end = out.find('\n', start);
-    if (end == std::string::npos) end = out.size();
-    std::string line = out.substr(start, end - start);
-    if (trim_slashes) {
-      while (line.size() > 1 && line.back() == '/') line.pop_back();
-      if (!line.empty()) list.push_back(std::move(line));
-    } else {
-      list.push_back(std::move(line));
-    }
-    start = end + 1;
+// tar -t's names: without trailing '/', empty lines dropped.
+std::vector<std::string> member_names(const std::string& out) {
+  std::vector<std::string> names;
+  for (std::string& line : modules::output_lines(out)) {
+    while (line.size() > 1 && line.back() == '/') line.pop_back();
+    if (!line.empty()) names.push_back(std::move(line));
   }
-  return list;
+  return names;
 }
 
 // Salt's tar command line for `options`: xv plus the first option word's
@@ -638,7 +628,7 @@ asio::awaitable<bool> extract(const state_call& c, const request& r, const std::
             "argument may be required to pass the correct options to the tar command in order "
             "to extract the archive.");
       }
-      files = trimmed(output_lines(names.value("stdout", ""), true));
+      files = trimmed(member_names(names.value("stdout", "")));
       co_return false;
     }
     std::string cmd = tar_command(r.options, cached);
@@ -648,7 +638,7 @@ asio::awaitable<bool> extract(const state_call& c, const request& r, const std::
       ret["changes"] = done;
       co_return true;
     }
-    std::vector<std::string> list = output_lines(done.value("stdout", ""), false);
+    std::vector<std::string> list = modules::output_lines(done.value("stdout", ""));
     if (list.empty()) {
       files = "no tar output so far";
     } else {
