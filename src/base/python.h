@@ -29,4 +29,20 @@ inline std::size_t python_len(std::string_view s) {
   return n;
 }
 
+// Python's text.replace(r"\n", "\n"): each backslash-n pair a newline, as
+// Salt reads cmd.run's stdin and the gpg renderer its blocks.
+inline std::string expand_backslash_n(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == 'n') {
+      out += '\n';
+      ++i;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 }  // namespace brine::base

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/python.h"
 #include "fileserver/path.h"
 #include "modules/args.h"
 #include "modules/arguments.h"
@@ -91,21 +92,6 @@ bool parse_bool(const std::string& fun, const std::string& name, const nlohmann:
   return v.get<bool>();
 }
 
-// Salt turns the two characters \n in stdin into newlines unless told not to,
-// so that `stdin='a\nb'` works from a shell.
-std::string expand_newlines(std::string text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == 'n') {
-      out += '\n';
-      ++i;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
 
 // Salt's umask: octal text ("077", 22 as YAML's number); zero is refused.
 mode_t parse_umask(const nlohmann::json& v) {
@@ -203,7 +189,7 @@ command_spec parse_command(const std::string& fun, const call& c, bool merge_std
   if (spec.command.empty()) throw base::error(fun + " needs a command to run");
   if (stdin_text) {
     spec.options.stdin_text =
-        raw_newlines ? std::move(*stdin_text) : expand_newlines(std::move(*stdin_text));
+        raw_newlines ? std::move(*stdin_text) : base::expand_backslash_n(*stdin_text);
   }
 
   double limit = k_max_timeout_seconds;

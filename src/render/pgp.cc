@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/python.h"
+
 namespace brine::render {
 
 namespace pgp_blocks {
@@ -12,20 +14,6 @@ namespace {
 constexpr std::string_view k_begin = "-----BEGIN PGP MESSAGE-----";
 constexpr std::string_view k_end = "-----END PGP MESSAGE-----";
 
-// Python's str.replace(r"\n", "\n").
-std::string literal_newlines(std::string_view block) {
-  std::string out;
-  out.reserve(block.size());
-  for (std::size_t i = 0; i < block.size(); ++i) {
-    if (block[i] == '\\' && i + 1 < block.size() && block[i + 1] == 'n') {
-      out += '\n';
-      ++i;
-    } else {
-      out += block[i];
-    }
-  }
-  return out;
-}
 
 template <class Json>
 void walk(Json& data, const pgp_decryptor& decrypt) {
@@ -53,7 +41,7 @@ std::string decrypt_pgp_text(const std::string& text, const pgp_decryptor& decry
     if (end == std::string::npos) break;
     end += k_end.size();
     out.append(text, at, begin - at);
-    out += decrypt(literal_newlines(std::string_view(text).substr(begin, end - begin)));
+    out += decrypt(base::expand_backslash_n(std::string_view(text).substr(begin, end - begin)));
     at = end;
     found = true;
   }
