@@ -1,15 +1,11 @@
 #include "state/gpg.h"
 
-#include <unistd.h>
-
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
 #include <chrono>
-#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <optional>
-#include <string_view>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -22,18 +18,6 @@ namespace brine::state {
 
 namespace gpg_run {
 namespace {
-
-bool on_path(const std::string& tool) {
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (!dirs.empty()) {
-    std::string_view dir = dirs.substr(0, dirs.find(':'));
-    if (!dir.empty() && ::access((std::string(dir) + "/" + tool).c_str(), X_OK) == 0) return true;
-    if (dirs.size() == dir.size()) break;
-    dirs.remove_prefix(dir.size() + 1);
-  }
-  return false;
-}
 
 modules::process_result run_gpg(const std::string& keydir, const std::string& block) {
   modules::process_options o;
@@ -59,11 +43,14 @@ modules::process_result run_gpg(const std::string& keydir, const std::string& bl
 
 render::pgp_decryptor gpg_decryptor(std::string keydir, bool must_succeed) {
   return [keydir = std::move(keydir), must_succeed](const std::string& block) -> std::string {
-    if (!gpg_run::on_path("gpg")) {
-      throw base::error("GPG unavailable: the gpg renderer runs the gpg binary, which is not on "
-                        "PATH (apt-get install gnupg)");
+    modules::process_result r;
+    try {
+      r = gpg_run::run_gpg(keydir, block);
+    } catch (const base::error& e) {
+      // Salt's "GPG unavailable", with what stopped it (exec 'gpg': not found in PATH).
+      throw base::error(std::string("GPG unavailable: ") + e.what() +
+                        " (the gpg renderer runs the gpg binary: apt-get install gnupg)");
     }
-    modules::process_result r = gpg_run::run_gpg(keydir, block);
     if (!r.stdout_text.empty() && !r.timed_out) return r.stdout_text;
     // Salt formats both as bytes: b'...'.
     std::string message = "Could not decrypt cipher b" + base::python_repr(block) +

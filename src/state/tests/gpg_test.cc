@@ -141,6 +141,22 @@ TEST_F(gpg_test, a_yaml_gpg_state_file_is_decrypted) {
   EXPECT_EQ(args[0], json({{"contents", "s3cr3t"}})) << r.ret.dump();
 }
 
+TEST(gpg_decryptor, no_gpg_on_path_is_gpg_unavailable) {
+  const char* saved = std::getenv("PATH");
+  std::string path = saved != nullptr ? saved : "";
+  ::setenv("PATH", "/nonexistent-brine-dir", 1);
+  std::string error;
+  try {
+    gpg_decryptor("/tmp", false)("-----BEGIN PGP MESSAGE-----\n-----END PGP MESSAGE-----");
+  } catch (const base::error& e) {
+    error = e.what();
+  }
+  ::setenv("PATH", path.c_str(), 1);
+  EXPECT_NE(error.find("GPG unavailable: exec 'gpg': not found in PATH"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("apt-get install gnupg"), std::string::npos) << error;
+}
+
 TEST(gpg_keydir, salts_default_is_gpgkeys_beside_the_config) {
   EXPECT_EQ(gpg_keydir_of({{"config_dir", "/etc/brine"}}), "/etc/brine/gpgkeys");
   EXPECT_EQ(gpg_keydir_of({{"conf_file", "/opt/b/minion"}}), "/opt/b/gpgkeys");
