@@ -5,7 +5,10 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -38,11 +41,38 @@ modules::process_result run_gpg(const std::string& keydir, const std::string& bl
   return std::move(*out);
 }
 
+// Clear texts by block, as Salt's gpg_cache keeps them: a template
+// rendered for each of many minions meets the same blocks every time, and
+// one gpg run each serves them all. Only decryptions that worked are kept
+// (a key added later is used at once); bounded, emptied when full.
+class decrypted_cache {
+ public:
+  static constexpr std::size_t k_limit = 4096;
+  std::optional<std::string> find(const std::string& block) {
+    std::lock_guard lock(mu_);
+    auto it = clear_.find(block);
+    if (it == clear_.end()) return std::nullopt;
+    return it->second;
+  }
+  void keep(const std::string& block, const std::string& clear) {
+    std::lock_guard lock(mu_);
+    if (clear_.size() >= k_limit) clear_.clear();
+    clear_.emplace(block, clear);
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::string> clear_;
+};
+
 }  // namespace
 }  // namespace gpg_run
 
 render::pgp_decryptor gpg_decryptor(std::string keydir, bool must_succeed) {
-  return [keydir = std::move(keydir), must_succeed](const std::string& block) -> std::string {
+  auto cache = std::make_shared<gpg_run::decrypted_cache>();
+  return [keydir = std::move(keydir), must_succeed,
+          cache](const std::string& block) -> std::string {
+    if (auto kept = cache->find(block)) return *kept;
     modules::process_result r;
     try {
       r = gpg_run::run_gpg(keydir, block);
@@ -51,7 +81,10 @@ render::pgp_decryptor gpg_decryptor(std::string keydir, bool must_succeed) {
       throw base::error(std::string("GPG unavailable: ") + e.what() +
                         " (the gpg renderer runs the gpg binary: apt-get install gnupg)");
     }
-    if (!r.stdout_text.empty() && !r.timed_out) return r.stdout_text;
+    if (!r.stdout_text.empty() && !r.timed_out) {
+      cache->keep(block, r.stdout_text);
+      return r.stdout_text;
+    }
     // Salt formats both as bytes: b'...'.
     std::string message = "Could not decrypt cipher b" + base::python_repr(block) +
                           ", received: b" + base::python_repr(r.stderr_text);

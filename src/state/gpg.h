@@ -16,7 +16,9 @@ namespace brine::state {
 // prints nothing, the failure is logged (the block and gpg's own words,
 // never clear text) and the block comes back, or with `must_succeed`
 // (gpg_decrypt_must_succeed) it is a base::error naming the key directory.
-// No gpg on PATH is a base::error ("GPG unavailable"), as in Salt.
+// No gpg on PATH is a base::error ("GPG unavailable"), as in Salt. Blocks
+// it decrypted are kept (Salt's gpg_cache): a template rendered for every
+// minion runs gpg once per block, not once per minion. Thread-safe.
 render::pgp_decryptor gpg_decryptor(std::string keydir, bool must_succeed);
 
 // The same from a host's opts: gpg_keydir, else Salt's default

@@ -711,18 +711,20 @@ ownership enforce_ownership(const state_call& c, const request& r, const json& c
   return o;
 }
 
+// Salt's reason added to an extraction's comment when members were missing.
+std::string explained(const destination_check& d, std::string comment) {
+  if (d.contents_missing) comment += ", due to absence of one or more files/dirs";
+  return comment;
+}
+
 // The result and comment of a run that got this far, as Salt words them.
 void finish(const state_call& c, const request& r, const destination_check& d,
             const json& files, bool created_destdir, const ownership& o, json& ret) {
-  auto explain = [&d](std::string comment) {
-    if (d.contents_missing) comment += ", due to absence of one or more files/dirs";
-    return comment;
-  };
   if (d.extraction_needed) {
     if (!files.empty()) {
       if (created_destdir) ret["changes"]["directories_created"] = json::array({r.name});
       ret["changes"]["extracted_files"] = files;
-      ret["comment"] = explain(r.source_match + " extracted to " + r.name) +
+      ret["comment"] = explained(d, r.source_match + " extracted to " + r.name) +
                        ". Output was trimmed to " + py_text(r.trim_output) + " number of lines";
       ret["result"] = true;
     } else {
@@ -798,8 +800,7 @@ asio::awaitable<json> extracted(state_call c) {
       ret["result"] = nullptr;
       std::string comment = "Archive " + r.source_match + " would be extracted to " + r.name;
       if (c.flag("clean")) comment += ", after cleaning destination path(s)";
-      if (d.contents_missing) comment += ", due to absence of one or more files/dirs";
-      stop_with(ret, comment);
+      stop_with(ret, explained(d, comment));
       co_return ret;
     }
     if (clean_destination(c, r, contents, ret)) co_return ret;

@@ -154,6 +154,12 @@ wanted* find(wanted_list& list, const std::string& name) {
   }
   return nullptr;
 }
+const wanted* find(const wanted_list& list, const std::string& name) {
+  for (const auto& w : list) {
+    if (w.name == name) return &w;
+  }
+  return nullptr;
+}
 
 // Salt's _repack_pkgs: names or one-key {name: version} mappings; nullopt
 // for a malformed list ("Invalidly formatted pkgs parameter").
@@ -542,10 +548,9 @@ json installed_ret(const std::string& name, const install_plan& p, const json& p
   for (const auto& n : v.failed) {
     if (in(p.targets, n)) failed_targets.push_back(n);
   }
-  wanted_list desired = p.desired;
-  auto summary = [&desired](const std::vector<std::string>& names) {
+  auto summary = [&p](const std::vector<std::string>& names) {
     std::vector<std::string> shown;
-    for (const auto& n : names) shown.push_back(desired_text(*find(desired, n)));
+    for (const auto& n : names) shown.push_back(desired_text(*find(p.desired, n)));
     return joined(shown);
   };
   auto count = [](std::size_t n, const char* what) {

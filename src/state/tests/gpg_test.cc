@@ -141,6 +141,23 @@ TEST_F(gpg_test, a_yaml_gpg_state_file_is_decrypted) {
   EXPECT_EQ(args[0], json({{"contents", "s3cr3t"}})) << r.ret.dump();
 }
 
+TEST_F(gpg_test, a_block_is_decrypted_once_for_every_render) {
+  auto decrypt = gpg_decryptor(keys_, true);
+  EXPECT_EQ(decrypt(cipher_), "s3cr3t");
+  // The keys gone: the block decrypted before needs no gpg run again,
+  // where a block not seen yet does (and fails, must_succeed).
+  std::string gpg = "gpg --batch --homedir " + keys_ + " ";
+  std::string other = run("printf 'other' | " + gpg + "--trust-model always --armor -r t@brine "
+                          "--encrypt 2>/dev/null");
+  ASSERT_NE(other.find("-----BEGIN PGP MESSAGE-----"), std::string::npos);
+  int rc = std::system(("gpgconf --homedir " + keys_ + " --kill all >/dev/null 2>&1").c_str());
+  (void)rc;
+  fs::rename(keys_, keys_ + ".away");
+  EXPECT_EQ(decrypt(cipher_), "s3cr3t");
+  EXPECT_THROW(decrypt(other), base::error);
+  fs::rename(keys_ + ".away", keys_);
+}
+
 TEST(gpg_decryptor, no_gpg_on_path_is_gpg_unavailable) {
   const char* saved = std::getenv("PATH");
   std::string path = saved != nullptr ? saved : "";
