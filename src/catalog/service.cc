@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/run_here.h"
 #include "fileserver/serve.h"
 #include "modules/context.h"
 #include "state/bridge.h"
@@ -72,25 +73,6 @@ class compile_context : public modules::minion_context {
   mutable std::mutex mu_;
   std::string needed_;
 };
-
-// Runs the awaitable `make` gives to completion on a private io_context in
-// this thread (a pool thread: blocking is its job). Made inside the
-// io_context's run, so that Asio's frame recycling allocates and frees it
-// on the same thread.
-template <typename T>
-T run_here(std::function<asio::awaitable<T>()> make) {
-  asio::io_context io;
-  std::optional<T> out;
-  std::exception_ptr failure;
-  auto outer = [&make]() -> asio::awaitable<T> { co_return co_await make(); };
-  asio::co_spawn(io, outer, [&](std::exception_ptr e, T v) {
-    failure = e;
-    if (!e) out = std::move(v);
-  });
-  io.run();
-  if (failure) std::rethrow_exception(failure);
-  return std::move(*out);
-}
 
 bool starts_with_any(const std::string& fun, std::initializer_list<const char*> prefixes) {
   for (const char* p : prefixes) {
@@ -176,10 +158,10 @@ std::vector<std::pair<std::string, std::vector<std::string>>> service::tree_at(
     }
     if (!current) {
       std::vector<std::pair<std::string, std::vector<std::string>>> roots;
-      auto envs = run_here<std::vector<std::string>>([this] { return tree_client_.envs(); });
+      auto envs = base::run_here<std::vector<std::string>>([this] { return tree_client_.envs(); });
       for (auto& env : envs) {
         auto dirs =
-            run_here<std::vector<std::string>>([this, &env] { return tree_client_.tree(env); });
+            base::run_here<std::vector<std::string>>([this, &env] { return tree_client_.tree(env); });
         roots.emplace_back(std::move(env), std::move(dirs));
       }
       std::lock_guard g(synced_mu_);

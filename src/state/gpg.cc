@@ -1,7 +1,5 @@
 #include "state/gpg.h"
 
-#include <asio/co_spawn.hpp>
-#include <asio/io_context.hpp>
 #include <chrono>
 #include <exception>
 #include <filesystem>
@@ -15,6 +13,7 @@
 
 #include "base/error.h"
 #include "base/python.h"
+#include "base/run_here.h"
 #include "modules/process.h"
 
 namespace brine::state {
@@ -28,17 +27,8 @@ modules::process_result run_gpg(const std::string& keydir, const std::string& bl
   o.env = {{"LC_ALL", "C"}};
   o.stdin_text = block;
   o.timeout = std::chrono::seconds(60);
-  asio::io_context io;
-  std::optional<modules::process_result> out;
-  std::exception_ptr failure;
-  asio::co_spawn(io, modules::run_process(std::move(o)),
-                 [&](std::exception_ptr e, modules::process_result r) {
-                   failure = e;
-                   out = std::move(r);
-                 });
-  io.run();
-  if (failure) std::rethrow_exception(failure);
-  return std::move(*out);
+  return base::run_here<modules::process_result>(
+      [&o] { return modules::run_process(std::move(o)); });
 }
 
 // Clear texts by block, as Salt's gpg_cache keeps them: a template
