@@ -1,5 +1,7 @@
 #include "base/python.h"
 
+#include <cctype>
+
 #include <cstdio>
 
 namespace brine::base {
@@ -27,6 +29,38 @@ void append_python_repr(std::string_view s, std::string& out) {
     }
   }
   out += q;
+}
+
+namespace {
+
+std::string quote_with(std::string_view s, std::string_view safe, bool plus) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (plus && c == ' ') {
+      out += '+';
+    } else if (std::isalnum(c) != 0 || std::string_view("_.-~").find(static_cast<char>(c)) !=
+                                           std::string_view::npos ||
+               safe.find(static_cast<char>(c)) != std::string_view::npos) {
+      out += static_cast<char>(c);
+    } else {
+      static constexpr char k_hex[] = "0123456789ABCDEF";
+      out += '%';
+      out += k_hex[c >> 4];
+      out += k_hex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string url_quote(std::string_view s, std::string_view safe) {
+  return quote_with(s, safe, false);
+}
+
+std::string url_quote_plus(std::string_view s, std::string_view safe) {
+  return quote_with(s, safe, true);
 }
 
 }  // namespace brine::base

@@ -29,6 +29,12 @@ inline std::size_t python_len(std::string_view s) {
   return n;
 }
 
+// Python's urllib.parse.quote(s, safe): every byte but ASCII letters,
+// digits, "_.-~" and those of `safe` as %XX (upper case). quote_plus:
+// a space as "+", and nothing else safe but `safe`.
+std::string url_quote(std::string_view s, std::string_view safe = "/");
+std::string url_quote_plus(std::string_view s, std::string_view safe = "");
+
 // Python's text.replace(r"\n", "\n"): each backslash-n pair a newline, as
 // Salt reads cmd.run's stdin and the gpg renderer its blocks.
 inline std::string expand_backslash_n(std::string_view text) {

@@ -406,26 +406,8 @@ value f_groupby(interpreter& in, const value& v, call_args& a) {
 }
 
 value f_urlencode(interpreter&, const value& v, call_args&) {
-  auto quote = [](const std::string& s, const char* safe) {
-    std::string out;
-    bool for_query = *safe == '\0';
-    for (unsigned char c : s) {
-      if (for_query && c == ' ') {
-        out += '+';
-      } else if (std::isalnum(c) ||
-                 std::string("_.-~").find(static_cast<char>(c)) != std::string::npos ||
-                 std::string(safe).find(static_cast<char>(c)) != std::string::npos) {
-        out += static_cast<char>(c);
-      } else {
-        char buf[4];
-        std::snprintf(buf, sizeof buf, "%%%02X", c);
-        out += buf;
-      }
-    }
-    return out;
-  };
   v.defined();
-  if (v.is_string()) return quote(v.as_string(), "/");
+  if (v.is_string()) return base::url_quote(v.as_string());
   std::vector<std::pair<value, value>> pairs;
   if (v.is_dict()) {
     pairs = v.dict().entries;
@@ -439,7 +421,7 @@ value f_urlencode(interpreter&, const value& v, call_args&) {
   std::string out;
   for (auto& [k, e] : pairs) {
     if (!out.empty()) out += "&";
-    out += quote(k.str(), "") + "=" + quote(e.str(), "");
+    out += base::url_quote_plus(k.str()) + "=" + base::url_quote_plus(e.str());
   }
   return out;
 }
