@@ -45,6 +45,9 @@ packages=(
   # GNU libmicrohttpd, its header to build, libmicrohttpd.so.12
   # (libmicrohttpd12) loaded at run time.
   libmicrohttpd-dev
+  # The http_json and http_yaml ext_pillar (HTTP(S) GETs from the master):
+  # libcurl's headers to build, libcurl.so.4 (libcurl4) loaded at run time.
+  libcurl4-openssl-dev
   # The store that survives its primary (tests/integration/pgfailover.py):
   # pg_auto_failover's monitor extension for this PostgreSQL and pg_autoctl,
   # which keep a synchronous standby and promote it when the primary dies.
