@@ -227,7 +227,9 @@ struct compiler::tree {
   mutable std::shared_mutex memo_mutex;
   mutable std::unordered_map<std::string, std::shared_ptr<const result>> memo;
 
-  std::string match_key(std::string_view id, packed::value grains) const;
+  // `pillar`: what pillar terms match (ext_pillar_first's data), or none.
+  std::string match_key(std::string_view id, packed::value grains,
+                        packed::value pillar = {}) const;
   result build(const std::string& key) const;
 
   env_data& env(const std::string& name) {
@@ -631,7 +633,8 @@ namespace {
 // `loaded` (the tree load() read) lends its plain files and sls listings.
 std::shared_ptr<compiler::tree> build_tree(const options& o, std::optional<std::string_view> id,
                                            const json& grains,
-                                           const compiler::tree* loaded = nullptr) {
+                                           const compiler::tree* loaded = nullptr,
+                                           const ordered_json* pillar = nullptr) {
   auto t = std::make_shared<compiler::tree>();
   t->opts = o;
   t->loaded = loaded;
@@ -640,8 +643,10 @@ std::shared_ptr<compiler::tree> build_tree(const options& o, std::optional<std::
     json opts = o.opts.is_object() ? o.opts : json::object();
     opts["id"] = *id;
     opts["grains"] = grains;
+    // Salt's opts["pillar"]: empty, or with ext_pillar_first the ext_pillar data.
+    if (pillar != nullptr) opts["pillar"] = json(*pillar);
     t->grains_v = render::value::from_json(ordered_json(grains));
-    t->pillar_v = render::value::make_dict();
+    t->pillar_v = pillar != nullptr ? render::value::from_json(*pillar) : render::value::make_dict();
     t->opts_v = render::value::from_json(ordered_json(opts));
     if (o.salt) {
       auto s = o.salt(*id, grains);
@@ -711,11 +716,44 @@ std::shared_ptr<compiler::tree> build_tree(const options& o, std::optional<std::
 
 }  // namespace
 
+std::vector<options::ext_entry> parse_ext_pillar(
+    const json& option, const std::map<std::string, options::ext_function, std::less<>>& known) {
+  std::vector<options::ext_entry> out;
+  if (option.is_null()) return out;
+  auto names = [&] {
+    std::string list;
+    for (const auto& [name, fn] : known) list += (list.empty() ? "" : ", ") + name;
+    return list;
+  };
+  if (!option.is_array()) {
+    throw base::error(
+        "ext_pillar must be a list of one-key mappings, e.g. \"- cmd_json: 'echo {}'\"");
+  }
+  for (size_t i = 0; i < option.size(); ++i) {
+    const json& item = option[i];
+    if (!item.is_object() || item.empty()) {
+      throw base::error("ext_pillar item " + std::to_string(i + 1) +
+                        " must be a mapping of an interface to its configuration, got " +
+                        item.dump() + " (interfaces: " + names() + ")");
+    }
+    for (const auto& [name, config] : item.items()) {
+      if (!known.contains(name)) {
+        throw base::error("ext_pillar item " + std::to_string(i + 1) + ": interface '" + name +
+                          "' is unavailable in brine; use one of " + names());
+      }
+      out.push_back({name, ordered_json(config)});
+    }
+  }
+  return out;
+}
+
 compiler compiler::load(options o) { return compiler(build_tree(o, std::nullopt, json::object())); }
 
-std::string compiler::tree::match_key(std::string_view id, packed::value grains) const {
+std::string compiler::tree::match_key(std::string_view id, packed::value grains,
+                                      packed::value pillar) const {
   static const packed::document k_no_grains{json::object()};
-  target::minion_data data{grains ? grains : k_no_grains.root(), {}};
+  target::minion_data data{grains ? grains : k_no_grains.root(),
+                           pillar ? pillar : k_no_grains.root()};
   std::string key((target_count + 7) / 8, '\0');
   size_t i = 0;
   for (const env_top& et : top) {
@@ -776,15 +814,62 @@ std::shared_ptr<const compiler::result> compiler::compile_shared(std::string_vie
   return compile_shared(id, packed_grains.root());
 }
 
-std::shared_ptr<const compiler::result> compiler::compile_shared(std::string_view id,
-                                                                 packed::value grains) const {
+namespace {
+
+const char* type_name(const ordered_json& v) {
+  if (v.is_array()) return "a list";
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  return "a value";
+}
+
+// Salt's Pillar.ext_pillar: each entry's data laid over `pillar` in turn,
+// with the pillar's merging strategy; what fails is an error and the rest
+// goes on.
+void run_ext_pillar(const options& o, std::string_view id, packed::value grains, strategy merging,
+                    bool merge_lists, ordered_json& pillar, std::vector<std::string>& errors) {
+  for (const auto& entry : o.ext_pillar) {
+    auto fn = o.ext_pillars.find(entry.name);
+    if (fn == o.ext_pillars.end()) {
+      errors.push_back("Specified ext_pillar interface " + entry.name + " is unavailable");
+      continue;
+    }
+    ordered_json ext;
+    try {
+      ext = fn->second({id, grains, pillar, entry.config});
+    } catch (const std::exception& e) {
+      errors.push_back("Failed to load ext_pillar " + entry.name + ": " + e.what());
+      continue;
+    }
+    if (!base::python_truth(ext)) continue;
+    if (!ext.is_object()) {
+      errors.push_back("Failed to load ext_pillar " + entry.name + ": it gave " + type_name(ext) +
+                       ", not a dictionary");
+      continue;
+    }
+    detail::merge(pillar, ext, merging, merge_lists);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const compiler::result> compiler::compile_tree(std::string_view id,
+                                                               packed::value grains,
+                                                               const ordered_json* ext,
+                                                               size_t& top_errors) const {
   const tree& t = *t_;
+  packed::document ext_packed;
+  if (ext != nullptr) ext_packed = packed::document(json(*ext));
   if (t.templated) {
     // Salt renders every template for each minion: nothing is shared.
-    auto mine = build_tree(t.opts, id, grains ? grains.to_json() : json::object(), &t);
-    return std::make_shared<const result>(mine->build(mine->match_key(id, grains)));
+    auto mine = build_tree(t.opts, id, grains ? grains.to_json() : json::object(), &t, ext);
+    top_errors = mine->top_errors.size();
+    return std::make_shared<const result>(
+        mine->build(mine->match_key(id, grains, ext_packed.root())));
   }
-  std::string key = t.match_key(id, grains);
+  top_errors = t.top_errors.size();
+  std::string key = t.match_key(id, grains, ext_packed.root());
   {
     std::shared_lock lock(t.memo_mutex);
     if (auto it = t.memo.find(key); it != t.memo.end()) return it->second;
@@ -795,6 +880,35 @@ std::shared_ptr<const compiler::result> compiler::compile_shared(std::string_vie
   // only fill memory: start over rather than grow without bound.
   if (t.memo.size() >= tree::k_memo_limit) t.memo.clear();
   t.memo.emplace(std::move(key), r);
+  return r;
+}
+
+std::shared_ptr<const compiler::result> compiler::compile_shared(std::string_view id,
+                                                                 packed::value grains) const {
+  const tree& t = *t_;
+  size_t top_errors = 0;
+  if (t.opts.ext_pillar.empty()) return compile_tree(id, grains, nullptr, top_errors);
+  // Salt's compile_pillar with ext_pillar: each minion's data is its own.
+  auto r = std::make_shared<result>();
+  if (t.opts.ext_pillar_first) {
+    // The ext_pillar data first, from nothing; the top file's targets and
+    // templates then see it as the pillar, and the sls data goes over it.
+    ordered_json ext = ordered_json::object();
+    run_ext_pillar(t.opts, id, grains, t.merging, t.merge_lists, ext, r->errors);
+    auto tops = compile_tree(id, grains, &ext, top_errors);
+    r->ordered = std::move(ext);
+    detail::merge(r->ordered, tops->ordered, t.merging, t.merge_lists);
+    r->errors.insert(r->errors.end(), tops->errors.begin(), tops->errors.end());
+  } else {
+    auto tops = compile_tree(id, grains, nullptr, top_errors);
+    r->ordered = tops->ordered;
+    // render errors, then ext_pillar's, then the top file's, as Salt lists them.
+    auto top_begin = tops->errors.end() - static_cast<std::ptrdiff_t>(top_errors);
+    r->errors.assign(tops->errors.begin(), top_begin);
+    run_ext_pillar(t.opts, id, grains, t.merging, t.merge_lists, r->ordered, r->errors);
+    r->errors.insert(r->errors.end(), top_begin, tops->errors.end());
+  }
+  r->pillar = json(r->ordered);
   return r;
 }
 

@@ -50,7 +50,41 @@ struct options {
   // What `#!yaml|gpg` files decrypt their PGP blocks with (the host runs
   // gpg: state::gpg_decryptor); empty: such files are errors.
   render::pgp_decryptor gpg;
+
+  // Salt's ext_pillar: the option's entries in their order, each an
+  // interface's name and its configuration (a mapping, a list or a scalar,
+  // as written), and the interfaces the host provides by name. Each entry
+  // runs for every compile, its data merged over the pillar of the top
+  // file (or, with ext_pillar_first, under it).
+  struct ext_entry {
+    std::string name;
+    nlohmann::ordered_json config;
+  };
+  std::vector<ext_entry> ext_pillar;
+  bool ext_pillar_first = false;
+  // What one interface is asked: for minion `id` with its cached grains
+  // (absent: none), the pillar so far, the entry's configuration.
+  struct ext_call {
+    std::string_view id;
+    packed::value grains;
+    const nlohmann::ordered_json& pillar;
+    const nlohmann::ordered_json& config;
+  };
+  // What it gives: a mapping, or null (or an empty mapping) for nothing. A
+  // failure is an exception, reported as Salt reports it: "Failed to load
+  // ext_pillar NAME: WHAT". Called on the compiling threads, several at once.
+  using ext_function = std::function<nlohmann::ordered_json(const ext_call&)>;
+  std::map<std::string, ext_function, std::less<>> ext_pillars;
 };
+
+// The ext_pillar option as Salt reads it: a list of one-key mappings
+// (`- cmd_json: 'cmd'`), each naming an interface of `known`. Throws
+// base::error naming the item and the fix for anything else; Salt logs
+// "The \"ext_pillar\" option is malformed" or "Specified ext_pillar
+// interface X is unavailable" and compiles without it, which hides missing
+// secrets until a state uses them.
+std::vector<options::ext_entry> parse_ext_pillar(
+    const nlohmann::json& option, const std::map<std::string, options::ext_function, std::less<>>& known);
 
 // A pillar tree loaded once: every top file read and merged, every sls file
 // it can reach (through the top files and include) read and parsed, target
@@ -84,8 +118,9 @@ class compiler {
   // are cached; the top file's targets are matched against them as Salt
   // matches a minion against its own grains when it compiles its pillar, so
   // with null grains a grain or ipcidr term does not match (Salt: grains {}).
-  // Pillar terms (I@, match: pillar) never match: Salt matches them against
-  // the master's own opts["pillar"], which is empty.
+  // Pillar terms (I@, match: pillar) match nothing: Salt matches them against
+  // the master's own opts["pillar"], which is empty, or with ext_pillar_first
+  // the ext_pillar data of this minion.
   result compile(std::string_view id, const nlohmann::json* grains) const;
 
   // compile() without the copy: minions that match the same targets get the
@@ -100,6 +135,13 @@ class compiler {
 
  private:
   explicit compiler(std::shared_ptr<const tree> t) : t_(std::move(t)) {}
+  // The top file's part (pillar_roots): shared between minions that match
+  // alike unless templated; `ext`: ext_pillar_first's data, what pillar
+  // terms and templates see. `top_errors`: how many of its errors, at the
+  // end, are the top file's.
+  std::shared_ptr<const result> compile_tree(std::string_view id, packed::value grains,
+                                             const nlohmann::ordered_json* ext,
+                                             size_t& top_errors) const;
   std::shared_ptr<const tree> t_;
 };
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "base/error.h"
 #include "pillar/merge.h"
 #include "pillar/render.h"
 #include "support/temp_dir.h"
@@ -875,6 +876,83 @@ TEST(Templates, ErrorsNameTheFileLineAndColumnAndLoseNothingElse) {
                              f.root("base") +
                              "/bad.sls: template 'bad.sls' line 2 column 7: 'dict object' has "
                              "no attribute 'nosuch'");
+}
+
+// An interface giving fixed data, recording the pillar it was handed.
+options::ext_function fixed(nlohmann::ordered_json data, std::vector<std::string>* seen = nullptr) {
+  return [data, seen](const options::ext_call& c) {
+    if (seen != nullptr) seen->push_back(std::string(c.id) + ":" + c.pillar.dump());
+    if (data == "throw") throw base::error("no such table");
+    return data;
+  };
+}
+
+TEST(ExtPillar, MergedOverTheTopFilesDataInOrder) {
+  files f;
+  f.write("base/top.sls", "base:\n  '*':\n    - a\n");
+  f.write("base/a.sls", "x: {from: sls, keep: 1}\nlist: [1]\n");
+  options o = base_only(f);
+  std::vector<std::string> seen;
+  o.ext_pillars = {{"one", fixed(nlohmann::ordered_json::parse(R"({"x": {"from": "one"}, "z": 1})"), &seen)},
+                   {"two", fixed(nlohmann::ordered_json::parse(R"({"z": 2, "list": [2]})"), &seen)},
+                   {"bad", fixed("throw")},
+                   {"listy", fixed(nlohmann::ordered_json::parse("[1]"))},
+                   {"none", fixed(nullptr)}};
+  o.ext_pillar = parse_ext_pillar(
+      json::parse(R"([{"one": null}, {"bad": {}}, {"two": "x"}, {"listy": 1}, {"none": 1}])"),
+      o.ext_pillars);
+  auto r = compiler::load(o).compile("m1", nullptr);
+  // Each interface's data over what came before; later wins; key order kept.
+  EXPECT_EQ(r.ordered.dump(), R"({"x":{"from":"one","keep":1},"list":[2],"z":2})");
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], R"(m1:{"x":{"from":"sls","keep":1},"list":[1]})");
+  EXPECT_EQ(seen[1], R"(m1:{"x":{"from":"one","keep":1},"list":[1],"z":1})");
+  EXPECT_EQ(r.errors, (strings{"Failed to load ext_pillar bad: no such table",
+                               "Failed to load ext_pillar listy: it gave a list, not a dictionary"}));
+  // With pillar_merge_lists the lists join, as Salt's merge does.
+  o.merge_lists = true;
+  r = compiler::load(o).compile("m1", nullptr);
+  EXPECT_EQ(r.ordered["list"].dump(), "[1,2]");
+}
+
+TEST(ExtPillar, FirstIsUnderTheSlsDataAndMatchesPillarTerms) {
+  files f;
+  f.write("base/top.sls", "base:\n  'I@role:web':\n    - web\n  '*':\n    - t\n");
+  f.write("base/web.sls", "x: web-sls\n");
+  f.write("base/t.sls", "seen: {{ pillar.get('role', 'none') }}\n");
+  options o = base_only(f);
+  o.ext_pillars = {{"cls", [](const options::ext_call& c) {
+                      return nlohmann::ordered_json{{"role", c.id == "w1" ? "web" : "db"},
+                                                    {"x", "ext"}};
+                    }}};
+  o.ext_pillar = parse_ext_pillar(json::parse(R"([{"cls": {}}])"), o.ext_pillars);
+  o.ext_pillar_first = true;
+  auto c = compiler::load(o);
+  auto w = c.compile("w1", nullptr);
+  EXPECT_EQ(w.ordered.dump(), R"({"role":"web","x":"web-sls","seen":"web"})");
+  auto d = c.compile("d1", nullptr);
+  EXPECT_EQ(d.ordered.dump(), R"({"role":"db","x":"ext","seen":"db"})");
+  // Without ext_pillar_first the ext data wins and I@ sees nothing.
+  o.ext_pillar_first = false;
+  w = compiler::load(o).compile("w1", nullptr);
+  EXPECT_EQ(w.ordered.dump(), R"({"seen":"none","role":"web","x":"ext"})");
+}
+
+TEST(ExtPillar, TheOptionIsCheckedWithTheFix) {
+  std::map<std::string, options::ext_function, std::less<>> known = {{"cmd_json", fixed(nullptr)}};
+  EXPECT_TRUE(parse_ext_pillar(json(), known).empty());
+  auto entries = parse_ext_pillar(json::parse(R"([{"cmd_json": "echo {}"}])"), known);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].name, "cmd_json");
+  EXPECT_EQ(entries[0].config, "echo {}");
+  try {
+    parse_ext_pillar(json::parse(R"([{"vault": {}}])"), known);
+    FAIL();
+  } catch (const base::error& e) {
+    EXPECT_STREQ(e.what(), "ext_pillar item 1: interface 'vault' is unavailable in brine; use one of cmd_json");
+  }
+  EXPECT_THROW(parse_ext_pillar(json::parse(R"(["cmd_json"])"), known), base::error);
+  EXPECT_THROW(parse_ext_pillar(json::parse(R"({"cmd_json": "x"})"), known), base::error);
 }
 
 }  // namespace
