@@ -435,6 +435,17 @@ nlohmann::json grains_map(const option& opt) {
   return as_data(opt);
 }
 
+// Salt's ext_pillar: a list of mappings (their interfaces are checked by
+// the pillar's host, which knows them).
+nlohmann::json ext_pillar(const option& opt) {
+  if (opt.value.IsNull()) return nlohmann::json::array();
+  if (!opt.value.IsSequence()) {
+    opt.fail("a list of one-key mappings, each an interface and its configuration "
+             "(- cmd_json: 'echo {}')");
+  }
+  return as_data(opt);
+}
+
 // Any YAML value, read as Salt's loader reads it (checked by its user).
 nlohmann::json any_map(const option& opt) {
   if (opt.value.IsNull()) return nlohmann::json::object();
@@ -774,6 +785,14 @@ nlohmann::json module_scalar(const option& opt) {
 template <class Config>
 void set_module_option(Config& config, const option& opt) {
   config.module_options[opt.name] = module_scalar(opt);
+}
+
+// Stores the option's data (a mapping: the postgres ext_pillar's
+// `postgres:` connection) under its own name in module_options.
+template <class Config>
+void set_module_data(Config& config, const option& opt) {
+  if (!opt.value.IsNull() && !opt.value.IsMap()) opt.fail("a mapping (host, port, user, pass, db)");
+  config.module_options[opt.name] = as_data(opt);
 }
 
 std::string plain_text(const option& opt) {
@@ -1122,6 +1141,9 @@ const option_table<master_config>& master_options() {
       {"pillar_source_merging_strategy", set(&c::pillar_source_merging_strategy, merging_strategy)},
       {"pillar_merge_lists", set(&c::pillar_merge_lists, boolean)},
       {"pillarenv", set(&c::pillarenv, plain_text)},
+      {"ext_pillar", set(&c::ext_pillar, ext_pillar)},
+      {"ext_pillar_first", set(&c::ext_pillar_first, boolean)},
+      {"postgres", set_module_data<c>},
       {"gpg_keydir", set(&c::gpg_keydir, optional_path)},
       {"gpg_decrypt_must_succeed", set(&c::gpg_decrypt_must_succeed, boolean)},
       {"publisher_acl", set(&c::publisher_acl, any_map)},
@@ -1178,6 +1200,8 @@ const option_table<minion_config>& minion_options() {
       {"grains_blacklist", set(&c::grains_blacklist, globs)},
       {"file_roots", set(&c::file_roots, roots)},
       {"pillar_roots", set(&c::pillar_roots, roots)},
+      {"ext_pillar", set(&c::ext_pillar, ext_pillar)},
+      {"ext_pillar_first", set(&c::ext_pillar_first, boolean)},
       {"gpg_keydir", set(&c::gpg_keydir, optional_path)},
       {"gpg_decrypt_must_succeed", set(&c::gpg_decrypt_must_succeed, boolean)},
       {"file_client", set(&c::file_client, file_client)},
@@ -1195,6 +1219,7 @@ const option_table<minion_config>& minion_options() {
       {"postgres.user", set_module_option<c>},
       {"postgres.pass", set_module_option<c>},
       {"postgres.maintenance_db", set_module_option<c>},
+      {"postgres", set_module_data<c>},
       {"pki_dir", set(&c::pki_dir, required_path)},
       {"cachedir", set(&c::cachedir, required_path)},
       {"acceptance_wait_time", set_int(&c::acceptance_wait_time, 1, k_u32_max, "seconds")},

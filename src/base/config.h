@@ -129,6 +129,13 @@ struct master_config {
   std::string pillar_source_merging_strategy = "smart";
   bool pillar_merge_lists = false;
   std::string pillarenv;                // empty: every environment
+  // Salt's ext_pillar (a list of one-key mappings, checked by the pillar
+  // compiler's host against the interfaces it has) and ext_pillar_first.
+  nlohmann::json ext_pillar = nlohmann::json::array();
+  bool ext_pillar_first = false;
+  // Options of the form `module.option`, and `postgres:` (the postgres
+  // ext_pillar's connection), kept as Salt keeps every option in opts.
+  nlohmann::json module_options = nlohmann::json::object();
   // Salt's gpg renderer: where gpg finds the secret keys (empty: gpgkeys
   // beside the config file, as Salt's CONFIG_DIR/gpgkeys) and whether a
   // block it cannot decrypt fails the file (Salt's default: kept as is).
@@ -215,6 +222,9 @@ struct minion_config {
   nlohmann::json grains = nlohmann::json::object();
   std::vector<std::string> grains_blacklist;
   // Masterless runs (brine call --local): Salt's file_roots and pillar_roots.
+  // Masterless pillar's ext_pillar and ext_pillar_first, as the master's.
+  nlohmann::json ext_pillar = nlohmann::json::array();
+  bool ext_pillar_first = false;
   std::map<std::string, std::vector<std::string>> file_roots{{"base", {"/srv/salt"}}};
   std::map<std::string, std::vector<std::string>> pillar_roots{{"base", {"/srv/pillar"}}};
   // Salt's gpg renderer (masterless pillar and state files), as the master's.

@@ -27,6 +27,7 @@
 #include "minion/master_pillar.h"
 #include "modules/registry.h"
 #include "pillar/pillar.h"
+#include "ext_pillar/ext_pillar.h"
 #include "state/bridge.h"
 #include "state/high.h"
 #include "state/highstate.h"
@@ -49,6 +50,13 @@ nlohmann::ordered_json local_pillar(const base::minion_config& cfg, const json& 
   // Pillar templates call the minion's execution functions.
   o.salt = state::pillar_salt(cfg.pillar_roots, functions, &ctx, ctx.opts());
   o.gpg = state::gpg_decryptor_of(ctx.opts());
+  o.ext_pillars = ext_pillar::builtin({cfg.module_options, {}});
+  try {
+    o.ext_pillar = pillar::parse_ext_pillar(cfg.ext_pillar, o.ext_pillars);
+  } catch (const base::error& e) {
+    throw base::error("config " + cfg.source + ": " + e.what());
+  }
+  o.ext_pillar_first = cfg.ext_pillar_first;
   auto compiler = pillar::compiler::load(o);
   auto result = compiler.compile(cfg.id, &grains);
   nlohmann::ordered_json p = std::move(result.ordered);

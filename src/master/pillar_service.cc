@@ -5,6 +5,7 @@
 #include <asio/post.hpp>
 
 #include "base/error.h"
+#include "ext_pillar/ext_pillar.h"
 #include "master/figures.h"
 #include "net/connection.h"
 #include "proto/frame.h"
@@ -27,6 +28,9 @@ pillar_service::pillar_service(const base::master_config& cfg, const target::nod
                                           {"conf_file", cfg.source},
                                           {"gpg_decrypt_must_succeed", cfg.gpg_decrypt_must_succeed}});
   try {
+    options_.ext_pillars = ext_pillar::builtin({cfg.module_options, groups});
+    options_.ext_pillar = pillar::parse_ext_pillar(cfg.ext_pillar, options_.ext_pillars);
+    options_.ext_pillar_first = cfg.ext_pillar_first;
     compiler_ = std::make_shared<const pillar::compiler>(pillar::compiler::load(options_));
   } catch (const std::exception& e) {
     throw base::error("config " + cfg.source + ": pillar: " + e.what());

@@ -28,7 +28,7 @@ namespace brine::pq {
   X(PQsendQuery)                                                                     \
   X(PQflush) X(PQisBusy) X(PQgetResult) X(PQnfields) X(PQfname)                      \
   X(PQescapeIdentifier) X(PQescapeLiteral) X(PQserverVersion) X(PQparameterStatus)    \
-  X(PQgetCancel) X(PQcancel) X(PQfreeCancel)
+  X(PQgetCancel) X(PQcancel) X(PQfreeCancel) X(PQexecParams) X(PQftype)
 // clang-format on
 
 // The functions brine calls, resolved from libpq.so.5. Immutable once

@@ -71,7 +71,7 @@ def yaml_value(v):
     if isinstance(v, dict):
         return json.dumps(v)  # a flow mapping (nested values as they are)
     if isinstance(v, (list, tuple)):
-        return json.dumps([str(x) if not isinstance(x, (int, bool)) else x for x in v])
+        return json.dumps([x if isinstance(x, (int, bool, dict, list)) else str(x) for x in v])
     return json.dumps(str(v))  # JSON is YAML: a double-quoted scalar, a flow sequence
 
 

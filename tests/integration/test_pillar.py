@@ -410,6 +410,74 @@ class GpgPillar(unittest.TestCase):
             stop_gpg_agent(keydir)
 
 
+class ExtPillar(unittest.TestCase):
+    """Salt's ext_pillar on the master: an outside classifier's node data
+    (cmd_json with the minion id, file_tree's hosts/ID), merged over the
+    top file's pillar in the option's order; and masterless from the
+    minion's config."""
+
+    def test_the_master_merges_classifier_data_for_each_minion(self):
+        c = Cluster(start=False)
+        try:
+            root = c.path("pillar")
+            write_tree(root, {"top.sls": "base:\n  '*':\n    - common\n",
+                              "common.sls": "role: none\nsite: {dc: ams}\n"})
+            tree = c.path("tree")
+            os.makedirs(os.path.join(tree, "hosts", "m1", "app"))
+            with open(os.path.join(tree, "hosts", "m1", "app", "version"), "w") as f:
+                f.write("1.2.3\n")
+            classifier = c.path("classify")
+            with open(classifier, "w") as f:
+                f.write("#!/bin/sh\nprintf '{\"role\": \"web-%s\", \"site\": {\"rack\": 7}}' \"$1\"\n")
+            os.chmod(classifier, 0o755)
+            c.configure(pillar_roots={"base": [root]},
+                        ext_pillar=[{"cmd_json": classifier + " %s"},
+                                    {"file_tree": {"root_dir": tree}}])
+            c.start_master()
+            c.add_accepted_minion("m1")
+            c.wait_connected("m1")
+            rc, out, err = c.brine("cmd", "--out", "json", "-t", "20", "m1", "pillar.items")
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(json.loads(out)["m1"],
+                             {"role": "web-m1", "site": {"dc": "ams", "rack": 7},
+                              "app": {"version": "1.2.3"}})
+        finally:
+            c.abort()
+
+    def test_an_unknown_interface_stops_the_master_with_the_fix(self):
+        c = Cluster(start=False)
+        try:
+            c.configure(ext_pillar=[{"vault": {"path": "secret/x"}}])
+            p = subprocess.run([BRINE_BIN, "master", "-c", c.config], capture_output=True,
+                               text=True, timeout=60)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("interface 'vault' is unavailable in brine; use one of cmd_json, "
+                          "cmd_yaml, file_tree, http_json, http_yaml, postgres", p.stderr)
+        finally:
+            c.abort()
+
+    def test_masterless_with_ext_pillar_first(self):
+        c = Cluster(start=False)
+        try:
+            root = c.path("pillar")
+            write_tree(root, {"top.sls": "base:\n  'I@tier:gold':\n    - gold\n",
+                              "gold.sls": "support: 24x7\ntier: {{ pillar.tier }}-plus\n"})
+            d = c.minion_dir("solo")
+            os.makedirs(d)
+            conf = os.path.join(d, "minion.conf")
+            write_config(conf, {"id": "solo", "pki_dir": "pki", "cachedir": "cache",
+                                "pillar_roots": {"base": [root]},
+                                "ext_pillar": [{"cmd_yaml": "echo 'tier: gold'"}],
+                                "ext_pillar_first": True})
+            p = subprocess.run([BRINE_BIN, "call", "-c", conf, "--local", "--out", "json",
+                                "pillar.items"], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(json.loads(p.stdout), {"local": {"tier": "gold-plus",
+                                                              "support": "24x7"}})
+        finally:
+            c.abort()
+
+
 class MinionModules(unittest.TestCase):
 
     def test_grains_setval_reaches_targeting_and_running_jobs_can_be_killed(self):
