@@ -29,6 +29,15 @@ inline std::size_t python_len(std::string_view s) {
   return n;
 }
 
+// Python's s.replace(old, new): every occurrence, left to right, none
+// overlapping (`old` not empty).
+inline std::string python_replace(std::string s, std::string_view old, std::string_view with) {
+  for (std::size_t at = s.find(old); at != std::string::npos; at = s.find(old, at + with.size())) {
+    s.replace(at, old.size(), with);
+  }
+  return s;
+}
+
 // Python's urllib.parse.quote(s, safe): every byte but ASCII letters,
 // digits, "_.-~" and those of `safe` as %XX (upper case). quote_plus:
 // a space as "+", and nothing else safe but `safe`.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "base/python.h"
 #include "cli/output.h"
 #include "state/high.h"
 
@@ -43,15 +44,6 @@ std::string strip(const std::string& s) {
   if (b == std::string::npos) return "";
   auto e = s.find_last_not_of(" \t\n\r\f\v");
   return s.substr(b, e - b + 1);
-}
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  size_t at = 0;
-  while ((at = s.find(from, at)) != std::string::npos) {
-    s.replace(at, from.size(), to);
-    at += to.size();
-  }
-  return s;
 }
 
 // Python's str() of a float as Salt prints a duration.
@@ -176,7 +168,7 @@ std::string highstate_out(const std::string& host, const ojson& data, const high
         }
       }
       std::string comment = strip(py(ret.value("comment", ojson(""))));
-      comment = replace_all(comment, "\n", "\n" + std::string(14, ' '));
+      comment = base::python_replace(comment, "\n", "\n" + std::string(14, ' '));
       lines.push_back(tcolor + "----------" + c.endc);
       lines.push_back("    " + tcolor + "      ID: " + comps[1] + c.endc);
       lines.push_back("    " + tcolor + "Function: " + comps[0] + "." + comps[3] + c.endc);

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "base/python.h"
 #include "base/run_here.h"
 #include "ext_pillar/arguments.h"
 #include "ext_pillar/ext_pillar.h"
@@ -18,13 +19,6 @@ using nlohmann::ordered_json;
 namespace cmd {
 namespace {
 
-std::string replace_all(std::string s, std::string_view from, std::string_view to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
-    s.replace(at, from.size(), to);
-  }
-  return s;
-}
-
 std::string rstrip(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
   return s;
@@ -36,7 +30,7 @@ std::string command_of(const pillar::options::ext_call& call) {
   if (!args[0].is_string()) {
     throw base::error("the command must be a string, got " + args[0].dump());
   }
-  return replace_all(args[0].get<std::string>(), "%s", call.id);
+  return base::python_replace(args[0].get<std::string>(), "%s", call.id);
 }
 
 // Salt's cmd.run as another module calls it: no shell (the command split as

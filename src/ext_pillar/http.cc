@@ -22,18 +22,11 @@ using nlohmann::ordered_json;
 namespace http_fetch {
 namespace {
 
-std::string replace_all(std::string s, std::string_view from, std::string_view to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
-    s.replace(at, from.size(), to);
-  }
-  return s;
-}
-
 // The URL for this minion, or nullopt (logged as Salt logs it) when a
 // grain it names is missing or false.
 std::optional<std::string> url_for(const pillar::options::ext_call& call, std::string url,
                                    bool with_grains) {
-  url = replace_all(std::move(url), "%s", base::url_quote(call.id));
+  url = base::python_replace(std::move(url), "%s", base::url_quote(call.id));
   if (!with_grains) return url;
   nlohmann::json grains = call.grains ? call.grains.to_json() : nlohmann::json::object();
   static const std::regex k_grain("<(.*?)>");
@@ -45,7 +38,7 @@ std::optional<std::string> url_for(const pillar::options::ext_call& call, std::s
       spdlog::error("Unable to get minion '{}' grain: {}", call.id, name);
       return std::nullopt;
     }
-    url = replace_all(std::move(url), "<" + name + ">", base::url_quote(base::python_str_of(*v)));
+    url = base::python_replace(std::move(url), "<" + name + ">", base::url_quote(base::python_str_of(*v)));
   }
   return url;
 }
