@@ -16,7 +16,10 @@ namespace brine::master {
 
 pillar_service::pillar_service(const base::master_config& cfg, const target::nodegroups& groups,
                                minion_cache& cache, metrics::histogram& compile_time)
-    : cfg_(cfg), cache_(cache), compile_time_(compile_time) {
+    : cfg_(cfg),
+      cache_(cache),
+      compile_time_(compile_time),
+      worker_(cfg.ext_pillar.empty() ? 1 : k_ext_pillar_threads) {
   options_.roots = cfg.pillar_roots;
   options_.merging_strategy = cfg.pillar_source_merging_strategy;
   options_.merge_lists = cfg.pillar_merge_lists;

@@ -61,7 +61,11 @@ class pillar_service {
   std::shared_ptr<const pillar::compiler> compiler_;
   std::chrono::steady_clock::time_point loaded_;
   metrics::histogram& compile_time_;
-  asio::thread_pool worker_{1};  // last: joined first, while the rest still lives
+  // Compiles run here. One thread serves a tree of files (CPU work on
+  // parsed data); with ext_pillar each compile waits on commands, HTTP or
+  // SQL, as Salt's master workers wait, and several run at once.
+  static constexpr int k_ext_pillar_threads = 8;
+  asio::thread_pool worker_;  // last: joined first, while the rest still lives
 };
 
 }  // namespace brine::master

@@ -444,6 +444,39 @@ class ExtPillar(unittest.TestCase):
         finally:
             c.abort()
 
+    def test_compiles_that_wait_on_a_classifier_run_side_by_side(self):
+        # Each minion's classifier call marks its start, then waits (up to
+        # 20 s) for the other minion's mark: run one after the other, the
+        # first would give up and say so.
+        c = Cluster(start=False)
+        try:
+            marks = c.path("marks")
+            os.makedirs(marks)
+            classifier = c.path("classify")
+            with open(classifier, "w") as f:
+                f.write(textwrap.dedent("""\
+                    #!/bin/sh
+                    touch "%s/$1"
+                    other=m1; [ "$1" = m1 ] && other=m2
+                    i=0
+                    while [ ! -e "%s/$other" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done
+                    if [ -e "%s/$other" ]; then echo '{"overlap": true}'; else echo '{"overlap": false}'; fi
+                    """ % (marks, marks, marks)))
+            os.chmod(classifier, 0o755)
+            c.configure(ext_pillar=[{"cmd_json": classifier + " %s"}])
+            c.start_master()
+            c.add_accepted_minions(["m1", "m2"])
+
+            def both_classified():
+                rc, out, err = c.brine("cmd", "--out", "json", "-t", "20", "m*", "pillar.get",
+                                       "overlap")
+                got = json.loads(out) if rc == 0 else {}
+                return got if len(got) == 2 and "" not in got.values() else None
+            self.assertEqual(wait_for(both_classified, 60, "both minions' classified pillar"),
+                             {"m1": True, "m2": True})
+        finally:
+            c.abort()
+
     def test_an_unknown_interface_stops_the_master_with_the_fix(self):
         c = Cluster(start=False)
         try:
