@@ -156,6 +156,9 @@ class run_context : public modules::minion_context {
   std::shared_ptr<const nlohmann::json> pillar() const override { return plain_; }
   std::shared_ptr<const nlohmann::ordered_json> ordered_pillar() const override { return ordered_; }
   bool pillar_compiled_here() const override { return inner_.pillar_compiled_here(); }
+  std::shared_ptr<const nlohmann::json> master_tops() const override {
+    return inner_.master_tops();
+  }
   const nlohmann::json& opts() const override { return inner_.opts(); }
   std::string grains_file() const override { return inner_.grains_file(); }
   const modules::registry& functions() const override { return inner_.functions(); }
@@ -257,6 +260,7 @@ asio::awaitable<std::optional<catalog::reply>> master_catalog(const call& c, run
   r.pillar = *ctx.ordered_pillar();
   r.pillar_compiled_here = ctx.pillar_compiled_here();
   r.opts = ctx.opts();
+  r.master_tops = *ctx.master_tops();
   r.jid = c.jid;
   auto body = co_await ctx.compile_on_master(catalog::to_body(r));
   if (!body) co_return std::nullopt;

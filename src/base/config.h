@@ -133,6 +133,9 @@ struct master_config {
   // compiler's host against the interfaces it has) and ext_pillar_first.
   nlohmann::json ext_pillar = nlohmann::json::array();
   bool ext_pillar_first = false;
+  // Salt's master_tops: tops module -> its configuration (checked by the
+  // pillar service, which runs them).
+  nlohmann::json master_tops = nlohmann::json::object();
   // Options of the form `module.option`, and `postgres:` (the postgres
   // ext_pillar's connection), kept as Salt keeps every option in opts.
   nlohmann::json module_options = nlohmann::json::object();
@@ -222,6 +225,9 @@ struct minion_config {
   nlohmann::json grains = nlohmann::json::object();
   std::vector<std::string> grains_blacklist;
   // Masterless runs (brine call --local): Salt's file_roots and pillar_roots.
+  // Salt's master_tops_first: the master's tops before the top file's
+  // matches in a highstate.
+  bool master_tops_first = false;
   // Masterless pillar's ext_pillar and ext_pillar_first, as the master's.
   nlohmann::json ext_pillar = nlohmann::json::array();
   bool ext_pillar_first = false;

@@ -77,6 +77,7 @@ json to_body(const request& r) {
   b["pillar"] = proto::ordered_bytes(r.pillar);
   b["pillar_compiled_here"] = r.pillar_compiled_here;
   b["opts"] = r.opts;
+  if (!r.master_tops.empty()) b["master_tops"] = r.master_tops;
   b["jid"] = r.jid;
   return b;
 }
@@ -132,6 +133,7 @@ std::optional<request> request_from_body(const json& body, std::string& why) {
     return std::nullopt;
   }
   r.opts = *opts;
+  if (auto t = body.find("master_tops"); t != body.end() && t->is_object()) r.master_tops = *t;
   auto jid = body.find("jid");
   if (jid != body.end() && jid->is_string()) r.jid = jid->get<std::string>();
   return r;
@@ -162,6 +164,7 @@ std::string key_of(const request& r, const std::map<std::string, std::string>& r
   packed(ordered_json::to_msgpack(r.pillar));
   field(r.pillar_compiled_here ? "1" : "0");
   packed(json::to_msgpack(r.opts));
+  packed(json::to_msgpack(r.master_tops));
   return fileserver::hash_bytes(text);
 }
 

@@ -29,6 +29,7 @@ struct request {
   ordered_json pillar = ordered_json::object();
   bool pillar_compiled_here = false;
   json opts = json::object();
+  json master_tops = json::object();  // Salt's master_tops the minion holds
   std::string jid;  // the job's, for admission (not part of the key)
 };
 

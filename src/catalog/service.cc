@@ -203,6 +203,7 @@ reply service::compile_miss(
     m.pillar = r.pillar;
     m.pillar_ordered_dicts = r.pillar_compiled_here;
     m.opts = state::json(r.opts);
+    m.master_tops = r.master_tops;
     state::compiler comp(o, std::move(m));
     comp.set_salt(state::make_salt(comp, functions_, &ctx));
     plan = comp.plan(r.mods, r.saltenv, state::json(r.exclude));

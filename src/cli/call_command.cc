@@ -101,6 +101,7 @@ int call_command(const base::minion_config& cfg, const call_options& o) {
                   << "): " << (line.is_string() ? line.get<std::string>() : line.dump()) << "\n";
       }
     }
+    ctx.set_master_tops(std::move(got.tops));
     ctx.set_pillar(std::move(*got.pillar));
     // salt:// is the master's file server, as for the daemon's jobs; the
     // copies go to the minion's cachedir, as salt-call's do.

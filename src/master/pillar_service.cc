@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "ext_pillar/ext_pillar.h"
+#include "tops/tops.h"
 #include "master/figures.h"
 #include "net/connection.h"
 #include "proto/frame.h"
@@ -19,7 +20,7 @@ pillar_service::pillar_service(const base::master_config& cfg, const target::nod
     : cfg_(cfg),
       cache_(cache),
       compile_time_(compile_time),
-      worker_(cfg.ext_pillar.empty() ? 1 : k_ext_pillar_threads) {
+      worker_(cfg.ext_pillar.empty() && cfg.master_tops.empty() ? 1 : k_ext_pillar_threads) {
   options_.roots = cfg.pillar_roots;
   options_.merging_strategy = cfg.pillar_source_merging_strategy;
   options_.merge_lists = cfg.pillar_merge_lists;
@@ -34,6 +35,7 @@ pillar_service::pillar_service(const base::master_config& cfg, const target::nod
     options_.ext_pillars = ext_pillar::builtin({cfg.module_options, groups});
     options_.ext_pillar = pillar::parse_ext_pillar(cfg.ext_pillar, options_.ext_pillars);
     options_.ext_pillar_first = cfg.ext_pillar_first;
+    tops_ = tops::from_option(cfg.master_tops);
     compiler_ = std::make_shared<const pillar::compiler>(pillar::compiler::load(options_));
   } catch (const std::exception& e) {
     throw base::error("config " + cfg.source + ": pillar: " + e.what());
@@ -73,10 +75,11 @@ struct pillar_delivery {
 };
 
 pillar_delivery deliverable(const std::shared_ptr<const pillar::compiler::result>& result,
-                            const std::string& id, const char* why) {
+                            const std::string& id, const char* why, const nlohmann::json& tops) {
   if (result->errors.empty()) {
     // Shares the compiled result: minions that match alike hold one copy.
-    return {minion_cache::value(result, &result->pillar), proto::pillar_body(result->ordered)};
+    return {minion_cache::value(result, &result->pillar),
+            proto::pillar_body(result->ordered, tops)};
   }
   auto with_errors = std::make_shared<nlohmann::json>(result->pillar);
   (*with_errors)["_errors"] = result->errors;
@@ -84,7 +87,7 @@ pillar_delivery deliverable(const std::shared_ptr<const pillar::compiler::result
   ordered["_errors"] = result->errors;
   spdlog::warn("pillar of minion {}{}: {} error(s), the first: {}", id, why, result->errors.size(),
                result->errors.front());
-  return {std::move(with_errors), proto::pillar_body(ordered)};
+  return {std::move(with_errors), proto::pillar_body(ordered, tops)};
 }
 
 }  // namespace
@@ -99,8 +102,10 @@ void pillar_service::compile_and_send(const std::shared_ptr<session>& s, bool re
   packed::document grains = cache_.packed_grains(s->id);
   auto start = std::chrono::steady_clock::now();
   auto compiled = compiler->compile_shared(s->id, grains.root());
+  nlohmann::json tops;
+  if (tops_) tops = tops_(s->id, grains.root() ? grains.root().to_json() : nlohmann::json::object());
   compile_time_.observe(seconds_since(start));
-  auto pillar = deliverable(std::move(compiled), s->id, "");
+  auto pillar = deliverable(std::move(compiled), s->id, "", tops);
   cache_.set_pillar(s->id, std::move(pillar.kept));
   s->conn->send(net::make_frame({proto::msg_type::pillar, 0, std::move(pillar.body)}));
 }
@@ -111,8 +116,10 @@ void pillar_service::serve_call(const std::shared_ptr<session>& s, const nlohman
     auto compiler = current(true);
     auto start = std::chrono::steady_clock::now();
     auto compiled = compiler->compile_shared(s->id, &grains);
+    nlohmann::json tops;
+    if (tops_) tops = tops_(s->id, grains);
     compile_time_.observe(seconds_since(start));
-    auto pillar = deliverable(std::move(compiled), s->id, " (for brine call)");
+    auto pillar = deliverable(std::move(compiled), s->id, " (for brine call)", tops);
     s->conn->send(net::make_frame({proto::msg_type::pillar, request_id, std::move(pillar.body)}));
   });
 }

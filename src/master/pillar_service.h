@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -56,6 +57,8 @@ class pillar_service {
   // own minion modules.
   modules::registry functions_;
   pillar::options options_;
+  // Salt's master_tops, sent with each pillar; empty when none is configured.
+  std::function<nlohmann::json(std::string_view, const nlohmann::json&)> tops_;
   minion_cache& cache_;
   std::mutex mu_;
   std::shared_ptr<const pillar::compiler> compiler_;

@@ -110,6 +110,7 @@ void on_call_message(call_state& st, net::connection& conn, const net::frame_ptr
     case msg_type::pillar: {
       std::string why;
       if (auto p = proto::read_pillar(m.body, why)) {
+        st.reply.tops = proto::read_tops(m.body);
         st.finish(status::answered, "", std::move(*p));
       } else {
         st.finish(status::failed, "the master sent a pillar message without a pillar: " + why);
@@ -781,7 +782,7 @@ void agent::on_message(proto::message&& m) {
     case msg_type::pillar: {
       std::string why;
       if (auto p = proto::read_pillar(m.body, why)) {
-        if (deps_.on_pillar) deps_.on_pillar(std::move(*p));
+        if (deps_.on_pillar) deps_.on_pillar(std::move(*p), proto::read_tops(m.body));
       } else {
         spdlog::warn("minion {}: master {} sent a pillar message without a pillar ({}); ignored",
                      cfg_.id, address_, why);

@@ -66,6 +66,7 @@ struct call_reply {
   status st = status::failed;
   std::string detail;
   nlohmann::ordered_json pillar;  // in the order the master compiled it
+  nlohmann::json tops = nlohmann::json::object();  // its master_tops for this minion
 };
 
 // Salt's recon_default and recon_max: reconnect waits start at 1 s and
@@ -119,7 +120,9 @@ class agent : public std::enable_shared_from_this<agent> {
     // grains of); empty: every publish does.
     std::function<bool(const nlohmann::json& publish)> targeted;  // may be empty
     // The pillar a master compiled for this minion arrived.
-    std::function<void(nlohmann::ordered_json pillar)> on_pillar;  // may be empty
+    // The pillar and the master_tops ({saltenv: [sls]}, {} for none) a
+    // master sent.
+    std::function<void(nlohmann::ordered_json pillar, nlohmann::json tops)> on_pillar;  // may be empty
     // What jobs see of the minion (modules::call::context); may be null.
     modules::minion_context* context = nullptr;
     // Jobs register here while they run (saltutil.running, kill_job).

@@ -36,6 +36,7 @@ nlohmann::json opts_of(const base::minion_config& cfg) {
           {"top_file_merging_strategy", cfg.top_file_merging_strategy},
           {"env_order", cfg.env_order},
           {"state_auto_order", cfg.state_auto_order},
+          {"master_tops_first", cfg.master_tops_first},
           {"test", cfg.test},
           {"failhard", cfg.failhard},
           {"state_output", cfg.state_output},
@@ -132,6 +133,18 @@ asio::awaitable<std::optional<nlohmann::json>> context::compile_on_master(nlohma
 std::shared_ptr<const nlohmann::ordered_json> context::ordered_pillar() const {
   std::lock_guard lock(mu_);
   return ordered_pillar_;
+}
+
+std::shared_ptr<const nlohmann::json> context::master_tops() const {
+  std::lock_guard lock(mu_);
+  if (!master_tops_) return modules::minion_context::master_tops();
+  return master_tops_;
+}
+
+void context::set_master_tops(nlohmann::json tops) {
+  auto kept = std::make_shared<const nlohmann::json>(std::move(tops));
+  std::lock_guard lock(mu_);
+  master_tops_ = std::move(kept);
 }
 
 bool context::pillar_compiled_here() const {

@@ -44,6 +44,7 @@ class context : public modules::minion_context {
   std::shared_ptr<const nlohmann::json> pillar() const override;
   std::shared_ptr<const nlohmann::ordered_json> ordered_pillar() const override;
   bool pillar_compiled_here() const override;
+  std::shared_ptr<const nlohmann::json> master_tops() const override;
   const nlohmann::json& opts() const override { return opts_; }
   std::string grains_file() const override;
   const modules::registry& functions() const override { return functions_; }
@@ -60,6 +61,8 @@ class context : public modules::minion_context {
   // The pillar as compiled, in Salt's key order; `compiled_here`: by this
   // process (masterless), not sent by a master.
   void set_pillar(nlohmann::ordered_json pillar, bool compiled_here = false);
+  // The master_tops a master sent with the pillar.
+  void set_master_tops(nlohmann::json tops);
   job_table& jobs() { return jobs_; }
   // Where salt:// goes (set once, before any job runs); unset: the
   // file_roots of the configuration, read in place (masterless).
@@ -81,6 +84,7 @@ class context : public modules::minion_context {
   std::shared_ptr<const nlohmann::json> pillar_;
   std::shared_ptr<const nlohmann::ordered_json> ordered_pillar_;
   bool pillar_compiled_here_ = false;
+  std::shared_ptr<const nlohmann::json> master_tops_;
   std::unique_ptr<fileserver::client> files_;
   const metrics::registry* metrics_ = nullptr;
 };

@@ -225,6 +225,7 @@ master_pillar master_call::fetch_pillar(const nlohmann::json& grains, bool keep_
     const auto& r = result->replies[i];
     if (result->winner == i) {
       out.pillar = std::move(result->replies[i]->pillar);
+      out.tops = std::move(result->replies[i]->tops);
       out.master = agents[i]->address();
       l.winner = agents[i];
     } else {

@@ -51,6 +51,7 @@ inline constexpr std::chrono::seconds k_call_stagger{1};
 
 struct master_pillar {
   std::optional<nlohmann::ordered_json> pillar;  // absent: no master answered; Salt's key order
+  nlohmann::json tops = nlohmann::json::object();  // the answering master's master_tops
   std::string master;                    // "host:port" of the one that did
   // Every master asked that did not answer (or not first), with why.
   std::vector<std::pair<std::string, call_reply>> failed;

@@ -186,9 +186,10 @@ minion::minion(base::minion_config cfg)
     return grains_frame_;
   };
   link.targeted = [this](const nlohmann::json& publish) { return targeted(publish); };
-  link.on_pillar = [this](nlohmann::ordered_json pillar) {
+  link.on_pillar = [this](nlohmann::ordered_json pillar, nlohmann::json tops) {
     spdlog::debug("minion {}: pillar received ({} keys)", cfg_.id, pillar.size());
     schedule_from_pillar(pillar);
+    context_->set_master_tops(std::move(tops));
     context_->set_pillar(std::move(pillar));
   };
   link.context = context_.get();

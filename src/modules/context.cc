@@ -6,6 +6,11 @@ namespace brine::modules {
 
 minion_context::~minion_context() = default;
 
+std::shared_ptr<const nlohmann::json> minion_context::master_tops() const {
+  static const auto k_none = std::make_shared<const nlohmann::json>(nlohmann::json::object());
+  return k_none;
+}
+
 fileserver::client& minion_context::files() {
   std::call_once(files_once_, [this] {
     std::map<std::string, std::vector<std::string>> roots;

@@ -53,6 +53,9 @@ class minion_context {
   // (msgpack made every mapping a plain dict). Templates see the difference
   // in the `yaml` filter's key order and in Jinja's messages.
   virtual bool pillar_compiled_here() const { return false; }
+  // Salt's master_tops for this minion, {saltenv: [sls, ...]}, as its master
+  // sent them with the pillar; by default none.
+  virtual std::shared_ptr<const nlohmann::json> master_tops() const;
   // The minion's options as Salt's `opts` shows them (config.get reads them).
   virtual const nlohmann::json& opts() const = 0;
   // Where grains.setval / grains.delval keep grains (Salt: /etc/salt/grains).

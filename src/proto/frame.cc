@@ -160,8 +160,25 @@ std::optional<nlohmann::ordered_json> from_ordered_bytes(const nlohmann::json& v
   return value;
 }
 
-nlohmann::json pillar_body(const nlohmann::ordered_json& pillar) {
-  return {{"pillar", ordered_bytes(pillar)}};
+nlohmann::json pillar_body(const nlohmann::ordered_json& pillar, const nlohmann::json& tops) {
+  nlohmann::json body = {{"pillar", ordered_bytes(pillar)}};
+  if (tops.is_object() && !tops.empty()) body["tops"] = tops;
+  return body;
+}
+
+nlohmann::json read_tops(const nlohmann::json& body) {
+  nlohmann::json out = nlohmann::json::object();
+  auto t = body.find("tops");
+  if (t == body.end() || !t->is_object()) return out;
+  for (const auto& [env, names] : t->items()) {
+    if (!names.is_array()) continue;
+    nlohmann::json kept = nlohmann::json::array();
+    for (const auto& n : names) {
+      if (n.is_string()) kept.push_back(n);
+    }
+    out[env] = std::move(kept);
+  }
+  return out;
 }
 
 std::optional<nlohmann::ordered_json> read_pillar(const nlohmann::json& body, std::string& detail) {

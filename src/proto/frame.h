@@ -36,7 +36,15 @@ std::optional<nlohmann::ordered_json> from_ordered_bytes(const nlohmann::json& v
 // The pillar message's body, {"pillar": bin}: the pillar as a MessagePack map
 // in its own key order (Salt's, which templates iterate), carried as bytes
 // because a body map decodes with its keys sorted.
-nlohmann::json pillar_body(const nlohmann::ordered_json& pillar);
+// With `tops` (Salt's master_tops for this minion, {saltenv: [sls, ...]})
+// when it is a non-empty mapping, as "tops".
+nlohmann::json pillar_body(const nlohmann::ordered_json& pillar,
+                           const nlohmann::json& tops = nlohmann::json());
+
+// The master_tops of a pillar message's body: {} when it carries none (or
+// a master older than master_tops sent it); only mappings of lists of names
+// are kept.
+nlohmann::json read_tops(const nlohmann::json& body);
 
 // The pillar of a pillar message's body, in the order it was sent; nullopt
 // with `detail` saying why when the body holds no pillar map.

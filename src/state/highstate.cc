@@ -219,6 +219,9 @@ options options::from_opts(const nlohmann::json& opts) {
       if (e.is_string()) o.env_order.push_back(e.get<std::string>());
     }
   }
+  if (auto it = opts.find("master_tops_first"); it != opts.end() && it->is_boolean()) {
+    o.master_tops_first = it->get<bool>();
+  }
   if (auto it = opts.find("state_auto_order"); it != opts.end() && it->is_boolean()) {
     o.state_auto_order = it->get<bool>();
   }
@@ -849,6 +852,22 @@ struct compiler::impl {
       if (o.saltenv && saltenv != *o.saltenv) continue;
       if (!body.is_object()) continue;
       for (const auto& [match, data] : body.items()) filter_matches(saltenv, match, data, matches);
+    }
+    // Salt's master_tops: for each of their saltenvs, the top file's names
+    // then the tops' others (master_tops_first: the other way round); the
+    // saltenv filter does not apply to them, as in Salt.
+    if (m.master_tops.is_object()) {
+      for (const auto& [saltenv, ext] : m.master_tops.items()) {
+        if (!ext.is_array()) continue;
+        json mine = matches.contains(saltenv) ? matches[saltenv] : json::array();
+        const json& first = o.master_tops_first ? ext : mine;
+        const json& second = o.master_tops_first ? mine : ext;
+        json merged = first;
+        for (const auto& x : second) {
+          if (std::find(first.begin(), first.end(), x) == first.end()) merged.push_back(x);
+        }
+        matches[saltenv] = std::move(merged);
+      }
     }
     return matches;
   }

@@ -41,6 +41,8 @@ struct options {
   // Salt's gpg renderer (`#!yaml|gpg`, `#!jinja|yaml|gpg`): what decrypts
   // the PGP blocks (from_opts: state::gpg_decryptor_of); empty: refused.
   render::pgp_decryptor gpg;
+  // master_tops_first: the master's tops before the top file's matches.
+  bool master_tops_first = false;
 
   // Reads Salt's option names from a minion's opts (file_roots,
   // state_top, top_file_merging_strategy, env_order, ...); missing ones
@@ -59,6 +61,9 @@ struct minion {
   // `yaml` filter writes in their order and Jinja's messages name. A
   // pillar a master sent is plain dicts (msgpack made them so).
   bool pillar_ordered_dicts = false;
+  // Salt's master_tops for this minion ({saltenv: [sls, ...]}), merged into
+  // the top file's matches.
+  json master_tops = json::object();
 };
 
 // What a show_* function returns: Salt's data, or (for a failure) Salt's

@@ -56,6 +56,7 @@ minion minion_of(modules::minion_context& ctx) {
   m.pillar = *ctx.ordered_pillar();  // Salt's key order: templates iterate it
   m.pillar_ordered_dicts = ctx.pillar_compiled_here();
   m.opts = json(ctx.opts());
+  m.master_tops = *ctx.master_tops();
   return m;
 }
 
