@@ -511,6 +511,60 @@ class ExtPillar(unittest.TestCase):
             c.abort()
 
 
+class MasterTops(unittest.TestCase):
+    """Salt's master_tops ext_nodes: the master runs the classifier for each
+    minion and sends its classes with the pillar; the highstate takes the
+    top file's names, then the classifier's others (master_tops_first: the
+    other way round), and a refresh brings a changed classification."""
+
+    def test_the_classifier_adds_to_the_top_file(self):
+        c = Cluster(start=False)
+        try:
+            states = c.path("states")
+            write_tree(states, {"top.sls": "base:\n  '*':\n    - common\n",
+                                "common.sls": "common: {test.nop: []}\n",
+                                "web.sls": "web: {test.nop: []}\n"})
+            classifier = c.path("classify")
+            with open(classifier, "w") as f:
+                f.write("#!/bin/sh\necho \"classes: [web, common]\"\n")
+            os.chmod(classifier, 0o755)
+            c.configure(file_roots={"base": [states]}, master_tops={"ext_nodes": classifier})
+            c.start_master()
+            c.add_accepted_minion("m1")
+            c.add_accepted_minion("m2", master_tops_first=True)
+
+            def top(mid):
+                rc, out, err = c.brine("cmd", "--out", "json", "-t", "30", mid, "state.show_top")
+                self.assertEqual(rc, 0, err)
+                return json.loads(out)[mid]
+            self.assertEqual(top("m1"), {"base": ["common", "web"]})
+            self.assertEqual(top("m2"), {"base": ["web", "common"]})
+            rc, out, err = c.brine("cmd", "--out", "json", "-t", "60", "m1", "state.apply")
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(sorted(k.split("_|-")[1] for k in json.loads(out)["m1"]),
+                             ["common", "web"])
+            # A new classification reaches the minion with its next pillar.
+            with open(classifier, "w") as f:
+                f.write("#!/bin/sh\necho 'environment: base'\necho 'classes: {}'\n")
+            rc, out, err = c.brine("cmd", "-t", "30", "m1", "saltutil.refresh_pillar")
+            self.assertEqual(rc, 0, err)
+            wait_for(lambda: top("m1") == {"base": ["common"]}, 30, "the new classification")
+        finally:
+            c.abort()
+
+    def test_an_unknown_module_stops_the_master_with_the_fix(self):
+        c = Cluster(start=False)
+        try:
+            c.configure(master_tops={"reclass": {"inventory_base_uri": "/srv"}})
+            p = subprocess.run([BRINE_BIN, "master", "-c", c.config], capture_output=True,
+                               text=True, timeout=60)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("master_tops: module 'reclass' is unavailable in brine; use ext_nodes",
+                          p.stderr)
+        finally:
+            c.abort()
+
+
 class MinionModules(unittest.TestCase):
 
     def test_grains_setval_reaches_targeting_and_running_jobs_can_be_killed(self):
