@@ -17,6 +17,7 @@
 #include "base/python_truth.h"
 #include "ext_pillar/arguments.h"
 #include "ext_pillar/ext_pillar.h"
+#include "pillar/merge.h"
 
 namespace brine::ext_pillar {
 
@@ -26,16 +27,9 @@ namespace fs = std::filesystem;
 namespace file_tree_impl {
 namespace {
 
-// Salt's merge_recurse: mappings merged key by key, anything else replaced.
+// Salt's merge_recurse: pillar's recurse merge without merge_lists.
 void merge_recurse(ordered_json& dest, const ordered_json& upd) {
-  for (const auto& [k, v] : upd.items()) {
-    auto at = dest.find(k);
-    if (at != dest.end() && at->is_object() && v.is_object()) {
-      merge_recurse(*at, v);
-    } else {
-      dest[k] = v;
-    }
-  }
+  pillar::detail::merge(dest, upd, pillar::strategy::recurse, false);
 }
 
 struct settings {

@@ -134,18 +134,22 @@ class shaper {
   void add(ordered_json& focus, const row& r) {
     if (n_ < 2) return;
     ordered_json* crd = &focus;
+    std::string path;  // crd's JSON pointer from focus
     for (int i = 0; i < depth_ - 1; ++i) {
       std::string key = key_of(r[i]);
-      if (listed(i + 1)) remember(focus, crd, key);
+      if (listed(i + 1)) remember(path, key);
+      path += "/" + escape(key);
       auto at = crd->find(key);
       if (at == crd->end()) {
         crd = &((*crd)[key] = ordered_json::object());
       } else if (at->is_array()) {
         at->push_back(ordered_json::object());
+        path += "/" + std::to_string(at->size() - 1);
         crd = &at->back();
       } else if (!at->is_object()) {
         if (q_.as_list) {
           *at = ordered_json::array({*at, ordered_json::object()});
+          path += "/1";
           crd = &at->back();
         } else {
           crd = &(*at = ordered_json::object());
@@ -173,11 +177,12 @@ class shaper {
     }
     std::string k = key_of(r[depth_ - 1]);
     if (!crd->contains(k)) (*crd)[k] = ordered_json::object();
-    if (listed(depth_)) remember(focus, crd, k);
+    if (listed(depth_)) remember(path, k);
+    path += "/" + escape(k);
     crd = &(*crd)[k];
     for (int i = depth_; i < n_; ++i) {
       const std::string& name = fields_[i];
-      if (listed(i + 1)) remember(focus, crd, name);
+      if (listed(i + 1)) remember(path, name);
       if (q_.as_list && crd->contains(name)) {
         ordered_json& old = (*crd)[name];
         if (old.is_array()) {
@@ -217,8 +222,7 @@ class shaper {
   }
   // A dict is remembered by its JSON pointer from `focus`: later rows may
   // move what a raw pointer would point at.
-  void remember(ordered_json& focus, const ordered_json* d, const std::string& key) {
-    std::string where = pointer_to(focus, d, "");
+  void remember(const std::string& where, const std::string& key) {
     auto mark = std::make_pair(where, key);
     if (std::find(marks_.begin(), marks_.end(), mark) == marks_.end()) marks_.push_back(mark);
   }
@@ -226,21 +230,6 @@ class shaper {
     std::string out;
     for (char c : k) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
     return out;
-  }
-  static std::string pointer_to(const ordered_json& at, const ordered_json* d, const std::string& p) {
-    if (&at == d) return p;
-    if (at.is_object()) {
-      for (const auto& [k, v] : at.items()) {
-        std::string found = pointer_to(v, d, p + "/" + escape(k));
-        if (!found.empty() || &v == d) return found.empty() ? p + "/" + escape(k) : found;
-      }
-    } else if (at.is_array()) {
-      for (size_t i = 0; i < at.size(); ++i) {
-        std::string found = pointer_to(at[i], d, p + "/" + std::to_string(i));
-        if (!found.empty() || &at[i] == d) return found.empty() ? p + "/" + std::to_string(i) : found;
-      }
-    }
-    return "";
   }
   static ordered_json* resolve(ordered_json& focus, const std::string& where) {
     try {

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "base/run_here.h"
 #include "modules/arguments.h"
+#include "modules/data.h"
 #include "modules/process.h"
 #include "render/yaml.h"
 
@@ -28,18 +29,6 @@ std::string shlex_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);
   return out + "'";
-}
-
-// Salt's salt.utils.dictupdate.merge(ret, top, merge_lists=True) for tops:
-// a saltenv's list gets the names it lacked, in order.
-void merge_tops(json& into, const json& top) {
-  for (const auto& [env, names] : top.items()) {
-    json& list = into[env];
-    if (!list.is_array()) list = json::array();
-    for (const auto& n : names) {
-      if (std::find(list.begin(), list.end(), n) == list.end()) list.push_back(n);
-    }
-  }
 }
 
 }  // namespace
@@ -106,7 +95,8 @@ function from_option(const json& master_tops) {
   return [command](std::string_view id, const json&) -> json {
     json ret = json::object();
     try {
-      merge_tops(ret, ext_nodes(command, id));
+      // Salt: dictupdate.merge(ret, top, merge_lists=True).
+      modules::dict_update(ret, ext_nodes(command, id), true);
     } catch (const std::exception& e) {
       spdlog::error("Top function ext_nodes.top failed with error {} for minion {}", e.what(), id);
     }
