@@ -125,6 +125,39 @@ class LoadBalancer:
         finally:
             log.close()
         self.old.append(old)
+        # The new server list serves new connections only once the old
+        # process has let go of the listening port (-sf: the new one signals
+        # it after binding); until then a connect may reach the old list.
+        wait_for(lambda: not self._listens(old.pid), 15,
+                 "the old haproxy (pid %d) to stop listening on 127.0.0.1:%d after the reload"
+                 % (old.pid, self.port))
+
+    def _listens(self, pid):
+        """Whether process `pid` holds a socket listening on self.port."""
+        try:
+            inodes = set()
+            for fd in os.listdir("/proc/%d/fd" % pid):
+                try:
+                    target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+                except OSError:
+                    continue
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+        except OSError:
+            return False  # gone
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                with open(table) as f:
+                    next(f)
+                    for line in f:
+                        cols = line.split()
+                        # local address ends in :PORT (hex); state 0A is LISTEN
+                        if (cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == self.port
+                                and cols[9] in inodes):
+                            return True
+            except OSError:
+                continue
+        return False
 
     def log(self):
         try:
