@@ -77,6 +77,7 @@ void register_builtin_modules(registry& reg) {
   register_network_module(reg);
   register_grains_module(reg);
   register_pillar_module(reg);
+  register_mine_module(reg);
   register_config_module(reg);
   register_sys_module(reg);
   register_slsutil_module(reg);

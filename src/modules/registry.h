@@ -85,6 +85,7 @@ void register_network_module(registry& reg);
 void register_status_module(registry& reg);
 void register_grains_module(registry& reg);
 void register_pillar_module(registry& reg);
+void register_mine_module(registry& reg);
 void register_config_module(registry& reg);  // config.* (config_mod.cc)
 void register_sys_module(registry& reg);     // sys.* and saltutil.*
 // slsutil.*, defaults.*, log.*, cp.list_*, file.join/dirname/basename

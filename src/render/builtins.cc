@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 
 #include "base/python.h"
 #include "base/utf8.h"
@@ -832,9 +833,13 @@ value f_urlize(interpreter&, const value&, call_args&) {
   throw template_error("filter 'urlize' is not supported by brine yet");
 }
 
-value f_random(interpreter&, const value&, call_args&) {
-  throw template_error(
-      "filter 'random' is not supported by brine: its result is random (nondeterministic)");
+// Jinja's `random`: one item of the sequence, chosen at random (Python's
+// random.choice), or undefined for an empty one.
+value f_random(interpreter&, const value& v, call_args&) {
+  auto items = iterate(v);
+  if (items.empty()) return value::undefined("No random item, sequence was empty.");
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return items[std::uniform_int_distribution<std::size_t>(0, items.size() - 1)(rng)];
 }
 
 bool t_defined(interpreter&, const value& v, call_args&) { return !v.is_undefined(); }

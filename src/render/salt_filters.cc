@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <random>
 
 #include "base/python.h"
 #include "render/python_json.h"
@@ -2137,10 +2138,37 @@ value f_mysql_to_dict(interpreter& in, const value& v, call_args& a) {
 BRINE_UNSUPPORTED(f_random_hash, "random_hash", "its value is random (nondeterministic)")
 BRINE_UNSUPPORTED(f_rand_str, "rand_str", "its value is random (nondeterministic)")
 BRINE_UNSUPPORTED(f_random_str, "random_str", "its value is random (nondeterministic)")
-BRINE_UNSUPPORTED(f_random_sample, "random_sample",
-                  "Python's random.Random sequence is not reproduced")
-BRINE_UNSUPPORTED(f_random_shuffle, "random_shuffle",
-                  "Python's random.Random sequence is not reproduced")
+// random_sample and random_shuffle without a seed are random in Salt too;
+// with one, Salt's answer is Python's random.Random(seed) sequence, which
+// brine does not reproduce, so a seed is refused rather than answered
+// differently.
+std::mt19937_64& unseeded_rng(const char* name, const value& seed) {
+  if (!seed.is_none())
+    unsupported(name, "with a seed its answer is Python's random.Random(seed) sequence, "
+                      "which brine does not reproduce; leave the seed out");
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng;
+}
+
+value f_random_sample(interpreter&, const value& v, call_args& a) {
+  value size = argument(a, 0, "samplesize");
+  auto& rng = unseeded_rng("random_sample", argument(a, 1, "seed", nullptr));
+  auto items = iterate(v);
+  if (!size.is_int() || size.as_int() < 0 || static_cast<std::size_t>(size.as_int()) > items.size())
+    throw template_error("Sample larger than population or is negative");
+  std::vector<value> out;
+  std::sample(items.begin(), items.end(), std::back_inserter(out), size.as_int(), rng);
+  std::shuffle(out.begin(), out.end(), rng);
+  return value::make_list(std::move(out));
+}
+
+value f_random_shuffle(interpreter&, const value& v, call_args& a) {
+  auto& rng = unseeded_rng("random_shuffle", argument(a, 0, "seed", nullptr));
+  auto items = iterate(v);
+  std::shuffle(items.begin(), items.end(), rng);
+  return value::make_list(std::move(items));
+}
+
 BRINE_UNSUPPORTED(f_gen_mac, "gen_mac", "its value is random (nondeterministic)")
 BRINE_UNSUPPORTED(f_dns_check, "dns_check", "host lookups are not supported in templates")
 BRINE_UNSUPPORTED(f_which, "which", "it reads the minion's PATH; use salt['cmd.which']")

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -216,6 +217,19 @@ TEST(SaltFilters, MatchSalt) {
   }
 }
 
+// The random filters: each answer is one of the possible ones, and over
+// many renders every possible one appears.
+TEST(SaltFilters, RandomFiltersPickFromTheSequence) {
+  EXPECT_EQ(render_salt("{{ [7]|random }}"), "7");
+  EXPECT_EQ(render_salt("{{ []|random is undefined }}"), "True");
+  EXPECT_EQ(render_salt("{{ [1, 2, 3]|random_shuffle|sort }}"), "[1, 2, 3]");
+  EXPECT_EQ(render_salt("{{ [1, 2, 3]|random_sample(2)|length }}"), "2");
+  std::set<std::string> seen;
+  for (int i = 0; i < 200 && seen.size() < 3; ++i)
+    seen.insert(render_salt("{{ range(1, 4)|random }}"));
+  EXPECT_EQ(seen, (std::set<std::string>{"1", "2", "3"}));
+}
+
 // Errors: Salt's wording where Salt fails too; brine's own where Salt's
 // answer is random, reads the host or needs a bytes type.
 TEST(SaltFilters, ErrorsNameTheProblem) {
@@ -226,7 +240,8 @@ TEST(SaltFilters, ErrorsNameTheProblem) {
       {"{{ 'bad: [1'|load_yaml }}", "Encountered error loading yaml: "},
       {"{{ 42|uuid }}", "expected str, bytes, or bytearray not <class 'int'>"},
       {"{{ 42|md5 }}", "expected str, bytes, or bytearray not <class 'int'>"},
-      {"{{ [1, 2]|random }}", "filter 'random' is not supported by brine"},
+      {"{{ [1, 2]|random_shuffle(seed='x') }}", "leave the seed out"},
+      {"{{ [1, 2]|random_sample(3) }}", "Sample larger than population or is negative"},
       {"{{ 'x'|random_hash }}", "filter 'random_hash' is not supported by brine"},
       {"{{ 'example.com'|dns_check(80) }}", "filter 'dns_check' is not supported by brine"},
       {"{{ {'a': 1}|json_encode_dict }}", "is not supported by brine"},
