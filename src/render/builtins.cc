@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 
 #include "base/python.h"
 #include "base/utf8.h"
@@ -833,15 +832,6 @@ value f_urlize(interpreter&, const value&, call_args&) {
   throw template_error("filter 'urlize' is not supported by brine yet");
 }
 
-// Jinja's `random`: one item of the sequence, chosen at random (Python's
-// random.choice), or undefined for an empty one.
-value f_random(interpreter&, const value& v, call_args&) {
-  auto items = iterate(v);
-  if (items.empty()) return value::undefined("No random item, sequence was empty.");
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return items[std::uniform_int_distribution<std::size_t>(0, items.size() - 1)(rng)];
-}
-
 bool t_defined(interpreter&, const value& v, call_args&) { return !v.is_undefined(); }
 // No value is Markup in brine, so nothing is already escaped.
 bool t_escaped(interpreter&, const value& v, call_args&) { return v.defined(), false; }
@@ -992,7 +982,7 @@ const std::map<std::string, filter_fn>& builtin_filters() {
       {"max", f_max},
       {"min", f_min},
       {"pprint", f_pprint},
-      {"random", f_random},
+      {"random", jinja_random},
       {"reject", f_reject},
       {"rejectattr", f_rejectattr},
       {"replace", f_replace},

@@ -2142,12 +2142,16 @@ BRINE_UNSUPPORTED(f_random_str, "random_str", "its value is random (nondetermini
 // with one, Salt's answer is Python's random.Random(seed) sequence, which
 // brine does not reproduce, so a seed is refused rather than answered
 // differently.
+std::mt19937_64& template_rng() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng;
+}
+
 std::mt19937_64& unseeded_rng(const char* name, const value& seed) {
   if (!seed.is_none())
     unsupported(name, "with a seed its answer is Python's random.Random(seed) sequence, "
                       "which brine does not reproduce; leave the seed out");
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return rng;
+  return template_rng();
 }
 
 value f_random_sample(interpreter&, const value& v, call_args& a) {
@@ -2333,6 +2337,12 @@ value g_odict(call_args& a) {
 }
 
 }  // namespace
+
+value jinja_random(interpreter&, const value& v, call_args&) {
+  auto items = iterate(v);
+  if (items.empty()) return value::undefined("No random item, sequence was empty.");
+  return items[std::uniform_int_distribution<std::size_t>(0, items.size() - 1)(template_rng())];
+}
 
 const std::map<std::string, filter_fn>& salt_filters() {
   static const fmap filters = {

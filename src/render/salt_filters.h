@@ -21,12 +21,17 @@ const std::map<std::string, test_fn>& salt_tests();
 // Salt's globals (raise, odict, ifelse), or an undefined value.
 value salt_global(const std::string& name);
 
-// Python's textwrap.wrap(text, width, expand_tabs=False,
-// replace_whitespace=False, ...) for Jinja's wordwrap filter (here for its
-// regex engine).
+// Jinja's `random` filter: one item of the sequence, chosen as Python's
+// random.choice does, or undefined for an empty one. Here, beside Salt's
+// random_shuffle and random_sample, so that the three share one generator.
+value jinja_random(interpreter& in, const value& v, call_args& a);
+
 // pprint.pformat(v): Jinja's pprint filter and Salt's python filter.
 std::string python_pformat(const value& v);
 
+// Python's textwrap.wrap(text, width, expand_tabs=False,
+// replace_whitespace=False, ...) for Jinja's wordwrap filter (here for its
+// regex engine).
 std::vector<std::string> textwrap(const std::string& text, std::size_t width, bool break_long_words,
                                   bool break_on_hyphens);
 
