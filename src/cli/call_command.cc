@@ -69,7 +69,7 @@ nlohmann::ordered_json local_pillar(const base::minion_config& cfg, const json& 
 
 }  // namespace
 
-int call_command(const base::minion_config& cfg, const call_options& o) {
+int call_command(base::minion_config cfg, const call_options& o) {
   states::registry states;
   states::register_builtin_states(states);
   modules::registry functions;
@@ -79,11 +79,13 @@ int call_command(const base::minion_config& cfg, const call_options& o) {
   // saltutil.refresh_pillar: the pillar was compiled for this run (by the
   // master, or here with --local), as fresh as a refresh would make it.
   auto already_fresh = [](std::string&) { return true; };
-  minion::context ctx(cfg, functions, minion::context::hooks{nullptr, already_fresh});
   // Salt's --local is file_client: local; a masterless minion's config
-  // (master_type: disable) asks no master either.
+  // (master_type: disable) asks no master either. As salt-call does, the
+  // options say so, for what asks opts (mine.get, config.get file_client).
   const bool local = o.local || cfg.file_client == "local" ||
                      cfg.master_type == base::master_mode::disabled;
+  if (local) cfg.file_client = "local";
+  minion::context ctx(cfg, functions, minion::context::hooks{nullptr, already_fresh});
   minion::master_call link(cfg);
   if (local) {
     ctx.set_pillar(local_pillar(cfg, *ctx.grains(), functions, ctx), true);

@@ -105,7 +105,7 @@ struct call_options {
   bool force_color = false;
   bool retcode_passthrough = false;  // always so; accepted as salt-call's flag
 };
-int call_command(const base::minion_config& cfg, const call_options& o);
+int call_command(base::minion_config cfg, const call_options& o);
 
 int events_command(const base::master_config& cfg, const std::string& prefix, double seconds,
                    bool json_out);

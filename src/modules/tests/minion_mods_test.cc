@@ -486,6 +486,25 @@ TEST_F(minion_mods, saltutil_running_find_and_kill) {
   EXPECT_NE(p.ret.get<std::string>().find("no master in this test"), std::string::npos);
 }
 
+// Salt's mine.get answers from the minion's own mine_cache when file_client
+// is local (empty before mine.send); brine's masters keep no mine yet, so
+// with a master it says so instead of answering {} for minions with data.
+TEST_F(minion_mods, mine_get_answers_empty_masterless_and_is_refused_with_a_master) {
+  ctx_.opts_["file_client"] = "local";
+  outcome local = run("mine.get", {"*", "network.ip_addrs"});
+  EXPECT_TRUE(local.success) << local.ret;
+  EXPECT_EQ(local.ret, json::object());
+
+  ctx_.opts_["file_client"] = "remote";
+  outcome remote = run("mine.get", {"*", "network.ip_addrs"});
+  EXPECT_FALSE(remote.success);
+  EXPECT_NE(remote.ret.dump().find("keep no mine yet"), std::string::npos) << remote.ret;
+
+  outcome missing = run("mine.get", {"*"});
+  EXPECT_FALSE(missing.success);
+  EXPECT_NE(missing.ret.dump().find("fun"), std::string::npos) << missing.ret;
+}
+
 TEST(minion_mods_without_context, say_they_need_a_minion) {
   registry reg;
   register_builtin_modules(reg);
