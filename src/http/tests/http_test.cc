@@ -5,9 +5,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "base/error.h"
+#include "http/client.h"
 #include "http/server.h"
 
 namespace brine::http {
@@ -104,6 +108,74 @@ TEST(HttpServer, ServesIpv6Loopback) {
   std::atomic<int> calls{0};
   server s("::1", 0, answer_metrics(calls), "fix");
   EXPECT_NE(s.port(), 0);
+}
+
+// A port on loopback nothing listens on: bound, then closed.
+uint16_t unused_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+handler answer_files() {
+  return [](const request& r) {
+    if (r.path == "/pkg.tar.gz") return response{200, "application/octet-stream", "archive bytes\n"};
+    return response{404, "text/plain", "not here\n"};
+  };
+}
+
+TEST(HttpClient, DownloadsToAFile) {
+  server s("127.0.0.1", 0, answer_files(), "fix");
+  std::string path = ::testing::TempDir() + "brine_http_download";
+  transfer t = download("http://127.0.0.1:" + std::to_string(s.port()) + "/pkg.tar.gz", path);
+  EXPECT_EQ(t.error, "");
+  EXPECT_EQ(t.status, 200);
+  EXPECT_EQ(slurp(path), "archive bytes\n");
+  std::filesystem::remove(path);
+}
+
+TEST(HttpClient, AnErrorStatusIsAStatusNotAnError) {
+  server s("127.0.0.1", 0, answer_files(), "fix");
+  std::string base = "http://127.0.0.1:" + std::to_string(s.port());
+  std::string path = ::testing::TempDir() + "brine_http_missing";
+  transfer t = download(base + "/missing", path);
+  EXPECT_EQ(t.error, "");
+  EXPECT_EQ(t.status, 404);
+  EXPECT_EQ(reason_phrase(t.status), "Not Found");
+  std::filesystem::remove(path);
+  transfer h = head(base + "/pkg.tar.gz");
+  EXPECT_EQ(h.error, "");
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(head(base + "/missing").status, 404);
+}
+
+TEST(HttpClient, NamesARefusedConnectionAsPythonDoes) {
+  std::string path = ::testing::TempDir() + "brine_http_refused";
+  transfer t = download("http://127.0.0.1:" + std::to_string(unused_port()) + "/x", path);
+  EXPECT_EQ(t.status, 0);
+  EXPECT_EQ(t.error, "[Errno 111] Connection refused");
+  std::filesystem::remove(path);
+}
+
+TEST(HttpClient, ReasonPhrasesArePythons) {
+  EXPECT_EQ(reason_phrase(200), "OK");
+  EXPECT_EQ(reason_phrase(403), "Forbidden");
+  EXPECT_EQ(reason_phrase(500), "Internal Server Error");
+  EXPECT_EQ(reason_phrase(599), "Unknown");
+  EXPECT_EQ(redact_url("https://u:secret@example.org/a"), "https://<redacted>@example.org/a");
 }
 
 }  // namespace
