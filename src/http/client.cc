@@ -84,6 +84,8 @@ size_t write_body(char* data, size_t size, size_t n, void* user) {
 }  // namespace
 }  // namespace client_impl
 
+void preload() { client_impl::load_curl(); }
+
 std::string redact_url(const std::string& url) {
   auto scheme = url.find("://");
   if (scheme == std::string::npos) return url;

@@ -58,6 +58,12 @@ transfer head(const std::string& url, const get_options& o = {});
 // has it ("Not Found"), "Unknown" for others (tornado's words).
 std::string reason_phrase(long status);
 
+// Loads and initializes libcurl now (throws as get does when it is
+// missing). A thread pool that will fetch calls it before its threads
+// start: at exit its threads then end before libcurl's and OpenSSL's
+// cleanup, which frees what each thread holds.
+void preload();
+
 // `url` with its user:password@ part as <redacted>@, for messages (Salt's
 // redact_http_basic_auth).
 std::string redact_url(const std::string& url);
