@@ -20,6 +20,7 @@
 #include "modules/context.h"
 #include "modules/data.h"
 #include "modules/registry.h"
+#include "modules/url_cache.h"
 
 namespace brine::modules {
 
@@ -176,6 +177,13 @@ asio::awaitable<outcome> cp_cache_files(call c) {
 asio::awaitable<outcome> cp_cache_file(call c) {
   arguments a("cp.cache_file", c, {"path", "saltenv", "source_hash", "verify_ssl", "use_etag"});
   std::string text = a.text_of("path", a.need("path"));
+  if (is_remote_url(text)) {
+    const json* hash = a.get("source_hash");
+    std::string want = hash != nullptr && !hash->is_null() ? a.text_of("source_hash", *hash) : "";
+    std::string local = co_await cache_url(need_context(c).opts(), text, saltenv_of(a, c), want,
+                                           a.flag("verify_ssl", true));
+    co_return outcome{local};
+  }
   if (!text.starts_with("salt://")) {
     // Salt answers a local path as it is when the file is there.
     std::error_code ec;
@@ -190,6 +198,9 @@ asio::awaitable<outcome> cp_cache_file(call c) {
 
 asio::awaitable<outcome> cp_is_cached(call c) {
   arguments a("cp.is_cached", c, {"path", "saltenv"});
+  if (std::string text = a.text_of("path", a.need("path")); is_remote_url(text)) {
+    co_return outcome{cached_url(need_context(c).opts(), saltenv_of(a, c), text)};
+  }
   source s = source_of(a, "path", a.need("path"), saltenv_of(a, c));
   auto& files = need_context(c).files();
   if (!files.remote()) {
@@ -294,13 +305,16 @@ void register_cp_module(registry& reg) {
           "cp.hash_file PATH [saltenv=base]: {hsum, hash_type: sha256} of a salt:// file (or a "
           "local path); {} when there is none");
   reg.add("cp.cache_file", cp_cache_file,
-          "cp.cache_file PATH [saltenv=base]: the local path of a salt:// file, fetched into the "
-          "minion's cache if its hash changed; False when the file server has no such file");
+          "cp.cache_file PATH [saltenv=base] [source_hash=] [verify_ssl=True]: the local path of a "
+          "salt:// file, fetched into the minion's cache if its hash changed (False when the file "
+          "server has no such file), or of an http(s):// or ftp:// URL, fetched to "
+          "CACHEDIR/extrn_files/SALTENV/HOST/PATH unless the copy there has source_hash");
   reg.add("cp.cache_files", cp_cache_files,
           "cp.cache_files PATHS [saltenv=base]: cp.cache_file of each (a list or comma-separated), "
           "fetched together");
   reg.add("cp.is_cached", cp_is_cached,
-          "cp.is_cached PATH [saltenv=base]: the local path of a salt:// file in the cache, or \"\"");
+          "cp.is_cached PATH [saltenv=base]: the local path of a salt:// file or a URL in the "
+          "cache, or \"\"");
   reg.add("cp.get_file_str", cp_get_file_str,
           "cp.get_file_str PATH [saltenv=base]: the text of a salt:// file; False when there is none");
   reg.add("cp.get_file", cp_get_file,

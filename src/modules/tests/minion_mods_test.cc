@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 
+#include "http/server.h"
 #include "modules/context.h"
 #include "modules/data.h"
 #include "modules/registry.h"
@@ -503,6 +504,30 @@ TEST_F(minion_mods, mine_get_answers_empty_masterless_and_is_refused_with_a_mast
   outcome missing = run("mine.get", {"*"});
   EXPECT_FALSE(missing.success);
   EXPECT_NE(missing.ret.dump().find("fun"), std::string::npos) << missing.ret;
+}
+
+TEST_F(minion_mods, cp_cache_file_fetches_a_url_into_the_cache) {
+  http::server web("127.0.0.1", 0,
+                   [](const http::request& r) {
+                     if (r.path == "/motd") return http::response{200, "text/plain", "hello\n"};
+                     return http::response{404, "text/plain", "no\n"};
+                   },
+                   "fix");
+  std::string base = "http://127.0.0.1:" + std::to_string(web.port());
+  ctx_.opts_["cachedir"] = dir_.path();
+  EXPECT_EQ(run("cp.is_cached", {base + "/motd"}).ret, "");
+  outcome got = run("cp.cache_file", {base + "/motd"});
+  ASSERT_TRUE(got.success) << got.ret;
+  std::string want = dir_.path() + "/extrn_files/base/127.0.0.1" + std::to_string(web.port()) + "/motd";
+  EXPECT_EQ(got.ret, want);
+  std::ifstream in(want);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "hello");
+  EXPECT_EQ(run("cp.is_cached", {base + "/motd"}).ret, want);
+  outcome missing = run("cp.cache_file", {base + "/gone"}, {{"saltenv", "prod"}});
+  EXPECT_FALSE(missing.success);
+  EXPECT_EQ(missing.ret, "ERROR: Error: HTTP 404: Not Found reading /gone") << missing.ret;
 }
 
 TEST(minion_mods_without_context, say_they_need_a_minion) {

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <optional>
+#include <string>
+
+// The hash a state declares for its source (Salt's source_sum): what
+// file.get_source_sum makes of source_hash, a hash expression or a file of
+// hashes, and file.extract_hash's search of such a file.
+namespace brine::modules {
+
+class minion_context;
+
+struct source_sum {
+  std::string hash_type;  // md5, sha1, sha224, sha256, sha384, sha512
+  std::string hsum;       // lower-case hex
+};
+
+// Salt's hash type of a hex digest this long ("" for none).
+std::string hash_type_of_length(std::size_t length);
+
+// A hash expression: "TYPE=HEX" or a bare digest (its type by length).
+// Throws base::error with Salt's message for anything else.
+source_sum parse_hash_expression(const std::string& source_hash);
+
+// file.extract_hash over the text of a hash file: the hash on the line that
+// names `source_hash_name`, else `file_name` (or its basename), else the
+// source's basename, else the first hash of the file; nullopt when it holds
+// none. `hash_type` "" takes any supported type.
+std::optional<source_sum> extract_hash(const std::string& text, const std::string& hash_type,
+                                       const std::string& file_name, const std::string& source,
+                                       const std::string& source_hash_name);
+
+// file.get_source_sum: source_hash as a hash expression, or a path, salt://,
+// file://, http(s):// or ftp:// URL of a hash file searched by
+// extract_hash. Throws base::error with Salt's message.
+asio::awaitable<source_sum> get_source_sum(minion_context& ctx, std::string file_name,
+                                           std::string source, std::string source_hash,
+                                           std::string source_hash_name, std::string saltenv);
+
+// The hex digest of a file in `hash_type` ("" if it cannot be read).
+// Blocking: for a worker thread or a small file.
+std::string file_digest(const std::string& path, const std::string& hash_type);
+
+}  // namespace brine::modules
