@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <asio/post.hpp>
@@ -37,6 +36,7 @@
 #include "modules/arguments.h"
 #include "modules/data.h"
 #include "modules/diff.h"
+#include "modules/digest.h"
 #include "modules/path.h"
 #include "modules/py_regex.h"
 #include "modules/registry.h"
@@ -500,28 +500,15 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string hex(const unsigned char* p, std::size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < n; ++i) {
-    out += digits[p[i] >> 4];
-    out += digits[p[i] & 15];
-  }
-  return out;
-}
-
 // The hex digest of a file, read in chunks with yields between them.
 asio::awaitable<std::string> hash_file(std::string fun, std::string path, std::string form) {
-  static const std::set<std::string> k_forms = {"md5",    "sha1",   "sha224",
-                                                "sha256", "sha384", "sha512"};
   form = lower(form);
-  if (!k_forms.contains(form)) {
-    fail(fun, "Invalid hash type: " + form + " (md5, sha1, sha224, sha256, sha384 or sha512)");
+  std::optional<digester> d;
+  try {
+    d.emplace(form);
+  } catch (const base::error& e) {
+    fail(fun, e.what());
   }
-  const EVP_MD* md = EVP_get_digestbyname(form.c_str());
-  if (md == nullptr) fail(fun, "hash type " + form + " is not available in OpenSSL");
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), md, nullptr) != 1) fail(fun, "cannot start " + form);
   fd_guard fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) fail(fun, path + ": " + errno_text(errno));
   struct stat st {};
@@ -533,17 +520,14 @@ asio::awaitable<std::string> hash_file(std::string fun, std::string path, std::s
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) fail(fun, path + ": " + errno_text(errno));
     if (n == 0) break;
-    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(n));
+    d->update(buf.data(), static_cast<std::size_t>(n));
     since_yield += static_cast<std::size_t>(n);
     if (since_yield >= k_yield_bytes) {
       since_yield = 0;
       co_await yield_now();
     }
   }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &len);
-  co_return hex(digest, len);
+  co_return d->hex();
 }
 
 asio::awaitable<outcome> get_hash(call c) {

@@ -1,6 +1,5 @@
 #include "modules/source_sum.h"
 
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cctype>
@@ -246,31 +245,6 @@ asio::awaitable<source_sum> get_source_sum(minion_context& ctx, std::string file
   if (!found) invalid_format(source_hash);
   found->hsum = lower(found->hsum);
   co_return *found;
-}
-
-std::string file_digest(const std::string& path, const std::string& hash_type) {
-  const EVP_MD* md = EVP_get_digestbyname(hash_type.c_str());
-  if (md == nullptr) return "";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> c(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  if (!c || EVP_DigestInit_ex(c.get(), md, nullptr) != 1) return "";
-  std::vector<char> buf(1 << 16);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (in.gcount() > 0) EVP_DigestUpdate(c.get(), buf.data(), static_cast<std::size_t>(in.gcount()));
-  }
-  if (in.bad()) return "";
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(c.get(), digest, &len);
-  static const char* k_digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += k_digits[digest[i] >> 4];
-    out += k_digits[digest[i] & 15];
-  }
-  return out;
 }
 
 }  // namespace brine::modules

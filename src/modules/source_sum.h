@@ -38,8 +38,4 @@ asio::awaitable<source_sum> get_source_sum(minion_context& ctx, std::string file
                                            std::string source, std::string source_hash,
                                            std::string source_hash_name, std::string saltenv);
 
-// The hex digest of a file in `hash_type` ("" if it cannot be read).
-// Blocking: for a worker thread or a small file.
-std::string file_digest(const std::string& path, const std::string& hash_type);
-
 }  // namespace brine::modules

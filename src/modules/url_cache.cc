@@ -11,6 +11,7 @@
 #include "base/on_pool.h"
 #include "fileserver/roots.h"
 #include "http/client.h"
+#include "modules/digest.h"
 #include "modules/source_sum.h"
 
 namespace brine::modules {

@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "http/server.h"
+#include "modules/digest.h"
 #include "modules/source_sum.h"
 #include "modules/url_cache.h"
 #include "test_util.h"
