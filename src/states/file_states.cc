@@ -29,6 +29,7 @@
 #include "modules/data.h"
 #include "modules/registry.h"
 #include "modules/diff.h"
+#include "states/file_source.h"
 #include "states/file_states.h"
 #include "states/file_tree.h"
 #include "states/file_util.h"
@@ -93,55 +94,6 @@ struct declared {
   std::string error;
   bool from_source = false;
 };
-
-// A source's text: salt:// through the minion's file client, a local path
-// or file://; `missing` when it is not there.
-struct fetched {
-  std::optional<std::string> text;
-  std::string local;
-  bool missing = false;
-  std::string error;
-};
-
-asio::awaitable<fetched> fetch_source(const state_call& c, std::string source, std::string saltenv) {
-  fetched out;
-  if (auto u = fileserver::parse_url(source)) {
-    auto checked = fileserver::check_path(u->path);
-    if (!checked.error.empty()) {
-      out.error = "Source file " + source + ": " + checked.error;
-      co_return out;
-    }
-    std::string env = u->saltenv.value_or(saltenv);
-    if (c.context == nullptr) {
-      out.error = "Source file " + source + ": salt:// needs a minion";
-      co_return out;
-    }
-    std::vector<std::string> paths{checked.path};
-    auto got = co_await c.context->files().cache(env, std::move(paths));
-    if (!got[0].error.empty()) {
-      out.missing = true;
-      out.error = "Source file " + source + " not found in saltenv '" + env + "'";
-      co_return out;
-    }
-    out.local = got[0].local;
-  } else if (source.starts_with("file://") || source.starts_with("/")) {
-    out.local = source.starts_with("file://") ? source.substr(7) : source;
-    std::error_code ec;
-    if (!fs::is_regular_file(out.local, ec)) {
-      out.missing = true;
-      out.error = "Local file source " + out.local + " does not exist";
-      co_return out;
-    }
-  } else {
-    out.error = "Source file " + source +
-                ": brine fetches salt://, file:// and local paths; other schemes are not "
-                "supported yet";
-    co_return out;
-  }
-  out.text = read_file(out.local);
-  if (!out.text) out.error = "Source file " + source + " cannot be read";
-  co_return out;
-}
 
 // file.managed's parameters in Salt 3006's signature, and get_managed's:
 // any other keyword argument of the state reaches the template as a
