@@ -180,7 +180,8 @@ asio::awaitable<outcome> cp_cache_file(call c) {
   if (is_remote_url(text)) {
     const json* hash = a.get("source_hash");
     std::string want = hash != nullptr && !hash->is_null() ? a.text_of("source_hash", *hash) : "";
-    std::string local = co_await cache_url(need_context(c).opts(), text, saltenv_of(a, c), want,
+    std::string env = saltenv_of(a, c);
+    std::string local = co_await cache_url(need_context(c).opts(), text, env, want,
                                            a.flag("verify_ssl", true));
     co_return outcome{local};
   }

@@ -228,7 +228,8 @@ asio::awaitable<source_sum> get_source_sum(minion_context& ctx, std::string file
         throw base::error("Source hash file " + source_hash + " not found");
       }
     } else if (is_remote_url(source_hash)) {
-      hash_file = co_await cache_url(ctx.opts(), source_hash, saltenv, "", true);
+      std::string any;
+      hash_file = co_await cache_url(ctx.opts(), source_hash, saltenv, any, true);
     } else if (scheme == "swift" || scheme == "s3") {
       throw base::error("Source hash file " + source_hash +
                         ": brine fetches hash files from salt://, file://, http(s):// and ftp://");

@@ -1,5 +1,6 @@
 // Salt's archive.extracted (salt/states/archive.py): a tar or zip archive,
-// local or salt://, extracted into a directory unless everything it holds is
+// local, salt:// or remote (http, https, ftp: cached by file.cached),
+// extracted into a directory unless everything it holds is
 // already there. The archive is listed and unzipped through the archive
 // execution functions and extracted by tar through cmd.run_all, as Salt's
 // state does with options (Salt's own tarfile path, without options, gives
@@ -23,7 +24,11 @@
 #include "fileserver/path.h"
 #include "modules/archive_listing.h"
 #include "modules/arguments.h"
+#include "http/client.h"
 #include "modules/context.h"
+#include "modules/source_sum.h"
+#include "modules/url_cache.h"
+#include "states/file_states.h"
 #include "states/file_util.h"
 #include "states/python_text.h"
 #include "states/registry.h"
@@ -37,36 +42,12 @@ using plain_json = nlohmann::json;
 
 std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : py_text(v); }
 
-using modules::shell_quote;
-
-// source_hash as "type=hex" or a bare hex digest (its type by length).
-struct wanted_hash {
-  std::string type;
-  std::string hex;
-};
-std::optional<wanted_hash> parse_hash(std::string text) {
-  wanted_hash h;
-  if (auto eq = text.find('='); eq != std::string::npos) {
-    h.type = text.substr(0, eq);
-    h.hex = text.substr(eq + 1);
-  } else {
-    h.hex = text;
-    switch (text.size()) {
-      case 32: h.type = "md5"; break;
-      case 40: h.type = "sha1"; break;
-      case 56: h.type = "sha224"; break;
-      case 64: h.type = "sha256"; break;
-      case 96: h.type = "sha384"; break;
-      case 128: h.type = "sha512"; break;
-      default: return std::nullopt;
-    }
-  }
-  for (auto& ch : h.hex) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (h.hex.empty() || h.hex.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    return std::nullopt;
-  }
-  return h;
+std::string text_of_arg(const state_call& c, const char* key) {
+  const json* v = c.arg(key);
+  return v == nullptr || v->is_null() ? "" : text_of(*v);
 }
+
+using modules::shell_quote;
 
 // Salt's rm_rf: whatever is there, gone.
 std::string remove_all(const std::string& path) {
@@ -131,7 +112,8 @@ struct request {
   std::optional<long> strip_components;
   bool use_cmd_unzip = false;
   json trim_output = false;
-  std::optional<wanted_hash> want_hash;
+  std::string source_hash;  // as given; want_hash is what it names
+  std::optional<modules::source_sum> want_hash;
   bool skip_verify = false;
 
   bool owned() const { return !user.empty() || !group.empty(); }
@@ -243,9 +225,16 @@ bool read_source(const state_call& c, request& r, json& ret) {
     if (!fs::is_regular_file(r.source_match, rec)) {
       return stop_with(ret, "Source file '" + r.source_match + "' does not exist");
     }
+  } else if (modules::is_remote_url(r.source)) {
+    // The URL's path names the archive (its query and fragment do not).
+    std::string rest = r.source.substr(r.source.find("://") + 3);
+    auto slash = rest.find('/');
+    basename_path = slash == std::string::npos ? "" : rest.substr(slash);
+    basename_path = basename_path.substr(0, basename_path.find_first_of("?#"));
   } else {
     return stop_with(ret, "Invalid source \"" + r.source +
-                              "\": brine extracts salt:// and local archives (file:// or a path)");
+                              "\": brine extracts salt://, http(s)://, ftp:// and local archives "
+                              "(file:// or a path)");
   }
   if (const json* f = c.arg("archive_format"); f != nullptr && c.flag("archive_format")) {
     r.archive_format = text_of(*f);
@@ -317,11 +306,7 @@ bool read_extraction_options(const state_call& c, request& r, json& ret) {
     }
   }
   if (const json* h = c.arg("source_hash"); h != nullptr && c.flag("source_hash")) {
-    r.want_hash = parse_hash(text_of(*h));
-    if (!r.want_hash) {
-      return stop_with(ret, "Unable to verify source_hash " + text_of(*h) +
-                                ": brine takes a hash as TYPE=HEX or a bare hex digest");
-    }
+    r.source_hash = text_of(*h);
   }
   r.skip_verify = c.flag("skip_verify");
   return false;
@@ -329,49 +314,72 @@ bool read_extraction_options(const state_call& c, request& r, json& ret) {
 
 // file.get_hash of `path` in the wanted hash's type ("" if none came back).
 asio::awaitable<std::string> digest_of(const state_call& c, const std::string& path,
-                                       const wanted_hash& want) {
+                                       const modules::source_sum& want) {
   std::string fun = "file.get_hash";
   plain_json args = plain_json::array({path});
-  plain_json kwargs = {{"form", want.type}};
+  plain_json kwargs = {{"form", want.hash_type}};
   json digest = co_await c.run(std::move(fun), std::move(args), std::move(kwargs));
   co_return digest.is_string() ? digest.get<std::string>() : std::string();
 }
 
-// The archive on local disk: a local source as it is, a salt:// one
-// fetched through the minion's file client and checked against
-// source_hash. Under test a salt:// source is not fetched: the state ends.
+// file.get_source_sum of source_hash (Salt's comment when it names none).
+asio::awaitable<bool> read_source_sum(const state_call& c, request& r, json& ret) {
+  if (r.source_hash.empty()) co_return false;
+  std::string error;
+  std::string no_file;
+  std::string hash_name = text_of_arg(c, "source_hash_name");
+  try {
+    if (c.context != nullptr) {
+      r.want_hash = co_await modules::get_source_sum(*c.context, no_file, r.source_match,
+                                                     r.source_hash, hash_name, r.saltenv);
+    } else {
+      r.want_hash = modules::parse_hash_expression(r.source_hash);
+    }
+  } catch (const base::error& e) {
+    error = e.what();
+  }
+  if (!error.empty()) co_return stop_with(ret, error);
+  co_return false;
+}
+
+// The archive on local disk: a local source as it is, a salt:// or remote
+// one cached by file.cached (checked against source_hash there). Under
+// test it is not fetched: the state ends.
 asio::awaitable<bool> cache_source(const state_call& c, const request& r, json& ret,
                                    std::string& cached) {
   if (r.source_is_local) {
     cached = r.source_match;
     co_return false;
   }
+  std::string shown = http::redact_url(r.source_match);
   if (c.test) {
     ret["result"] = nullptr;
-    co_return stop_with(ret, "Archive " + r.source_match +
+    co_return stop_with(ret, "Archive " + shown +
                                  " would be cached (if necessary) and checked to discover if "
                                  "extraction is needed");
   }
-  if (c.context == nullptr) co_return stop_with(ret, "Unable to cache " + r.source_match + ": no minion");
-  auto u = fileserver::parse_url(r.source);
-  auto checked = fileserver::check_path(u->path);
-  if (!checked.error.empty()) {
-    co_return stop_with(ret, "Source file " + r.source + ": " + checked.error);
-  }
-  std::vector<std::string> paths{checked.path};
-  std::string env = u->saltenv.value_or(r.saltenv);
-  auto got = co_await c.context->files().cache(std::move(env), std::move(paths));
-  if (!got[0].error.empty()) {
-    co_return stop_with(ret, "Unable to cache " + r.source_match + ": " + got[0].error);
-  }
-  cached = got[0].local;
-  if (r.want_hash && !r.skip_verify) {
-    std::string digest = co_await digest_of(c, cached, *r.want_hash);
-    if (digest != r.want_hash->hex) {
-      co_return stop_with(ret, "File sum set for file " + r.source_match + " of " + digest +
-                                   " does not match real sum of " + r.want_hash->hex);
+  if (c.context == nullptr) co_return stop_with(ret, "Unable to cache " + shown + ": no minion");
+  if (auto u = fileserver::parse_url(r.source)) {
+    auto checked = fileserver::check_path(u->path);
+    if (!checked.error.empty()) {
+      co_return stop_with(ret, "Source file " + r.source + ": " + checked.error);
     }
   }
+  state_call fetch = c;
+  fetch.low = {{"name", r.source_match}, {"saltenv", r.saltenv}, {"skip_verify", r.skip_verify},
+               {"use_etag", c.flag("use_etag")}};
+  if (!r.source_hash.empty()) fetch.low["source_hash"] = r.source_hash;
+  if (const json* n = c.arg("source_hash_name"); n != nullptr) fetch.low["source_hash_name"] = *n;
+  json result = co_await file_cached(std::move(fetch));
+  if (result["result"] != true) {
+    ret = std::move(result);
+    co_return true;
+  }
+  plain_json args = plain_json::array({r.source_match});
+  plain_json kwargs = {{"saltenv", r.saltenv}};
+  json local = co_await c.run("cp.is_cached", std::move(args), std::move(kwargs));
+  cached = local.is_string() ? local.get<std::string>() : "";
+  if (cached.empty()) co_return stop_with(ret, "Unable to cache " + shown);
   co_return false;
 }
 
@@ -765,6 +773,7 @@ asio::awaitable<json> extracted(state_call c) {
       read_extraction_options(c, r, ret)) {
     co_return ret;
   }
+  if (co_await read_source_sum(c, r, ret)) co_return ret;
   std::string cached;
   if (co_await cache_source(c, r, ret, cached)) co_return ret;
   json contents;
@@ -790,9 +799,9 @@ asio::awaitable<json> extracted(state_call c) {
   if (d.extraction_needed) {
     if (r.source_is_local && r.want_hash && !r.skip_verify) {
       std::string digest = co_await digest_of(c, r.source_match, *r.want_hash);
-      if (digest != r.want_hash->hex) {
+      if (digest != r.want_hash->hsum) {
         stop_with(ret, r.source_match + " does not match the desired source_hash " +
-                           r.want_hash->hex);
+                           r.want_hash->hsum);
         co_return ret;
       }
     }
@@ -811,7 +820,7 @@ asio::awaitable<json> extracted(state_call c) {
   // keep_source: False drops a copy fetched from a master; a masterless
   // minion's salt:// file is the file root's own and stays.
   if (!r.source_is_local && !r.keep_source && c.context != nullptr &&
-      c.context->files().remote()) {
+      (modules::is_remote_url(r.source) || c.context->files().remote())) {
     std::error_code ec;
     fs::remove(cached, ec);
   }
@@ -824,8 +833,8 @@ asio::awaitable<json> extracted(state_call c) {
 void register_archive_states(registry& reg) {
   using namespace archive_states;
   reg.add("archive.extracted", extracted, {"name", "source"},
-          "archive.extracted name=DIR source=salt://|PATH [archive_format=tar|zip] "
-          "[source_hash=] [skip_verify=] [options=] [enforce_toplevel=True] [if_missing=] "
+          "archive.extracted name=DIR source=salt://|URL|PATH [archive_format=tar|zip] "
+          "[source_hash=] [source_hash_name=] [skip_verify=] [options=] [enforce_toplevel=True] [if_missing=] "
           "[user=] [group=] [enforce_ownership_on=] [overwrite=] [clean=] [clean_parent=] "
           "[force=] [trim_output=] [keep_source=True] [use_cmd_unzip=]: the archive's files "
           "are in DIR");

@@ -1,4 +1,4 @@
-// Salt's file.managed (contents, pillar/grains, salt:// and local sources,
+// Salt's file.managed (contents, pillar/grains, salt://, local and remote sources,
 // jinja templates with the run's accumulators, mode, owner, check_cmd),
 // file.directory (owner and modes, recurse, clean with the required states'
 // files kept, force, backupname) and file.accumulated. Salt's comments and
@@ -190,28 +190,34 @@ asio::awaitable<declared> declared_text(state_call c) {
   }
   const json* source = c.arg("source");
   if (source == nullptr || source->is_null()) co_return out;
-  std::vector<std::string> sources;
+  // source_list: each item with its own source_hash ({url: hash}) or the
+  // state's.
+  std::string state_hash;
+  if (const json* h = c.arg("source_hash"); h != nullptr && !h->is_null()) state_hash = as_text(*h);
+  std::vector<source_ref> sources;
   if (source->is_array()) {
     for (const auto& s : *source) {
-      // A source list item may be {url: source_hash}.
       if (s.is_object() && !s.empty()) {
-        sources.push_back(s.begin().key());
+        const json& own = s.begin().value();
+        sources.push_back({s.begin().key(), base::python_truth(&own) ? as_text(own) : state_hash});
       } else {
-        sources.push_back(as_text(s));
+        sources.push_back({as_text(s), state_hash});
       }
     }
   } else {
-    sources.push_back(as_text(*source));
+    sources.push_back({as_text(*source), state_hash});
   }
   std::string saltenv = saltenv_of(c);
+  const json* tmpl = c.arg("template");
+  bool templated = base::python_truth(tmpl);
   fetched got;
   bool found = false;
   std::string chosen;
   for (const auto& s : sources) {
-    got = co_await fetch_source(c, s, saltenv);
+    got = co_await fetch_source(c, s, saltenv, sources.size() > 1, templated);
     if (got.text) {
       found = true;
-      chosen = s;
+      chosen = s.source;
       break;
     }
     if (!got.missing || sources.size() == 1) {
@@ -225,8 +231,7 @@ asio::awaitable<declared> declared_text(state_call c) {
   }
   out.from_source = true;
   // Salt's `if template:`: None, "" and False render nothing.
-  const json* tmpl = c.arg("template");
-  if (!base::python_truth(tmpl)) {
+  if (!templated) {
     out.text = std::move(got.text);
     co_return out;
   }

@@ -15,6 +15,10 @@ namespace brine::states {
 asio::awaitable<json> file_managed(state_call c);
 asio::awaitable<json> file_directory(state_call c);
 
+// file.cached (file_cache_states.cc), which archive.extracted caches its
+// source with.
+asio::awaitable<json> file_cached(state_call c);
+
 // Salt's _gen_keep_files: the paths that clean must keep below `name` for
 // the states `c` requires (`require: - file: X`), read from the run's
 // chunks (__lowstate__): a required file.recurse's managed paths, all of

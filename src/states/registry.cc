@@ -198,6 +198,7 @@ void register_builtin_states(registry& reg) {
   register_test_states(reg);
   register_cmd_states(reg);
   register_file_states(reg);
+  register_file_cache_states(reg);
   register_file_recurse_states(reg);
   register_file_path_states(reg);
   register_file_edit_states(reg);

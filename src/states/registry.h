@@ -158,6 +158,7 @@ void register_builtin_states(registry& reg);
 void register_test_states(registry& reg);
 void register_cmd_states(registry& reg);
 void register_file_states(registry& reg);
+void register_file_cache_states(registry& reg);
 // file.recurse (file_recurse_states.cc).
 void register_file_recurse_states(registry& reg);
 // file.absent, symlink, touch, exists, missing, copy (file_path_states.cc).

@@ -262,6 +262,11 @@ TEST_F(archive_test, extracts_local_zip_and_checks_the_hash) {
   json low = {{"name", dir_.file("z")}, {"source", zip}, {"source_hash", "sha256=00"}};
   json r = call("archive.extracted", low);
   EXPECT_EQ(r["result"], false);
+  EXPECT_EQ(r["comment"].get<std::string>().rfind("Source hash sha256=00 format is invalid.", 0), 0u)
+      << r["comment"];
+  low["source_hash"] = "sha256=" + std::string(64, '0');
+  r = call("archive.extracted", low);
+  EXPECT_EQ(r["result"], false);
   EXPECT_NE(r["comment"].get<std::string>().find("does not match the desired source_hash"),
             std::string::npos);
   low.erase("source_hash");
