@@ -873,6 +873,16 @@ std::string state_output(const option& opt) {
   return v;
 }
 
+std::string hash_type(const option& opt) {
+  constexpr std::string_view expected = "md5, sha1, sha224, sha256, sha384 or sha512";
+  std::string v = text(opt, expected);
+  for (const char* ok : {"md5", "sha1", "sha224", "sha256", "sha384", "sha512"}) {
+    if (v == ok) return v;
+  }
+  opt.fail(expected);
+  return v;
+}
+
 std::vector<std::string> env_names(const option& opt) {
   constexpr std::string_view expected = "a list of environment names";
   std::vector<std::string> out;
@@ -1229,6 +1239,8 @@ const option_table<minion_config>& minion_options() {
       {"master_alive_interval", set_int(&c::master_alive_interval, 1, k_u32_max, "seconds")},
       {"auth_timeout", set_int(&c::auth_timeout, 1, 3600, "seconds")},
       {"job_timeout", set_int(&c::job_timeout, 1, k_u32_max, "seconds")},
+      {"http_request_timeout", set_int(&c::http_request_timeout, 1, k_u32_max, "seconds")},
+      {"hash_type", set(&c::hash_type, hash_type)},
       {"max_frame_bytes",
        set_int(&c::max_frame_bytes, k_min_frame_bytes, k_max_frame_bytes, "bytes")},
       {"log_file", set(&c::log_file, log_file)},

@@ -268,6 +268,8 @@ struct minion_config {
   // (Salt's auth_timeout, which bounds salt-call's wait for its master).
   uint32_t auth_timeout = 5;
   uint32_t job_timeout = 3600;          // seconds; default limit for a job without timeout=
+  uint32_t http_request_timeout = 3600;  // seconds; one download of an http(s)/ftp source
+  std::string hash_type = "sha256";      // file.cached's digest without a source_hash
   uint64_t max_frame_bytes = 16 * 1024 * 1024;
   std::string log_file;
   spdlog::level::level_enum log_level = spdlog::level::info;

@@ -42,7 +42,9 @@ nlohmann::json opts_of(const base::minion_config& cfg) {
           {"state_output", cfg.state_output},
           {"state_verbose", cfg.state_verbose},
           {"master_alive_interval", cfg.master_alive_interval},
-          {"grains_blacklist", cfg.grains_blacklist}};
+          {"grains_blacklist", cfg.grains_blacklist},
+          {"http_request_timeout", cfg.http_request_timeout},
+          {"hash_type", cfg.hash_type}};
   // Only where set, as in Salt's opts: config.option falls back to grains
   // and pillar.
   if (!cfg.hosts_file.empty()) opts["hosts.file"] = cfg.hosts_file;

@@ -155,6 +155,8 @@ TEST(MinionConfig, Defaults) {
   EXPECT_EQ(c.acceptance_wait_time_max, 0u);
   EXPECT_EQ(c.master_alive_interval, 30u);
   EXPECT_EQ(c.job_timeout, 3600u);
+  EXPECT_EQ(c.http_request_timeout, 3600u);
+  EXPECT_EQ(c.hash_type, "sha256");
   EXPECT_EQ(c.max_frame_bytes, 16u * 1024 * 1024);
   EXPECT_EQ(c.log_file, "");
   EXPECT_EQ(c.log_level, spdlog::level::info);
@@ -240,6 +242,8 @@ acceptance_wait_time: 5
 acceptance_wait_time_max: 60
 master_alive_interval: 7
 job_timeout: 120
+http_request_timeout: 30
+hash_type: sha512
 max_frame_bytes: 1024
 log_file: /var/log/brine/minion
 log_level: warning
@@ -263,6 +267,8 @@ log_level: warning
   EXPECT_EQ(c.acceptance_wait_time_max, 60u);
   EXPECT_EQ(c.master_alive_interval, 7u);
   EXPECT_EQ(c.job_timeout, 120u);
+  EXPECT_EQ(c.http_request_timeout, 30u);
+  EXPECT_EQ(c.hash_type, "sha512");
   EXPECT_EQ(c.max_frame_bytes, 1024u);
   EXPECT_EQ(c.log_file, "/var/log/brine/minion");
   EXPECT_EQ(c.log_level, spdlog::level::warn);
@@ -726,6 +732,10 @@ TEST(MinionConfig, InvalidValuesNameFileLineOptionExpectedAndFound) {
       {"master_alive_interval: 0",
        "line 1: master_alive_interval must be an integer >= 1 (seconds), got 0"},
       {"job_timeout: 0", "line 1: job_timeout must be an integer >= 1 (seconds), got 0"},
+      {"http_request_timeout: 0",
+       "line 1: http_request_timeout must be an integer >= 1 (seconds), got 0"},
+      {"hash_type: crc32",
+       "line 1: hash_type must be md5, sha1, sha224, sha256, sha384 or sha512, got crc32"},
       {"max_frame_bytes: 100",
        "line 1: max_frame_bytes must be an integer 1024..1073741824 (bytes), got 100"},
       {"log_level: [debug]",
