@@ -3,14 +3,15 @@
 # the frame decoder, the MessagePack reader, the DNS SRV reply parser, the Jinja template engine,
 # the file server's requests and paths, the apt sources parser, the archive
 # listings, target expressions, config files, peer hellos on a master's
-# cluster_port, compile masters' request and reply bodies and state arguments (the state
+# cluster_port, compile masters' request and reply bodies, source hashes and hash files, and
+# state arguments (the state
 # runner and every state function; see tests/fuzz/state_args_fuzz.cc: it
 # runs as root or in a user namespace, in a read-only mount namespace).
 # TARGETS (default all) picks some.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-targets=${2:-frame msgpack srv template fileserver apt_sources archive_listing target config peer_hello catalog state_args}
+targets=${2:-frame msgpack srv template fileserver apt_sources archive_listing target config peer_hello catalog source_sum state_args}
 out=build/fuzz
 mkdir -p "$out"
 cxx=(clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc)
@@ -43,6 +44,9 @@ build() {
     catalog) "${cxx[@]}" tests/fuzz/catalog_fuzz.cc src/catalog/request.cc src/proto/frame.cc \
       src/fileserver/{path,roots,backend}.cc src/base/error.cc -lcrypto -lfmt \
       -o "$out/catalog_fuzz" ;;
+    source_sum) "${cxx[@]}" -fno-sanitize=function -DASIO_STANDALONE -DASIO_HAS_CO_AWAIT=1 \
+      tests/fuzz/source_sum_fuzz.cc src/modules/source_sum.cc src/base/error.cc \
+      -o "$out/source_sum_fuzz" ;;
     state_args) ;;  # below
     *) echo "fuzz.sh: no target '$1'" >&2; exit 2 ;;
   esac

@@ -1,26 +1,16 @@
 #include "modules/source_sum.h"
 
-
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
-#include <fstream>
-#include <memory>
 #include <sstream>
 #include <vector>
 
 #include "base/error.h"
-#include "fileserver/client.h"
-#include "fileserver/path.h"
-#include "modules/context.h"
-#include "modules/url_cache.h"
 
 namespace brine::modules {
 
 namespace source_sum_impl {
 namespace {
-
-namespace fs = std::filesystem;
 
 // Salt's HASHES, in its order (the order its messages list them in).
 const std::vector<std::pair<std::string, std::size_t>>& hashes() {
@@ -45,7 +35,7 @@ bool is_space(char ch) { return std::isspace(static_cast<unsigned char>(ch)) != 
 bool is_alnum(char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; }
 bool is_hex(char ch) { return std::isxdigit(static_cast<unsigned char>(ch)) != 0; }
 
-[[noreturn]] void invalid_format(const std::string& source_hash) {
+[[noreturn]] void invalid_format_impl(const std::string& source_hash) {
   // HASHES_REVMAP sorted by length.
   std::string types;
   for (auto it = hashes().rbegin(); it != hashes().rend(); ++it) {
@@ -101,6 +91,10 @@ std::string basename_of(const std::string& path) {
 }  // namespace
 }  // namespace source_sum_impl
 
+void invalid_source_hash(const std::string& source_hash) {
+  source_sum_impl::invalid_format_impl(source_hash);
+}
+
 std::string hash_type_of_length(std::size_t length) {
   for (const auto& [t, n] : source_sum_impl::hashes()) {
     if (n == length) return t;
@@ -117,11 +111,11 @@ source_sum parse_hash_expression(const std::string& source_hash) {
   } else {
     if (source_hash.empty() ||
         !std::all_of(source_hash.begin(), source_hash.end(), [](char ch) { return is_hex(ch); })) {
-      invalid_format(source_hash);
+      invalid_format_impl(source_hash);
     }
     r.hsum = source_hash;
     r.hash_type = hash_type_of_length(source_hash.size());
-    if (r.hash_type.empty()) invalid_format(source_hash);
+    if (r.hash_type.empty()) invalid_format_impl(source_hash);
   }
   std::size_t want = length_of(r.hash_type);
   if (want == 0) {
@@ -132,7 +126,7 @@ source_sum parse_hash_expression(const std::string& source_hash) {
                       "' as the source_hash, or change the hash type to a supported type.");
   }
   std::string by_length = hash_type_of_length(r.hsum.size());
-  if (by_length.empty()) invalid_format(source_hash);
+  if (by_length.empty()) invalid_format_impl(source_hash);
   if (r.hsum.size() != want) {
     throw base::error("Invalid length (" + std::to_string(r.hsum.size()) + ") for hash type '" +
                       r.hash_type + "'. Either remove the hash type and simply use '" + r.hsum +
@@ -191,61 +185,6 @@ std::optional<source_sum> extract_hash(const std::string& text, const std::strin
     if (*found) return **found;
   }
   return std::nullopt;
-}
-
-asio::awaitable<source_sum> get_source_sum(minion_context& ctx, std::string file_name,
-                                           std::string source, std::string source_hash,
-                                           std::string source_hash_name, std::string saltenv) {
-  using namespace source_sum_impl;
-  std::string hash_file;
-  if (source_hash.starts_with("/")) {
-    hash_file = source_hash;
-  } else {
-    // urlparse's scheme: letters, digits, "+-." before the first ':'.
-    std::string scheme;
-    if (auto colon = source_hash.find(':'); colon != std::string::npos && colon > 0 &&
-                                            std::isalpha(static_cast<unsigned char>(source_hash[0]))) {
-      scheme = source_hash.substr(0, colon);
-      for (char ch : scheme) {
-        if (!is_alnum(ch) && ch != '+' && ch != '-' && ch != '.') {
-          scheme.clear();
-          break;
-        }
-      }
-    }
-    scheme = lower(scheme);
-    if (scheme == "salt") {
-      auto u = fileserver::parse_url(source_hash);
-      std::vector<std::string> paths{u ? u->path : ""};
-      std::string env = u && u->saltenv ? *u->saltenv : saltenv;
-      auto got = co_await ctx.files().cache(env, std::move(paths));
-      if (!got[0].error.empty()) throw base::error("Source hash file " + source_hash + " not found");
-      hash_file = got[0].local;
-    } else if (scheme == "file") {
-      hash_file = source_hash.substr(7);
-      std::error_code ec;
-      if (!fs::is_regular_file(hash_file, ec)) {
-        throw base::error("Source hash file " + source_hash + " not found");
-      }
-    } else if (is_remote_url(source_hash)) {
-      std::string any;
-      hash_file = co_await cache_url(ctx.opts(), source_hash, saltenv, any, true);
-    } else if (scheme == "swift" || scheme == "s3") {
-      throw base::error("Source hash file " + source_hash +
-                        ": brine fetches hash files from salt://, file://, http(s):// and ftp://");
-    } else if (!scheme.empty()) {
-      invalid_format(source_hash);
-    }
-  }
-  if (hash_file.empty()) co_return parse_hash_expression(source_hash);
-  std::ifstream in(hash_file, std::ios::binary);
-  if (!in) throw base::error("Source hash file " + source_hash + " not found");
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto found = extract_hash(text.str(), "", file_name, source, source_hash_name);
-  if (!found) invalid_format(source_hash);
-  found->hsum = lower(found->hsum);
-  co_return *found;
 }
 
 }  // namespace brine::modules

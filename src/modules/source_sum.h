@@ -19,6 +19,9 @@ struct source_sum {
 // Salt's hash type of a hex digest this long ("" for none).
 std::string hash_type_of_length(std::size_t length);
 
+// Throws Salt's "Source hash X format is invalid. ..." error.
+[[noreturn]] void invalid_source_hash(const std::string& source_hash);
+
 // A hash expression: "TYPE=HEX" or a bare digest (its type by length).
 // Throws base::error with Salt's message for anything else.
 source_sum parse_hash_expression(const std::string& source_hash);
@@ -31,7 +34,7 @@ std::optional<source_sum> extract_hash(const std::string& text, const std::strin
                                        const std::string& file_name, const std::string& source,
                                        const std::string& source_hash_name);
 
-// file.get_source_sum: source_hash as a hash expression, or a path, salt://,
+// file.get_source_sum (get_source_sum.cc): source_hash as a hash expression, or a path, salt://,
 // file://, http(s):// or ftp:// URL of a hash file searched by
 // extract_hash. Throws base::error with Salt's message.
 asio::awaitable<source_sum> get_source_sum(minion_context& ctx, std::string file_name,
