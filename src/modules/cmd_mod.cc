@@ -259,28 +259,6 @@ asio::awaitable<outcome> retcode(call c) {
   co_return outcome{r.retcode, true, 0};
 }
 
-// PATH lookup as Salt's salt.utils.path.which: the first executable file.
-std::optional<std::string> which_path(const std::string& name) {
-  auto executable = [](const std::string& p) {
-    struct stat st {};
-    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
-  };
-  if (name.find('/') != std::string::npos) {
-    if (executable(name)) return name;
-    return std::nullopt;
-  }
-  const char* path = ::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  for (;;) {
-    size_t end = dirs.find(':', start);
-    std::string dir = dirs.substr(start, end == std::string::npos ? end : end - start);
-    if (!dir.empty() && executable(dir + "/" + name)) return dir + "/" + name;
-    if (end == std::string::npos) return std::nullopt;
-    start = end + 1;
-  }
-}
-
 std::string one_name(const std::string& fun, const call& c) {
   if (c.args.size() == 1 && c.args[0].is_string() && c.kwargs.is_object()) {
     for (const auto& [k, v] : c.kwargs.items()) {

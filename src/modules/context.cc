@@ -1,5 +1,7 @@
 #include "modules/context.h"
 
+#include <nlohmann/json.hpp>
+
 #include "fileserver/client.h"
 
 namespace brine::modules {
@@ -29,6 +31,18 @@ fileserver::client& minion_context::files() {
     local_files_ = std::make_unique<fileserver::local_client>(std::move(roots));
   });
   return *local_files_;
+}
+
+std::string option_text(const minion_context* context, const std::string& key,
+                        const std::string& fallback) {
+  if (context == nullptr) return fallback;
+  const nlohmann::json& opts = context->opts();
+  if (auto it = opts.find(key); it != opts.end() && it->is_string()) return it->get<std::string>();
+  for (const auto& data : {context->grains(), context->pillar()}) {
+    if (data == nullptr) continue;
+    if (auto it = data->find(key); it != data->end() && it->is_string()) return it->get<std::string>();
+  }
+  return fallback;
 }
 
 }  // namespace brine::modules

@@ -104,4 +104,10 @@ class minion_context {
   std::unique_ptr<fileserver::client> local_files_;
 };
 
+// Salt's config.option of a text option such as hosts.file or
+// aliases.file: the minion's options, then its grains, then its pillar;
+// `fallback` when none holds it as text (or there is no minion).
+std::string option_text(const minion_context* context, const std::string& key,
+                        const std::string& fallback);
+
 }  // namespace brine::modules

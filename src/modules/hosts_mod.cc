@@ -28,22 +28,8 @@ namespace {
 using json = nlohmann::json;
 using ordered = nlohmann::ordered_json;
 
-// Salt's config.option("hosts.file"): the options, then grains, then pillar.
-std::string hosts_file(const call& c) {
-  if (c.context != nullptr) {
-    const json& opts = c.context->opts();
-    if (auto it = opts.find("hosts.file"); it != opts.end() && it->is_string()) {
-      return it->get<std::string>();
-    }
-    for (const auto& data : {c.context->grains(), c.context->pillar()}) {
-      if (data == nullptr) continue;
-      if (auto it = data->find("hosts.file"); it != data->end() && it->is_string()) {
-        return it->get<std::string>();
-      }
-    }
-  }
-  return "/etc/hosts";
-}
+// Salt's config.option("hosts.file").
+std::string hosts_file(const call& c) { return option_text(c.context, "hosts.file", "/etc/hosts"); }
 
 // One line of the hosts file, as read: an address line has its address,
 // aliases and comment parsed out.

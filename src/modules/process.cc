@@ -664,4 +664,26 @@ asio::awaitable<process_result> run_process(process_options opts) {
   co_return result;
 }
 
+// PATH lookup as Salt's salt.utils.path.which: the first executable file.
+std::optional<std::string> which_path(const std::string& name) {
+  auto executable = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos) {
+    if (executable(name)) return name;
+    return std::nullopt;
+  }
+  const char* path = ::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  for (;;) {
+    size_t end = dirs.find(':', start);
+    std::string dir = dirs.substr(start, end == std::string::npos ? end : end - start);
+    if (!dir.empty() && executable(dir + "/" + name)) return dir + "/" + name;
+    if (end == std::string::npos) return std::nullopt;
+    start = end + 1;
+  }
+}
+
 }  // namespace brine::modules

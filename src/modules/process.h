@@ -82,4 +82,8 @@ struct process_result {
 // io_context; each owns its own descriptor.
 asio::awaitable<process_result> run_process(process_options opts);
 
+// PATH lookup as Salt's salt.utils.path.which: the first executable file
+// (a name with a '/' as it is, when executable).
+std::optional<std::string> which_path(const std::string& name);
+
 }  // namespace brine::modules
